@@ -1,0 +1,220 @@
+//! `dotcompute`: list devices, validate backends against the seed cases, print generated
+//! code, and run benchmarks.
+
+mod bench;
+
+use clap::{Parser, Subcommand};
+use dotcompute::{BackendKind, Device};
+use dotcompute_codegen::Target;
+use dotcompute_conformance as conformance;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "dotcompute", version, about = "Write a compute kernel once in Rust; run it on every backend")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Lists every backend, its devices and their properties, or why it is unavailable.
+    Devices,
+    /// Runs the seed cases on one or more backends and prints a table; exits non-zero on
+    /// any failure or when a requested backend is absent.
+    Validate {
+        /// cpu, cuda, wgpu, metal, or all (every backend present). Default: the best
+        /// backend present (DOTCOMPUTE_BACKEND overrides).
+        #[arg(long)]
+        backend: Option<String>,
+        /// Only cases whose name contains this text (repeatable).
+        #[arg(long = "case")]
+        cases: Vec<String>,
+        /// Seed for random inputs (default: fresh; printed in the summary).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Prints the generated code of a built-in kernel (no device needed).
+    Emit {
+        /// Kernel name, e.g. vector_add (`dotcompute emit list` lists them).
+        kernel: String,
+        /// ir (available now); wgsl, msl, spirv, hlsl, cuda come with their backends.
+        #[arg(long, default_value = "ir")]
+        target: String,
+    },
+    /// Runs a benchmark and prints figures as ratios against a reference measured in the
+    /// same run.
+    Bench {
+        /// vector-add (the only benchmark so far).
+        #[arg(default_value = "vector-add")]
+        name: String,
+        /// Elements.
+        #[arg(long, default_value_t = 16 * 1024 * 1024)]
+        n: usize,
+        /// Timed repetitions (after warm-up); the median is reported.
+        #[arg(long, default_value_t = 30)]
+        reps: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Devices => devices(),
+        Command::Validate {
+            backend,
+            cases,
+            seed,
+        } => validate(backend.as_deref(), &cases, seed),
+        Command::Emit { kernel, target } => emit(&kernel, &target),
+        Command::Bench { name, n, reps } => bench::run(&name, n, reps),
+    }
+}
+
+fn devices() -> ExitCode {
+    for status in dotcompute::backends() {
+        match &status.devices {
+            Ok(devices) => {
+                println!("{}: available, {} device(s)", status.kind, devices.len());
+                for (i, d) in devices.iter().enumerate() {
+                    let l = &d.limits;
+                    println!("  [{i}] {}", d.name);
+                    println!("      memory            {:.1} GiB", d.memory_bytes as f64 / (1u64 << 30) as f64);
+                    println!("      compute units     {}", d.compute_units);
+                    println!("      driver            {}", d.driver);
+                    println!("      max group         {} threads, {:?} per dimension", l.max_group_threads, l.max_group_size);
+                    println!("      max groups        {:?}", l.max_groups);
+                    println!("      shared memory     {} bytes per group", l.max_shared_bytes);
+                    println!("      max buffer        {} bytes", l.max_buffer_bytes);
+                    println!("      features          {}", d.features.join(", "));
+                }
+            }
+            Err(reason) => println!("{}: unavailable: {reason}", status.kind),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> ExitCode {
+    let mut devices = Vec::new();
+    let mut absent = Vec::new();
+    match backend.map(|s| s.trim().to_ascii_lowercase()) {
+        None => match Device::best() {
+            Ok(d) => devices.push(d),
+            Err(e) => absent.push(e.to_string()),
+        },
+        Some(all) if all == "all" => {
+            let required = match conformance::required_backends() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            for kind in [BackendKind::Cpu, BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Metal] {
+                match Device::with_backend(kind) {
+                    Ok(d) => devices.push(d),
+                    Err(e) if required.contains(&kind) => absent.push(format!("{e} (required by DOTCOMPUTE_REQUIRE)")),
+                    Err(e) => println!("note: skipping {e}"),
+                }
+            }
+        }
+        Some(name) => match Device::by_name(&name) {
+            Ok(d) => devices.push(d),
+            Err(e) => absent.push(e.to_string()),
+        },
+    }
+    if !absent.is_empty() {
+        for a in &absent {
+            eprintln!("error: {a}");
+        }
+        return ExitCode::from(2);
+    }
+    let seed = seed.unwrap_or_else(conformance::seed_from_env);
+    let cases: Vec<_> = conformance::cases()
+        .into_iter()
+        .filter(|c| filters.is_empty() || filters.iter().any(|f| c.name.to_lowercase().contains(&f.to_lowercase())))
+        .collect();
+    if cases.is_empty() {
+        eprintln!("error: no case matches {filters:?}");
+        return ExitCode::from(2);
+    }
+    println!("{:<18} {:<14} {:<7} {:<6} {:>11} {:>10}", "case", "size", "backend", "result", "max error", "time");
+    let (mut passed, mut failed) = (0, 0);
+    let mut failures = Vec::new();
+    let start = std::time::Instant::now();
+    for device in &devices {
+        for case in &cases {
+            for &size in &case.sizes {
+                let r = conformance::run_case(device, case, size, seed);
+                let err = if r.max_error.is_nan() { "-".to_string() } else { format!("{:.2e}", r.max_error) };
+                println!(
+                    "{:<18} {:<14} {:<7} {:<6} {:>11} {:>8.1}ms",
+                    r.case,
+                    r.size,
+                    r.backend.name(),
+                    if r.passed { "PASS" } else { "FAIL" },
+                    err,
+                    r.time.as_secs_f64() * 1e3
+                );
+                if r.passed {
+                    passed += 1;
+                } else {
+                    failed += 1;
+                    failures.push(format!("{} {} on {}: {}", r.case, r.size, r.backend, r.message));
+                }
+            }
+        }
+    }
+    for f in &failures {
+        println!("FAIL {f}");
+    }
+    let names: Vec<String> = devices.iter().map(|d| d.label()).collect();
+    println!("devices: {}", names.join("; "));
+    println!("seed {seed} (replay with --seed {seed}), {:.1} s", start.elapsed().as_secs_f64());
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn emit(kernel: &str, target: &str) -> ExitCode {
+    let kernels = conformance::seed_kernels();
+    if kernel == "list" {
+        for k in &kernels {
+            println!("{}", k.name());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let Some(def) = kernels.iter().find(|k| k.name() == kernel) else {
+        let names: Vec<_> = kernels.iter().map(|k| k.name()).collect();
+        eprintln!("error: no built-in kernel `{kernel}`; available: {}", names.join(", "));
+        return ExitCode::from(2);
+    };
+    let ir = match def.ir() {
+        Ok(ir) => ir,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match target {
+        "ir" => print!("{}", dotcompute_codegen::IrText.generate(ir)),
+        "json" => println!("{}", ir.to_json()),
+        "wgsl" | "msl" | "spirv" | "hlsl" => {
+            eprintln!("error: target `{target}` is not implemented yet (it comes with the wgpu backend, issue #3); available: ir, json");
+            return ExitCode::from(2);
+        }
+        "cuda" => {
+            eprintln!("error: target `cuda` is not implemented yet (it comes with the CUDA backend, issue #4); available: ir, json");
+            return ExitCode::from(2);
+        }
+        other => {
+            eprintln!("error: unknown target `{other}`; available: ir, json");
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,191 @@
+//! # dotcompute-codegen: from IR to target source
+//!
+//! Targets implement [`Target`]. Today there is one: [`IrText`], a readable, Rust-like
+//! listing of a kernel's IR with every value's type, which `dotcompute emit --target ir`
+//! prints. WGSL (issue #3) and CUDA C++ (issue #4) are the next targets; MSL, SPIR-V and
+//! HLSL will come from the WGSL module through naga.
+//!
+//! ## Contract
+//!
+//! *Trusts* its input to be validated IR (`dotcompute_ir::validate`): generators do not
+//! re-check types. *Guarantees* deterministic output: the same IR gives byte-identical
+//! source, so generated source can be snapshot-tested and hashed into cache keys.
+
+use dotcompute_ir::*;
+use std::fmt::Write;
+
+/// Version of the generators' output; part of compile-cache keys.
+pub const CODEGEN_VERSION: u32 = 1;
+
+/// A code generator.
+pub trait Target {
+    /// Short name (`ir`, `wgsl`, `cuda`, ...).
+    fn name(&self) -> &'static str;
+    /// Source text for `kernel`.
+    fn generate(&self, kernel: &Kernel) -> String;
+}
+
+/// The IR as readable text.
+pub struct IrText;
+
+impl Target for IrText {
+    fn name(&self) -> &'static str {
+        "ir"
+    }
+    fn generate(&self, k: &Kernel) -> String {
+        let mut p = Printer { k, out: String::new() };
+        p.kernel();
+        p.out
+    }
+}
+
+struct Printer<'k> {
+    k: &'k Kernel,
+    out: String,
+}
+
+impl Printer<'_> {
+    fn kernel(&mut self) {
+        let k = self.k;
+        let _ = writeln!(self.out, "// dotcompute IR v{} hash {}", k.version, &k.content_hash_hex()[..16]);
+        let params: Vec<String> = k
+            .params
+            .iter()
+            .map(|p| match p {
+                Param::Buffer { name, elem, access } => format!(
+                    "{name}: {}[{elem}]",
+                    if *access == Access::ReadWrite { "&mut " } else { "&" }
+                ),
+                Param::Scalar { name, ty } => format!("{name}: {ty}"),
+            })
+            .collect();
+        let _ = writeln!(self.out, "kernel {}({}) {{", k.name, params.join(", "));
+        for s in &k.shared {
+            let len = match s.len {
+                SharedLen::Static(n) => n.to_string(),
+                SharedLen::Dynamic => "dynamic".into(),
+            };
+            let _ = writeln!(self.out, "    shared {}: [{}; {len}];", s.name, s.elem);
+        }
+        self.block(&k.body, 1);
+        self.out.push_str("}\n");
+    }
+
+    fn local(&self, id: u32) -> String {
+        format!("{}_{id}", self.k.locals[id as usize].name)
+    }
+
+    fn block(&mut self, stmts: &[Stmt], depth: usize) {
+        for s in stmts {
+            self.stmt(s, depth);
+        }
+    }
+
+    fn line(&mut self, depth: usize, text: &str) {
+        let _ = writeln!(self.out, "{}{text}", "    ".repeat(depth));
+    }
+
+    fn stmt(&mut self, s: &Stmt, d: usize) {
+        match s {
+            Stmt::Let { local, init } => {
+                let l = &self.k.locals[*local as usize];
+                let m = if l.mutable { "mut " } else { "" };
+                let init = init.as_ref().map_or("zero".to_string(), |e| self.expr(e));
+                let text = format!("let {m}{}: {} = {init};", self.local(*local), l.ty);
+                self.line(d, &text);
+            }
+            Stmt::Assign { local, value } => {
+                let text = format!("{} = {};", self.local(*local), self.expr(value));
+                self.line(d, &text);
+            }
+            Stmt::Store { mem, index, value } => {
+                let text = format!("{}[{}] = {};", self.k.memory_name(*mem), self.expr(index), self.expr(value));
+                self.line(d, &text);
+            }
+            Stmt::Atomic { op, mem, index, args, result } => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                let call = format!("atomic_{}(&{}[{}], {})", op.name(), self.k.memory_name(*mem), self.expr(index), args.join(", "));
+                let text = match result {
+                    Some(r) => format!("{} = {call};", self.local(*r)),
+                    None => format!("{call};"),
+                };
+                self.line(d, &text);
+            }
+            Stmt::If { cond, then, otherwise } => {
+                let text = format!("if {} {{", self.expr(cond));
+                self.line(d, &text);
+                self.block(then, d + 1);
+                if !otherwise.is_empty() {
+                    self.line(d, "} else {");
+                    self.block(otherwise, d + 1);
+                }
+                self.line(d, "}");
+            }
+            Stmt::For { var, start, end, step, body } => {
+                let text = format!(
+                    "for {} in ({}..{}).step_by({}) {{",
+                    self.local(*var),
+                    self.expr(start),
+                    self.expr(end),
+                    self.expr(step)
+                );
+                self.line(d, &text);
+                self.block(body, d + 1);
+                self.line(d, "}");
+            }
+            Stmt::Loop { body } => {
+                self.line(d, "loop {");
+                self.block(body, d + 1);
+                self.line(d, "}");
+            }
+            Stmt::Break => self.line(d, "break;"),
+            Stmt::Continue => self.line(d, "continue;"),
+            Stmt::Return => self.line(d, "return;"),
+            Stmt::Barrier => self.line(d, "barrier();"),
+        }
+    }
+
+    fn expr(&self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Literal(l) => l.to_string(),
+            ExprKind::Local(id) => self.local(*id),
+            ExprKind::Scalar(i) => self.k.params[*i as usize].name().to_string(),
+            ExprKind::Builtin(b, a) => format!("{}().{}", b.name(), a.name()),
+            ExprKind::Len(m) => format!("{}.len()", self.k.memory_name(*m)),
+            ExprKind::Load { mem, index } => format!("{}[{}]", self.k.memory_name(*mem), self.expr(index)),
+            ExprKind::Unary(op, a) => format!("{}{}", if *op == UnaryOp::Neg { "-" } else { "!" }, self.expr(a)),
+            ExprKind::Binary(op, a, b) => format!("({} {} {})", self.expr(a), op.symbol(), self.expr(b)),
+            ExprKind::Cast(a) => format!("({} as {})", self.expr(a), e.ty),
+            ExprKind::Math(f, args) => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                format!("{}({})", f.name(), args.join(", "))
+            }
+            ExprKind::Select { cond, then, otherwise } => format!(
+                "select({}, {}, {})",
+                self.expr(cond),
+                self.expr(then),
+                self.expr(otherwise)
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_a_hand_built_kernel() {
+        let mut b = Builder::new("scale");
+        let x = b.buffer("x", ScalarType::F32, Access::ReadWrite);
+        let s = b.scalar("s", ScalarType::F32);
+        let i = b.builtin(Builtin::GlobalId, Axis::X);
+        let v = b.load(x, i.clone()).unwrap();
+        let v = b.binary(BinaryOp::Mul, v, s).unwrap();
+        b.store(x, i, v).unwrap();
+        let k = b.finish().unwrap();
+        let text = IrText.generate(&k);
+        assert!(text.contains("kernel scale(x: &mut [f32], s: f32) {"), "{text}");
+        assert!(text.contains("x[global_id().x] = (x[global_id().x] * s);"), "{text}");
+    }
+}

@@ -1,0 +1,158 @@
+//! The kernels of the seed cases, written once with `#[kernel]`.
+
+use dotcompute::kernel;
+
+/// Tile edge of the matrix multiply.
+pub const TILE: u32 = 16;
+
+/// `out[i] = i`.
+#[kernel]
+pub fn thread_ids(out: &mut [u32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = i;
+    }
+}
+
+/// `out[i] = a[i] + b[i]`.
+#[kernel]
+pub fn vector_add(a: &[f32], b: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = a[i] + b[i];
+    }
+}
+
+/// `out[i] = a[i] * scale`, the scalar bound by value.
+#[kernel]
+pub fn vector_multiply(a: &[f32], scale: f32, out: &mut [f32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = a[i] * scale;
+    }
+}
+
+/// Sums `x` into `total[0]`: a grid-stride loop per thread, a tree reduction in the
+/// dynamically sized shared array (one element per thread of a power-of-two group), and
+/// one atomic add per group.
+#[kernel]
+pub fn reduce_sum(x: &[f32], total: &mut [f32]) {
+    let partial = shared_dynamic::<f32>();
+    let lid = local_id().x;
+    let stride = group_size().x * num_groups().x;
+    let mut acc: f32 = 0.0;
+    let mut i = global_id().x;
+    while i < x.len() {
+        acc += x[i];
+        i += stride;
+    }
+    partial[lid] = acc;
+    barrier();
+    let mut s = group_size().x / 2;
+    while s > 0 {
+        if lid < s {
+            partial[lid] += partial[lid + s];
+        }
+        barrier();
+        s /= 2;
+    }
+    if lid == 0 {
+        atomic_add(&total[0], partial[0]);
+    }
+}
+
+/// `c = a · b` for row-major `a` (m×k), `b` (k×n), `c` (m×n), tiled through shared memory.
+/// Launch as `Launch::grid2d(n, m).group2d(TILE, TILE)`.
+#[kernel]
+pub fn matmul_tiled(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
+    let ta = shared::<f32, { TILE * TILE }>();
+    let tb = shared::<f32, { TILE * TILE }>();
+    let col = global_id().x;
+    let row = global_id().y;
+    let lx = local_id().x;
+    let ly = local_id().y;
+    let mut acc: f32 = 0.0;
+    let tiles = (k + TILE - 1) / TILE;
+    for t in 0..tiles {
+        let ak = t * TILE + lx;
+        let bk = t * TILE + ly;
+        ta[ly * TILE + lx] = if row < m && ak < k { a[row * k + ak] } else { 0.0 };
+        tb[ly * TILE + lx] = if bk < k && col < n { b[bk * n + col] } else { 0.0 };
+        barrier();
+        for kk in 0..TILE {
+            acc += ta[ly * TILE + kk] * tb[kk * TILE + lx];
+        }
+        barrier();
+    }
+    if row < m && col < n {
+        c[row * n + col] = acc;
+    }
+}
+
+/// `data[i] *= 2.0` in place: one read-write binding.
+#[kernel]
+pub fn double_in_place(data: &mut [f32]) {
+    let i = global_id().x;
+    if i < data.len() {
+        data[i] *= 2.0;
+    }
+}
+
+/// Writes, for every thread of a 3D grid of width `w` and height `h`, its linear index and
+/// an encoding of its local id, or 0xFFFFFFFF when `global != group * size + local` on
+/// any axis. No bounds check: threads outside the grid must not run.
+#[kernel]
+pub fn grid_ids(out: &mut [u32], w: u32, h: u32) {
+    let gx = global_id().x;
+    let gy = global_id().y;
+    let gz = global_id().z;
+    let idx = (gz * h + gy) * w + gx;
+    let ok = gx == group_id().x * group_size().x + local_id().x
+        && gy == group_id().y * group_size().y + local_id().y
+        && gz == group_id().z * group_size().z + local_id().z;
+    out[idx * 2] = idx;
+    out[idx * 2 + 1] = if ok {
+        local_id().x + 100 * local_id().y + 10000 * local_id().z
+    } else {
+        0xFFFF_FFFFu32
+    };
+}
+
+/// Counts `values[i] % 64` per bucket: atomics on a shared histogram, then on the global
+/// one.
+#[kernel]
+pub fn histogram64(values: &[u32], hist: &mut [u32]) {
+    let local = shared::<u32, 64>();
+    let lid = local_id().x;
+    if lid < 64 {
+        local[lid] = 0;
+    }
+    barrier();
+    let i = global_id().x;
+    if i < values.len() {
+        atomic_add(&local[values[i] % 64], 1u32);
+    }
+    barrier();
+    if lid < 64 {
+        atomic_add(&hist[lid], local[lid]);
+    }
+}
+
+/// The IR's integer and cast rules, eight results per input pair.
+#[kernel]
+pub fn int_semantics(a: &[i32], b: &[i32], fl: &[f32], out: &mut [i32]) {
+    let i = global_id().x;
+    if i < a.len() {
+        let x = a[i];
+        let y = b[i];
+        let base = i * 8;
+        out[base] = x / y;
+        out[base + 1] = x % y;
+        out[base + 2] = x * y;
+        out[base + 3] = x + y - 7;
+        out[base + 4] = x << (y as u32);
+        out[base + 5] = x >> (y as u32);
+        out[base + 6] = fl[i] as i32;
+        out[base + 7] = ((x as u32) >> 3u32) as i32;
+    }
+}

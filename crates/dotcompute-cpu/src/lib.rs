@@ -1,0 +1,288 @@
+//! # dotcompute-cpu: the CPU backend
+//!
+//! Runs `#[kernel]` functions natively: the macro compiles the kernel's Rust text into a
+//! body that this crate's executor calls once per thread ([`runtime::execute`]). Groups run
+//! in parallel on rayon; kernels without barriers run each group as a plain loop the
+//! compiler can optimise; kernels with barriers run one stackful coroutine per thread
+//! (corosensei) that yields at each barrier, which gives exact barrier semantics without
+//! transforming the kernel. `docs/architecture.md` explains the choice.
+//!
+//! ## Contract
+//!
+//! *Validates*: argument types when a body binds them; every load, store and atomic is
+//! bounds-checked, and an out-of-bounds access becomes `Error::OutOfBounds` naming the
+//! kernel, the argument and the index (nothing outside an array is touched); barrier
+//! divergence inside a group; allocation failure (`Error::OutOfMemory`); panics inside a
+//! kernel (`Error::KernelPanicked`).
+//!
+//! *Trusts* the facade for offsets and lengths of host copies (it checks them) and the
+//! kernel author for data races (as on a GPU, two threads writing one element without an
+//! atomic give an unspecified result).
+//!
+//! Memory comes from a size-class pool ([`dotcompute_hal::SizeClassPool`]) over 64-byte
+//! aligned host allocations.
+
+pub mod ops;
+pub mod runtime;
+
+use dotcompute_hal::native::{ErrorSlot, NativeArg, NativeLaunch};
+use dotcompute_hal::{
+    Backend, BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MemoryStats,
+    Result, SizeClassPool,
+};
+use std::alloc::Layout;
+use std::ptr::NonNull;
+
+const ALIGN: usize = 64;
+
+/// A block of host memory.
+struct Block {
+    ptr: NonNull<u8>,
+    bytes: usize,
+}
+// SAFETY: a Block is plain owned memory.
+unsafe impl Send for Block {}
+unsafe impl Sync for Block {}
+
+/// A CPU buffer: a pooled block and its size class.
+pub struct CpuBuffer {
+    block: Block,
+}
+
+impl CpuBuffer {
+    fn ptr(&self) -> *mut u8 {
+        self.block.ptr.as_ptr()
+    }
+}
+
+/// The CPU device.
+pub struct CpuBackend {
+    info: DeviceInfo,
+    pool: SizeClassPool<Block>,
+}
+
+impl Default for CpuBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn physical_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map(|kib| kib * 1024)
+        .unwrap_or(8 << 30)
+}
+
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|n| n.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+impl CpuBackend {
+    pub fn new() -> CpuBackend {
+        let memory = physical_memory();
+        CpuBackend {
+            info: DeviceInfo {
+                backend: BackendKind::Cpu,
+                name: cpu_name(),
+                memory_bytes: memory,
+                compute_units: rayon::current_num_threads() as u32,
+                // Group limits mirror common GPU limits so that a kernel that validates on
+                // the CPU also fits a GPU.
+                limits: Limits {
+                    max_group_threads: 1024,
+                    max_group_size: [1024, 1024, 64],
+                    max_groups: [u32::MAX, u32::MAX, u32::MAX],
+                    max_shared_bytes: 48 * 1024,
+                    max_buffer_bytes: memory,
+                },
+                driver: format!(
+                    "rayon {} threads, {}",
+                    rayon::current_num_threads(),
+                    std::env::consts::ARCH
+                ),
+                features: vec![
+                    "f64".into(),
+                    "i64".into(),
+                    "atomic-f32-add".into(),
+                    "barrier-coroutines".into(),
+                ],
+            },
+            pool: SizeClassPool::new(),
+        }
+    }
+
+    fn os_alloc(&self, bytes: usize) -> Result<Block> {
+        let oom = |detail: String| Error::OutOfMemory {
+            device: "cpu".into(),
+            requested: bytes as u64,
+            detail,
+        };
+        if bytes as u64 > self.info.memory_bytes {
+            return Err(oom(format!(
+                "the machine has {} bytes of memory",
+                self.info.memory_bytes
+            )));
+        }
+        let layout = Layout::from_size_align(bytes, ALIGN)
+            .map_err(|_| oom("size exceeds the address space".into()))?;
+        // SAFETY: non-zero size (size classes start at 256 bytes).
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        NonNull::new(ptr)
+            .map(|ptr| Block { ptr, bytes })
+            .ok_or_else(|| oom("the system allocator refused".into()))
+    }
+
+    fn os_free(block: Block) {
+        // SAFETY: allocated by os_alloc with this layout.
+        unsafe {
+            std::alloc::dealloc(
+                block.ptr.as_ptr(),
+                Layout::from_size_align_unchecked(block.bytes, ALIGN),
+            )
+        }
+    }
+}
+
+impl Drop for CpuBackend {
+    fn drop(&mut self) {
+        self.pool.trim(CpuBackend::os_free);
+    }
+}
+
+impl Backend for CpuBackend {
+    type Buffer = CpuBuffer;
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<CpuBuffer> {
+        let (block, _class) =
+            self.pool
+                .acquire(bytes, |class| self.os_alloc(class), CpuBackend::os_free)?;
+        Ok(CpuBuffer { block })
+    }
+
+    fn free(&self, buffer: CpuBuffer) {
+        let class = buffer.block.bytes;
+        self.pool.release(buffer.block, class);
+    }
+
+    fn write(&self, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+        // SAFETY: the facade checked offset + len against the buffer.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst.ptr().add(offset), data.len()) }
+        Ok(())
+    }
+
+    fn read(&self, src: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { std::ptr::copy_nonoverlapping(src.ptr().add(offset), out.as_mut_ptr(), out.len()) }
+        Ok(())
+    }
+
+    fn copy(
+        &self,
+        src: &CpuBuffer,
+        src_offset: usize,
+        dst: &CpuBuffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        // SAFETY: as above; `copy` (memmove) also allows ranges of one buffer to overlap.
+        unsafe { std::ptr::copy(src.ptr().add(src_offset), dst.ptr().add(dst_offset), bytes) }
+        Ok(())
+    }
+
+    fn fill(&self, dst: &CpuBuffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()> {
+        // SAFETY: as above.
+        let out = unsafe { std::slice::from_raw_parts_mut(dst.ptr().add(offset), bytes) };
+        if pattern.iter().all(|&b| b == pattern[0]) {
+            out.fill(pattern[0]);
+        } else {
+            for chunk in out.chunks_exact_mut(pattern.len()) {
+                chunk.copy_from_slice(pattern);
+            }
+        }
+        Ok(())
+    }
+
+    fn launch(&self, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
+        let kernel = request.kernel;
+        let Some(native) = request.native else {
+            return Err(Error::Backend {
+                backend: "cpu".into(),
+                message: format!(
+                    "kernel `{}` has no CPU implementation (only `#[kernel]` functions run on \
+                     the CPU)",
+                    kernel.name
+                ),
+            });
+        };
+        let args: Vec<NativeArg> = request
+            .args
+            .iter()
+            .map(|a| match a {
+                BoundArg::Buffer {
+                    buffer,
+                    offset,
+                    len,
+                    elem,
+                    writable,
+                } => NativeArg::Buffer {
+                    // SAFETY: the facade checked the view against the buffer.
+                    ptr: unsafe { buffer.ptr().add(*offset) },
+                    len: *len,
+                    elem: *elem,
+                    writable: *writable,
+                },
+                BoundArg::Scalar(l) => NativeArg::Scalar(*l),
+            })
+            .collect();
+        let errors = ErrorSlot::new();
+        let launch = NativeLaunch {
+            kernel,
+            geometry: request.geometry,
+            args: &args,
+            errors: &errors,
+        };
+        // A panic inside a kernel (which the generated code avoids, but host code called
+        // from a kernel might not) must not take the caller down.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| native(&launch))) {
+            Ok(r) => r,
+            Err(payload) => Err(Error::KernelPanicked {
+                kernel: kernel.name.clone(),
+                message: payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into()),
+            }),
+        }
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(()) // launches and copies complete before they return
+    }
+
+    fn memory_stats(&self) -> MemoryStats {
+        self.pool.stats()
+    }
+
+    fn trim(&self) {
+        self.pool.trim(CpuBackend::os_free);
+    }
+}

@@ -1,0 +1,296 @@
+//! Arithmetic with the IR's semantics (see `dotcompute_ir`'s crate docs), for native
+//! kernel bodies. `#[kernel]` rewrites `a + b` into `ops::add(a, b)` and so on, because
+//! Rust's own integer operators panic on overflow in debug builds and on division by zero
+//! in all builds, while a kernel must compute the same total function on every backend.
+//! Everything here is `#[inline(always)]` and compiles to the plain instruction for floats.
+
+/// `+ - * / %` with wrapping integers and the IR's division-by-zero rule.
+pub trait Arith: Copy {
+    fn k_add(self, o: Self) -> Self;
+    fn k_sub(self, o: Self) -> Self;
+    fn k_mul(self, o: Self) -> Self;
+    fn k_div(self, o: Self) -> Self;
+    fn k_rem(self, o: Self) -> Self;
+}
+
+/// Unary minus (signed integers wrap).
+pub trait Negate: Copy {
+    fn k_neg(self) -> Self;
+}
+
+/// Shifts by a `u32` amount taken modulo the bit width.
+pub trait Shift: Copy {
+    fn k_shl(self, n: u32) -> Self;
+    fn k_shr(self, n: u32) -> Self;
+}
+
+/// `abs`, `min`, `max`, `clamp` on every numeric type.
+pub trait Numeric: Copy {
+    fn k_abs(self) -> Self;
+    fn k_min(self, o: Self) -> Self;
+    fn k_max(self, o: Self) -> Self;
+}
+
+/// Float-only math.
+pub trait Float: Copy {
+    fn k_sqrt(self) -> Self;
+    fn k_sin(self) -> Self;
+    fn k_cos(self) -> Self;
+    fn k_tan(self) -> Self;
+    fn k_exp(self) -> Self;
+    fn k_log(self) -> Self;
+    fn k_pow(self, y: Self) -> Self;
+    fn k_fma(self, b: Self, c: Self) -> Self;
+    fn k_floor(self) -> Self;
+    fn k_ceil(self) -> Self;
+}
+
+macro_rules! int_ops {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn k_add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn k_sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            #[inline(always)] fn k_mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)] fn k_div(self, o: Self) -> Self {
+                if o == 0 { self } else { self.wrapping_div(o) }
+            }
+            #[inline(always)] fn k_rem(self, o: Self) -> Self {
+                if o == 0 { 0 } else { self.wrapping_rem(o) }
+            }
+        }
+        impl Shift for $t {
+            #[inline(always)] fn k_shl(self, n: u32) -> Self { self.wrapping_shl(n) }
+            #[inline(always)] fn k_shr(self, n: u32) -> Self { self.wrapping_shr(n) }
+        }
+        impl Numeric for $t {
+            #[inline(always)] fn k_abs(self) -> Self { int_abs!(self, $t) }
+            #[inline(always)] fn k_min(self, o: Self) -> Self { Ord::min(self, o) }
+            #[inline(always)] fn k_max(self, o: Self) -> Self { Ord::max(self, o) }
+        }
+    )*};
+}
+macro_rules! int_abs {
+    ($v:expr, i32) => { $v.wrapping_abs() };
+    ($v:expr, i64) => { $v.wrapping_abs() };
+    ($v:expr, $t:ty) => { $v };
+}
+int_ops!(i32, u32, i64, u64);
+
+impl Negate for i32 {
+    #[inline(always)]
+    fn k_neg(self) -> Self {
+        self.wrapping_neg()
+    }
+}
+impl Negate for i64 {
+    #[inline(always)]
+    fn k_neg(self) -> Self {
+        self.wrapping_neg()
+    }
+}
+
+macro_rules! float_ops {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn k_add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn k_sub(self, o: Self) -> Self { self - o }
+            #[inline(always)] fn k_mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn k_div(self, o: Self) -> Self { self / o }
+            #[inline(always)] fn k_rem(self, o: Self) -> Self { self % o }
+        }
+        impl Negate for $t {
+            #[inline(always)] fn k_neg(self) -> Self { -self }
+        }
+        impl Numeric for $t {
+            #[inline(always)] fn k_abs(self) -> Self { self.abs() }
+            #[inline(always)] fn k_min(self, o: Self) -> Self { self.min(o) }
+            #[inline(always)] fn k_max(self, o: Self) -> Self { self.max(o) }
+        }
+        impl Float for $t {
+            #[inline(always)] fn k_sqrt(self) -> Self { self.sqrt() }
+            #[inline(always)] fn k_sin(self) -> Self { self.sin() }
+            #[inline(always)] fn k_cos(self) -> Self { self.cos() }
+            #[inline(always)] fn k_tan(self) -> Self { self.tan() }
+            #[inline(always)] fn k_exp(self) -> Self { self.exp() }
+            #[inline(always)] fn k_log(self) -> Self { self.ln() }
+            #[inline(always)] fn k_pow(self, y: Self) -> Self { self.powf(y) }
+            #[inline(always)] fn k_fma(self, b: Self, c: Self) -> Self { self.mul_add(b, c) }
+            #[inline(always)] fn k_floor(self) -> Self { self.floor() }
+            #[inline(always)] fn k_ceil(self) -> Self { self.ceil() }
+        }
+    )*};
+}
+float_ops!(f32, f64);
+
+#[inline(always)]
+pub fn add<T: Arith>(a: T, b: T) -> T {
+    a.k_add(b)
+}
+#[inline(always)]
+pub fn sub<T: Arith>(a: T, b: T) -> T {
+    a.k_sub(b)
+}
+#[inline(always)]
+pub fn mul<T: Arith>(a: T, b: T) -> T {
+    a.k_mul(b)
+}
+#[inline(always)]
+pub fn div<T: Arith>(a: T, b: T) -> T {
+    a.k_div(b)
+}
+#[inline(always)]
+pub fn rem<T: Arith>(a: T, b: T) -> T {
+    a.k_rem(b)
+}
+/// `&=`, `|=`, `^=` (no overflow is possible; here so compound assignment is uniform).
+#[inline(always)]
+pub fn bitand<T: std::ops::BitAnd<Output = T>>(a: T, b: T) -> T {
+    a & b
+}
+#[inline(always)]
+pub fn bitor<T: std::ops::BitOr<Output = T>>(a: T, b: T) -> T {
+    a | b
+}
+#[inline(always)]
+pub fn bitxor<T: std::ops::BitXor<Output = T>>(a: T, b: T) -> T {
+    a ^ b
+}
+#[inline(always)]
+pub fn neg<T: Negate>(a: T) -> T {
+    a.k_neg()
+}
+#[inline(always)]
+pub fn shl<T: Shift>(a: T, n: u32) -> T {
+    a.k_shl(n)
+}
+#[inline(always)]
+pub fn shr<T: Shift>(a: T, n: u32) -> T {
+    a.k_shr(n)
+}
+#[inline(always)]
+pub fn abs<T: Numeric>(a: T) -> T {
+    a.k_abs()
+}
+#[inline(always)]
+pub fn min<T: Numeric>(a: T, b: T) -> T {
+    a.k_min(b)
+}
+#[inline(always)]
+pub fn max<T: Numeric>(a: T, b: T) -> T {
+    a.k_max(b)
+}
+/// `min(max(x, lo), hi)`: never panics, unlike Rust's `clamp`.
+#[inline(always)]
+pub fn clamp<T: Numeric>(x: T, lo: T, hi: T) -> T {
+    x.k_max(lo).k_min(hi)
+}
+#[inline(always)]
+pub fn sqrt<T: Float>(a: T) -> T {
+    a.k_sqrt()
+}
+#[inline(always)]
+pub fn sin<T: Float>(a: T) -> T {
+    a.k_sin()
+}
+#[inline(always)]
+pub fn cos<T: Float>(a: T) -> T {
+    a.k_cos()
+}
+#[inline(always)]
+pub fn tan<T: Float>(a: T) -> T {
+    a.k_tan()
+}
+#[inline(always)]
+pub fn exp<T: Float>(a: T) -> T {
+    a.k_exp()
+}
+#[inline(always)]
+pub fn log<T: Float>(a: T) -> T {
+    a.k_log()
+}
+#[inline(always)]
+pub fn pow<T: Float>(a: T, b: T) -> T {
+    a.k_pow(b)
+}
+#[inline(always)]
+pub fn fma<T: Float>(a: T, b: T, c: T) -> T {
+    a.k_fma(b, c)
+}
+#[inline(always)]
+pub fn floor<T: Float>(a: T) -> T {
+    a.k_floor()
+}
+#[inline(always)]
+pub fn ceil<T: Float>(a: T) -> T {
+    a.k_ceil()
+}
+
+/// Integer types a `for` loop may count with.
+pub trait LoopInt: Copy + PartialOrd {
+    fn k_step(self, step: Self) -> Option<Self>;
+    fn positive(self) -> bool;
+}
+impl LoopInt for u32 {
+    #[inline(always)]
+    fn k_step(self, step: Self) -> Option<Self> {
+        self.checked_add(step)
+    }
+    #[inline(always)]
+    fn positive(self) -> bool {
+        self > 0
+    }
+}
+impl LoopInt for i32 {
+    #[inline(always)]
+    fn k_step(self, step: Self) -> Option<Self> {
+        self.checked_add(step)
+    }
+    #[inline(always)]
+    fn positive(self) -> bool {
+        self > 0
+    }
+}
+
+/// `(start..end).step_by(step)` with the IR's rule that a step ≤ 0 runs no iterations.
+#[inline(always)]
+pub fn step_range<T: LoopInt>(start: T, end: T, step: T) -> impl Iterator<Item = T> {
+    let mut next = if step.positive() && start < end {
+        Some(start)
+    } else {
+        None
+    };
+    std::iter::from_fn(move || {
+        let v = next?;
+        next = v.k_step(step).filter(|n| *n < end);
+        Some(v)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_edge_cases_follow_the_ir_definition() {
+        assert_eq!(div(7i32, 0), 7);
+        assert_eq!(rem(7i32, 0), 0);
+        assert_eq!(div(i32::MIN, -1), i32::MIN);
+        assert_eq!(rem(i32::MIN, -1), 0);
+        assert_eq!(add(u32::MAX, 1), 0);
+        assert_eq!(shl(1u32, 33), 2);
+        assert_eq!(shr(-8i32, 1), -4);
+        assert_eq!(abs(i32::MIN), i32::MIN);
+        assert_eq!(neg(i32::MIN), i32::MIN);
+        assert_eq!(clamp(5.0f32, 3.0, 1.0), 1.0, "lo > hi must not panic");
+        assert_eq!(min(f32::NAN, 2.0), 2.0);
+    }
+
+    #[test]
+    fn step_range_matches_rust_and_stops_on_nonpositive_steps() {
+        let v: Vec<u32> = step_range(1, 10, 3).collect();
+        assert_eq!(v, vec![1, 4, 7]);
+        assert_eq!(step_range(0u32, 10, 0).count(), 0);
+        assert_eq!(step_range(0i32, 10, -1).count(), 0);
+        assert_eq!(step_range(u32::MAX - 1, u32::MAX, 5).count(), 1);
+    }
+}

@@ -1,0 +1,219 @@
+//! The backend trait family: a static trait per backend ([`Backend`], with its own buffer
+//! type) and one object-safe mirror ([`DynBackend`]) for run-time selection, bridged by a
+//! blanket impl. The facade only ever talks to `dyn DynBackend`.
+
+use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
+use crate::launch::ResolvedLaunch;
+use crate::native::NativeFn;
+use crate::pool::MemoryStats;
+use dotcompute_ir::{BuildError, Kernel, Literal, ScalarType};
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
+
+/// A kernel as handed to backends: its IR (built once, lazily) and, for `#[kernel]`
+/// functions, the native CPU implementation compiled from the same Rust text.
+pub struct KernelDef {
+    name: &'static str,
+    build: fn() -> Result<Kernel, BuildError>,
+    native: Option<NativeFn>,
+    ir: OnceLock<Result<Arc<Kernel>, BuildError>>,
+}
+
+impl KernelDef {
+    /// Used by `#[kernel]`; `build` produces the IR, `native` runs it on the CPU.
+    pub const fn new(
+        name: &'static str,
+        build: fn() -> Result<Kernel, BuildError>,
+        native: Option<NativeFn>,
+    ) -> KernelDef {
+        KernelDef {
+            name,
+            build,
+            native,
+            ir: OnceLock::new(),
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+    /// The kernel's IR, built and validated on first use.
+    pub fn ir(&self) -> Result<&Arc<Kernel>> {
+        self.ir
+            .get_or_init(|| (self.build)().map(Arc::new))
+            .as_ref()
+            .map_err(|e| Error::Build(e.clone()))
+    }
+    pub fn native(&self) -> Option<NativeFn> {
+        self.native
+    }
+}
+
+/// One argument of a launch, already checked against the kernel's signature.
+pub enum BoundArg<'a, B> {
+    Buffer {
+        buffer: &'a B,
+        /// Offset of the first element, in bytes.
+        offset: usize,
+        /// Length in elements.
+        len: usize,
+        elem: ScalarType,
+        writable: bool,
+    },
+    Scalar(Literal),
+}
+
+/// Everything a backend needs to run one launch. The facade has already checked argument
+/// count, types, devices, non-empty buffers and the geometry against the device limits.
+pub struct LaunchRequest<'a, B> {
+    pub kernel: &'a Arc<Kernel>,
+    pub native: Option<NativeFn>,
+    pub geometry: ResolvedLaunch,
+    pub args: Vec<BoundArg<'a, B>>,
+}
+
+/// A backend's device, with its own buffer type.
+///
+/// Contract: the caller guarantees that offsets and lengths are in range for the buffers
+/// it passes (the facade checks them); the backend guarantees that memory it hands out is
+/// not reused while a buffer using it is alive, and reports every failure as an `Err`.
+pub trait Backend: Send + Sync + 'static {
+    type Buffer: Send + Sync + 'static;
+    fn info(&self) -> &DeviceInfo;
+    fn alloc(&self, bytes: usize) -> Result<Self::Buffer>;
+    /// Returns a buffer's memory (to the pool).
+    fn free(&self, buffer: Self::Buffer);
+    fn write(&self, dst: &Self::Buffer, offset: usize, data: &[u8]) -> Result<()>;
+    fn read(&self, src: &Self::Buffer, offset: usize, out: &mut [u8]) -> Result<()>;
+    fn copy(
+        &self,
+        src: &Self::Buffer,
+        src_offset: usize,
+        dst: &Self::Buffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()>;
+    /// Fills `bytes` bytes at `offset` with repetitions of `pattern` (`bytes` is a multiple
+    /// of the pattern length).
+    fn fill(&self, dst: &Self::Buffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()>;
+    /// Runs a kernel to completion (or enqueues it such that later reads observe it).
+    fn launch(&self, request: &LaunchRequest<'_, Self::Buffer>) -> Result<()>;
+    fn synchronize(&self) -> Result<()>;
+    fn memory_stats(&self) -> MemoryStats;
+    /// Releases cached pool memory back to the driver.
+    fn trim(&self);
+}
+
+/// A type-erased buffer owned by the facade.
+pub type RawBuffer = Box<dyn Any + Send + Sync>;
+
+/// Object-safe mirror of [`Backend`].
+pub trait DynBackend: Send + Sync {
+    fn info(&self) -> &DeviceInfo;
+    fn alloc(&self, bytes: usize) -> Result<RawBuffer>;
+    fn free(&self, buffer: RawBuffer);
+    fn write(&self, dst: &RawBuffer, offset: usize, data: &[u8]) -> Result<()>;
+    fn read(&self, src: &RawBuffer, offset: usize, out: &mut [u8]) -> Result<()>;
+    fn copy(
+        &self,
+        src: &RawBuffer,
+        src_offset: usize,
+        dst: &RawBuffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()>;
+    fn fill(&self, dst: &RawBuffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()>;
+    fn launch(&self, request: &LaunchRequest<'_, RawBuffer>) -> Result<()>;
+    fn synchronize(&self) -> Result<()>;
+    fn memory_stats(&self) -> MemoryStats;
+    fn trim(&self);
+}
+
+fn downcast<'a, B: Backend>(backend: &B, raw: &'a RawBuffer) -> Result<&'a B::Buffer> {
+    raw.downcast_ref::<B::Buffer>().ok_or_else(|| Error::Backend {
+        backend: backend.info().backend.name().into(),
+        message: "a buffer of another backend was passed to this device".into(),
+    })
+}
+
+impl<B: Backend> DynBackend for B {
+    fn info(&self) -> &DeviceInfo {
+        Backend::info(self)
+    }
+    fn alloc(&self, bytes: usize) -> Result<RawBuffer> {
+        Ok(Box::new(Backend::alloc(self, bytes)?))
+    }
+    fn free(&self, buffer: RawBuffer) {
+        if let Ok(b) = buffer.downcast::<B::Buffer>() {
+            Backend::free(self, *b)
+        }
+    }
+    fn write(&self, dst: &RawBuffer, offset: usize, data: &[u8]) -> Result<()> {
+        Backend::write(self, downcast(self, dst)?, offset, data)
+    }
+    fn read(&self, src: &RawBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        Backend::read(self, downcast(self, src)?, offset, out)
+    }
+    fn copy(
+        &self,
+        src: &RawBuffer,
+        src_offset: usize,
+        dst: &RawBuffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        Backend::copy(
+            self,
+            downcast(self, src)?,
+            src_offset,
+            downcast(self, dst)?,
+            dst_offset,
+            bytes,
+        )
+    }
+    fn fill(&self, dst: &RawBuffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()> {
+        Backend::fill(self, downcast(self, dst)?, offset, bytes, pattern)
+    }
+    fn launch(&self, request: &LaunchRequest<'_, RawBuffer>) -> Result<()> {
+        let args = request
+            .args
+            .iter()
+            .map(|a| {
+                Ok(match a {
+                    BoundArg::Buffer {
+                        buffer,
+                        offset,
+                        len,
+                        elem,
+                        writable,
+                    } => BoundArg::Buffer {
+                        buffer: downcast(self, buffer)?,
+                        offset: *offset,
+                        len: *len,
+                        elem: *elem,
+                        writable: *writable,
+                    },
+                    BoundArg::Scalar(l) => BoundArg::Scalar(*l),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Backend::launch(
+            self,
+            &LaunchRequest {
+                kernel: request.kernel,
+                native: request.native,
+                geometry: request.geometry,
+                args,
+            },
+        )
+    }
+    fn synchronize(&self) -> Result<()> {
+        Backend::synchronize(self)
+    }
+    fn memory_stats(&self) -> MemoryStats {
+        Backend::memory_stats(self)
+    }
+    fn trim(&self) {
+        Backend::trim(self)
+    }
+}

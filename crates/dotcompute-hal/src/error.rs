@@ -1,0 +1,97 @@
+//! The one error type shared by every layer (re-exported as `dotcompute::Error`).
+
+use dotcompute_ir::BuildError;
+use thiserror::Error;
+
+/// Everything that can go wrong in dotcompute. Each variant names what it is about (the
+/// kernel, the argument, the sizes) so the message alone tells the user what to fix.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("backend `{backend}` is not available: {reason}")]
+    BackendUnavailable { backend: String, reason: String },
+
+    #[error("unknown backend `{0}`: expected one of cpu, cuda, wgpu, metal")]
+    UnknownBackend(String),
+
+    #[error("out of memory on {device}: {requested} bytes requested ({detail})")]
+    OutOfMemory {
+        device: String,
+        requested: u64,
+        detail: String,
+    },
+
+    #[error("kernel `{kernel}`: empty launch ({detail}); launch at least one thread")]
+    EmptyLaunch { kernel: String, detail: String },
+
+    #[error("kernel `{kernel}`: grid too large: {detail}")]
+    GridTooLarge { kernel: String, detail: String },
+
+    #[error("kernel `{kernel}`: invalid group size: {detail}")]
+    InvalidGroupSize { kernel: String, detail: String },
+
+    #[error("kernel `{kernel}`: {requested} bytes of shared memory per group requested, the device allows {limit}")]
+    SharedMemoryTooLarge {
+        kernel: String,
+        requested: u64,
+        limit: u64,
+    },
+
+    #[error("kernel `{kernel}`: {detail}")]
+    DynamicShared { kernel: String, detail: String },
+
+    #[error("kernel `{kernel}` takes {expected} argument(s), {found} given")]
+    ArgumentCount {
+        kernel: String,
+        expected: usize,
+        found: usize,
+    },
+
+    #[error("kernel `{kernel}`, argument `{arg}`: expected {expected}, found {found}")]
+    ArgumentType {
+        kernel: String,
+        arg: String,
+        expected: String,
+        found: String,
+    },
+
+    #[error("kernel `{kernel}`, argument `{arg}`: the buffer is empty; kernels cannot bind zero-length buffers")]
+    EmptyBuffer { kernel: String, arg: String },
+
+    #[error("kernel `{kernel}`, argument `{arg}`: the buffer belongs to device {buffer_device}, the launch is on device {device}")]
+    WrongDevice {
+        kernel: String,
+        arg: String,
+        buffer_device: String,
+        device: String,
+    },
+
+    #[error("kernel `{kernel}`: out-of-bounds access to `{arg}`[{index}] (length {len}); the launch's results are incomplete")]
+    OutOfBounds {
+        kernel: String,
+        arg: String,
+        index: u64,
+        len: u64,
+    },
+
+    #[error("kernel `{kernel}`: barrier divergence in group {group:?}: {detail}")]
+    BarrierDivergence {
+        kernel: String,
+        group: [u32; 3],
+        detail: String,
+    },
+
+    #[error(transparent)]
+    Build(#[from] BuildError),
+
+    #[error("kernel `{kernel}` panicked: {message}")]
+    KernelPanicked { kernel: String, message: String },
+
+    #[error("{op}: {detail}")]
+    Range { op: &'static str, detail: String },
+
+    #[error("{backend} backend: {message}")]
+    Backend { backend: String, message: String },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,225 @@
+//! Launch geometry. `Launch` always means *total threads* per dimension plus an optional
+//! group size; each backend converts the resolved form to its own grid terms.
+
+use crate::device::Limits;
+use crate::error::{Error, Result};
+use dotcompute_ir::Kernel;
+
+/// How many threads to run. One meaning on every backend:
+///
+/// * `grid` is the number of threads in each dimension (not groups).
+/// * The group size, when not given, is 256 (1D), 16×16 (2D) or 8×8×4 (3D), clamped to the
+///   device's limits.
+/// * Groups cover the grid, so the last group in a dimension may stick out. In a kernel
+///   without `barrier()` the threads outside the grid do not run at all. In a kernel with
+///   `barrier()` every thread of every group runs (barriers must be reached by the whole
+///   group), so such kernels must bound their own accesses, for example with `len()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    grid: [u64; 3],
+    dims: u8,
+    group: Option<[u32; 3]>,
+    dynamic_shared: Option<u32>,
+}
+
+impl Launch {
+    /// `n` threads in one dimension.
+    pub fn threads(n: usize) -> Launch {
+        Launch {
+            grid: [n as u64, 1, 1],
+            dims: 1,
+            group: None,
+            dynamic_shared: None,
+        }
+    }
+    /// A `width × height` grid of threads.
+    pub fn grid2d(width: usize, height: usize) -> Launch {
+        Launch {
+            grid: [width as u64, height as u64, 1],
+            dims: 2,
+            group: None,
+            dynamic_shared: None,
+        }
+    }
+    /// An `x × y × z` grid of threads.
+    pub fn grid3d(x: usize, y: usize, z: usize) -> Launch {
+        Launch {
+            grid: [x as u64, y as u64, z as u64],
+            dims: 3,
+            group: None,
+            dynamic_shared: None,
+        }
+    }
+    /// Threads per group along x (the other dimensions are 1).
+    pub fn group(mut self, x: u32) -> Launch {
+        self.group = Some([x, 1, 1]);
+        self
+    }
+    pub fn group2d(mut self, x: u32, y: u32) -> Launch {
+        self.group = Some([x, y, 1]);
+        self
+    }
+    pub fn group3d(mut self, x: u32, y: u32, z: u32) -> Launch {
+        self.group = Some([x, y, z]);
+        self
+    }
+    /// Length, in elements, of the kernel's `shared_dynamic` array.
+    pub fn dynamic_shared(mut self, len: u32) -> Launch {
+        self.dynamic_shared = Some(len);
+        self
+    }
+    pub fn grid(&self) -> [u64; 3] {
+        self.grid
+    }
+    pub fn dims(&self) -> u8 {
+        self.dims
+    }
+
+    /// Checks the launch against the kernel and the device and fixes every size.
+    pub fn resolve(&self, kernel: &Kernel, limits: &Limits) -> Result<ResolvedLaunch> {
+        let name = || kernel.name.clone();
+        if self.grid.contains(&0) {
+            return Err(Error::EmptyLaunch {
+                kernel: name(),
+                detail: format!("grid {:?}", &self.grid[..self.dims as usize]),
+            });
+        }
+        let group = match self.group {
+            Some(g) => g,
+            None => {
+                let g = match self.dims {
+                    1 => [256, 1, 1],
+                    2 => [16, 16, 1],
+                    _ => [8, 8, 4],
+                };
+                clamp_group(g, limits)
+            }
+        };
+        if group.contains(&0) {
+            return Err(Error::InvalidGroupSize {
+                kernel: name(),
+                detail: format!("{group:?} has a zero dimension"),
+            });
+        }
+        let threads: u64 = group.iter().map(|&g| g as u64).product();
+        if threads > limits.max_group_threads as u64 {
+            return Err(Error::InvalidGroupSize {
+                kernel: name(),
+                detail: format!(
+                    "{group:?} is {threads} threads per group; the device allows {}",
+                    limits.max_group_threads
+                ),
+            });
+        }
+        for d in 0..3 {
+            if group[d] > limits.max_group_size[d] {
+                return Err(Error::InvalidGroupSize {
+                    kernel: name(),
+                    detail: format!(
+                        "dimension {d} is {}; the device allows {}",
+                        group[d], limits.max_group_size[d]
+                    ),
+                });
+            }
+        }
+        let mut grid = [1u32; 3];
+        let mut groups = [1u32; 3];
+        for d in 0..3 {
+            // Global ids are u32, so no dimension may exceed u32::MAX threads.
+            if self.grid[d] > u32::MAX as u64 {
+                return Err(Error::GridTooLarge {
+                    kernel: name(),
+                    detail: format!(
+                        "dimension {d} has {} threads; at most {} (ids are u32)",
+                        self.grid[d],
+                        u32::MAX
+                    ),
+                });
+            }
+            let n = self.grid[d].div_ceil(group[d] as u64);
+            if n > limits.max_groups[d] as u64 {
+                return Err(Error::GridTooLarge {
+                    kernel: name(),
+                    detail: format!(
+                        "dimension {d} needs {n} groups of {}; the device allows {}",
+                        group[d], limits.max_groups[d]
+                    ),
+                });
+            }
+            grid[d] = self.grid[d] as u32;
+            groups[d] = n as u32;
+        }
+        let dynamic_shared_len = match (kernel.dynamic_shared(), self.dynamic_shared) {
+            (Some(_), Some(len)) if len > 0 => len,
+            (Some((_, s)), _) => {
+                return Err(Error::DynamicShared {
+                    kernel: name(),
+                    detail: format!(
+                        "the kernel declares the dynamic shared array `{}`; give its length \
+                         (at least 1) with Launch::dynamic_shared(len)",
+                        s.name
+                    ),
+                })
+            }
+            (None, Some(_)) => {
+                return Err(Error::DynamicShared {
+                    kernel: name(),
+                    detail: "Launch::dynamic_shared was given but the kernel declares no \
+                             shared_dynamic array"
+                        .into(),
+                })
+            }
+            (None, None) => 0,
+        };
+        let shared = kernel.shared_bytes(dynamic_shared_len);
+        if shared > limits.max_shared_bytes {
+            return Err(Error::SharedMemoryTooLarge {
+                kernel: name(),
+                requested: shared,
+                limit: limits.max_shared_bytes,
+            });
+        }
+        Ok(ResolvedLaunch {
+            grid,
+            group,
+            groups,
+            dynamic_shared_len,
+            shared_bytes: shared,
+        })
+    }
+}
+
+fn clamp_group(mut g: [u32; 3], limits: &Limits) -> [u32; 3] {
+    for d in 0..3 {
+        g[d] = g[d].min(limits.max_group_size[d]).max(1);
+    }
+    while g.iter().map(|&x| x as u64).product::<u64>() > limits.max_group_threads as u64 {
+        let d = (0..3).max_by_key(|&d| g[d]).unwrap();
+        g[d] = (g[d] / 2).max(1);
+    }
+    g
+}
+
+/// A launch checked against one kernel and device: every size fixed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResolvedLaunch {
+    /// Threads per dimension as requested.
+    pub grid: [u32; 3],
+    /// Threads per group.
+    pub group: [u32; 3],
+    /// Groups per dimension (`ceil(grid / group)`).
+    pub groups: [u32; 3],
+    /// Elements of the dynamic shared array (0 when the kernel has none).
+    pub dynamic_shared_len: u32,
+    /// Shared memory bytes per group.
+    pub shared_bytes: u64,
+}
+
+impl ResolvedLaunch {
+    pub fn group_threads(&self) -> u32 {
+        self.group[0] * self.group[1] * self.group[2]
+    }
+    pub fn total_groups(&self) -> u64 {
+        self.groups.iter().map(|&g| g as u64).product()
+    }
+}

@@ -1,0 +1,767 @@
+//! A kernel builder. `#[kernel]` generates a function that drives it, so the IR is built
+//! at run time by ordinary Rust (host constants specialise kernels for free).
+//!
+//! The builder infers the types of untyped literals the way Rust does for simple cases:
+//! a literal takes the type of the other operand or of its destination, and an
+//! unconstrained literal defaults to `i32` or `f64`. Rust's own inference can look further
+//! ahead; where the two disagree the builder reports a type error naming the local to
+//! annotate, it never guesses silently.
+
+use crate::kernel::*;
+use crate::types::{Literal, ScalarType};
+use crate::validate::validate;
+use thiserror::Error;
+
+/// A kernel could not be built from its Rust source.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("kernel `{kernel}`{}: {message}", if *.line > 0 { format!(", line {}", .line) } else { String::new() })]
+pub struct BuildError {
+    pub kernel: String,
+    /// Source line of the offending statement, 0 when unknown.
+    pub line: u32,
+    pub message: String,
+}
+
+/// A value under construction: typed, or a literal whose type is not fixed yet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum V {
+    Typed(Expr),
+    /// An integer literal without suffix.
+    Int(i128),
+    /// A float literal without suffix.
+    Float(f64),
+}
+
+impl V {
+    /// A host value (a suffixed literal or a host constant) as a kernel value.
+    pub fn host<T: HostValue>(v: T) -> V {
+        v.into_v()
+    }
+    fn lit(l: Literal) -> V {
+        V::Typed(Expr {
+            ty: l.ty(),
+            kind: ExprKind::Literal(l),
+        })
+    }
+}
+
+/// Host values usable inside kernels. `usize` and `isize` become untyped integers, so a
+/// `const N: usize` adapts to the type it is used with.
+pub trait HostValue {
+    fn into_v(self) -> V;
+}
+
+macro_rules! host_value {
+    ($($t:ty => $l:expr),*) => {$(
+        impl HostValue for $t {
+            fn into_v(self) -> V {
+                #[allow(clippy::redundant_closure_call)]
+                V::lit(($l)(self))
+            }
+        }
+    )*};
+}
+host_value!(
+    bool => Literal::Bool,
+    i32 => Literal::I32,
+    u32 => Literal::U32,
+    i64 => Literal::I64,
+    u64 => Literal::U64,
+    f32 => Literal::f32,
+    f64 => Literal::f64
+);
+impl HostValue for usize {
+    fn into_v(self) -> V {
+        V::Int(self as i128)
+    }
+}
+impl HostValue for isize {
+    fn into_v(self) -> V {
+        V::Int(self as i128)
+    }
+}
+
+/// A local variable handle.
+#[derive(Clone, Copy, Debug)]
+pub struct Var {
+    id: u32,
+}
+
+/// A buffer parameter or shared array handle.
+#[derive(Clone, Copy, Debug)]
+pub struct Mem {
+    mem: Memory,
+    elem: ScalarType,
+}
+
+/// The result slot of an `if` used as an expression.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    var: Var,
+}
+
+enum Frame {
+    Root,
+    Then { cond: Expr },
+    Else { cond: Expr, then: Vec<Stmt> },
+    For { var: u32, start: Expr, end: Expr, step: Expr },
+    Loop,
+}
+
+/// Builds one kernel. Every method that can fail returns a `BuildError` with the line set
+/// by the last call to [`Builder::line`].
+pub struct Builder {
+    kernel: Kernel,
+    /// Locals whose type came from defaulting an untyped literal (for better errors).
+    defaulted: Vec<bool>,
+    /// Slots whose type is still open.
+    pending: Vec<bool>,
+    frames: Vec<(Frame, Vec<Stmt>)>,
+    line: u32,
+}
+
+type R<T> = Result<T, BuildError>;
+
+impl Builder {
+    pub fn new(name: &str) -> Builder {
+        Builder {
+            kernel: Kernel {
+                version: IR_VERSION,
+                name: name.to_string(),
+                params: Vec::new(),
+                shared: Vec::new(),
+                locals: Vec::new(),
+                body: Vec::new(),
+            },
+            defaulted: Vec::new(),
+            pending: Vec::new(),
+            frames: vec![(Frame::Root, Vec::new())],
+            line: 0,
+        }
+    }
+
+    fn err<T>(&self, message: impl Into<String>) -> R<T> {
+        Err(BuildError {
+            kernel: self.kernel.name.clone(),
+            line: self.line,
+            message: message.into(),
+        })
+    }
+
+    /// Sets the source line reported by later errors.
+    pub fn line(&mut self, line: u32) {
+        self.line = line;
+    }
+
+    // ---- signature ----
+
+    pub fn buffer(&mut self, name: &str, elem: ScalarType, access: Access) -> Mem {
+        let i = self.kernel.params.len() as u32;
+        self.kernel.params.push(Param::Buffer {
+            name: name.into(),
+            elem,
+            access,
+        });
+        Mem {
+            mem: Memory::Buffer(i),
+            elem,
+        }
+    }
+
+    pub fn scalar(&mut self, name: &str, ty: ScalarType) -> V {
+        let i = self.kernel.params.len() as u32;
+        self.kernel.params.push(Param::Scalar {
+            name: name.into(),
+            ty,
+        });
+        V::Typed(Expr {
+            ty,
+            kind: ExprKind::Scalar(i),
+        })
+    }
+
+    /// A shared array of `len` elements (`len` from the kernel text or host constants).
+    pub fn shared(&mut self, name: &str, elem: ScalarType, len: V) -> R<Mem> {
+        let len = match len {
+            V::Int(n) => n,
+            V::Typed(Expr {
+                kind: ExprKind::Literal(l),
+                ..
+            }) => match l {
+                Literal::I32(v) => v as i128,
+                Literal::U32(v) => v as i128,
+                Literal::I64(v) => v as i128,
+                Literal::U64(v) => v as i128,
+                _ => return self.err("a shared array length must be an integer"),
+            },
+            _ => {
+                return self.err(
+                    "a shared array length must be a constant; use shared_dynamic for a \
+                     length chosen at launch",
+                )
+            }
+        };
+        if len <= 0 || len > u32::MAX as i128 {
+            return self.err(format!(
+                "shared array `{name}` length {len} is outside 1..=4294967295"
+            ));
+        }
+        Ok(self.push_shared(name, elem, SharedLen::Static(len as u32)))
+    }
+
+    /// The kernel's dynamic shared array, sized by `Launch::dynamic_shared`.
+    pub fn shared_dynamic(&mut self, name: &str, elem: ScalarType) -> R<Mem> {
+        if self.kernel.dynamic_shared().is_some() {
+            return self.err("a kernel may have at most one shared_dynamic array");
+        }
+        Ok(self.push_shared(name, elem, SharedLen::Dynamic))
+    }
+
+    fn push_shared(&mut self, name: &str, elem: ScalarType, len: SharedLen) -> Mem {
+        let i = self.kernel.shared.len() as u32;
+        self.kernel.shared.push(SharedArray {
+            name: name.into(),
+            elem,
+            len,
+        });
+        Mem {
+            mem: Memory::Shared(i),
+            elem,
+        }
+    }
+
+    // ---- typing helpers ----
+
+    fn default_of(&self, v: V) -> R<Expr> {
+        match v {
+            V::Typed(e) => Ok(e),
+            V::Int(n) => match i32::try_from(n) {
+                Ok(n) => Ok(lit(Literal::I32(n))),
+                Err(_) => self.err(format!(
+                    "integer literal {n} does not fit i32; add a suffix (`{n}u64`)"
+                )),
+            },
+            V::Float(f) => Ok(lit(Literal::f64(f))),
+        }
+    }
+
+    fn hint(&self, e: &Expr) -> String {
+        if let ExprKind::Local(id) = e.kind {
+            if self.defaulted[id as usize] {
+                let l = &self.kernel.locals[id as usize];
+                return format!(
+                    "; local `{}` took {} from an untyped literal, as Rust does when nothing \
+                     constrains it: annotate it (`let {}: T = ...`) or suffix the literal",
+                    l.name, l.ty, l.name
+                );
+            }
+        }
+        String::new()
+    }
+
+    /// Converts `v` to `ty`, fixing the type of an untyped literal.
+    fn coerce(&self, v: V, ty: ScalarType, what: &str) -> R<Expr> {
+        match v {
+            V::Typed(e) if e.ty == ty => Ok(e),
+            V::Typed(e) => {
+                let hint = self.hint(&e);
+                self.err(format!("{what} must be {ty}, found {}{hint}", e.ty))
+            }
+            V::Int(n) => match Literal::int(ty, n) {
+                Some(l) => Ok(lit(l)),
+                None => self.err(format!("{what}: integer literal {n} is not a valid {ty}")),
+            },
+            V::Float(f) => match Literal::float(ty, f) {
+                Some(l) => Ok(lit(l)),
+                None => self.err(format!("{what} must be {ty}, found a float literal")),
+            },
+        }
+    }
+
+    fn index(&self, v: V) -> R<Expr> {
+        match v {
+            V::Typed(e) if e.ty == ScalarType::U32 => Ok(e),
+            // Other integer indices are converted to u32 exactly as the CPU path does
+            // (`as u32`), so a negative index becomes a huge one and is out of bounds.
+            V::Typed(e) if e.ty.is_int() => Ok(Expr {
+                ty: ScalarType::U32,
+                kind: ExprKind::Cast(Box::new(e)),
+            }),
+            V::Typed(e) => {
+                let hint = self.hint(&e);
+                self.err(format!("an index must be an integer, found {}{hint}", e.ty))
+            }
+            V::Int(n) if (0..=u32::MAX as i128).contains(&n) => Ok(lit(Literal::U32(n as u32))),
+            V::Int(n) => self.err(format!("index {n} is outside the u32 range")),
+            V::Float(_) => self.err("an index must be an integer, found a float literal"),
+        }
+    }
+
+    /// Gives two values one type: a literal adopts the other side's type.
+    fn unify(&self, a: V, b: V, what: &str) -> R<(Expr, Expr)> {
+        match (a, b) {
+            (V::Typed(a), V::Typed(b)) => {
+                if a.ty != b.ty {
+                    let hint = format!("{}{}", self.hint(&a), self.hint(&b));
+                    return self.err(format!(
+                        "{what}: operands have different types, {} and {}{hint}",
+                        a.ty, b.ty
+                    ));
+                }
+                Ok((a, b))
+            }
+            (V::Typed(a), b) => {
+                let b = self.coerce(b, a.ty, what)?;
+                Ok((a, b))
+            }
+            (a, V::Typed(b)) => {
+                let a = self.coerce(a, b.ty, what)?;
+                Ok((a, b))
+            }
+            (a, b) => {
+                let a = self.default_of(a)?;
+                let b = self.coerce(b, a.ty, what)?;
+                Ok((a, b))
+            }
+        }
+    }
+
+    fn push(&mut self, s: Stmt) {
+        self.frames.last_mut().expect("root frame").1.push(s);
+    }
+
+    fn new_local(&mut self, name: &str, ty: ScalarType, mutable: bool, defaulted: bool) -> Var {
+        let id = self.kernel.locals.len() as u32;
+        self.kernel.locals.push(Local {
+            name: name.into(),
+            ty,
+            mutable,
+        });
+        self.defaulted.push(defaulted);
+        self.pending.push(false);
+        Var { id }
+    }
+
+    // ---- expressions ----
+
+    pub fn get(&self, var: Var) -> V {
+        V::Typed(Expr {
+            ty: self.kernel.locals[var.id as usize].ty,
+            kind: ExprKind::Local(var.id),
+        })
+    }
+
+    pub fn load(&mut self, mem: Mem, index: V) -> R<V> {
+        let index = self.index(index)?;
+        Ok(V::Typed(Expr {
+            ty: mem.elem,
+            kind: ExprKind::Load {
+                mem: mem.mem,
+                index: Box::new(index),
+            },
+        }))
+    }
+
+    pub fn len(&mut self, mem: Mem) -> V {
+        V::Typed(Expr {
+            ty: ScalarType::U32,
+            kind: ExprKind::Len(mem.mem),
+        })
+    }
+
+    pub fn builtin(&mut self, b: Builtin, axis: Axis) -> V {
+        V::Typed(Expr {
+            ty: ScalarType::U32,
+            kind: ExprKind::Builtin(b, axis),
+        })
+    }
+
+    pub fn unary(&mut self, op: UnaryOp, a: V) -> R<V> {
+        let a = match (op, a) {
+            (UnaryOp::Neg, V::Int(n)) => return Ok(V::Int(-n)),
+            (UnaryOp::Neg, V::Float(f)) => return Ok(V::Float(-f)),
+            (_, a) => self.default_of(a)?,
+        };
+        let ok = match op {
+            UnaryOp::Neg => a.ty.is_float() || a.ty.is_signed_int(),
+            UnaryOp::Not => a.ty == ScalarType::Bool || a.ty.is_int(),
+        };
+        if !ok {
+            let sym = if op == UnaryOp::Neg { "-" } else { "!" };
+            return self.err(format!("unary `{sym}` is not defined on {}", a.ty));
+        }
+        Ok(V::Typed(Expr {
+            ty: a.ty,
+            kind: ExprKind::Unary(op, Box::new(a)),
+        }))
+    }
+
+    pub fn binary(&mut self, op: BinaryOp, a: V, b: V) -> R<V> {
+        use BinaryOp::*;
+        // Fold arithmetic on two untyped literals so `2 * TILE` stays a flexible literal.
+        match (op, &a, &b) {
+            (Add, V::Int(x), V::Int(y)) => return Ok(V::Int(x + y)),
+            (Sub, V::Int(x), V::Int(y)) => return Ok(V::Int(x - y)),
+            (Mul, V::Int(x), V::Int(y)) => return Ok(V::Int(x * y)),
+            (Add, V::Float(x), V::Float(y)) => return Ok(V::Float(x + y)),
+            (Sub, V::Float(x), V::Float(y)) => return Ok(V::Float(x - y)),
+            (Mul, V::Float(x), V::Float(y)) => return Ok(V::Float(x * y)),
+            _ => {}
+        }
+        let what = format!("operator `{}`", op.symbol());
+        let (a, b) = match op {
+            Shl | Shr => {
+                let a = self.default_of(a)?;
+                let b = self.coerce(b, ScalarType::U32, "a shift amount")?;
+                (a, b)
+            }
+            LogicalAnd | LogicalOr => (
+                self.coerce(a, ScalarType::Bool, &what)?,
+                self.coerce(b, ScalarType::Bool, &what)?,
+            ),
+            _ => self.unify(a, b, &what)?,
+        };
+        let ty = a.ty;
+        let (ok, result) = match op {
+            Add | Sub | Mul | Div | Rem => (ty.is_numeric(), ty),
+            BitAnd | BitOr | BitXor => (ty.is_int() || ty == ScalarType::Bool, ty),
+            Shl | Shr => (ty.is_int(), ty),
+            Eq | Ne => (true, ScalarType::Bool),
+            Lt | Le | Gt | Ge => (ty.is_numeric(), ScalarType::Bool),
+            LogicalAnd | LogicalOr => (true, ScalarType::Bool),
+        };
+        if !ok {
+            return self.err(format!("{what} is not defined on {ty}"));
+        }
+        Ok(V::Typed(Expr {
+            ty: result,
+            kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+        }))
+    }
+
+    pub fn cast(&mut self, a: V, ty: ScalarType) -> R<V> {
+        if ty == ScalarType::Bool {
+            return self.err("`as bool` is not defined; compare with zero instead");
+        }
+        match a {
+            V::Int(n) => Ok(V::Typed(match Literal::int(ty, n) {
+                Some(l) => lit(l),
+                // Rust `as` wraps out-of-range integer literals; so do we.
+                None => {
+                    let e = self.default_of(V::Int(n))?;
+                    cast_expr(e, ty)
+                }
+            })),
+            V::Float(f) if ty.is_float() => Ok(V::Typed(lit(Literal::float(ty, f).unwrap()))),
+            V::Float(f) => Ok(V::Typed(cast_expr(lit(Literal::f64(f)), ty))),
+            V::Typed(e) if e.ty == ty => Ok(V::Typed(e)),
+            V::Typed(e) => Ok(V::Typed(cast_expr(e, ty))),
+        }
+    }
+
+    pub fn math(&mut self, f: MathFn, args: Vec<V>) -> R<V> {
+        if args.len() != f.arity() {
+            return self.err(format!(
+                "{} takes {} argument(s), found {}",
+                f.name(),
+                f.arity(),
+                args.len()
+            ));
+        }
+        // The first typed argument fixes the type; all-literal calls default like Rust.
+        let ty = match args.iter().find_map(|a| match a {
+            V::Typed(e) => Some(e.ty),
+            _ => None,
+        }) {
+            Some(t) => t,
+            None => self.default_of(args[0].clone())?.ty,
+        };
+        let what = format!("an argument of {}", f.name());
+        let args = args
+            .into_iter()
+            .map(|a| self.coerce(a, ty, &what))
+            .collect::<R<Vec<_>>>()?;
+        let ok = if f.float_only() {
+            ty.is_float()
+        } else {
+            ty.is_numeric()
+        };
+        if !ok {
+            return self.err(format!("{} is not defined on {ty}", f.name()));
+        }
+        Ok(V::Typed(Expr {
+            ty,
+            kind: ExprKind::Math(f, args),
+        }))
+    }
+
+    /// An atomic read-modify-write; returns the previous value.
+    pub fn atomic(&mut self, op: AtomicOp, mem: Mem, index: V, args: Vec<V>) -> R<V> {
+        if !op.supports(mem.elem) {
+            return self.err(format!(
+                "atomic_{} is not defined on {} (u32 and i32 support every atomic, f32 \
+                 supports add)",
+                op.name(),
+                mem.elem
+            ));
+        }
+        if args.len() != op.arity() {
+            return self.err(format!(
+                "atomic_{} takes {} value(s) after the address, found {}",
+                op.name(),
+                op.arity(),
+                args.len()
+            ));
+        }
+        let index = self.index(index)?;
+        let what = format!("an operand of atomic_{}", op.name());
+        let args = args
+            .into_iter()
+            .map(|a| self.coerce(a, mem.elem, &what))
+            .collect::<R<Vec<_>>>()?;
+        let n = self.kernel.locals.len();
+        let result = self.new_local(&format!("atomic_old_{n}"), mem.elem, true, false);
+        self.push(Stmt::Let {
+            local: result.id,
+            init: None,
+        });
+        self.push(Stmt::Atomic {
+            op,
+            mem: mem.mem,
+            index,
+            args,
+            result: Some(result.id),
+        });
+        Ok(self.get(result))
+    }
+
+    // ---- statements ----
+
+    /// `let [mut] name[: ty] = init;`
+    pub fn let_(&mut self, name: &str, ty: Option<ScalarType>, mutable: bool, init: V) -> R<Var> {
+        let (init, defaulted) = match ty {
+            Some(ty) => (self.coerce(init, ty, &format!("the initialiser of `{name}`"))?, false),
+            None => {
+                let untyped = !matches!(init, V::Typed(_));
+                (self.default_of(init)?, untyped)
+            }
+        };
+        let var = self.new_local(name, init.ty, mutable, defaulted);
+        self.push(Stmt::Let {
+            local: var.id,
+            init: Some(init),
+        });
+        Ok(var)
+    }
+
+    pub fn assign(&mut self, var: Var, value: V) -> R<()> {
+        let local = &self.kernel.locals[var.id as usize];
+        if !local.mutable {
+            return self.err(format!(
+                "cannot assign twice to immutable local `{}`",
+                local.name
+            ));
+        }
+        let (ty, name) = (local.ty, local.name.clone());
+        let value = self.coerce(value, ty, &format!("the value assigned to `{name}`"))?;
+        self.push(Stmt::Assign {
+            local: var.id,
+            value,
+        });
+        Ok(())
+    }
+
+    pub fn store(&mut self, mem: Mem, index: V, value: V) -> R<()> {
+        let index = self.index(index)?;
+        let value = self.coerce(value, mem.elem, "the stored value")?;
+        self.push(Stmt::Store {
+            mem: mem.mem,
+            index,
+            value,
+        });
+        Ok(())
+    }
+
+    pub fn barrier(&mut self) {
+        self.push(Stmt::Barrier);
+    }
+    pub fn ret(&mut self) {
+        self.push(Stmt::Return);
+    }
+    pub fn brk(&mut self) {
+        self.push(Stmt::Break);
+    }
+    pub fn cont(&mut self) {
+        self.push(Stmt::Continue);
+    }
+
+    pub fn begin_if(&mut self, cond: V) -> R<()> {
+        let cond = self.coerce(cond, ScalarType::Bool, "an if condition")?;
+        self.frames.push((Frame::Then { cond }, Vec::new()));
+        Ok(())
+    }
+
+    pub fn begin_else(&mut self) -> R<()> {
+        match self.frames.pop() {
+            Some((Frame::Then { cond }, then)) => {
+                self.frames.push((Frame::Else { cond, then }, Vec::new()));
+                Ok(())
+            }
+            _ => self.err("internal: else without if"),
+        }
+    }
+
+    pub fn end_if(&mut self) -> R<()> {
+        let s = match self.frames.pop() {
+            Some((Frame::Then { cond }, then)) => Stmt::If {
+                cond,
+                then,
+                otherwise: Vec::new(),
+            },
+            Some((Frame::Else { cond, then }, otherwise)) => Stmt::If {
+                cond,
+                then,
+                otherwise,
+            },
+            _ => return self.err("internal: end_if without if"),
+        };
+        self.push(s);
+        Ok(())
+    }
+
+    /// Starts `if cond { .. } else { .. }` used as a value; each arm ends with `set_value`.
+    pub fn begin_if_value(&mut self, cond: V) -> R<Slot> {
+        let n = self.kernel.locals.len();
+        let var = self.new_local(&format!("if_value_{n}"), ScalarType::Bool, true, false);
+        self.pending[var.id as usize] = true;
+        self.push(Stmt::Let {
+            local: var.id,
+            init: None,
+        });
+        self.begin_if(cond)?;
+        Ok(Slot { var })
+    }
+
+    pub fn set_value(&mut self, slot: Slot, v: V) -> R<()> {
+        let id = slot.var.id as usize;
+        if self.pending[id] {
+            let e = self.default_of(v.clone())?;
+            self.kernel.locals[id].ty = e.ty;
+            self.pending[id] = false;
+        }
+        self.assign(slot.var, v)
+    }
+
+    pub fn end_if_value(&mut self, slot: Slot) -> R<V> {
+        self.end_if()?;
+        if self.pending[slot.var.id as usize] {
+            return self.err("an if expression needs a value in both arms");
+        }
+        Ok(self.get(slot.var))
+    }
+
+    /// Starts `for name in (start..end).step_by(step)`; returns the loop variable.
+    pub fn begin_for(&mut self, name: &str, start: V, end: V, step: Option<V>) -> R<Var> {
+        let defaulted = !matches!(start, V::Typed(_)) && !matches!(end, V::Typed(_));
+        let (start, end) = self.unify(start, end, "a for range")?;
+        let ty = start.ty;
+        if !matches!(ty, ScalarType::U32 | ScalarType::I32) {
+            return self.err(format!("a for range must be u32 or i32, found {ty}"));
+        }
+        let step = match step {
+            Some(s) => self.coerce(s, ty, "a step_by amount")?,
+            None => lit(Literal::int(ty, 1).unwrap()),
+        };
+        let var = self.new_local(name, ty, false, defaulted);
+        self.frames.push((
+            Frame::For {
+                var: var.id,
+                start,
+                end,
+                step,
+            },
+            Vec::new(),
+        ));
+        Ok(var)
+    }
+
+    pub fn end_for(&mut self) -> R<()> {
+        match self.frames.pop() {
+            Some((
+                Frame::For {
+                    var,
+                    start,
+                    end,
+                    step,
+                },
+                body,
+            )) => {
+                self.push(Stmt::For {
+                    var,
+                    start,
+                    end,
+                    step,
+                    body,
+                });
+                Ok(())
+            }
+            _ => self.err("internal: end_for without for"),
+        }
+    }
+
+    pub fn begin_loop(&mut self) {
+        self.frames.push((Frame::Loop, Vec::new()));
+    }
+
+    /// Inside a loop: `if !cond { break }` (how `while` is expressed).
+    pub fn break_unless(&mut self, cond: V) -> R<()> {
+        let cond = self.coerce(cond, ScalarType::Bool, "a while condition")?;
+        self.push(Stmt::If {
+            cond: Expr {
+                ty: ScalarType::Bool,
+                kind: ExprKind::Unary(UnaryOp::Not, Box::new(cond)),
+            },
+            then: vec![Stmt::Break],
+            otherwise: Vec::new(),
+        });
+        Ok(())
+    }
+
+    pub fn end_loop(&mut self) -> R<()> {
+        match self.frames.pop() {
+            Some((Frame::Loop, body)) => {
+                self.push(Stmt::Loop { body });
+                Ok(())
+            }
+            _ => self.err("internal: end_loop without loop"),
+        }
+    }
+
+    /// Finishes and validates the kernel.
+    pub fn finish(mut self) -> R<Kernel> {
+        if self.frames.len() != 1 {
+            return self.err("internal: unclosed block");
+        }
+        self.kernel.body = self.frames.pop().unwrap().1;
+        validate(&self.kernel).map_err(|e| BuildError {
+            kernel: self.kernel.name.clone(),
+            line: 0,
+            message: format!("at {}: {}", e.path, e.message),
+        })?;
+        Ok(self.kernel)
+    }
+}
+
+fn lit(l: Literal) -> Expr {
+    Expr {
+        ty: l.ty(),
+        kind: ExprKind::Literal(l),
+    }
+}
+
+fn cast_expr(e: Expr, ty: ScalarType) -> Expr {
+    Expr {
+        ty,
+        kind: ExprKind::Cast(Box::new(e)),
+    }
+}

@@ -1,0 +1,434 @@
+//! The kernel IR proper: a kernel is a signature plus a tree of statements.
+
+use crate::types::{Literal, ScalarType};
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the IR's shape or meaning changes; part of every hash and serialized form.
+pub const IR_VERSION: u32 = 1;
+
+/// How a kernel may use a global buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Access {
+    /// `&[T]`: loads only.
+    Read,
+    /// `&mut [T]`: loads, stores and atomics.
+    ReadWrite,
+}
+
+/// A kernel parameter, bound by position at launch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Param {
+    /// A global buffer of `elem`.
+    Buffer {
+        name: String,
+        elem: ScalarType,
+        access: Access,
+    },
+    /// A scalar passed by value.
+    Scalar { name: String, ty: ScalarType },
+}
+
+impl Param {
+    pub fn name(&self) -> &str {
+        match self {
+            Param::Buffer { name, .. } | Param::Scalar { name, .. } => name,
+        }
+    }
+}
+
+/// The length of a workgroup-shared array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SharedLen {
+    /// Fixed when the kernel is built (may come from host constants).
+    Static(u32),
+    /// Given at launch (`Launch::dynamic_shared(len)`); at most one per kernel.
+    Dynamic,
+}
+
+/// A workgroup-shared array. Its contents are undefined at group start.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SharedArray {
+    pub name: String,
+    pub elem: ScalarType,
+    pub len: SharedLen,
+}
+
+/// A thread-private variable. Locals are declared by `Stmt::Let` or `Stmt::For`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Local {
+    pub name: String,
+    pub ty: ScalarType,
+    pub mutable: bool,
+}
+
+/// An addressable array: a buffer parameter or a shared array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Memory {
+    /// Index into `Kernel::params` (must be a `Param::Buffer`).
+    Buffer(u32),
+    /// Index into `Kernel::shared`.
+    Shared(u32),
+}
+
+/// Per-thread launch coordinates. Each is a 3-vector read one axis at a time, as `u32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Builtin {
+    /// `group_id * group_size + local_id`.
+    GlobalId,
+    /// The thread's index inside its group.
+    LocalId,
+    /// The group's index inside the grid.
+    GroupId,
+    /// Threads per group.
+    GroupSize,
+    /// Groups in the launch.
+    NumGroups,
+}
+
+impl Builtin {
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::GlobalId => "global_id",
+            Builtin::LocalId => "local_id",
+            Builtin::GroupId => "group_id",
+            Builtin::GroupSize => "group_size",
+            Builtin::NumGroups => "num_groups",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Axis {
+    X,
+    Y,
+    Z,
+}
+
+impl Axis {
+    pub fn index(self) -> usize {
+        self as usize
+    }
+    pub fn name(self) -> &'static str {
+        ["x", "y", "z"][self as usize]
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UnaryOp {
+    /// Arithmetic negation; wrapping for integers.
+    Neg,
+    /// Logical not for `bool`, bitwise not for integers.
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Short-circuit: the right operand is evaluated only when the left is true.
+    LogicalAnd,
+    /// Short-circuit: the right operand is evaluated only when the left is false.
+    LogicalOr,
+}
+
+impl BinaryOp {
+    pub fn symbol(self) -> &'static str {
+        use BinaryOp::*;
+        match self {
+            Add => "+",
+            Sub => "-",
+            Mul => "*",
+            Div => "/",
+            Rem => "%",
+            BitAnd => "&",
+            BitOr => "|",
+            BitXor => "^",
+            Shl => "<<",
+            Shr => ">>",
+            Eq => "==",
+            Ne => "!=",
+            Lt => "<",
+            Le => "<=",
+            Gt => ">",
+            Ge => ">=",
+            LogicalAnd => "&&",
+            LogicalOr => "||",
+        }
+    }
+    pub fn is_comparison(self) -> bool {
+        use BinaryOp::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge)
+    }
+}
+
+/// Math functions. Float-only unless noted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MathFn {
+    Sqrt,
+    Sin,
+    Cos,
+    Tan,
+    Exp,
+    /// Natural logarithm (Rust's `ln`).
+    Log,
+    /// `x.powf(y)`.
+    Pow,
+    /// Any numeric type; wrapping for signed integers (`abs(MIN) == MIN`).
+    Abs,
+    /// Any numeric type; for floats, a NaN operand yields the other operand.
+    Min,
+    /// Any numeric type; for floats, a NaN operand yields the other operand.
+    Max,
+    /// `a * b + c` with a single rounding.
+    Fma,
+    Floor,
+    Ceil,
+    /// Any numeric type; defined as `min(max(x, lo), hi)`, never an error.
+    Clamp,
+}
+
+impl MathFn {
+    pub fn arity(self) -> usize {
+        match self {
+            MathFn::Pow | MathFn::Min | MathFn::Max => 2,
+            MathFn::Fma | MathFn::Clamp => 3,
+            _ => 1,
+        }
+    }
+    pub fn float_only(self) -> bool {
+        !matches!(self, MathFn::Abs | MathFn::Min | MathFn::Max | MathFn::Clamp)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            MathFn::Sqrt => "sqrt",
+            MathFn::Sin => "sin",
+            MathFn::Cos => "cos",
+            MathFn::Tan => "tan",
+            MathFn::Exp => "exp",
+            MathFn::Log => "log",
+            MathFn::Pow => "pow",
+            MathFn::Abs => "abs",
+            MathFn::Min => "min",
+            MathFn::Max => "max",
+            MathFn::Fma => "fma",
+            MathFn::Floor => "floor",
+            MathFn::Ceil => "ceil",
+            MathFn::Clamp => "clamp",
+        }
+    }
+}
+
+/// Atomic read-modify-write operations; each returns the previous value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AtomicOp {
+    Add,
+    Sub,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exchange,
+    /// Arguments `(expected, new)`: stores `new` if the value equals `expected`.
+    CompareExchange,
+}
+
+impl AtomicOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+            AtomicOp::Sub => "sub",
+            AtomicOp::Min => "min",
+            AtomicOp::Max => "max",
+            AtomicOp::And => "and",
+            AtomicOp::Or => "or",
+            AtomicOp::Xor => "xor",
+            AtomicOp::Exchange => "exchange",
+            AtomicOp::CompareExchange => "compare_exchange",
+        }
+    }
+    /// Number of value operands (besides the address).
+    pub fn arity(self) -> usize {
+        if self == AtomicOp::CompareExchange {
+            2
+        } else {
+            1
+        }
+    }
+    /// Whether the operation is defined on elements of type `ty`.
+    pub fn supports(self, ty: ScalarType) -> bool {
+        match ty {
+            ScalarType::U32 | ScalarType::I32 => true,
+            ScalarType::F32 => self == AtomicOp::Add,
+            _ => false,
+        }
+    }
+}
+
+/// A typed expression. Expressions have no side effects: atomics are statements.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Expr {
+    pub ty: ScalarType,
+    pub kind: ExprKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExprKind {
+    Literal(Literal),
+    /// Index into `Kernel::locals`.
+    Local(u32),
+    /// A scalar parameter, by index into `Kernel::params`.
+    Scalar(u32),
+    Builtin(Builtin, Axis),
+    /// Element count of a buffer or shared array, as `u32`.
+    Len(Memory),
+    /// `mem[index]`; `index` is `u32`.
+    Load { mem: Memory, index: Box<Expr> },
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// Conversion to `Expr::ty` with Rust `as` semantics (see the crate docs).
+    Cast(Box<Expr>),
+    Math(MathFn, Vec<Expr>),
+    /// Both arms are evaluated; the result is `then` when `cond` is true.
+    Select {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        otherwise: Box<Expr>,
+    },
+}
+
+/// A statement. Blocks are `Vec<Stmt>`; scoping follows nesting.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Stmt {
+    /// Declares `local` in the current block, optionally initialised (otherwise it holds
+    /// the zero of its type).
+    Let { local: u32, init: Option<Expr> },
+    /// Assigns to a mutable local that is in scope.
+    Assign { local: u32, value: Expr },
+    /// `mem[index] = value`; the memory must be writable.
+    Store {
+        mem: Memory,
+        index: Expr,
+        value: Expr,
+    },
+    /// An atomic read-modify-write of `mem[index]`; the previous value is written to
+    /// `result` (a local declared earlier) when given.
+    Atomic {
+        op: AtomicOp,
+        mem: Memory,
+        index: Expr,
+        args: Vec<Expr>,
+        result: Option<u32>,
+    },
+    If {
+        cond: Expr,
+        then: Vec<Stmt>,
+        otherwise: Vec<Stmt>,
+    },
+    /// `for var in (start..end).step_by(step)`: `start`, `end` and `step` are evaluated once,
+    /// before the first iteration; `var` is a fresh immutable integer local of the loop.
+    For {
+        var: u32,
+        start: Expr,
+        end: Expr,
+        step: Expr,
+        body: Vec<Stmt>,
+    },
+    /// Repeats `body` until `Break` or `Return`. `while c { .. }` is `Loop` whose body
+    /// starts with `if !c { break }`.
+    Loop { body: Vec<Stmt> },
+    Break,
+    Continue,
+    /// Ends this thread's execution of the kernel.
+    Return,
+    /// Workgroup barrier: every thread of the group must reach the same barrier
+    /// (uniform control flow) before any passes it; orders shared and global memory
+    /// accesses of the group.
+    Barrier,
+}
+
+/// A complete kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Kernel {
+    /// Always `IR_VERSION` for kernels produced by this crate.
+    pub version: u32,
+    pub name: String,
+    pub params: Vec<Param>,
+    pub shared: Vec<SharedArray>,
+    pub locals: Vec<Local>,
+    pub body: Vec<Stmt>,
+}
+
+impl Kernel {
+    /// Whether any statement is a `Barrier`. Backends use it to pick an execution
+    /// strategy, and the launch rules depend on it (see the crate docs).
+    pub fn uses_barrier(&self) -> bool {
+        fn any(stmts: &[Stmt]) -> bool {
+            stmts.iter().any(|s| match s {
+                Stmt::Barrier => true,
+                Stmt::If {
+                    then, otherwise, ..
+                } => any(then) || any(otherwise),
+                Stmt::For { body, .. } | Stmt::Loop { body } => any(body),
+                _ => false,
+            })
+        }
+        any(&self.body)
+    }
+
+    /// The dynamically sized shared array, if the kernel has one.
+    pub fn dynamic_shared(&self) -> Option<(u32, &SharedArray)> {
+        self.shared
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.len == crate::SharedLen::Dynamic)
+            .map(|(i, s)| (i as u32, s))
+    }
+
+    /// Bytes of shared memory one group needs, given the dynamic array's length.
+    pub fn shared_bytes(&self, dynamic_len: u32) -> u64 {
+        self.shared
+            .iter()
+            .map(|s| {
+                let len = match s.len {
+                    SharedLen::Static(n) => n,
+                    SharedLen::Dynamic => dynamic_len,
+                };
+                len as u64 * s.elem.size_bytes() as u64
+            })
+            .sum()
+    }
+
+    /// The element type of a memory reference, if it is valid.
+    pub fn memory_elem(&self, mem: Memory) -> Option<ScalarType> {
+        match mem {
+            Memory::Buffer(i) => match self.params.get(i as usize)? {
+                Param::Buffer { elem, .. } => Some(*elem),
+                Param::Scalar { .. } => None,
+            },
+            Memory::Shared(i) => self.shared.get(i as usize).map(|s| s.elem),
+        }
+    }
+
+    /// A human-readable name for a memory reference.
+    pub fn memory_name(&self, mem: Memory) -> &str {
+        match mem {
+            Memory::Buffer(i) => self.params.get(i as usize).map_or("?", |p| p.name()),
+            Memory::Shared(i) => self.shared.get(i as usize).map_or("?", |s| &s.name),
+        }
+    }
+}

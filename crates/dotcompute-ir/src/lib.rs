@@ -1,0 +1,105 @@
+//! # dotcompute-ir: the kernel IR
+//!
+//! Every kernel, whether written in Rust with `#[kernel]` or built by hand, becomes a
+//! [`Kernel`]: a signature (buffer and scalar parameters, shared arrays) and a body of
+//! structured statements (blocks, `if`/`else`, counted `for`, `loop` with
+//! `break`/`continue`). Structured control flow maps one-to-one onto CUDA C++, WGSL and
+//! MSL; a CFG form is not needed until optimisation passes exist.
+//!
+//! ## Contract
+//!
+//! *Validates* ([`validate`]): the version; identifiers; at most one dynamic shared array;
+//! no `bool` in memory; every expression's recorded type equals the type its operands
+//! produce; locals are declared once and used only inside the block that declares them;
+//! assignments only to mutable locals; stores and atomics only into writable memory;
+//! atomics only on element types that support them; indices are `u32`; `break` and
+//! `continue` only inside loops. Backends may trust a validated kernel for all of these.
+//!
+//! *Does not check* (it cannot, statically): that every thread of a group reaches the same
+//! barriers (backends report divergence where they can detect it), data races between
+//! threads, and indices in bounds (the CPU backend reports out-of-bounds accesses).
+//!
+//! ## Invariants
+//!
+//! * Types are explicit on every value ([`Expr::ty`]); there are no implicit conversions.
+//! * Expressions have no side effects; atomics are statements ([`Stmt::Atomic`]) whose
+//!   previous value lands in a local. So evaluation order inside an expression never
+//!   matters, except for the short-circuit operators, which every target keeps.
+//! * Builtin coordinates (`global_id`, `local_id`, ...) and lengths are `u32`.
+//!
+//! ## Semantics every backend follows
+//!
+//! The CPU backend runs the Rust text of a kernel natively; GPU backends run code generated
+//! from this IR. Both follow these definitions, which are Rust's *release* semantics made
+//! total (no panics):
+//!
+//! * Integer `+ - *`, negation and `abs` wrap (two's complement).
+//! * Integer `x / 0 == x` and `x % 0 == 0`; `MIN / -1 == MIN` and `MIN % -1 == 0` (WGSL's
+//!   definition, which a GPU can follow with one select).
+//! * Shifts use the amount modulo the bit width (`x << 33 == x << 1` for 32-bit `x`); the
+//!   amount is `u32`; `>>` is arithmetic for signed types.
+//! * `as` casts follow Rust: float to integer rounds toward zero and saturates, NaN gives
+//!   0; integer to integer truncates or sign-extends; integer to float rounds to nearest;
+//!   `bool as int` is 0 or 1. There is no cast to `bool`.
+//! * Float `min`/`max` return the other operand when one is NaN (IEEE minNum/maxNum);
+//!   `clamp(x, lo, hi)` is `min(max(x, lo), hi)`.
+//! * `for v in (a..b).step_by(s)` evaluates `a`, `b`, `s` once; a step of 0 runs no
+//!   iterations (Rust would panic).
+//! * Float `+ - * /`, `sqrt` and `fma` are correctly rounded on every backend. `sin`, `cos`,
+//!   `tan`, `exp`, `log` and `pow` may differ between backends by a few ulp (GPU hardware
+//!   approximations); conformance tests state their tolerances.
+//! * Indices are `u32`; an integer index of another type is converted with `as u32`.
+//!
+//! ## Stability
+//!
+//! [`Kernel::content_hash`] hashes the canonical serialized form (which includes
+//! [`IR_VERSION`]); equal kernels hash equally in every process and on every machine, so it
+//! keys compile caches. Change `IR_VERSION` whenever the meaning of an IR shape changes.
+
+mod build;
+mod kernel;
+mod types;
+mod validate;
+
+pub use build::{BuildError, Builder, HostValue, Mem, Slot, Var, V};
+pub use kernel::*;
+pub use types::{Literal, ScalarType};
+pub use validate::{validate, ValidationError};
+
+use sha2::{Digest, Sha256};
+
+/// Errors reading a serialized kernel.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("kernel IR is not valid JSON for IR version {IR_VERSION}: {0}")]
+    Syntax(#[from] serde_json::Error),
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+}
+
+impl Kernel {
+    /// The canonical serialized form (JSON; field order is fixed by the type definitions).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("kernel IR always serializes")
+    }
+
+    /// Reads and validates a serialized kernel.
+    pub fn from_json(text: &str) -> Result<Kernel, DecodeError> {
+        let k: Kernel = serde_json::from_str(text)?;
+        validate(&k)?;
+        Ok(k)
+    }
+
+    /// SHA-256 of the canonical serialized form: a stable content hash for cache keys.
+    pub fn content_hash(&self) -> [u8; 32] {
+        Sha256::digest(self.to_json().as_bytes()).into()
+    }
+
+    /// [`Kernel::content_hash`] as lowercase hex.
+    pub fn content_hash_hex(&self) -> String {
+        self.content_hash()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}

@@ -1,0 +1,142 @@
+//! Scalar types and literal values.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The value types of the IR. Every IR value has exactly one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum ScalarType {
+    Bool,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+}
+
+impl ScalarType {
+    /// All types, in a fixed order.
+    pub const ALL: [ScalarType; 7] = [
+        ScalarType::Bool,
+        ScalarType::I32,
+        ScalarType::U32,
+        ScalarType::I64,
+        ScalarType::U64,
+        ScalarType::F32,
+        ScalarType::F64,
+    ];
+
+    /// Size in bytes as stored in a buffer (`bool` is never stored in buffers).
+    pub fn size_bytes(self) -> usize {
+        match self {
+            ScalarType::Bool => 1,
+            ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
+            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
+        }
+    }
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64
+        )
+    }
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, ScalarType::I32 | ScalarType::I64)
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, ScalarType::F32 | ScalarType::F64)
+    }
+    pub fn is_numeric(self) -> bool {
+        self.is_int() || self.is_float()
+    }
+    /// The Rust spelling (`f32`, `u32`, ...), also used in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarType::Bool => "bool",
+            ScalarType::I32 => "i32",
+            ScalarType::U32 => "u32",
+            ScalarType::I64 => "i64",
+            ScalarType::U64 => "u64",
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+        }
+    }
+    /// Parses the Rust spelling.
+    pub fn from_name(name: &str) -> Option<ScalarType> {
+        ScalarType::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A constant. Floats are stored as their bit patterns so that literals hash and compare
+/// exactly (NaN payloads and -0.0 included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Literal {
+    Bool(bool),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(u32),
+    F64(u64),
+}
+
+impl Literal {
+    pub fn ty(self) -> ScalarType {
+        match self {
+            Literal::Bool(_) => ScalarType::Bool,
+            Literal::I32(_) => ScalarType::I32,
+            Literal::U32(_) => ScalarType::U32,
+            Literal::I64(_) => ScalarType::I64,
+            Literal::U64(_) => ScalarType::U64,
+            Literal::F32(_) => ScalarType::F32,
+            Literal::F64(_) => ScalarType::F64,
+        }
+    }
+    pub fn f32(v: f32) -> Literal {
+        Literal::F32(v.to_bits())
+    }
+    pub fn f64(v: f64) -> Literal {
+        Literal::F64(v.to_bits())
+    }
+    /// An integer literal of type `ty`, if `v` fits.
+    pub fn int(ty: ScalarType, v: i128) -> Option<Literal> {
+        Some(match ty {
+            ScalarType::I32 => Literal::I32(i32::try_from(v).ok()?),
+            ScalarType::U32 => Literal::U32(u32::try_from(v).ok()?),
+            ScalarType::I64 => Literal::I64(i64::try_from(v).ok()?),
+            ScalarType::U64 => Literal::U64(u64::try_from(v).ok()?),
+            ScalarType::F32 => Literal::f32(v as f32),
+            ScalarType::F64 => Literal::f64(v as f64),
+            ScalarType::Bool => return None,
+        })
+    }
+    /// A float literal of float type `ty`.
+    pub fn float(ty: ScalarType, v: f64) -> Option<Literal> {
+        match ty {
+            ScalarType::F32 => Some(Literal::f32(v as f32)),
+            ScalarType::F64 => Some(Literal::f64(v)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Literal::Bool(v) => write!(f, "{v}"),
+            Literal::I32(v) => write!(f, "{v}i32"),
+            Literal::U32(v) => write!(f, "{v}u32"),
+            Literal::I64(v) => write!(f, "{v}i64"),
+            Literal::U64(v) => write!(f, "{v}u64"),
+            Literal::F32(b) => write!(f, "{:?}f32", f32::from_bits(b)),
+            Literal::F64(b) => write!(f, "{:?}f64", f64::from_bits(b)),
+        }
+    }
+}

@@ -1,0 +1,1107 @@
+//! The translation of one kernel function. Every construct yields a pair of token streams:
+//! IR-builder code (`B`, evaluating to a `V` for expressions) and native Rust code (`N`).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use std::collections::HashMap;
+use syn::spanned::Spanned;
+use syn::{
+    BinOp, Expr, FnArg, GenericArgument, Ident, ItemFn, Lit, Pat, PathArguments, RangeLimits,
+    ReturnType, Stmt, Type, UnOp,
+};
+
+type Pair = (TokenStream, TokenStream);
+
+#[derive(Clone, Copy, PartialEq)]
+enum Binding {
+    Local,
+    Scalar,
+    Buffer,
+    Shared,
+}
+
+const SCALARS: [&str; 7] = ["bool", "i32", "u32", "i64", "u64", "f32", "f64"];
+const BUILTINS: [(&str, &str); 5] = [
+    ("global_id", "GlobalId"),
+    ("local_id", "LocalId"),
+    ("group_id", "GroupId"),
+    ("group_size", "GroupSize"),
+    ("num_groups", "NumGroups"),
+];
+const ATOMICS: [(&str, &str); 9] = [
+    ("atomic_add", "Add"),
+    ("atomic_sub", "Sub"),
+    ("atomic_min", "Min"),
+    ("atomic_max", "Max"),
+    ("atomic_and", "And"),
+    ("atomic_or", "Or"),
+    ("atomic_xor", "Xor"),
+    ("atomic_exchange", "Exchange"),
+    ("atomic_compare_exchange", "CompareExchange"),
+];
+/// Method name, IR function, native op, arity (receiver included).
+const MATH: [(&str, &str, &str, usize); 14] = [
+    ("sqrt", "Sqrt", "sqrt", 1),
+    ("sin", "Sin", "sin", 1),
+    ("cos", "Cos", "cos", 1),
+    ("tan", "Tan", "tan", 1),
+    ("exp", "Exp", "exp", 1),
+    ("ln", "Log", "log", 1),
+    ("powf", "Pow", "pow", 2),
+    ("abs", "Abs", "abs", 1),
+    ("min", "Min", "min", 2),
+    ("max", "Max", "max", 2),
+    ("mul_add", "Fma", "fma", 3),
+    ("floor", "Floor", "floor", 1),
+    ("ceil", "Ceil", "ceil", 1),
+    ("clamp", "Clamp", "clamp", 3),
+];
+
+struct Tx {
+    errors: Vec<syn::Error>,
+    scopes: Vec<HashMap<String, Binding>>,
+    shared_slots: usize,
+    barrier_sites: u32,
+    /// Depth of right-hand sides of `&&` / `||` being translated.
+    short_circuit: u32,
+    /// Whether we are directly in the kernel's top-level block.
+    top_level: bool,
+}
+
+fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
+    syn::Error::new(span, msg)
+}
+
+fn scalar_type(ty: &Type) -> Option<(String, Ident)> {
+    if let Type::Path(p) = ty {
+        if p.qself.is_none() && p.path.segments.len() == 1 {
+            let id = &p.path.segments[0].ident;
+            let name = id.to_string();
+            if SCALARS.contains(&name.as_str()) && p.path.segments[0].arguments.is_empty() {
+                return Some((name, id.clone()));
+            }
+        }
+    }
+    None
+}
+
+fn ir_type(name: &str) -> TokenStream {
+    let v = format_ident!(
+        "{}",
+        match name {
+            "bool" => "Bool",
+            "i32" => "I32",
+            "u32" => "U32",
+            "i64" => "I64",
+            "u64" => "U64",
+            "f32" => "F32",
+            _ => "F64",
+        }
+    );
+    quote!(__dc::ir::ScalarType::#v)
+}
+
+fn line_of(span: Span) -> u32 {
+    span.start().line as u32
+}
+
+impl Tx {
+    fn fail(&mut self, span: Span, msg: impl std::fmt::Display) -> Pair {
+        self.errors.push(err(span, msg));
+        (quote!(), quote!())
+    }
+
+    fn lookup(&self, name: &str) -> Option<Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn bind(&mut self, name: &str, b: Binding) {
+        self.scopes.last_mut().unwrap().insert(name.to_string(), b);
+    }
+
+    fn type_name(&mut self, ty: &Type, what: &str) -> Option<(String, Ident)> {
+        match scalar_type(ty) {
+            Some(t) => Some(t),
+            None => {
+                self.errors.push(err(
+                    ty.span(),
+                    format!(
+                        "unsupported type in {what}: kernels use the scalar types \
+                         bool, i32, u32, i64, u64, f32 and f64 (indices and lengths are u32)"
+                    ),
+                ));
+                None
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- blocks
+
+    fn block(&mut self, stmts: &[Stmt]) -> Pair {
+        self.scopes.push(HashMap::new());
+        let mut b = TokenStream::new();
+        let mut n = TokenStream::new();
+        for s in stmts {
+            let (sb, sn) = self.stmt(s);
+            let line = line_of(s.span());
+            b.extend(quote!(__b.line(#line); #sb));
+            n.extend(sn);
+        }
+        self.scopes.pop();
+        (quote!({ #b }), quote!({ #n }))
+    }
+
+    /// A block used as a value: statements, then a tail expression. `tail` receives the
+    /// builder tokens of the value and returns what to do with it.
+    fn value_block(&mut self, block: &syn::Block, span: Span) -> (TokenStream, TokenStream, TokenStream) {
+        let (last, init) = match block.stmts.split_last() {
+            Some((Stmt::Expr(e, None), init)) => (e, init),
+            _ => {
+                self.fail(span, "this block must end with a value (an expression without `;`)");
+                return (quote!(), quote!(), quote!());
+            }
+        };
+        self.scopes.push(HashMap::new());
+        let mut b = TokenStream::new();
+        let mut n = TokenStream::new();
+        for s in init {
+            let (sb, sn) = self.stmt(s);
+            b.extend(sb);
+            n.extend(sn);
+        }
+        let (vb, vn) = self.expr(last);
+        self.scopes.pop();
+        (b, vb, quote!({ #n #vn }))
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    fn stmt(&mut self, s: &Stmt) -> Pair {
+        match s {
+            Stmt::Local(local) => self.local(local),
+            Stmt::Expr(e, _) => self.expr_stmt(e),
+            Stmt::Item(syn::Item::Const(c)) => {
+                // A const item is needed by both the builder and the native body.
+                (quote!(#c), quote!(#c))
+            }
+            Stmt::Item(i) => self.fail(
+                i.span(),
+                "items inside kernels are not supported (only `const`); define them outside",
+            ),
+            Stmt::Macro(m) => self.fail(
+                m.span(),
+                format!(
+                    "macro `{}!` is not supported in kernels",
+                    m.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default()
+                ),
+            ),
+        }
+    }
+
+    fn local(&mut self, local: &syn::Local) -> Pair {
+        let (pat, ty) = match &local.pat {
+            Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+            p => (p, None),
+        };
+        let Pat::Ident(pi) = pat else {
+            return self.fail(
+                pat.span(),
+                "unsupported pattern: kernels bind one name per `let` (no tuples or destructuring)",
+            );
+        };
+        if pi.by_ref.is_some() || pi.subpat.is_some() {
+            return self.fail(pat.span(), "unsupported pattern: `ref` and `@` bindings");
+        }
+        let name = &pi.ident;
+        let name_str = name.to_string();
+        let Some(init) = &local.init else {
+            return self.fail(
+                local.span(),
+                "a kernel local needs an initial value (`let x: f32 = 0.0;`)",
+            );
+        };
+        if init.diverge.is_some() {
+            return self.fail(local.span(), "`let ... else` is not supported in kernels");
+        }
+        // Shared arrays.
+        if let Expr::Call(call) = &*init.expr {
+            if let Expr::Path(p) = &*call.func {
+                let last = p.path.segments.last().unwrap();
+                let fname = last.ident.to_string();
+                if fname == "shared" || fname == "shared_dynamic" {
+                    return self.shared_decl(name, &fname, last, call, local.span());
+                }
+            }
+        }
+        let ty_info = match ty {
+            Some(t) => match self.type_name(t, "a local's type") {
+                Some(t) => Some(t),
+                None => return (quote!(), quote!()),
+            },
+            None => None,
+        };
+        let (ib, inn) = self.expr(&init.expr);
+        let mutable = pi.mutability.is_some();
+        let mut_tok = pi.mutability;
+        self.bind(&name_str, Binding::Local);
+        let ty_b = match &ty_info {
+            Some((n, _)) => {
+                let t = ir_type(n);
+                quote!(Some(#t))
+            }
+            None => quote!(None),
+        };
+        let ty_n = match &ty_info {
+            Some((_, id)) => quote!(: #id),
+            None => quote!(),
+        };
+        (
+            quote!(let #name = { let __v = #ib; __b.let_(#name_str, #ty_b, #mutable, __v)? };),
+            quote!(let #mut_tok #name #ty_n = #inn;),
+        )
+    }
+
+    fn shared_decl(
+        &mut self,
+        name: &Ident,
+        fname: &str,
+        seg: &syn::PathSegment,
+        call: &syn::ExprCall,
+        span: Span,
+    ) -> Pair {
+        if !self.top_level {
+            return self.fail(span, "shared arrays must be declared at the top level of the kernel body");
+        }
+        if !call.args.is_empty() {
+            return self.fail(call.span(), format!("`{fname}` takes no arguments; give the type and length as `{fname}::<f32, 256>()`"));
+        }
+        let PathArguments::AngleBracketed(args) = &seg.arguments else {
+            return self.fail(seg.span(), format!("write `{}`", if fname == "shared" { "shared::<f32, 256>()" } else { "shared_dynamic::<f32>()" }));
+        };
+        let args: Vec<_> = args.args.iter().collect();
+        let expected = if fname == "shared" { 2 } else { 1 };
+        if args.len() != expected {
+            return self.fail(seg.span(), if fname == "shared" {
+                "write `shared::<T, LEN>()`: an element type and a constant length"
+            } else {
+                "write `shared_dynamic::<T>()`: the length is given at launch"
+            });
+        }
+        let GenericArgument::Type(elem_ty) = args[0] else {
+            return self.fail(args[0].span(), "the first argument must be the element type");
+        };
+        let Some((elem, elem_id)) = self.type_name(elem_ty, "a shared array") else {
+            return (quote!(), quote!());
+        };
+        let t = ir_type(&elem);
+        let name_str = name.to_string();
+        let slot = self.shared_slots;
+        self.shared_slots += 1;
+        self.bind(&name_str, Binding::Shared);
+        let native = quote!(let #name = __ctx.shared::<#elem_id>(#slot););
+        if fname == "shared_dynamic" {
+            return (quote!(let #name = __b.shared_dynamic(#name_str, #t)?;), native);
+        }
+        let len = match args[1] {
+            GenericArgument::Const(e) => quote!(#e),
+            GenericArgument::Type(Type::Path(p)) => quote!(#p), // a const's name parses as a type
+            other => return self.fail(other.span(), "the length must be a constant expression"),
+        };
+        (
+            quote!(let #name = __b.shared(#name_str, #t, __dc::ir::V::host(#len))?;),
+            native,
+        )
+    }
+
+    fn expr_stmt(&mut self, e: &Expr) -> Pair {
+        let was_top = std::mem::replace(&mut self.top_level, false);
+        let r = self.expr_stmt_inner(e);
+        self.top_level = was_top;
+        r
+    }
+
+    fn expr_stmt_inner(&mut self, e: &Expr) -> Pair {
+        match e {
+            Expr::Assign(a) => self.assign(&a.left, None, &a.right, a.span()),
+            Expr::Binary(b) if compound_op(&b.op).is_some() => {
+                self.assign(&b.left, compound_op(&b.op), &b.right, b.span())
+            }
+            Expr::If(i) => self.if_stmt(i),
+            Expr::ForLoop(f) => self.for_loop(f),
+            Expr::While(w) => {
+                if let Some(l) = &w.label {
+                    return self.fail(l.span(), "loop labels are not supported in kernels");
+                }
+                if let Expr::Let(l) = &*w.cond {
+                    return self.fail(l.span(), "`while let` is not supported in kernels");
+                }
+                let (cb, cn) = self.expr(&w.cond);
+                let (bb, bn) = self.block(&w.body.stmts);
+                (
+                    quote!({ __b.begin_loop(); { let __c = #cb; __b.break_unless(__c)?; #bb } __b.end_loop()?; }),
+                    quote!(while #cn #bn),
+                )
+            }
+            Expr::Loop(l) => {
+                if let Some(l) = &l.label {
+                    return self.fail(l.span(), "loop labels are not supported in kernels");
+                }
+                let (bb, bn) = self.block(&l.body.stmts);
+                (
+                    quote!({ __b.begin_loop(); #bb __b.end_loop()?; }),
+                    quote!(loop #bn),
+                )
+            }
+            Expr::Break(b) => {
+                if b.label.is_some() || b.expr.is_some() {
+                    return self.fail(b.span(), "`break` with a label or a value is not supported in kernels");
+                }
+                (quote!(__b.brk();), quote!(break;))
+            }
+            Expr::Continue(c) => {
+                if c.label.is_some() {
+                    return self.fail(c.span(), "loop labels are not supported in kernels");
+                }
+                (quote!(__b.cont();), quote!(continue;))
+            }
+            Expr::Return(r) => {
+                if r.expr.is_some() {
+                    return self.fail(r.span(), "kernels return nothing: write `return;`");
+                }
+                (quote!(__b.ret();), quote!(return;))
+            }
+            Expr::Block(b) if b.label.is_none() && b.block.stmts.iter().all(|_| true) => {
+                if b.attrs.is_empty() {
+                    self.block(&b.block.stmts)
+                } else {
+                    self.fail(b.span(), "attributes on blocks are not supported in kernels")
+                }
+            }
+            Expr::Call(c) if is_call_to(c, "barrier") => {
+                if !c.args.is_empty() {
+                    return self.fail(c.span(), "`barrier()` takes no arguments");
+                }
+                self.barrier_sites += 1;
+                let site = self.barrier_sites;
+                (quote!(__b.barrier();), quote!(__ctx.barrier(#site);))
+            }
+            Expr::Call(c) if atomic_name(c).is_some() => {
+                let (b, n) = self.expr(e);
+                (quote!({ let _ = #b; }), quote!(#n;))
+            }
+            other => self.fail(
+                other.span(),
+                format!(
+                    "this {} has no effect as a statement in a kernel (statements are `let`, \
+                     assignments, if, for, while, loop, break, continue, return, barrier() \
+                     and atomics)",
+                    describe(other)
+                ),
+            ),
+        }
+    }
+
+    fn assign(&mut self, left: &Expr, op: Option<(&str, &str)>, right: &Expr, span: Span) -> Pair {
+        let (rb, rn) = self.expr(right);
+        match left {
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().unwrap();
+                match self.lookup(&name.to_string()) {
+                    Some(Binding::Local) => {}
+                    Some(_) => {
+                        return self.fail(
+                            name.span(),
+                            format!("`{name}` is a kernel parameter and cannot be assigned; copy it into a local (`let mut x = {name};`)"),
+                        )
+                    }
+                    None => return self.fail(name.span(), format!("`{name}` is not a local of this kernel")),
+                }
+                match op {
+                    None => (
+                        quote!({ let __v = #rb; __b.assign(#name, __v)?; }),
+                        quote!(#name = #rn;),
+                    ),
+                    Some((irop, nop)) => {
+                        let irop = format_ident!("{irop}");
+                        let nop = format_ident!("{nop}");
+                        (
+                            quote!({ let __v = #rb; let __cur = __b.get(#name); let __n = __b.binary(__dc::ir::BinaryOp::#irop, __cur, __v)?; __b.assign(#name, __n)?; }),
+                            quote!(#name = __dc::ops::#nop(#name, #rn);),
+                        )
+                    }
+                }
+            }
+            Expr::Index(ix) => {
+                let Some(mem) = self.memory(&ix.expr) else {
+                    return (quote!(), quote!());
+                };
+                let (ib, inn) = self.expr(&ix.index);
+                match op {
+                    None => (
+                        quote!({ let __i = #ib; let __v = #rb; __b.store(#mem, __i, __v)?; }),
+                        quote!(#mem.store(#inn, #rn);),
+                    ),
+                    Some((irop, nop)) => {
+                        let irop = format_ident!("{irop}");
+                        let nop = format_ident!("{nop}");
+                        (
+                            quote!({
+                                let __i = #ib; let __v = #rb;
+                                let __cur = __b.load(#mem, __i.clone())?;
+                                let __n = __b.binary(__dc::ir::BinaryOp::#irop, __cur, __v)?;
+                                __b.store(#mem, __i, __n)?;
+                            }),
+                            quote!({ let __i = #inn; let __v = #rn; #mem.store(__i, __dc::ops::#nop(#mem.load(__i), __v)); }),
+                        )
+                    }
+                }
+            }
+            other => self.fail(
+                span.join(other.span()).unwrap_or(span),
+                "only locals (`x = ..`) and array elements (`out[i] = ..`) can be assigned in kernels",
+            ),
+        }
+    }
+
+    fn if_stmt(&mut self, i: &syn::ExprIf) -> Pair {
+        if let Expr::Let(l) = &*i.cond {
+            return self.fail(l.span(), "`if let` is not supported in kernels");
+        }
+        let (cb, cn) = self.expr(&i.cond);
+        let (tb, tn) = self.block(&i.then_branch.stmts);
+        let (eb, en) = match &i.else_branch {
+            None => (quote!(), quote!()),
+            Some((_, e)) => match &**e {
+                Expr::If(inner) => {
+                    let (b, n) = self.if_stmt(inner);
+                    (quote!(__b.begin_else()?; #b), quote!(else #n))
+                }
+                Expr::Block(b) => {
+                    let (bb, bn) = self.block(&b.block.stmts);
+                    (quote!(__b.begin_else()?; #bb), quote!(else #bn))
+                }
+                other => return self.fail(other.span(), "unsupported else branch"),
+            },
+        };
+        (
+            quote!({ let __c = #cb; __b.begin_if(__c)?; #tb #eb __b.end_if()?; }),
+            quote!(if #cn #tn #en),
+        )
+    }
+
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> Pair {
+        if let Some(l) = &f.label {
+            return self.fail(l.span(), "loop labels are not supported in kernels");
+        }
+        let Pat::Ident(pi) = &*f.pat else {
+            return self.fail(f.pat.span(), "a kernel `for` binds one name: `for i in a..b`");
+        };
+        if pi.mutability.is_some() {
+            return self.fail(pi.span(), "a kernel loop variable cannot be `mut`");
+        }
+        let var = &pi.ident;
+        let var_str = var.to_string();
+        // `a..b` or `(a..b).step_by(s)`.
+        let (range, step) = match &*f.expr {
+            Expr::Range(r) => (r, None),
+            Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                let mut recv = &*m.receiver;
+                while let Expr::Paren(p) = recv {
+                    recv = &p.expr;
+                }
+                match recv {
+                    Expr::Range(r) => (r, Some(&m.args[0])),
+                    other => return self.fail(other.span(), "`for` loops in kernels iterate over `a..b` or `(a..b).step_by(s)`"),
+                }
+            }
+            other => {
+                return self.fail(
+                    other.span(),
+                    "`for` loops in kernels iterate over `a..b` or `(a..b).step_by(s)`, not iterators",
+                )
+            }
+        };
+        let (Some(start), Some(end), RangeLimits::HalfOpen(_)) = (&range.start, &range.end, &range.limits) else {
+            return self.fail(range.span(), "use a half-open range with both ends, `a..b`");
+        };
+        let (sb, sn) = self.expr(start);
+        let (eb, en) = self.expr(end);
+        let (stb, stn) = match step {
+            Some(s) => {
+                let (b, n) = self.expr(s);
+                (quote!(Some(#b)), Some(n))
+            }
+            None => (quote!(None), None),
+        };
+        self.scopes.push(HashMap::new());
+        self.bind(&var_str, Binding::Local);
+        let (bb, bn) = self.block(&f.body.stmts);
+        self.scopes.pop();
+        let native = match stn {
+            None => quote!(for #var in (#sn)..(#en) #bn),
+            Some(stn) => quote!(for #var in __dc::ops::step_range(#sn, #en, #stn) #bn),
+        };
+        (
+            quote!({
+                let __s = #sb; let __e = #eb; let __st = #stb;
+                let #var = __b.begin_for(#var_str, __s, __e, __st)?;
+                #bb
+                __b.end_for()?;
+            }),
+            native,
+        )
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    /// The handle of a buffer or shared array named by `e`.
+    fn memory(&mut self, e: &Expr) -> Option<Ident> {
+        if let Expr::Path(p) = e {
+            if let Some(id) = p.path.get_ident() {
+                match self.lookup(&id.to_string()) {
+                    Some(Binding::Buffer | Binding::Shared) => return Some(id.clone()),
+                    Some(_) => {
+                        self.errors.push(err(id.span(), format!("`{id}` is a scalar, not a buffer or shared array")));
+                        return None;
+                    }
+                    None => {}
+                }
+            }
+        }
+        self.errors.push(err(
+            e.span(),
+            "only buffer parameters and shared arrays can be indexed in kernels",
+        ));
+        None
+    }
+
+    fn expr(&mut self, e: &Expr) -> Pair {
+        match e {
+            Expr::Lit(l) => self.literal(&l.lit),
+            Expr::Paren(p) => {
+                let (b, n) = self.expr(&p.expr);
+                (b, quote!((#n)))
+            }
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Path(p) => {
+                if let Some(id) = p.path.get_ident() {
+                    match self.lookup(&id.to_string()) {
+                        Some(Binding::Local) => return (quote!(__b.get(#id)), quote!(#id)),
+                        Some(Binding::Scalar) => return (quote!(#id.clone()), quote!(#id)),
+                        Some(Binding::Buffer | Binding::Shared) => {
+                            return self.fail(
+                                id.span(),
+                                format!("`{id}` is an array: use it as `{id}[i]`, `{id}.len()` or in an atomic"),
+                            )
+                        }
+                        None => {}
+                    }
+                }
+                // Anything else is a host value (a `const`, `f32::MAX`, ...).
+                (quote!(__dc::ir::V::host(#p)), quote!(#p))
+            }
+            Expr::Binary(b) => self.binary(b),
+            Expr::Unary(u) => self.unary(u),
+            Expr::Cast(c) => {
+                let Some((name, id)) = self.type_name(&c.ty, "a cast") else {
+                    return (quote!(), quote!());
+                };
+                let t = ir_type(&name);
+                let (b, n) = self.expr(&c.expr);
+                (quote!({ let __v = #b; __b.cast(__v, #t)? }), quote!(((#n) as #id)))
+            }
+            Expr::Index(ix) => {
+                let Some(mem) = self.memory(&ix.expr) else {
+                    return (quote!(), quote!());
+                };
+                let (ib, inn) = self.expr(&ix.index);
+                (quote!({ let __i = #ib; __b.load(#mem, __i)? }), quote!(#mem.load(#inn)))
+            }
+            Expr::MethodCall(m) => self.method(m),
+            Expr::Field(f) => self.builtin(f),
+            Expr::Call(c) => self.call(c),
+            Expr::If(i) => self.if_value(i),
+            Expr::Block(b) if b.label.is_none() => {
+                let (sb, vb, n) = self.value_block(&b.block, b.span());
+                (quote!({ #sb #vb }), n)
+            }
+            other => self.fail(other.span(), format!("{} is not supported in kernels", describe(other))),
+        }
+    }
+
+    fn literal(&mut self, lit: &Lit) -> Pair {
+        match lit {
+            Lit::Int(i) => {
+                let suffix = i.suffix();
+                if suffix.is_empty() {
+                    match i.base10_parse::<i128>() {
+                        Ok(v) => (quote!(__dc::ir::V::Int(#v)), quote!(#i)),
+                        Err(e) => {
+                            self.errors.push(e);
+                            (quote!(), quote!())
+                        }
+                    }
+                } else if SCALARS.contains(&suffix) {
+                    (quote!(__dc::ir::V::host(#i)), quote!(#i))
+                } else {
+                    self.fail(i.span(), format!("`{suffix}` literals are not supported in kernels; use i32, u32, i64 or u64"))
+                }
+            }
+            Lit::Float(f) => {
+                let suffix = f.suffix();
+                if suffix.is_empty() {
+                    match f.base10_parse::<f64>() {
+                        Ok(v) => (quote!(__dc::ir::V::Float(#v)), quote!(#f)),
+                        Err(e) => {
+                            self.errors.push(e);
+                            (quote!(), quote!())
+                        }
+                    }
+                } else {
+                    (quote!(__dc::ir::V::host(#f)), quote!(#f))
+                }
+            }
+            Lit::Bool(b) => (quote!(__dc::ir::V::host(#b)), quote!(#b)),
+            other => self.fail(other.span(), "only numeric and boolean literals are supported in kernels"),
+        }
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary) -> Pair {
+        if compound_op(&b.op).is_some() {
+            return self.fail(b.span(), "compound assignment is a statement in kernels, not a value");
+        }
+        let (lb, ln) = self.expr(&b.left);
+        let short = matches!(b.op, BinOp::And(_) | BinOp::Or(_));
+        if short {
+            self.short_circuit += 1;
+        }
+        let (rb, rn) = self.expr(&b.right);
+        if short {
+            self.short_circuit -= 1;
+        }
+        let (ir, native): (&str, Option<&str>) = match b.op {
+            BinOp::Add(_) => ("Add", Some("add")),
+            BinOp::Sub(_) => ("Sub", Some("sub")),
+            BinOp::Mul(_) => ("Mul", Some("mul")),
+            BinOp::Div(_) => ("Div", Some("div")),
+            BinOp::Rem(_) => ("Rem", Some("rem")),
+            BinOp::Shl(_) => ("Shl", Some("shl")),
+            BinOp::Shr(_) => ("Shr", Some("shr")),
+            BinOp::BitAnd(_) => ("BitAnd", None),
+            BinOp::BitOr(_) => ("BitOr", None),
+            BinOp::BitXor(_) => ("BitXor", None),
+            BinOp::Eq(_) => ("Eq", None),
+            BinOp::Ne(_) => ("Ne", None),
+            BinOp::Lt(_) => ("Lt", None),
+            BinOp::Le(_) => ("Le", None),
+            BinOp::Gt(_) => ("Gt", None),
+            BinOp::Ge(_) => ("Ge", None),
+            BinOp::And(_) => ("LogicalAnd", None),
+            BinOp::Or(_) => ("LogicalOr", None),
+            _ => return self.fail(b.op.span(), "unsupported operator in kernels"),
+        };
+        let ir = format_ident!("{ir}");
+        let op = &b.op;
+        let n = match native {
+            Some(f) => {
+                let f = format_ident!("{f}");
+                quote!(__dc::ops::#f(#ln, #rn))
+            }
+            None => quote!((#ln #op #rn)),
+        };
+        (
+            quote!({ let __l = #lb; let __r = #rb; __b.binary(__dc::ir::BinaryOp::#ir, __l, __r)? }),
+            n,
+        )
+    }
+
+    fn unary(&mut self, u: &syn::ExprUnary) -> Pair {
+        let (b, n) = self.expr(&u.expr);
+        match u.op {
+            UnOp::Neg(_) => {
+                // `-literal` stays a literal natively so `-2147483648i32` is accepted.
+                let native = if matches!(&*u.expr, Expr::Lit(_)) {
+                    quote!((-#n))
+                } else {
+                    quote!(__dc::ops::neg(#n))
+                };
+                (quote!({ let __v = #b; __b.unary(__dc::ir::UnaryOp::Neg, __v)? }), native)
+            }
+            UnOp::Not(_) => (quote!({ let __v = #b; __b.unary(__dc::ir::UnaryOp::Not, __v)? }), quote!((!#n))),
+            _ => self.fail(u.span(), "dereferencing is not supported in kernels"),
+        }
+    }
+
+    fn method(&mut self, m: &syn::ExprMethodCall) -> Pair {
+        let name = m.method.to_string();
+        if m.turbofish.is_some() {
+            return self.fail(m.span(), "turbofish method calls are not supported in kernels");
+        }
+        if name == "len" && m.args.is_empty() {
+            let Some(mem) = self.memory(&m.receiver) else {
+                return (quote!(), quote!());
+            };
+            return (quote!(__b.len(#mem)), quote!(#mem.len()));
+        }
+        let Some(&(_, ir, native, arity)) = MATH.iter().find(|(n, ..)| *n == name) else {
+            let list: Vec<_> = MATH.iter().map(|m| m.0).collect();
+            return self.fail(
+                m.method.span(),
+                format!("method `{name}` is not supported in kernels; supported: len, {}", list.join(", ")),
+            );
+        };
+        if m.args.len() + 1 != arity {
+            return self.fail(m.span(), format!("`{name}` takes {} argument(s)", arity - 1));
+        }
+        let mut bs = Vec::new();
+        let mut ns = Vec::new();
+        for a in std::iter::once(&*m.receiver).chain(m.args.iter()) {
+            let (b, n) = self.expr(a);
+            bs.push(b);
+            ns.push(n);
+        }
+        let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
+        let ir = format_ident!("{ir}");
+        let native = format_ident!("{native}");
+        (
+            quote!({ #(let #tmps = #bs;)* __b.math(__dc::ir::MathFn::#ir, vec![#(#tmps),*])? }),
+            quote!(__dc::ops::#native(#(#ns),*)),
+        )
+    }
+
+    fn builtin(&mut self, f: &syn::ExprField) -> Pair {
+        let builtin = match &*f.base {
+            Expr::Call(c) if c.args.is_empty() => BUILTINS.iter().find(|(n, _)| is_call_to(c, n)),
+            _ => None,
+        };
+        let Some(&(native, ir)) = builtin else {
+            return self.fail(f.span(), "field access is only supported on builtins, as in `global_id().x`");
+        };
+        let axis = match &f.member {
+            syn::Member::Named(id) if id == "x" || id == "y" || id == "z" => id.clone(),
+            other => return self.fail(other.span(), "builtin coordinates are `.x`, `.y` or `.z`"),
+        };
+        let ir_axis = format_ident!("{}", axis.to_string().to_uppercase());
+        let ir = format_ident!("{ir}");
+        let native = format_ident!("{native}");
+        (
+            quote!(__b.builtin(__dc::ir::Builtin::#ir, __dc::ir::Axis::#ir_axis)),
+            quote!(__ctx.#native.#axis),
+        )
+    }
+
+    fn call(&mut self, c: &syn::ExprCall) -> Pair {
+        if let Some(&(name, ir)) = BUILTINS.iter().find(|(n, _)| is_call_to(c, n)) {
+            return self.fail(c.span(), format!("`{name}()` is a 3-vector: use `{name}().x`, `.y` or `.z` ({ir})"));
+        }
+        if is_call_to(c, "barrier") {
+            return self.fail(c.span(), "`barrier()` is a statement, not a value");
+        }
+        if is_call_to(c, "shared") || is_call_to(c, "shared_dynamic") {
+            return self.fail(c.span(), "shared arrays are declared with `let name = shared::<T, LEN>();`");
+        }
+        let Some((fname, op)) = atomic_name(c) else {
+            return self.fail(
+                c.func.span(),
+                "function calls are not supported in kernels (only builtins, atomics and math \
+                 methods such as `x.sqrt()`); inline the function's body",
+            );
+        };
+        if self.short_circuit > 0 {
+            return self.fail(c.span(), format!("`{fname}` on the right of `&&` or `||` is not supported: its side effect would not be conditional on every backend; use an `if`"));
+        }
+        let arity = if op == "CompareExchange" { 3 } else { 2 };
+        if c.args.len() != arity {
+            return self.fail(c.span(), format!("`{fname}` takes {arity} arguments: `{fname}(&array[index], {})`", if arity == 3 { "expected, new" } else { "value" }));
+        }
+        let target = match &c.args[0] {
+            Expr::Reference(r) => match &*r.expr {
+                Expr::Index(ix) => Some(ix),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(ix) = target else {
+            return self.fail(c.args[0].span(), format!("the first argument of `{fname}` is the element's address: `&array[index]`"));
+        };
+        let Some(mem) = self.memory(&ix.expr) else {
+            return (quote!(), quote!());
+        };
+        let (ib, inn) = self.expr(&ix.index);
+        let mut vbs = Vec::new();
+        let mut vns = Vec::new();
+        for a in c.args.iter().skip(1) {
+            let (b, n) = self.expr(a);
+            vbs.push(b);
+            vns.push(n);
+        }
+        let tmps: Vec<Ident> = (0..vbs.len()).map(|i| format_ident!("__a{i}")).collect();
+        let op = format_ident!("{op}");
+        let method = format_ident!("{fname}");
+        (
+            quote!({ let __i = #ib; #(let #tmps = #vbs;)* __b.atomic(__dc::ir::AtomicOp::#op, #mem, __i, vec![#(#tmps),*])? }),
+            quote!(#mem.#method(#inn, #(#vns),*)),
+        )
+    }
+
+    fn if_value(&mut self, i: &syn::ExprIf) -> Pair {
+        if let Expr::Let(l) = &*i.cond {
+            return self.fail(l.span(), "`if let` is not supported in kernels");
+        }
+        let Some((_, else_expr)) = &i.else_branch else {
+            return self.fail(i.span(), "an `if` used as a value needs an `else`");
+        };
+        let (cb, cn) = self.expr(&i.cond);
+        let (tsb, tvb, tn) = self.value_block(&i.then_branch, i.then_branch.span());
+        let (eb, en) = match &**else_expr {
+            Expr::Block(b) => {
+                let (sb, vb, n) = self.value_block(&b.block, b.span());
+                (quote!(#sb let __v = #vb; __b.set_value(__slot, __v)?;), n)
+            }
+            Expr::If(inner) => {
+                let (vb, n) = self.if_value(inner);
+                (quote!(let __v = #vb; __b.set_value(__slot, __v)?;), quote!({ #n }))
+            }
+            other => return self.fail(other.span(), "unsupported else branch"),
+        };
+        (
+            quote!({
+                let __c = #cb;
+                let __slot = __b.begin_if_value(__c)?;
+                { #tsb let __v = #tvb; __b.set_value(__slot, __v)?; }
+                __b.begin_else()?;
+                { #eb }
+                __b.end_if_value(__slot)?
+            }),
+            quote!((if #cn #tn else #en)),
+        )
+    }
+}
+
+fn is_call_to(c: &syn::ExprCall, name: &str) -> bool {
+    matches!(&*c.func, Expr::Path(p) if p.path.is_ident(name))
+}
+
+fn atomic_name(c: &syn::ExprCall) -> Option<(&'static str, &'static str)> {
+    ATOMICS.iter().copied().find(|(n, _)| is_call_to(c, n))
+}
+
+fn compound_op(op: &BinOp) -> Option<(&'static str, &'static str)> {
+    Some(match op {
+        BinOp::AddAssign(_) => ("Add", "add"),
+        BinOp::SubAssign(_) => ("Sub", "sub"),
+        BinOp::MulAssign(_) => ("Mul", "mul"),
+        BinOp::DivAssign(_) => ("Div", "div"),
+        BinOp::RemAssign(_) => ("Rem", "rem"),
+        BinOp::ShlAssign(_) => ("Shl", "shl"),
+        BinOp::ShrAssign(_) => ("Shr", "shr"),
+        BinOp::BitAndAssign(_) => ("BitAnd", "bitand"),
+        BinOp::BitOrAssign(_) => ("BitOr", "bitor"),
+        BinOp::BitXorAssign(_) => ("BitXor", "bitxor"),
+        _ => return None,
+    })
+}
+
+fn describe(e: &Expr) -> &'static str {
+    match e {
+        Expr::Array(_) => "an array expression",
+        Expr::Async(_) => "an async block",
+        Expr::Await(_) => "`.await`",
+        Expr::Closure(_) => "a closure",
+        Expr::Match(_) => "`match`",
+        Expr::Macro(_) => "a macro call",
+        Expr::Reference(_) => "taking a reference",
+        Expr::Range(_) => "a range outside a `for` loop",
+        Expr::Repeat(_) => "an array expression",
+        Expr::Struct(_) => "a struct literal",
+        Expr::Try(_) => "the `?` operator",
+        Expr::TryBlock(_) => "a try block",
+        Expr::Tuple(_) => "a tuple",
+        Expr::Unsafe(_) => "an `unsafe` block",
+        Expr::Yield(_) => "`yield`",
+        Expr::Let(_) => "`let` in an expression",
+        Expr::Index(_) => "an index expression",
+        Expr::Call(_) => "a call",
+        Expr::MethodCall(_) => "a method call",
+        Expr::Lit(_) => "literal",
+        Expr::Path(_) => "path",
+        Expr::Binary(_) => "binary expression",
+        Expr::Field(_) => "field access",
+        Expr::Block(_) => "a labelled block",
+        _ => "construct",
+    }
+}
+
+/// Translates the whole kernel function into its module.
+pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
+    let mut tx = Tx {
+        errors: Vec::new(),
+        scopes: vec![HashMap::new()],
+        shared_slots: 0,
+        barrier_sites: 0,
+        short_circuit: 0,
+        top_level: true,
+    };
+    let sig = &f.sig;
+    if !sig.generics.params.is_empty() {
+        tx.errors.push(err(sig.generics.span(), "generic kernels are not supported; specialise with host constants instead"));
+    }
+    if let Some(a) = &sig.asyncness {
+        tx.errors.push(err(a.span(), "a kernel cannot be `async`"));
+    }
+    if let Some(u) = &sig.unsafety {
+        tx.errors.push(err(u.span(), "a kernel cannot be `unsafe`"));
+    }
+    if let Some(c) = &sig.constness {
+        tx.errors.push(err(c.span(), "a kernel cannot be `const`"));
+    }
+    if let ReturnType::Type(_, t) = &sig.output {
+        tx.errors.push(err(t.span(), "a kernel returns nothing: write results into a `&mut [T]` parameter"));
+    }
+    if let Some(v) = &sig.variadic {
+        tx.errors.push(err(v.span(), "a kernel cannot be variadic"));
+    }
+
+    let name = &sig.ident;
+    let name_str = name.to_string();
+    let mut build_params = TokenStream::new();
+    let mut bind_params = TokenStream::new();
+    let mut launch_params = Vec::new();
+    let mut launch_args = Vec::new();
+    let mut param_docs = Vec::new();
+    for (index, input) in sig.inputs.iter().enumerate() {
+        let FnArg::Typed(pt) = input else {
+            tx.errors.push(err(input.span(), "a kernel cannot take `self`"));
+            continue;
+        };
+        let Pat::Ident(pi) = &*pt.pat else {
+            tx.errors.push(err(pt.pat.span(), "kernel parameters must be plain names"));
+            continue;
+        };
+        if pi.mutability.is_some() {
+            tx.errors.push(err(pi.span(), "kernel parameters are immutable; copy into a local (`let mut x = x;`)"));
+            continue;
+        }
+        let pname = &pi.ident;
+        let pname_str = pname.to_string();
+        match &*pt.ty {
+            Type::Reference(r) => {
+                let Type::Slice(slice) = &*r.elem else {
+                    tx.errors.push(err(r.span(), "buffer parameters are slices: `&[T]` or `&mut [T]`"));
+                    continue;
+                };
+                let Some((elem, elem_id)) = tx.type_name(&slice.elem, "a buffer element") else {
+                    continue;
+                };
+                if elem == "bool" {
+                    tx.errors.push(err(slice.elem.span(), "buffers of bool are not supported (no GPU stores bool in memory); use u32"));
+                    continue;
+                }
+                let t = ir_type(&elem);
+                let writable = r.mutability.is_some();
+                let access = if writable { quote!(Mut) } else { quote!(Ref) };
+                let ir_access = if writable { quote!(ReadWrite) } else { quote!(Read) };
+                let view = if writable { quote!(GlobalMut) } else { quote!(GlobalRef) };
+                build_params.extend(quote!(let #pname = __b.buffer(#pname_str, #t, __dc::ir::Access::#ir_access);));
+                bind_params.extend(quote!(let #pname = __dc::cpu::#view::<#elem_id>::bind(__l, #index)?;));
+                if writable {
+                    launch_params.push(quote!(#pname: &mut ::dotcompute::Buffer<#elem_id>));
+                    launch_args.push(quote!(__dc::Arg::buffer_mut(#pname)));
+                } else {
+                    launch_params.push(quote!(#pname: &::dotcompute::Buffer<#elem_id>));
+                    launch_args.push(quote!(__dc::Arg::buffer(#pname)));
+                }
+                let _ = access;
+                tx.bind(&pname_str, Binding::Buffer);
+                param_docs.push(format!("* `{pname_str}`: `{}[{elem}]`", if writable { "&mut " } else { "&" }));
+            }
+            ty => {
+                let Some((sname, sid)) = tx.type_name(ty, "a scalar parameter") else {
+                    continue;
+                };
+                let t = ir_type(&sname);
+                build_params.extend(quote!(let #pname = __b.scalar(#pname_str, #t);));
+                bind_params.extend(quote!(let #pname: #sid = __dc::cpu::scalar::<#sid>(__l, #index)?;));
+                launch_params.push(quote!(#pname: #sid));
+                launch_args.push(quote!(__dc::Arg::scalar(#pname)));
+                tx.bind(&pname_str, Binding::Scalar);
+                param_docs.push(format!("* `{pname_str}`: `{sname}` by value"));
+            }
+        }
+    }
+
+    // The body: builder and native code from one walk.
+    tx.scopes.push(HashMap::new());
+    let mut body_b = TokenStream::new();
+    let mut body_n = TokenStream::new();
+    for s in &f.block.stmts {
+        let (sb, sn) = tx.stmt(s);
+        let line = line_of(s.span());
+        body_b.extend(quote!(__b.line(#line); #sb));
+        body_n.extend(sn);
+    }
+    if !tx.errors.is_empty() {
+        return Err(tx.errors);
+    }
+
+    let vis = &f.vis;
+    let docs: Vec<_> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
+    let other_attrs: Vec<_> = f.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
+    if let Some(a) = other_attrs.first() {
+        return Err(vec![err(a.span(), "attributes other than doc comments are not supported on kernels")]);
+    }
+    let params_doc = param_docs.join("\n");
+    let launch_doc = format!(
+        "Runs `{name_str}` on `device` with the geometry `launch`.\n\nArguments, in order:\n{params_doc}\n\n\
+         Returns when the results are visible to later operations on the device. Errors \
+         (never panics) on launch geometry beyond the device's limits, buffers of another \
+         device, empty buffers, and out-of-bounds accesses the backend detects."
+    );
+    let span = sig.ident.span();
+    let barrier_sites = tx.barrier_sites;
+    let _ = barrier_sites;
+    Ok(quote_spanned! {span=>
+        #(#docs)*
+        #[allow(non_snake_case, unused_imports, dead_code, unused_variables, unused_mut, unused_braces, unused_parens, clippy::all)]
+        #vis mod #name {
+            use super::*;
+            #[allow(unused_imports)]
+            use ::dotcompute::__private as __dc;
+
+            /// The kernel definition handed to backends.
+            pub static KERNEL: __dc::KernelDef =
+                __dc::KernelDef::new(#name_str, __build, ::core::option::Option::Some(__native));
+
+            #[doc = #launch_doc]
+            pub fn launch(
+                __device: &::dotcompute::Device,
+                __launch: ::dotcompute::Launch,
+                #(#launch_params),*
+            ) -> ::dotcompute::Result<()> {
+                __device.launch_kernel(&KERNEL, __launch, &[#(#launch_args),*])
+            }
+
+            /// The kernel's IR (built and validated on first use).
+            pub fn ir() -> ::dotcompute::Result<::std::sync::Arc<__dc::ir::Kernel>> {
+                KERNEL.ir().cloned()
+            }
+
+            fn __build() -> ::core::result::Result<__dc::ir::Kernel, __dc::ir::BuildError> {
+                let mut __builder = __dc::ir::Builder::new(#name_str);
+                {
+                    let __b = &mut __builder;
+                    #build_params
+                    #body_b
+                }
+                __builder.finish()
+            }
+
+            fn __native(__l: &__dc::NativeLaunch<'_>) -> ::dotcompute::Result<()> {
+                #bind_params
+                __dc::cpu::execute(__l, move |__ctx: &__dc::cpu::ThreadCtx<'_>| {
+                    #body_n
+                })
+            }
+        }
+    })
+}

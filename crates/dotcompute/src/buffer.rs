@@ -1,0 +1,362 @@
+//! Typed device buffers and views.
+
+use crate::device::Device;
+use dotcompute_hal::{Error, RawBuffer, Result};
+use dotcompute_ir::{Literal, ScalarType};
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Element types of buffers: the IR's scalar types that can live in memory.
+pub trait Element: bytemuck::Pod + Send + Sync + sealed::Sealed + PartialEq + std::fmt::Debug {
+    const TYPE: ScalarType;
+}
+
+/// Types that can be passed to a kernel by value.
+pub trait ScalarArg: Copy + sealed::Sealed {
+    fn literal(self) -> Literal;
+}
+
+macro_rules! element {
+    ($($t:ty => $st:ident, $lit:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const TYPE: ScalarType = ScalarType::$st;
+        }
+        impl ScalarArg for $t {
+            fn literal(self) -> Literal {
+                #[allow(clippy::redundant_closure_call)]
+                ($lit)(self)
+            }
+        }
+    )*};
+}
+element! {
+    i32 => I32, Literal::I32;
+    u32 => U32, Literal::U32;
+    i64 => I64, Literal::I64;
+    u64 => U64, Literal::U64;
+    f32 => F32, Literal::f32;
+    f64 => F64, Literal::f64;
+}
+impl sealed::Sealed for bool {}
+impl ScalarArg for bool {
+    fn literal(self) -> Literal {
+        Literal::Bool(self)
+    }
+}
+
+/// A typed array in a device's memory. Memory comes from the device's pool and goes back
+/// to it on drop. Launches borrow buffers (`&` for `&[T]` parameters, `&mut` for
+/// `&mut [T]`), so a buffer cannot be freed or written by the host while a launch uses it.
+pub struct Buffer<T: Element> {
+    device: Device,
+    raw: Option<RawBuffer>,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> std::fmt::Debug for Buffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Buffer<{}>[{}] on {}", T::TYPE, self.len, self.device.label())
+    }
+}
+
+fn resolve_range(range: impl RangeBounds<usize>, len: usize, op: &'static str) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start > end || end > len {
+        return Err(Error::Range {
+            op,
+            detail: format!("range {start}..{end} is outside a buffer of {len} elements"),
+        });
+    }
+    Ok((start, end - start))
+}
+
+fn same_len(op: &'static str, dst: usize, src: usize) -> Result<()> {
+    if dst != src {
+        return Err(Error::Range {
+            op,
+            detail: format!("destination has {dst} elements, source has {src}"),
+        });
+    }
+    Ok(())
+}
+
+impl<T: Element> Buffer<T> {
+    pub(crate) fn new(device: &Device, len: usize) -> Result<Buffer<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::OutOfMemory {
+            device: device.label(),
+            requested: u64::MAX,
+            detail: format!("{len} elements of {} overflow the address space", T::TYPE),
+        })?;
+        let raw = device.backend().alloc(bytes)?;
+        Ok(Buffer {
+            device: device.clone(),
+            raw: Some(raw),
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    pub(crate) fn raw(&self) -> &RawBuffer {
+        self.raw.as_ref().expect("buffer is alive")
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+    /// The device that owns this buffer.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Copies the whole buffer to a new host vector.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.view().to_vec()
+    }
+    /// Copies the whole buffer into `out` (same length).
+    pub fn read_into(&self, out: &mut [T]) -> Result<()> {
+        self.view().read_into(out)
+    }
+    /// Overwrites the whole buffer with `data` (same length).
+    pub fn write(&mut self, data: &[T]) -> Result<()> {
+        self.view_mut().write(data)
+    }
+    /// Sets every element to `value`.
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        self.view_mut().fill(value)
+    }
+    /// Device-to-device copy of a whole buffer of the same length.
+    pub fn copy_from(&mut self, src: &Buffer<T>) -> Result<()> {
+        self.view_mut().copy_from(&src.view())
+    }
+
+    /// The whole buffer as a view.
+    pub fn view(&self) -> BufferView<'_, T> {
+        BufferView {
+            buffer: self,
+            offset: 0,
+            len: self.len,
+        }
+    }
+    pub fn view_mut(&mut self) -> BufferViewMut<'_, T> {
+        let len = self.len;
+        BufferViewMut {
+            buffer: self,
+            offset: 0,
+            len,
+        }
+    }
+    /// Elements `range` as a read-only view (`Err` if out of range).
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<BufferView<'_, T>> {
+        let (offset, len) = resolve_range(range, self.len, "slice")?;
+        Ok(BufferView {
+            buffer: self,
+            offset,
+            len,
+        })
+    }
+    /// Elements `range` as a writable view (`Err` if out of range).
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<BufferViewMut<'_, T>> {
+        let (offset, len) = resolve_range(range, self.len, "slice_mut")?;
+        Ok(BufferViewMut {
+            buffer: self,
+            offset,
+            len,
+        })
+    }
+}
+
+impl<T: Element> Drop for Buffer<T> {
+    fn drop(&mut self) {
+        if let Some(raw) = self.raw.take() {
+            self.device.backend().free(raw);
+        }
+    }
+}
+
+/// A read-only range of a buffer.
+#[derive(Clone, Copy)]
+pub struct BufferView<'a, T: Element> {
+    buffer: &'a Buffer<T>,
+    offset: usize,
+    len: usize,
+}
+
+/// A writable range of a buffer.
+pub struct BufferViewMut<'a, T: Element> {
+    buffer: &'a mut Buffer<T>,
+    offset: usize,
+    len: usize,
+}
+
+const fn elem_size<T>() -> usize {
+    std::mem::size_of::<T>()
+}
+
+impl<'a, T: Element> BufferView<'a, T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Offset of the first element in the underlying buffer.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    pub fn buffer(&self) -> &'a Buffer<T> {
+        self.buffer
+    }
+    /// A sub-range of this view.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<BufferView<'a, T>> {
+        let (offset, len) = resolve_range(range, self.len, "slice")?;
+        Ok(BufferView {
+            buffer: self.buffer,
+            offset: self.offset + offset,
+            len,
+        })
+    }
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); self.len];
+        self.read_into(&mut out)?;
+        Ok(out)
+    }
+    pub fn read_into(&self, out: &mut [T]) -> Result<()> {
+        same_len("read_into", out.len(), self.len)?;
+        if self.len == 0 {
+            return Ok(());
+        }
+        self.buffer.device.backend().read(
+            self.buffer.raw(),
+            self.offset * elem_size::<T>(),
+            bytemuck::cast_slice_mut(out),
+        )
+    }
+}
+
+impl<T: Element> BufferViewMut<'_, T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    pub fn as_view(&self) -> BufferView<'_, T> {
+        BufferView {
+            buffer: self.buffer,
+            offset: self.offset,
+            len: self.len,
+        }
+    }
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.as_view().to_vec()
+    }
+    /// Overwrites the view with `data` (same length).
+    pub fn write(&mut self, data: &[T]) -> Result<()> {
+        same_len("write", self.len, data.len())?;
+        if self.len == 0 {
+            return Ok(());
+        }
+        self.buffer.device.backend().write(
+            self.buffer.raw(),
+            self.offset * elem_size::<T>(),
+            bytemuck::cast_slice(data),
+        )
+    }
+    /// Sets every element of the view to `value`.
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        self.buffer.device.backend().fill(
+            self.buffer.raw(),
+            self.offset * elem_size::<T>(),
+            self.len * elem_size::<T>(),
+            bytemuck::bytes_of(&value),
+        )
+    }
+    /// Copies `src` (same length) into this view: device to device when both are on one
+    /// device, through host memory otherwise.
+    pub fn copy_from(&mut self, src: &BufferView<'_, T>) -> Result<()> {
+        same_len("copy_from", self.len, src.len)?;
+        if self.len == 0 {
+            return Ok(());
+        }
+        if self.buffer.device.id() == src.buffer.device.id() {
+            self.buffer.device.backend().copy(
+                src.buffer.raw(),
+                src.offset * elem_size::<T>(),
+                self.buffer.raw(),
+                self.offset * elem_size::<T>(),
+                self.len * elem_size::<T>(),
+            )
+        } else {
+            let staged = src.to_vec()?;
+            self.write(&staged)
+        }
+    }
+}
+
+/// One kernel argument, for `Device::launch_kernel`. `#[kernel]` launch functions build
+/// these from their typed parameters.
+pub enum Arg<'a> {
+    Buffer {
+        device: u64,
+        raw: &'a RawBuffer,
+        len: usize,
+        elem: ScalarType,
+        writable: bool,
+    },
+    Scalar(Literal),
+}
+
+impl<'a> Arg<'a> {
+    /// A buffer bound read-only.
+    pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
+        Arg::Buffer {
+            device: b.device.id(),
+            raw: b.raw(),
+            len: b.len,
+            elem: T::TYPE,
+            writable: false,
+        }
+    }
+    /// A buffer bound read-write.
+    pub fn buffer_mut<T: Element>(b: &'a mut Buffer<T>) -> Arg<'a> {
+        Arg::Buffer {
+            device: b.device.id(),
+            raw: b.raw(),
+            len: b.len,
+            elem: T::TYPE,
+            writable: true,
+        }
+    }
+    /// A scalar by value.
+    pub fn scalar<T: ScalarArg>(v: T) -> Arg<'a> {
+        Arg::Scalar(v.literal())
+    }
+}

@@ -1,0 +1,263 @@
+//! Devices: discovery, selection, allocation and launches.
+
+use crate::buffer::{Arg, Buffer, Element};
+use dotcompute_hal::{
+    BackendKind, BoundArg, DeviceInfo, DynBackend, Error, KernelDef, Launch, LaunchRequest,
+    MemoryStats, Result,
+};
+use dotcompute_ir::{Access, Param};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The environment variable that overrides `Device::best()` (`cpu`, `cuda`, `wgpu`, `metal`).
+pub const BACKEND_ENV: &str = "DOTCOMPUTE_BACKEND";
+
+struct Inner {
+    id: u64,
+    backend: Box<dyn DynBackend>,
+}
+
+/// A compute device. Cheap to clone (all clones are the same device). Each `Device`
+/// created by a constructor is a distinct device with its own memory pool: a buffer can
+/// only be bound to kernels on the device that allocated it.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+/// Whether a backend is usable here, and why not.
+#[derive(Clone, Debug)]
+pub struct BackendStatus {
+    pub kind: BackendKind,
+    /// The devices found, or the reason the backend is unavailable.
+    pub devices: std::result::Result<Vec<DeviceInfo>, String>,
+}
+
+fn unavailable(kind: BackendKind) -> String {
+    match kind {
+        BackendKind::Cpu => unreachable!("the CPU backend is always built"),
+        BackendKind::Cuda => "not implemented yet: the CUDA backend is planned (issue #4)".into(),
+        BackendKind::Wgpu => {
+            "not implemented yet: the wgpu (Vulkan/Metal/DX12) backend is planned (issue #3)".into()
+        }
+        BackendKind::Metal => "not implemented yet: the native Metal backend is planned".into(),
+    }
+}
+
+/// Every backend dotcompute knows, in preference order, with its devices or the reason it
+/// is unavailable.
+pub fn backends() -> Vec<BackendStatus> {
+    BackendKind::PREFERENCE
+        .iter()
+        .map(|&kind| BackendStatus {
+            kind,
+            devices: match kind {
+                BackendKind::Cpu => Ok(vec![dotcompute_hal::Backend::info(
+                    &dotcompute_cpu::CpuBackend::new(),
+                )
+                .clone()]),
+                other => Err(unavailable(other)),
+            },
+        })
+        .collect()
+}
+
+impl Device {
+    fn from_backend(backend: Box<dyn DynBackend>) -> Device {
+        Device {
+            inner: Arc::new(Inner {
+                id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
+                backend,
+            }),
+        }
+    }
+
+    /// A new CPU device (always available).
+    pub fn cpu() -> Device {
+        Device::from_backend(Box::new(dotcompute_cpu::CpuBackend::new()))
+    }
+
+    /// The first device of backend `kind`, or why there is none.
+    pub fn with_backend(kind: BackendKind) -> Result<Device> {
+        match kind {
+            BackendKind::Cpu => Ok(Device::cpu()),
+            other => Err(Error::BackendUnavailable {
+                backend: other.name().into(),
+                reason: unavailable(other),
+            }),
+        }
+    }
+
+    /// A device by backend name (`cpu`, `cuda`, `wgpu`/`vulkan`, `metal`).
+    pub fn by_name(name: &str) -> Result<Device> {
+        let kind = BackendKind::parse(name).ok_or_else(|| Error::UnknownBackend(name.into()))?;
+        Device::with_backend(kind)
+    }
+
+    /// The best device present: CUDA, then Metal, then wgpu, then the CPU. The environment
+    /// variable `DOTCOMPUTE_BACKEND` overrides the choice (and is an error if that backend
+    /// is unavailable).
+    pub fn best() -> Result<Device> {
+        if let Ok(name) = std::env::var(BACKEND_ENV) {
+            if !name.trim().is_empty() {
+                return Device::by_name(&name);
+            }
+        }
+        for kind in BackendKind::PREFERENCE {
+            if let Ok(d) = Device::with_backend(kind) {
+                return Ok(d);
+            }
+        }
+        Ok(Device::cpu())
+    }
+
+    /// A process-unique id.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+    pub fn info(&self) -> &DeviceInfo {
+        self.inner.backend.info()
+    }
+    pub fn backend_kind(&self) -> BackendKind {
+        self.info().backend
+    }
+    /// `cpu#1 (model name)`.
+    pub fn label(&self) -> String {
+        format!("{}#{} ({})", self.backend_kind(), self.id(), self.info().name)
+    }
+    pub(crate) fn backend(&self) -> &dyn DynBackend {
+        &*self.inner.backend
+    }
+
+    /// A buffer of `len` elements with unspecified contents. `len == 0` gives a valid empty
+    /// buffer (which kernels cannot bind).
+    pub fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<T>> {
+        Buffer::new(self, len)
+    }
+    /// A buffer holding a copy of `data`.
+    pub fn upload<T: Element>(&self, data: &[T]) -> Result<Buffer<T>> {
+        let mut b = Buffer::new(self, data.len())?;
+        b.write(data)?;
+        Ok(b)
+    }
+    /// A buffer of `len` copies of `value`.
+    pub fn alloc_filled<T: Element>(&self, len: usize, value: T) -> Result<Buffer<T>> {
+        let mut b = Buffer::new(self, len)?;
+        b.fill(value)?;
+        Ok(b)
+    }
+
+    /// Waits for all work submitted to the device.
+    pub fn synchronize(&self) -> Result<()> {
+        self.backend().synchronize()
+    }
+    /// Memory pool statistics.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.backend().memory_stats()
+    }
+    /// Returns cached pool memory to the driver / OS.
+    pub fn trim(&self) {
+        self.backend().trim()
+    }
+
+    /// Launches `kernel` with untyped arguments. `#[kernel]` launch functions call this
+    /// with arguments that match by construction; direct callers get every mismatch as an
+    /// `Err` naming the argument: count, kind (buffer / scalar), element type, access,
+    /// device, empty buffers, and buffers too long for `u32` indices.
+    pub fn launch_kernel(&self, kernel: &KernelDef, launch: Launch, args: &[Arg<'_>]) -> Result<()> {
+        let ir = kernel.ir()?;
+        if args.len() != ir.params.len() {
+            return Err(Error::ArgumentCount {
+                kernel: ir.name.clone(),
+                expected: ir.params.len(),
+                found: args.len(),
+            });
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        for (param, arg) in ir.params.iter().zip(args) {
+            let mismatch = |expected: String, found: String| Error::ArgumentType {
+                kernel: ir.name.clone(),
+                arg: param.name().to_string(),
+                expected,
+                found,
+            };
+            match (param, arg) {
+                (
+                    Param::Buffer { elem, access, .. },
+                    Arg::Buffer {
+                        device,
+                        raw,
+                        len,
+                        elem: arg_elem,
+                        writable,
+                    },
+                ) => {
+                    let want_write = *access == Access::ReadWrite;
+                    if elem != arg_elem || (want_write && !writable) {
+                        return Err(mismatch(
+                            format!("{}[{elem}]", if want_write { "&mut " } else { "&" }),
+                            format!(
+                                "a {} buffer of {arg_elem}",
+                                if *writable { "writable" } else { "read-only" }
+                            ),
+                        ));
+                    }
+                    if *device != self.id() {
+                        return Err(Error::WrongDevice {
+                            kernel: ir.name.clone(),
+                            arg: param.name().to_string(),
+                            buffer_device: format!("#{device}"),
+                            device: self.label(),
+                        });
+                    }
+                    if *len == 0 {
+                        return Err(Error::EmptyBuffer {
+                            kernel: ir.name.clone(),
+                            arg: param.name().to_string(),
+                        });
+                    }
+                    if *len > u32::MAX as usize {
+                        return Err(mismatch(
+                            format!("at most {} elements (indices are u32)", u32::MAX),
+                            format!("{len} elements"),
+                        ));
+                    }
+                    bound.push(BoundArg::Buffer {
+                        buffer: *raw,
+                        offset: 0,
+                        len: *len,
+                        elem: *elem,
+                        writable: *writable && want_write,
+                    });
+                }
+                (Param::Scalar { ty, .. }, Arg::Scalar(l)) => {
+                    if l.ty() != *ty {
+                        return Err(mismatch(ty.name().into(), format!("a {} scalar", l.ty())));
+                    }
+                    bound.push(BoundArg::Scalar(*l));
+                }
+                (Param::Buffer { elem, .. }, Arg::Scalar(l)) => {
+                    return Err(mismatch(format!("a buffer of {elem}"), format!("a {} scalar", l.ty())))
+                }
+                (Param::Scalar { ty, .. }, Arg::Buffer { elem, .. }) => {
+                    return Err(mismatch(format!("a {ty} scalar"), format!("a buffer of {elem}")))
+                }
+            }
+        }
+        let geometry = launch.resolve(ir, &self.info().limits)?;
+        self.backend().launch(&LaunchRequest {
+            kernel: ir,
+            native: kernel.native(),
+            geometry,
+            args: bound,
+        })
+    }
+}

@@ -1,0 +1,108 @@
+//! # dotcompute
+//!
+//! Write a compute kernel once, in Rust, and run it on any backend dotcompute has: today
+//! the CPU; CUDA, wgpu (Vulkan / Metal / DX12) and native Metal plug in behind the same API
+//! (see the README's backend table for what exists and what was checked).
+//!
+//! ```
+//! use dotcompute::prelude::*;
+//!
+//! #[kernel]
+//! fn vector_add(a: &[f32], b: &[f32], out: &mut [f32]) {
+//!     let i = global_id().x;
+//!     if i < out.len() {
+//!         out[i] = a[i] + b[i];
+//!     }
+//! }
+//!
+//! # fn main() -> dotcompute::Result<()> {
+//! let device = Device::best()?;
+//! let n = 1000;
+//! let a = device.upload(&vec![1.0f32; n])?;
+//! let b = device.upload(&(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
+//! let mut out = device.alloc::<f32>(n)?;
+//! vector_add::launch(&device, Launch::threads(n), &a, &b, &mut out)?;
+//! let result = out.to_vec()?;
+//! assert_eq!(result[10], 11.0);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## The kernel language
+//!
+//! A `#[kernel]` function is ordinary Rust in a small subset, compiled twice: by rustc for
+//! the CPU and into the IR (`dotcompute-ir`) for GPUs. Anything outside the subset is a
+//! compile error naming the construct.
+//!
+//! * **Parameters**: `&[T]` (read-only buffer), `&mut [T]` (read-write buffer), `T` (scalar
+//!   by value), with `T` one of `i32 u32 i64 u64 f32 f64` (`bool` for scalars).
+//! * **Locals**: `let [mut] x [: T] = expr;` An untyped literal that nothing constrains
+//!   defaults to `i32` / `f64` as in Rust; annotate when you mean another type.
+//! * **Control flow**: `if`/`else` (also as a value), `for i in a..b`,
+//!   `for i in (a..b).step_by(s)`, `while`, `loop`, `break`, `continue`, `return`.
+//! * **Arrays**: `a[i]`, `a[i] = v`, `a[i] += v`, `a.len()` (`u32`). Indices are `u32` (other
+//!   integer types are converted with `as u32`). Accesses are bounds-checked on the CPU.
+//! * **Builtins**: `global_id()`, `local_id()`, `group_id()`, `group_size()`,
+//!   `num_groups()`, each read as `.x`, `.y` or `.z` (`u32`).
+//! * **Shared memory**: `let tile = shared::<f32, 256>();` (length from a constant
+//!   expression, host constants included) and at most one
+//!   `let s = shared_dynamic::<f32>();` sized at launch with `Launch::dynamic_shared(len)`.
+//!   `barrier()` synchronises the group; every thread of the group must reach it.
+//! * **Atomics** on buffers and shared arrays: `atomic_add(&a[i], v)` and `atomic_sub`,
+//!   `atomic_min`, `atomic_max`, `atomic_and`, `atomic_or`, `atomic_xor`,
+//!   `atomic_exchange`, `atomic_compare_exchange(&a[i], expected, new)` on `u32`/`i32`;
+//!   `atomic_add` also on `f32`. Each returns the previous value.
+//! * **Math**: `sqrt sin cos tan exp ln powf floor ceil mul_add` on floats; `abs min max
+//!   clamp` on every numeric type; `as` casts between scalar types.
+//! * **Host constants**: any name that is not a local or parameter (a `const`,
+//!   `f32::MAX`) is read from the host when the kernel is built, which specialises it.
+//!
+//! Arithmetic follows one definition on every backend (wrapping integers, `x / 0 == x`,
+//! shifts modulo the width, saturating float-to-int casts): see `dotcompute_ir`.
+//!
+//! ## Launches
+//!
+//! [`Launch`] counts *threads*, not groups: `Launch::threads(n)`,
+//! `Launch::grid2d(w, h).group2d(16, 16)`. In a kernel without `barrier()` threads outside
+//! the grid do not run; a kernel with `barrier()` runs whole groups and must bound its own
+//! accesses. Launch errors (empty grid, group or grid beyond the device's limits, too much
+//! shared memory, wrong or foreign buffers) are `Err`s naming the problem, and the device
+//! stays usable.
+//!
+//! ## Errors
+//!
+//! Every fallible operation returns [`Result`]; nothing panics on bad input. See [`Error`].
+
+mod buffer;
+mod device;
+
+pub use buffer::{Arg, Buffer, BufferView, BufferViewMut, Element, ScalarArg};
+pub use device::{backends, BackendStatus, Device, BACKEND_ENV};
+pub use dotcompute_hal::{
+    BackendKind, DeviceInfo, Error, KernelDef, Launch, Limits, MemoryStats, ResolvedLaunch,
+    Result,
+};
+pub use dotcompute_macros::kernel;
+
+/// The kernel IR, for inspecting what `#[kernel]` produced or building kernels by hand.
+pub use dotcompute_ir as ir;
+
+/// Everything a typical program needs.
+pub mod prelude {
+    pub use crate::{kernel, Buffer, Device, Launch};
+}
+
+/// Paths used by code that `#[kernel]` generates. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::Arg;
+    pub use dotcompute_cpu::ops;
+    pub use dotcompute_hal::native::NativeLaunch;
+    pub use dotcompute_hal::KernelDef;
+    pub use dotcompute_ir as ir;
+    pub mod cpu {
+        pub use dotcompute_cpu::runtime::{
+            execute, scalar, GlobalMut, GlobalRef, SharedArr, ThreadCtx,
+        };
+    }
+}
