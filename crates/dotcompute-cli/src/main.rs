@@ -10,7 +10,11 @@ use dotcompute_conformance as conformance;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "dotcompute", version, about = "Write a compute kernel once in Rust; run it on every backend")]
+#[command(
+    name = "dotcompute",
+    version,
+    about = "Write a compute kernel once in Rust; run it on every backend"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -79,12 +83,21 @@ fn devices() -> ExitCode {
                 for (i, d) in devices.iter().enumerate() {
                     let l = &d.limits;
                     println!("  [{i}] {}", d.name);
-                    println!("      memory            {:.1} GiB", d.memory_bytes as f64 / (1u64 << 30) as f64);
+                    println!(
+                        "      memory            {:.1} GiB",
+                        d.memory_bytes as f64 / (1u64 << 30) as f64
+                    );
                     println!("      compute units     {}", d.compute_units);
                     println!("      driver            {}", d.driver);
-                    println!("      max group         {} threads, {:?} per dimension", l.max_group_threads, l.max_group_size);
+                    println!(
+                        "      max group         {} threads, {:?} per dimension",
+                        l.max_group_threads, l.max_group_size
+                    );
                     println!("      max groups        {:?}", l.max_groups);
-                    println!("      shared memory     {} bytes per group", l.max_shared_bytes);
+                    println!(
+                        "      shared memory     {} bytes per group",
+                        l.max_shared_bytes
+                    );
                     println!("      max buffer        {} bytes", l.max_buffer_bytes);
                     println!("      features          {}", d.features.join(", "));
                 }
@@ -111,10 +124,17 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
                     return ExitCode::from(2);
                 }
             };
-            for kind in [BackendKind::Cpu, BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Metal] {
+            for kind in [
+                BackendKind::Cpu,
+                BackendKind::Cuda,
+                BackendKind::Wgpu,
+                BackendKind::Metal,
+            ] {
                 match Device::with_backend(kind) {
                     Ok(d) => devices.push(d),
-                    Err(e) if required.contains(&kind) => absent.push(format!("{e} (required by DOTCOMPUTE_REQUIRE)")),
+                    Err(e) if required.contains(&kind) => {
+                        absent.push(format!("{e} (required by DOTCOMPUTE_REQUIRE)"))
+                    }
                     Err(e) => println!("note: skipping {e}"),
                 }
             }
@@ -133,13 +153,21 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
     let seed = seed.unwrap_or_else(conformance::seed_from_env);
     let cases: Vec<_> = conformance::cases()
         .into_iter()
-        .filter(|c| filters.is_empty() || filters.iter().any(|f| c.name.to_lowercase().contains(&f.to_lowercase())))
+        .filter(|c| {
+            filters.is_empty()
+                || filters
+                    .iter()
+                    .any(|f| c.name.to_lowercase().contains(&f.to_lowercase()))
+        })
         .collect();
     if cases.is_empty() {
         eprintln!("error: no case matches {filters:?}");
         return ExitCode::from(2);
     }
-    println!("{:<18} {:<14} {:<7} {:<6} {:>11} {:>10}", "case", "size", "backend", "result", "max error", "time");
+    println!(
+        "{:<18} {:<14} {:<7} {:<6} {:>11} {:>10}",
+        "case", "size", "backend", "result", "max error", "time"
+    );
     let (mut passed, mut failed) = (0, 0);
     let mut failures = Vec::new();
     let start = std::time::Instant::now();
@@ -147,7 +175,11 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
         for case in &cases {
             for &size in &case.sizes {
                 let r = conformance::run_case(device, case, size, seed);
-                let err = if r.max_error.is_nan() { "-".to_string() } else { format!("{:.2e}", r.max_error) };
+                let err = if r.max_error.is_nan() {
+                    "-".to_string()
+                } else {
+                    format!("{:.2e}", r.max_error)
+                };
                 println!(
                     "{:<18} {:<14} {:<7} {:<6} {:>11} {:>8.1}ms",
                     r.case,
@@ -161,7 +193,10 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
                     passed += 1;
                 } else {
                     failed += 1;
-                    failures.push(format!("{} {} on {}: {}", r.case, r.size, r.backend, r.message));
+                    failures.push(format!(
+                        "{} {} on {}: {}",
+                        r.case, r.size, r.backend, r.message
+                    ));
                 }
             }
         }
@@ -171,7 +206,10 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
     }
     let names: Vec<String> = devices.iter().map(|d| d.label()).collect();
     println!("devices: {}", names.join("; "));
-    println!("seed {seed} (replay with --seed {seed}), {:.1} s", start.elapsed().as_secs_f64());
+    println!(
+        "seed {seed} (replay with --seed {seed}), {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
         ExitCode::FAILURE
@@ -190,7 +228,10 @@ fn emit(kernel: &str, target: &str) -> ExitCode {
     }
     let Some(def) = kernels.iter().find(|k| k.name() == kernel) else {
         let names: Vec<_> = kernels.iter().map(|k| k.name()).collect();
-        eprintln!("error: no built-in kernel `{kernel}`; available: {}", names.join(", "));
+        eprintln!(
+            "error: no built-in kernel `{kernel}`; available: {}",
+            names.join(", ")
+        );
         return ExitCode::from(2);
     };
     let ir = match def.ir() {

@@ -33,7 +33,10 @@ impl Target for IrText {
         "ir"
     }
     fn generate(&self, k: &Kernel) -> String {
-        let mut p = Printer { k, out: String::new() };
+        let mut p = Printer {
+            k,
+            out: String::new(),
+        };
         p.kernel();
         p.out
     }
@@ -47,14 +50,23 @@ struct Printer<'k> {
 impl Printer<'_> {
     fn kernel(&mut self) {
         let k = self.k;
-        let _ = writeln!(self.out, "// dotcompute IR v{} hash {}", k.version, &k.content_hash_hex()[..16]);
+        let _ = writeln!(
+            self.out,
+            "// dotcompute IR v{} hash {}",
+            k.version,
+            &k.content_hash_hex()[..16]
+        );
         let params: Vec<String> = k
             .params
             .iter()
             .map(|p| match p {
                 Param::Buffer { name, elem, access } => format!(
                     "{name}: {}[{elem}]",
-                    if *access == Access::ReadWrite { "&mut " } else { "&" }
+                    if *access == Access::ReadWrite {
+                        "&mut "
+                    } else {
+                        "&"
+                    }
                 ),
                 Param::Scalar { name, ty } => format!("{name}: {ty}"),
             })
@@ -99,19 +111,40 @@ impl Printer<'_> {
                 self.line(d, &text);
             }
             Stmt::Store { mem, index, value } => {
-                let text = format!("{}[{}] = {};", self.k.memory_name(*mem), self.expr(index), self.expr(value));
+                let text = format!(
+                    "{}[{}] = {};",
+                    self.k.memory_name(*mem),
+                    self.expr(index),
+                    self.expr(value)
+                );
                 self.line(d, &text);
             }
-            Stmt::Atomic { op, mem, index, args, result } => {
+            Stmt::Atomic {
+                op,
+                mem,
+                index,
+                args,
+                result,
+            } => {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
-                let call = format!("atomic_{}(&{}[{}], {})", op.name(), self.k.memory_name(*mem), self.expr(index), args.join(", "));
+                let call = format!(
+                    "atomic_{}(&{}[{}], {})",
+                    op.name(),
+                    self.k.memory_name(*mem),
+                    self.expr(index),
+                    args.join(", ")
+                );
                 let text = match result {
                     Some(r) => format!("{} = {call};", self.local(*r)),
                     None => format!("{call};"),
                 };
                 self.line(d, &text);
             }
-            Stmt::If { cond, then, otherwise } => {
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let text = format!("if {} {{", self.expr(cond));
                 self.line(d, &text);
                 self.block(then, d + 1);
@@ -121,7 +154,13 @@ impl Printer<'_> {
                 }
                 self.line(d, "}");
             }
-            Stmt::For { var, start, end, step, body } => {
+            Stmt::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
                 let text = format!(
                     "for {} in ({}..{}).step_by({}) {{",
                     self.local(*var),
@@ -152,15 +191,27 @@ impl Printer<'_> {
             ExprKind::Scalar(i) => self.k.params[*i as usize].name().to_string(),
             ExprKind::Builtin(b, a) => format!("{}().{}", b.name(), a.name()),
             ExprKind::Len(m) => format!("{}.len()", self.k.memory_name(*m)),
-            ExprKind::Load { mem, index } => format!("{}[{}]", self.k.memory_name(*mem), self.expr(index)),
-            ExprKind::Unary(op, a) => format!("{}{}", if *op == UnaryOp::Neg { "-" } else { "!" }, self.expr(a)),
-            ExprKind::Binary(op, a, b) => format!("({} {} {})", self.expr(a), op.symbol(), self.expr(b)),
+            ExprKind::Load { mem, index } => {
+                format!("{}[{}]", self.k.memory_name(*mem), self.expr(index))
+            }
+            ExprKind::Unary(op, a) => format!(
+                "{}{}",
+                if *op == UnaryOp::Neg { "-" } else { "!" },
+                self.expr(a)
+            ),
+            ExprKind::Binary(op, a, b) => {
+                format!("({} {} {})", self.expr(a), op.symbol(), self.expr(b))
+            }
             ExprKind::Cast(a) => format!("({} as {})", self.expr(a), e.ty),
             ExprKind::Math(f, args) => {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
                 format!("{}({})", f.name(), args.join(", "))
             }
-            ExprKind::Select { cond, then, otherwise } => format!(
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => format!(
                 "select({}, {}, {})",
                 self.expr(cond),
                 self.expr(then),
@@ -185,7 +236,13 @@ mod tests {
         b.store(x, i, v).unwrap();
         let k = b.finish().unwrap();
         let text = IrText.generate(&k);
-        assert!(text.contains("kernel scale(x: &mut [f32], s: f32) {"), "{text}");
-        assert!(text.contains("x[global_id().x] = (x[global_id().x] * s);"), "{text}");
+        assert!(
+            text.contains("kernel scale(x: &mut [f32], s: f32) {"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x[global_id().x] = (x[global_id().x] * s);"),
+            "{text}"
+        );
     }
 }

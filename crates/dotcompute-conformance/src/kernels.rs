@@ -76,8 +76,16 @@ pub fn matmul_tiled(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32)
     for t in 0..tiles {
         let ak = t * TILE + lx;
         let bk = t * TILE + ly;
-        ta[ly * TILE + lx] = if row < m && ak < k { a[row * k + ak] } else { 0.0 };
-        tb[ly * TILE + lx] = if bk < k && col < n { b[bk * n + col] } else { 0.0 };
+        ta[ly * TILE + lx] = if row < m && ak < k {
+            a[row * k + ak]
+        } else {
+            0.0
+        };
+        tb[ly * TILE + lx] = if bk < k && col < n {
+            b[bk * n + col]
+        } else {
+            0.0
+        };
         barrier();
         for kk in 0..TILE {
             acc += ta[ly * TILE + kk] * tb[kk * TILE + lx];

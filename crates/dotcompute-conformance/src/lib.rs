@@ -127,9 +127,19 @@ pub fn cases() -> Vec<Case> {
             matrix_multiply,
         ),
         c("UnifiedMemory", "kernel", seed_sizes(), unified_memory),
-        c("GridIds3D", "semantics", vec![Size::n(1), Size::n(2)], grid_ids_3d),
+        c(
+            "GridIds3D",
+            "semantics",
+            vec![Size::n(1), Size::n(2)],
+            grid_ids_3d,
+        ),
         c("SharedAtomics", "semantics", seed_sizes(), shared_atomics),
-        c("IntegerSemantics", "semantics", vec![Size::n(4099)], integer_semantics),
+        c(
+            "IntegerSemantics",
+            "semantics",
+            vec![Size::n(4099)],
+            integer_semantics,
+        ),
         c("UploadDownload", "memory", seed_sizes(), upload_download),
         c("CopyAndViews", "memory", seed_sizes(), copy_and_views),
         c("Fill", "memory", seed_sizes(), fill),
@@ -144,7 +154,10 @@ pub fn run_case(device: &Device, case: &Case, size: Size, seed: u64) -> Report {
     // Each (case, size) draws from its own stream so a failure replays alone.
     let mut rng = fastrand::Rng::with_seed(
         seed ^ (size.dims[0] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            ^ case.name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64)),
+            ^ case
+                .name
+                .bytes()
+                .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64)),
     );
     let start = Instant::now();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -184,7 +197,10 @@ pub fn required_backends() -> Result<Vec<BackendKind>, String> {
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(|s| BackendKind::parse(s).ok_or_else(|| format!("unknown backend `{s}` in DOTCOMPUTE_REQUIRE")))
+            .map(|s| {
+                BackendKind::parse(s)
+                    .ok_or_else(|| format!("unknown backend `{s}` in DOTCOMPUTE_REQUIRE"))
+            })
             .collect(),
     }
 }
@@ -271,7 +287,10 @@ fn ulps(a: f32, b: f32) -> f64 {
     (key(a) - key(b)).unsigned_abs() as f64
 }
 
-fn first_mismatch<T: PartialEq + std::fmt::Debug>(got: &[T], want: impl Fn(usize) -> T) -> Result<(), Failure> {
+fn first_mismatch<T: PartialEq + std::fmt::Debug>(
+    got: &[T],
+    want: impl Fn(usize) -> T,
+) -> Result<(), Failure> {
     for (i, g) in got.iter().enumerate() {
         let w = want(i);
         if *g != w {
@@ -316,6 +335,7 @@ fn vector_multiply(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outc
     let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.1).sin()).collect();
     let da = d.upload(&a)?;
     let mut out = poisoned_f32(d, n)?;
+    #[allow(clippy::approx_constant)] // seed-cases.md specifies 3.14, not π
     let scale = 3.14f32;
     kernels::vector_multiply::launch(d, Launch::threads(n), &da, scale, &mut out)?;
     let got = out.to_vec()?;
@@ -357,7 +377,11 @@ fn reduction_sum(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcom
     let sevens: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
     let want: f64 = sevens.iter().map(|&v| v as f64).sum();
     let got = reduce_on(d, &sevens)? as f64;
-    let rel = if want == 0.0 { got.abs() } else { ((got - want) / want).abs() };
+    let rel = if want == 0.0 {
+        got.abs()
+    } else {
+        ((got - want) / want).abs()
+    };
     if rel.is_nan() || rel > 1e-6 {
         return Err(Failure {
             message: format!("sum(i % 7) = {got}, expected {want} (relative error {rel:e})"),
@@ -392,7 +416,9 @@ fn matrix_multiply(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
             let bound = 2.0 * k as f64 * f32::EPSILON as f64 * mag + 1e-30;
             if err.is_nan() || err > bound {
                 return Err(Failure {
-                    message: format!("C[{i}][{j}] = {g}, reference {r} (error {err:e} > bound {bound:e})"),
+                    message: format!(
+                        "C[{i}][{j}] = {g}, reference {r} (error {err:e} > bound {bound:e})"
+                    ),
                     max_error: err,
                 });
             }
@@ -476,7 +502,11 @@ fn int_reference(x: i32, y: i32, f: f32) -> [i32; 8] {
     } else {
         x / y
     };
-    let rem = if y == 0 || (x == i32::MIN && y == -1) { 0 } else { x % y };
+    let rem = if y == 0 || (x == i32::MIN && y == -1) {
+        0
+    } else {
+        x % y
+    };
     let sh = (y as u32) & 31;
     let cast = if f.is_nan() {
         0
@@ -511,7 +541,16 @@ fn integer_semantics(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<
     };
     let a: Vec<i32> = (0..n).map(|_| pick(rng)).collect();
     let b: Vec<i32> = (0..n).map(|_| pick(rng)).collect();
-    let fspecial = [f32::NAN, f32::INFINITY, -f32::INFINITY, 3e9, -3e9, -0.5, 2.9, -2.9];
+    let fspecial = [
+        f32::NAN,
+        f32::INFINITY,
+        -f32::INFINITY,
+        3e9,
+        -3e9,
+        -0.5,
+        2.9,
+        -2.9,
+    ];
     let fl: Vec<f32> = (0..n)
         .map(|_| {
             if rng.bool() {
@@ -548,7 +587,10 @@ fn round_trip<T: Element>(d: &Device, data: &[T]) -> Result<(), Failure> {
     let (a, b): (&[u8], &[u8]) = (bytemuck::cast_slice(data), bytemuck::cast_slice(&back));
     if a != b {
         let i = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(0) / std::mem::size_of::<T>();
-        return fail(format!("{}: element {i} differs after upload/to_vec", std::any::type_name::<T>()));
+        return fail(format!(
+            "{}: element {i} differs after upload/to_vec",
+            std::any::type_name::<T>()
+        ));
     }
     Ok(())
 }
@@ -556,11 +598,21 @@ fn round_trip<T: Element>(d: &Device, data: &[T]) -> Result<(), Failure> {
 fn upload_download(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     // Random bit patterns: NaN payloads and -0.0 must survive too.
-    round_trip(d, &(0..n).map(|_| f32::from_bits(rng.u32(..))).collect::<Vec<_>>())?;
+    round_trip(
+        d,
+        &(0..n)
+            .map(|_| f32::from_bits(rng.u32(..)))
+            .collect::<Vec<_>>(),
+    )?;
     round_trip(d, &(0..n).map(|_| rng.i32(..)).collect::<Vec<_>>())?;
     round_trip(d, &(0..n).map(|_| rng.u32(..)).collect::<Vec<_>>())?;
     if d.info().features.iter().any(|f| f == "f64") {
-        round_trip(d, &(0..n).map(|_| f64::from_bits(rng.u64(..))).collect::<Vec<_>>())?;
+        round_trip(
+            d,
+            &(0..n)
+                .map(|_| f64::from_bits(rng.u64(..)))
+                .collect::<Vec<_>>(),
+        )?;
     }
     Ok(Outcome::default())
 }
@@ -580,7 +632,8 @@ fn copy_and_views(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Out
     let mut host = vec![POISON_U32; n];
     host[dof..dof + len].copy_from_slice(&src[so..so + len]);
     let mut ddst = d.alloc_filled(n, POISON_U32)?;
-    ddst.slice_mut(dof..dof + len)?.copy_from(&dsrc.slice(so..so + len)?)?;
+    ddst.slice_mut(dof..dof + len)?
+        .copy_from(&dsrc.slice(so..so + len)?)?;
     first_mismatch(&ddst.to_vec()?, |i| host[i])?;
     // Reading a view, and a view of a view.
     let view = dsrc.slice(so..so + len)?;
@@ -613,7 +666,13 @@ fn fill(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Fail
     let mut w = d.alloc_filled(n, 7u64)?;
     let (lo, hi) = (n / 4, n - n / 4);
     w.slice_mut(lo..hi)?.fill(0x0123_4567_89AB_CDEF)?;
-    first_mismatch(&w.to_vec()?, |i| if (lo..hi).contains(&i) { 0x0123_4567_89AB_CDEF } else { 7 })?;
+    first_mismatch(&w.to_vec()?, |i| {
+        if (lo..hi).contains(&i) {
+            0x0123_4567_89AB_CDEF
+        } else {
+            7
+        }
+    })?;
     Ok(Outcome::default())
 }
 
@@ -625,7 +684,11 @@ fn alloc_zero(d: &Device, _: Size, _: &mut fastrand::Rng) -> Result<Outcome, Fai
     empty.fill(1.0)?;
     match kernels::double_in_place::launch(d, Launch::threads(1), &mut empty) {
         Err(Error::EmptyBuffer { .. }) => {}
-        other => return fail(format!("binding an empty buffer gave {other:?}, expected EmptyBuffer")),
+        other => {
+            return fail(format!(
+                "binding an empty buffer gave {other:?}, expected EmptyBuffer"
+            ))
+        }
     }
     Ok(Outcome::default())
 }
@@ -634,7 +697,12 @@ fn alloc_too_large(d: &Device, _: Size, _: &mut fastrand::Rng) -> Result<Outcome
     let too_many = (d.info().memory_bytes / 4 + 1) as usize * 2;
     match d.alloc::<f32>(too_many) {
         Err(Error::OutOfMemory { .. }) => {}
-        Ok(_) => return fail(format!("allocating {too_many} f32 succeeded on a device of {} bytes", d.info().memory_bytes)),
+        Ok(_) => {
+            return fail(format!(
+                "allocating {too_many} f32 succeeded on a device of {} bytes",
+                d.info().memory_bytes
+            ))
+        }
         Err(e) => return fail(format!("expected OutOfMemory, got: {e}")),
     }
     // The device keeps working.
@@ -647,7 +715,12 @@ fn pool_reuse(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome
     let cycles = size.dims[0];
     let sizes = [1usize, 100, 1000, 4096, 10_000, 65_536, 250_000];
     // Warm the pool with one buffer of each size, as a running program would have.
-    drop(sizes.iter().map(|&s| d.alloc::<f32>(s)).collect::<Result<Vec<_>, _>>()?);
+    drop(
+        sizes
+            .iter()
+            .map(|&s| d.alloc::<f32>(s))
+            .collect::<Result<Vec<_>, _>>()?,
+    );
     let before = d.memory_stats();
     let mut live: Vec<Buffer<f32>> = Vec::new();
     for _ in 0..cycles {
@@ -662,12 +735,20 @@ fn pool_reuse(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome
     let hits = after.pool_hits - before.pool_hits;
     let served = hits as f64 / (hits + driver) as f64;
     if served < 0.9 {
-        return fail(format!("the pool served {:.1}% of {cycles} allocations (driver: {driver})", served * 100.0));
+        return fail(format!(
+            "the pool served {:.1}% of {cycles} allocations (driver: {driver})",
+            served * 100.0
+        ));
     }
     if after.bytes_in_use != before.bytes_in_use {
-        return fail(format!("bytes in use went from {} to {}", before.bytes_in_use, after.bytes_in_use));
+        return fail(format!(
+            "bytes in use went from {} to {}",
+            before.bytes_in_use, after.bytes_in_use
+        ));
     }
-    Ok(Outcome { max_error: 1.0 - served })
+    Ok(Outcome {
+        max_error: 1.0 - served,
+    })
 }
 
 /// The kernels of the suite, by name (for `dotcompute emit`).

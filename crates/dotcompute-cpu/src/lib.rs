@@ -27,8 +27,8 @@ pub mod runtime;
 
 use dotcompute_hal::native::{ErrorSlot, NativeArg, NativeLaunch};
 use dotcompute_hal::{
-    Backend, BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MemoryStats,
-    Result, SizeClassPool,
+    Backend, BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MemoryStats, Result,
+    SizeClassPool,
 };
 use std::alloc::Layout;
 use std::ptr::NonNull;

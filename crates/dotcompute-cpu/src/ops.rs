@@ -70,9 +70,15 @@ macro_rules! int_ops {
     )*};
 }
 macro_rules! int_abs {
-    ($v:expr, i32) => { $v.wrapping_abs() };
-    ($v:expr, i64) => { $v.wrapping_abs() };
-    ($v:expr, $t:ty) => { $v };
+    ($v:expr, i32) => {
+        $v.wrapping_abs()
+    };
+    ($v:expr, i64) => {
+        $v.wrapping_abs()
+    };
+    ($v:expr, $t:ty) => {
+        $v
+    };
 }
 int_ops!(i32, u32, i64, u64);
 

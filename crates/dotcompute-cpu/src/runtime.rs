@@ -206,14 +206,26 @@ impl<T: KernelScalar> View<'_, T, true> {
 }
 
 /// Integer element types with every atomic operation.
+///
+/// # Safety (for callers of the methods)
+/// `p` must be valid, aligned, and point into memory that outlives the call.
 pub trait AtomicInt: KernelScalar {
-    fn atomic_rmw(p: *mut Self, op: AtomicKind, v: Self) -> Self;
-    fn atomic_cas(p: *mut Self, expected: Self, new: Self) -> Self;
+    /// # Safety
+    /// See the trait documentation.
+    unsafe fn atomic_rmw(p: *mut Self, op: AtomicKind, v: Self) -> Self;
+    /// # Safety
+    /// See the trait documentation.
+    unsafe fn atomic_cas(p: *mut Self, expected: Self, new: Self) -> Self;
 }
 
 /// Element types with atomic add (integers and `f32`).
+///
+/// # Safety (for callers of the method)
+/// `p` must be valid, aligned, and point into memory that outlives the call.
 pub trait AtomicAdd: KernelScalar {
-    fn atomic_add(p: *mut Self, v: Self) -> Self;
+    /// # Safety
+    /// See the trait documentation.
+    unsafe fn atomic_add(p: *mut Self, v: Self) -> Self;
 }
 
 #[doc(hidden)]
@@ -232,8 +244,8 @@ macro_rules! atomic_int {
     ($t:ty, $a:ty) => {
         impl AtomicInt for $t {
             #[inline(always)]
-            fn atomic_rmw(p: *mut Self, op: AtomicKind, v: Self) -> Self {
-                // SAFETY: `p` is in bounds and 4-aligned (buffers are 64-aligned).
+            unsafe fn atomic_rmw(p: *mut Self, op: AtomicKind, v: Self) -> Self {
+                // SAFETY: the caller passes a valid, aligned pointer.
                 let a = unsafe { <$a>::from_ptr(p) };
                 let o = Ordering::Relaxed;
                 match op {
@@ -247,8 +259,8 @@ macro_rules! atomic_int {
                 }
             }
             #[inline(always)]
-            fn atomic_cas(p: *mut Self, expected: Self, new: Self) -> Self {
-                // SAFETY: as above.
+            unsafe fn atomic_cas(p: *mut Self, expected: Self, new: Self) -> Self {
+                // SAFETY: the caller passes a valid, aligned pointer.
                 let a = unsafe { <$a>::from_ptr(p) };
                 match a.compare_exchange(expected, new, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(v) | Err(v) => v,
@@ -257,8 +269,8 @@ macro_rules! atomic_int {
         }
         impl AtomicAdd for $t {
             #[inline(always)]
-            fn atomic_add(p: *mut Self, v: Self) -> Self {
-                // SAFETY: as above.
+            unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
+                // SAFETY: the caller passes a valid, aligned pointer.
                 unsafe { <$a>::from_ptr(p) }.fetch_add(v, Ordering::Relaxed)
             }
         }
@@ -269,8 +281,9 @@ atomic_int!(i32, AtomicI32);
 
 impl AtomicAdd for f32 {
     #[inline(always)]
-    fn atomic_add(p: *mut Self, v: Self) -> Self {
-        // SAFETY: as above; f32 and u32 have the same size and alignment.
+    unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
+        // SAFETY: the caller passes a valid, aligned pointer; f32 and u32 have the same
+        // size and alignment.
         let a = unsafe { AtomicU32::from_ptr(p as *mut u32) };
         let mut old = a.load(Ordering::Relaxed);
         loop {
@@ -286,7 +299,10 @@ impl AtomicAdd for f32 {
 impl<T: AtomicAdd> View<'_, T, true> {
     #[inline(always)]
     pub fn atomic_add<I: KernelIndex>(&self, index: I, v: T) -> T {
-        self.slot(index).map_or(T::default(), |p| T::atomic_add(p, v))
+        // SAFETY: `slot` returns in-bounds pointers into memory that outlives the launch;
+        // buffers are 64-byte aligned and shared arrays 8-byte aligned.
+        self.slot(index)
+            .map_or(T::default(), |p| unsafe { T::atomic_add(p, v) })
     }
 }
 
@@ -296,12 +312,14 @@ macro_rules! atomic_methods {
             $(
             #[inline(always)]
             pub fn $name<I: KernelIndex>(&self, index: I, v: T) -> T {
-                self.slot(index).map_or(T::default(), |p| T::atomic_rmw(p, AtomicKind::$kind, v))
+                // SAFETY: as in `atomic_add`.
+                self.slot(index).map_or(T::default(), |p| unsafe { T::atomic_rmw(p, AtomicKind::$kind, v) })
             }
             )*
             #[inline(always)]
             pub fn atomic_compare_exchange<I: KernelIndex>(&self, index: I, expected: T, new: T) -> T {
-                self.slot(index).map_or(T::default(), |p| T::atomic_cas(p, expected, new))
+                // SAFETY: as in `atomic_add`.
+                self.slot(index).map_or(T::default(), |p| unsafe { T::atomic_cas(p, expected, new) })
             }
         }
     };
@@ -430,8 +448,8 @@ fn uvec(a: [u32; 3]) -> UVec3 {
     }
 }
 
-/// Runs `body` for every thread of the launch and returns the first error any thread
-/// raised. Groups run in parallel on rayon. Inside a group:
+/// Runs a kernel body for every thread of the launch and returns the first error any
+/// thread raised. Groups run in parallel on rayon. Inside a group:
 ///
 /// * without `barrier()`, threads run one after another in a plain loop (a valid schedule,
 ///   and one the compiler can optimise), skipping threads outside the grid;
@@ -439,35 +457,112 @@ fn uvec(a: [u32; 3]) -> UVec3 {
 ///   round-robin, each until its next barrier, so no thread passes a barrier before all
 ///   have reached it. Threads that reach different barriers, or end while others wait,
 ///   are reported as `BarrierDivergence`.
-pub fn execute<F>(launch: &NativeLaunch<'_>, body: F) -> Result<()>
+///
+/// `checked` and `fast` are the same kernel body; `fast` additionally assumes that arrays
+/// indexed by `global_id().x` are in bounds, which lets the compiler drop those bounds
+/// checks and vectorise. It is only called for threads whose `global_id().x` is below
+/// `fast_limit` (the smallest length among those arrays), in one-dimensional launches of
+/// kernels without barriers or shared memory; everything else runs `checked`.
+pub fn execute<C, F>(launch: &NativeLaunch<'_>, fast_limit: u32, checked: C, fast: F) -> Result<()>
 where
+    C: Fn(&ThreadCtx<'_>) + Sync,
     F: Fn(&ThreadCtx<'_>) + Sync,
 {
     let g = launch.geometry;
-    let total = g.total_groups();
-    let uses_barrier = launch.kernel.uses_barrier();
+    let kernel = launch.kernel;
+    let uses_barrier = kernel.uses_barrier();
     let workers = rayon::current_num_threads() as u64;
-    let min_len = (total / (workers * 16)).max(1) as usize;
-    (0..total as usize)
-        .into_par_iter()
-        .with_min_len(min_len)
-        .for_each_init(
-            || GroupMem::new(launch),
-            |mem, gi| {
-                if launch.errors.is_raised() {
-                    return; // the launch already failed: finish quickly
-                }
-                let group_id = unflatten(gi as u64, g.groups);
-                if uses_barrier {
-                    run_group_coroutines(launch, group_id, mem, &body);
-                } else {
-                    run_group_loop(launch, group_id, mem, &body);
-                }
-            },
-        );
+    let one_dimensional = g.grid[1] == 1 && g.grid[2] == 1 && g.group[1] == 1 && g.group[2] == 1;
+    if !uses_barrier && kernel.shared.is_empty() && one_dimensional {
+        run_1d(launch, fast_limit, &checked, &fast);
+    } else {
+        let total = g.total_groups();
+        let min_len = (total / (workers * 16)).max(1) as usize;
+        (0..total as usize)
+            .into_par_iter()
+            .with_min_len(min_len)
+            .for_each_init(
+                || GroupMem::new(launch),
+                |mem, gi| {
+                    if launch.errors.is_raised() {
+                        return; // the launch already failed: finish quickly
+                    }
+                    let group_id = unflatten(gi as u64, g.groups);
+                    if uses_barrier {
+                        run_group_coroutines(launch, group_id, mem, &checked);
+                    } else {
+                        run_group_loop(launch, group_id, mem, &checked);
+                    }
+                },
+            );
+    }
     match launch.errors.take() {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// One-dimensional barrier-free launches: contiguous chunks of global ids, each a plain
+/// counted loop over exactly the threads of the grid.
+fn run_1d<C, F>(launch: &NativeLaunch<'_>, fast_limit: u32, checked: &C, fast: &F)
+where
+    C: Fn(&ThreadCtx<'_>) + Sync,
+    F: Fn(&ThreadCtx<'_>) + Sync,
+{
+    let g = launch.geometry;
+    let n = g.grid[0];
+    let workers = rayon::current_num_threads() as u32;
+    // Enough chunks to balance load, each a whole number of groups and at least 4096 ids.
+    let chunk = (n / (workers * 8))
+        .max(4096)
+        .next_multiple_of(g.group[0])
+        .max(g.group[0]);
+    let chunks = n.div_ceil(chunk);
+    let empty = GroupMem {
+        launch,
+        block: Vec::new(),
+        layout: Vec::new(),
+    };
+    (0..chunks).into_par_iter().for_each(|c| {
+        if launch.errors.is_raised() {
+            return;
+        }
+        let start = c * chunk;
+        let end = start.saturating_add(chunk).min(n);
+        if end <= fast_limit {
+            loop_1d(&g, start, end, &empty, fast);
+        } else {
+            loop_1d(&g, start, end, &empty, checked);
+        }
+    });
+}
+
+#[inline(always)]
+fn loop_1d<B>(
+    g: &dotcompute_hal::ResolvedLaunch,
+    start: u32,
+    end: u32,
+    mem: &GroupMem<'_>,
+    body: &B,
+) where
+    B: Fn(&ThreadCtx<'_>) + Sync,
+{
+    let group = g.group[0];
+    let mut ctx = ThreadCtx {
+        global_id: UVec3::default(),
+        local_id: UVec3::default(),
+        group_id: UVec3::default(),
+        group_size: uvec(g.group),
+        num_groups: uvec(g.groups),
+        mem,
+        yielder: None,
+    };
+    for x in start..end {
+        // The divisions vanish when the body does not read local or group ids.
+        ctx.global_id.x = x;
+        ctx.local_id.x = x % group;
+        ctx.group_id.x = x / group;
+        body(&ctx);
     }
 }
 

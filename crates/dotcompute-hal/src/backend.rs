@@ -130,10 +130,11 @@ pub trait DynBackend: Send + Sync {
 }
 
 fn downcast<'a, B: Backend>(backend: &B, raw: &'a RawBuffer) -> Result<&'a B::Buffer> {
-    raw.downcast_ref::<B::Buffer>().ok_or_else(|| Error::Backend {
-        backend: backend.info().backend.name().into(),
-        message: "a buffer of another backend was passed to this device".into(),
-    })
+    raw.downcast_ref::<B::Buffer>()
+        .ok_or_else(|| Error::Backend {
+            backend: backend.info().backend.name().into(),
+            message: "a buffer of another backend was passed to this device".into(),
+        })
 }
 
 impl<B: Backend> DynBackend for B {

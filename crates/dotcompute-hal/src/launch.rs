@@ -111,14 +111,11 @@ impl Launch {
                 ),
             });
         }
-        for d in 0..3 {
-            if group[d] > limits.max_group_size[d] {
+        for (d, (&size, &max)) in group.iter().zip(&limits.max_group_size).enumerate() {
+            if size > max {
                 return Err(Error::InvalidGroupSize {
                     kernel: name(),
-                    detail: format!(
-                        "dimension {d} is {}; the device allows {}",
-                        group[d], limits.max_group_size[d]
-                    ),
+                    detail: format!("dimension {d} is {size}; the device allows {max}"),
                 });
             }
         }
@@ -190,8 +187,8 @@ impl Launch {
 }
 
 fn clamp_group(mut g: [u32; 3], limits: &Limits) -> [u32; 3] {
-    for d in 0..3 {
-        g[d] = g[d].min(limits.max_group_size[d]).max(1);
+    for (size, &max) in g.iter_mut().zip(&limits.max_group_size) {
+        *size = (*size).min(max).max(1);
     }
     while g.iter().map(|&x| x as u64).product::<u64>() > limits.max_group_threads as u64 {
         let d = (0..3).max_by_key(|&d| g[d]).unwrap();

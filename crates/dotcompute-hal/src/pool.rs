@@ -32,7 +32,7 @@ pub fn size_class(bytes: usize) -> usize {
         return MIN_CLASS;
     }
     let pow = bytes.next_power_of_two();
-    let quarter = (pow / 8).max(1); // classes between pow/2 and pow step by pow/8
+    let quarter = (pow / 8).max(1); // between pow/2 and pow, steps of a quarter of pow/2
     bytes.div_ceil(quarter) * quarter
 }
 
@@ -137,7 +137,7 @@ mod tests {
     #[test]
     fn classes_round_up_by_at_most_a_quarter() {
         assert_eq!(size_class(0), MIN_CLASS);
-        assert_eq!(size_class(257), 288);
+        assert_eq!(size_class(257), 320); // classes above 256: 320, 384, 448, 512
         for bytes in [300usize, 1000, 4097, 1 << 20, (1 << 20) + 1, 123_456_789] {
             let c = size_class(bytes);
             assert!(c >= bytes, "{bytes} -> {c}");
@@ -151,7 +151,14 @@ mod tests {
         let pool = SizeClassPool::<usize>::new();
         let mut next = 0;
         let (a, ca) = pool
-            .acquire(1000, |c| { next += 1; Ok(c) }, |_| {})
+            .acquire(
+                1000,
+                |c| {
+                    next += 1;
+                    Ok(c)
+                },
+                |_| {},
+            )
             .unwrap();
         pool.release(a, ca);
         let (_b, cb) = pool.acquire(1000, |_| panic!("must hit"), |_| {}).unwrap();

@@ -102,9 +102,19 @@ pub struct Slot {
 
 enum Frame {
     Root,
-    Then { cond: Expr },
-    Else { cond: Expr, then: Vec<Stmt> },
-    For { var: u32, start: Expr, end: Expr, step: Expr },
+    Then {
+        cond: Expr,
+    },
+    Else {
+        cond: Expr,
+        then: Vec<Stmt>,
+    },
+    For {
+        var: u32,
+        start: Expr,
+        end: Expr,
+        step: Expr,
+    },
     Loop,
 }
 
@@ -540,7 +550,10 @@ impl Builder {
     /// `let [mut] name[: ty] = init;`
     pub fn let_(&mut self, name: &str, ty: Option<ScalarType>, mutable: bool, init: V) -> R<Var> {
         let (init, defaulted) = match ty {
-            Some(ty) => (self.coerce(init, ty, &format!("the initialiser of `{name}`"))?, false),
+            Some(ty) => (
+                self.coerce(init, ty, &format!("the initialiser of `{name}`"))?,
+                false,
+            ),
             None => {
                 let untyped = !matches!(init, V::Typed(_));
                 (self.default_of(init)?, untyped)

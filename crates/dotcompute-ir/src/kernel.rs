@@ -210,7 +210,10 @@ impl MathFn {
         }
     }
     pub fn float_only(self) -> bool {
-        !matches!(self, MathFn::Abs | MathFn::Min | MathFn::Max | MathFn::Clamp)
+        !matches!(
+            self,
+            MathFn::Abs | MathFn::Min | MathFn::Max | MathFn::Clamp
+        )
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -297,7 +300,10 @@ pub enum ExprKind {
     /// Element count of a buffer or shared array, as `u32`.
     Len(Memory),
     /// `mem[index]`; `index` is `u32`.
-    Load { mem: Memory, index: Box<Expr> },
+    Load {
+        mem: Memory,
+        index: Box<Expr>,
+    },
     Unary(UnaryOp, Box<Expr>),
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     /// Conversion to `Expr::ty` with Rust `as` semantics (see the crate docs).
@@ -316,9 +322,15 @@ pub enum ExprKind {
 pub enum Stmt {
     /// Declares `local` in the current block, optionally initialised (otherwise it holds
     /// the zero of its type).
-    Let { local: u32, init: Option<Expr> },
+    Let {
+        local: u32,
+        init: Option<Expr>,
+    },
     /// Assigns to a mutable local that is in scope.
-    Assign { local: u32, value: Expr },
+    Assign {
+        local: u32,
+        value: Expr,
+    },
     /// `mem[index] = value`; the memory must be writable.
     Store {
         mem: Memory,
@@ -350,7 +362,9 @@ pub enum Stmt {
     },
     /// Repeats `body` until `Break` or `Return`. `while c { .. }` is `Loop` whose body
     /// starts with `if !c { break }`.
-    Loop { body: Vec<Stmt> },
+    Loop {
+        body: Vec<Stmt>,
+    },
     Break,
     Continue,
     /// Ends this thread's execution of the kernel.

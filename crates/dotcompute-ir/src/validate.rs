@@ -90,7 +90,10 @@ impl<'k> Validator<'k> {
         let mut dynamic = 0;
         for s in &k.shared {
             if !is_identifier(&s.name) {
-                return self.err(format!("shared array name `{}` is not an identifier", s.name));
+                return self.err(format!(
+                    "shared array name `{}` is not an identifier",
+                    s.name
+                ));
             }
             if s.elem == ScalarType::Bool {
                 return self.err(format!("shared array `{}` has element type bool", s.name));
@@ -334,9 +337,7 @@ impl<'k> Validator<'k> {
             ExprKind::Scalar(i) => match self.kernel.params.get(*i as usize) {
                 Some(Param::Scalar { ty: pty, name }) => {
                     if *pty != ty {
-                        return self.err(format!(
-                            "scalar `{name}` is {pty} but is read as {ty}"
-                        ));
+                        return self.err(format!("scalar `{name}` is {pty} but is read as {ty}"));
                     }
                 }
                 _ => return self.err(format!("parameter {i} is not a scalar parameter")),
@@ -449,10 +450,7 @@ impl<'k> Validator<'k> {
             } else {
                 ""
             };
-            return self.err(format!(
-                "`{a} {} {b}` is not defined{hint}",
-                op.symbol()
-            ));
+            return self.err(format!("`{a} {} {b}` is not defined{hint}", op.symbol()));
         }
         if result != ty {
             return self.err(format!(

@@ -15,6 +15,8 @@ type Pair = (TokenStream, TokenStream);
 #[derive(Clone, Copy, PartialEq)]
 enum Binding {
     Local,
+    /// An immutable local that is exactly `global_id().x`.
+    GidX,
     Scalar,
     Buffer,
     Shared,
@@ -66,6 +68,8 @@ struct Tx {
     short_circuit: u32,
     /// Whether we are directly in the kernel's top-level block.
     top_level: bool,
+    /// Arrays indexed by a `global_id().x` alias somewhere (for bounds-check elimination).
+    gid_indexed: std::collections::BTreeSet<String>,
 }
 
 fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
@@ -153,11 +157,18 @@ impl Tx {
 
     /// A block used as a value: statements, then a tail expression. `tail` receives the
     /// builder tokens of the value and returns what to do with it.
-    fn value_block(&mut self, block: &syn::Block, span: Span) -> (TokenStream, TokenStream, TokenStream) {
+    fn value_block(
+        &mut self,
+        block: &syn::Block,
+        span: Span,
+    ) -> (TokenStream, TokenStream, TokenStream) {
         let (last, init) = match block.stmts.split_last() {
             Some((Stmt::Expr(e, None), init)) => (e, init),
             _ => {
-                self.fail(span, "this block must end with a value (an expression without `;`)");
+                self.fail(
+                    span,
+                    "this block must end with a value (an expression without `;`)",
+                );
                 return (quote!(), quote!(), quote!());
             }
         };
@@ -192,7 +203,12 @@ impl Tx {
                 m.span(),
                 format!(
                     "macro `{}!` is not supported in kernels",
-                    m.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default()
+                    m.mac
+                        .path
+                        .segments
+                        .last()
+                        .map(|s| s.ident.to_string())
+                        .unwrap_or_default()
                 ),
             ),
         }
@@ -243,7 +259,18 @@ impl Tx {
         let (ib, inn) = self.expr(&init.expr);
         let mutable = pi.mutability.is_some();
         let mut_tok = pi.mutability;
-        self.bind(&name_str, Binding::Local);
+        let is_gid_x = !mutable
+            && ty_info.as_ref().is_none_or(|(t, _)| t == "u32")
+            && is_global_id_x(&init.expr);
+        self.bind(
+            &name_str,
+            if is_gid_x {
+                Binding::GidX
+            } else {
+                Binding::Local
+            },
+        );
+
         let ty_b = match &ty_info {
             Some((n, _)) => {
                 let t = ir_type(n);
@@ -255,9 +282,16 @@ impl Tx {
             Some((_, id)) => quote!(: #id),
             None => quote!(),
         };
+        let assume = if is_gid_x {
+            // The CPU backend's fast path may assume this index is in bounds of every array
+            // it indexes (see dotcompute_cpu::runtime::execute).
+            quote!(__dc_assume_in_bounds!(#name);)
+        } else {
+            quote!()
+        };
         (
             quote!(let #name = { let __v = #ib; __b.let_(#name_str, #ty_b, #mutable, __v)? };),
-            quote!(let #mut_tok #name #ty_n = #inn;),
+            quote!(let #mut_tok #name #ty_n = #inn; #assume),
         )
     }
 
@@ -270,25 +304,44 @@ impl Tx {
         span: Span,
     ) -> Pair {
         if !self.top_level {
-            return self.fail(span, "shared arrays must be declared at the top level of the kernel body");
+            return self.fail(
+                span,
+                "shared arrays must be declared at the top level of the kernel body",
+            );
         }
         if !call.args.is_empty() {
             return self.fail(call.span(), format!("`{fname}` takes no arguments; give the type and length as `{fname}::<f32, 256>()`"));
         }
         let PathArguments::AngleBracketed(args) = &seg.arguments else {
-            return self.fail(seg.span(), format!("write `{}`", if fname == "shared" { "shared::<f32, 256>()" } else { "shared_dynamic::<f32>()" }));
+            return self.fail(
+                seg.span(),
+                format!(
+                    "write `{}`",
+                    if fname == "shared" {
+                        "shared::<f32, 256>()"
+                    } else {
+                        "shared_dynamic::<f32>()"
+                    }
+                ),
+            );
         };
         let args: Vec<_> = args.args.iter().collect();
         let expected = if fname == "shared" { 2 } else { 1 };
         if args.len() != expected {
-            return self.fail(seg.span(), if fname == "shared" {
-                "write `shared::<T, LEN>()`: an element type and a constant length"
-            } else {
-                "write `shared_dynamic::<T>()`: the length is given at launch"
-            });
+            return self.fail(
+                seg.span(),
+                if fname == "shared" {
+                    "write `shared::<T, LEN>()`: an element type and a constant length"
+                } else {
+                    "write `shared_dynamic::<T>()`: the length is given at launch"
+                },
+            );
         }
         let GenericArgument::Type(elem_ty) = args[0] else {
-            return self.fail(args[0].span(), "the first argument must be the element type");
+            return self.fail(
+                args[0].span(),
+                "the first argument must be the element type",
+            );
         };
         let Some((elem, elem_id)) = self.type_name(elem_ty, "a shared array") else {
             return (quote!(), quote!());
@@ -300,7 +353,10 @@ impl Tx {
         self.bind(&name_str, Binding::Shared);
         let native = quote!(let #name = __ctx.shared::<#elem_id>(#slot););
         if fname == "shared_dynamic" {
-            return (quote!(let #name = __b.shared_dynamic(#name_str, #t)?;), native);
+            return (
+                quote!(let #name = __b.shared_dynamic(#name_str, #t)?;),
+                native,
+            );
         }
         let len = match args[1] {
             GenericArgument::Const(e) => quote!(#e),
@@ -354,7 +410,10 @@ impl Tx {
             }
             Expr::Break(b) => {
                 if b.label.is_some() || b.expr.is_some() {
-                    return self.fail(b.span(), "`break` with a label or a value is not supported in kernels");
+                    return self.fail(
+                        b.span(),
+                        "`break` with a label or a value is not supported in kernels",
+                    );
                 }
                 (quote!(__b.brk();), quote!(break;))
             }
@@ -374,7 +433,10 @@ impl Tx {
                 if b.attrs.is_empty() {
                     self.block(&b.block.stmts)
                 } else {
-                    self.fail(b.span(), "attributes on blocks are not supported in kernels")
+                    self.fail(
+                        b.span(),
+                        "attributes on blocks are not supported in kernels",
+                    )
                 }
             }
             Expr::Call(c) if is_call_to(c, "barrier") => {
@@ -408,6 +470,9 @@ impl Tx {
                 let name = p.path.get_ident().unwrap();
                 match self.lookup(&name.to_string()) {
                     Some(Binding::Local) => {}
+                    Some(Binding::GidX) => {
+                        return self.fail(name.span(), format!("cannot assign twice to immutable local `{name}`"))
+                    }
                     Some(_) => {
                         return self.fail(
                             name.span(),
@@ -435,6 +500,7 @@ impl Tx {
                 let Some(mem) = self.memory(&ix.expr) else {
                     return (quote!(), quote!());
                 };
+                self.note_index(&mem, &ix.index);
                 let (ib, inn) = self.expr(&ix.index);
                 match op {
                     None => (
@@ -494,7 +560,10 @@ impl Tx {
             return self.fail(l.span(), "loop labels are not supported in kernels");
         }
         let Pat::Ident(pi) = &*f.pat else {
-            return self.fail(f.pat.span(), "a kernel `for` binds one name: `for i in a..b`");
+            return self.fail(
+                f.pat.span(),
+                "a kernel `for` binds one name: `for i in a..b`",
+            );
         };
         if pi.mutability.is_some() {
             return self.fail(pi.span(), "a kernel loop variable cannot be `mut`");
@@ -511,17 +580,22 @@ impl Tx {
                 }
                 match recv {
                     Expr::Range(r) => (r, Some(&m.args[0])),
-                    other => return self.fail(other.span(), "`for` loops in kernels iterate over `a..b` or `(a..b).step_by(s)`"),
+                    other => {
+                        return self.fail(
+                            other.span(),
+                            "`for` loops in kernels iterate over `a..b` or `(a..b).step_by(s)`",
+                        )
+                    }
                 }
             }
-            other => {
-                return self.fail(
-                    other.span(),
-                    "`for` loops in kernels iterate over `a..b` or `(a..b).step_by(s)`, not iterators",
-                )
-            }
+            other => return self.fail(
+                other.span(),
+                "`for` loops in kernels iterate over `a..b` or `(a..b).step_by(s)`, not iterators",
+            ),
         };
-        let (Some(start), Some(end), RangeLimits::HalfOpen(_)) = (&range.start, &range.end, &range.limits) else {
+        let (Some(start), Some(end), RangeLimits::HalfOpen(_)) =
+            (&range.start, &range.end, &range.limits)
+        else {
             return self.fail(range.span(), "use a half-open range with both ends, `a..b`");
         };
         let (sb, sn) = self.expr(start);
@@ -554,6 +628,18 @@ impl Tx {
 
     // ---------------------------------------------------------------- expressions
 
+    /// Records that `mem` is indexed by `index`, for bounds-check elimination.
+    fn note_index(&mut self, mem: &Ident, index: &Expr) {
+        if let Expr::Path(p) = index {
+            if let Some(id) = p.path.get_ident() {
+                let is_buffer = self.lookup(&mem.to_string()) == Some(Binding::Buffer);
+                if is_buffer && self.lookup(&id.to_string()) == Some(Binding::GidX) {
+                    self.gid_indexed.insert(mem.to_string());
+                }
+            }
+        }
+    }
+
     /// The handle of a buffer or shared array named by `e`.
     fn memory(&mut self, e: &Expr) -> Option<Ident> {
         if let Expr::Path(p) = e {
@@ -561,7 +647,10 @@ impl Tx {
                 match self.lookup(&id.to_string()) {
                     Some(Binding::Buffer | Binding::Shared) => return Some(id.clone()),
                     Some(_) => {
-                        self.errors.push(err(id.span(), format!("`{id}` is a scalar, not a buffer or shared array")));
+                        self.errors.push(err(
+                            id.span(),
+                            format!("`{id}` is a scalar, not a buffer or shared array"),
+                        ));
                         return None;
                     }
                     None => {}
@@ -586,7 +675,7 @@ impl Tx {
             Expr::Path(p) => {
                 if let Some(id) = p.path.get_ident() {
                     match self.lookup(&id.to_string()) {
-                        Some(Binding::Local) => return (quote!(__b.get(#id)), quote!(#id)),
+                        Some(Binding::Local | Binding::GidX) => return (quote!(__b.get(#id)), quote!(#id)),
                         Some(Binding::Scalar) => return (quote!(#id.clone()), quote!(#id)),
                         Some(Binding::Buffer | Binding::Shared) => {
                             return self.fail(
@@ -608,14 +697,21 @@ impl Tx {
                 };
                 let t = ir_type(&name);
                 let (b, n) = self.expr(&c.expr);
-                (quote!({ let __v = #b; __b.cast(__v, #t)? }), quote!(((#n) as #id)))
+                (
+                    quote!({ let __v = #b; __b.cast(__v, #t)? }),
+                    quote!(((#n) as #id)),
+                )
             }
             Expr::Index(ix) => {
                 let Some(mem) = self.memory(&ix.expr) else {
                     return (quote!(), quote!());
                 };
+                self.note_index(&mem, &ix.index);
                 let (ib, inn) = self.expr(&ix.index);
-                (quote!({ let __i = #ib; __b.load(#mem, __i)? }), quote!(#mem.load(#inn)))
+                (
+                    quote!({ let __i = #ib; __b.load(#mem, __i)? }),
+                    quote!(#mem.load(#inn)),
+                )
             }
             Expr::MethodCall(m) => self.method(m),
             Expr::Field(f) => self.builtin(f),
@@ -625,7 +721,10 @@ impl Tx {
                 let (sb, vb, n) = self.value_block(&b.block, b.span());
                 (quote!({ #sb #vb }), n)
             }
-            other => self.fail(other.span(), format!("{} is not supported in kernels", describe(other))),
+            other => self.fail(
+                other.span(),
+                format!("{} is not supported in kernels", describe(other)),
+            ),
         }
     }
 
@@ -662,13 +761,19 @@ impl Tx {
                 }
             }
             Lit::Bool(b) => (quote!(__dc::ir::V::host(#b)), quote!(#b)),
-            other => self.fail(other.span(), "only numeric and boolean literals are supported in kernels"),
+            other => self.fail(
+                other.span(),
+                "only numeric and boolean literals are supported in kernels",
+            ),
         }
     }
 
     fn binary(&mut self, b: &syn::ExprBinary) -> Pair {
         if compound_op(&b.op).is_some() {
-            return self.fail(b.span(), "compound assignment is a statement in kernels, not a value");
+            return self.fail(
+                b.span(),
+                "compound assignment is a statement in kernels, not a value",
+            );
         }
         let (lb, ln) = self.expr(&b.left);
         let short = matches!(b.op, BinOp::And(_) | BinOp::Or(_));
@@ -725,9 +830,15 @@ impl Tx {
                 } else {
                     quote!(__dc::ops::neg(#n))
                 };
-                (quote!({ let __v = #b; __b.unary(__dc::ir::UnaryOp::Neg, __v)? }), native)
+                (
+                    quote!({ let __v = #b; __b.unary(__dc::ir::UnaryOp::Neg, __v)? }),
+                    native,
+                )
             }
-            UnOp::Not(_) => (quote!({ let __v = #b; __b.unary(__dc::ir::UnaryOp::Not, __v)? }), quote!((!#n))),
+            UnOp::Not(_) => (
+                quote!({ let __v = #b; __b.unary(__dc::ir::UnaryOp::Not, __v)? }),
+                quote!((!#n)),
+            ),
             _ => self.fail(u.span(), "dereferencing is not supported in kernels"),
         }
     }
@@ -735,7 +846,10 @@ impl Tx {
     fn method(&mut self, m: &syn::ExprMethodCall) -> Pair {
         let name = m.method.to_string();
         if m.turbofish.is_some() {
-            return self.fail(m.span(), "turbofish method calls are not supported in kernels");
+            return self.fail(
+                m.span(),
+                "turbofish method calls are not supported in kernels",
+            );
         }
         if name == "len" && m.args.is_empty() {
             let Some(mem) = self.memory(&m.receiver) else {
@@ -747,11 +861,17 @@ impl Tx {
             let list: Vec<_> = MATH.iter().map(|m| m.0).collect();
             return self.fail(
                 m.method.span(),
-                format!("method `{name}` is not supported in kernels; supported: len, {}", list.join(", ")),
+                format!(
+                    "method `{name}` is not supported in kernels; supported: len, {}",
+                    list.join(", ")
+                ),
             );
         };
         if m.args.len() + 1 != arity {
-            return self.fail(m.span(), format!("`{name}` takes {} argument(s)", arity - 1));
+            return self.fail(
+                m.span(),
+                format!("`{name}` takes {} argument(s)", arity - 1),
+            );
         }
         let mut bs = Vec::new();
         let mut ns = Vec::new();
@@ -775,7 +895,10 @@ impl Tx {
             _ => None,
         };
         let Some(&(native, ir)) = builtin else {
-            return self.fail(f.span(), "field access is only supported on builtins, as in `global_id().x`");
+            return self.fail(
+                f.span(),
+                "field access is only supported on builtins, as in `global_id().x`",
+            );
         };
         let axis = match &f.member {
             syn::Member::Named(id) if id == "x" || id == "y" || id == "z" => id.clone(),
@@ -792,13 +915,19 @@ impl Tx {
 
     fn call(&mut self, c: &syn::ExprCall) -> Pair {
         if let Some(&(name, ir)) = BUILTINS.iter().find(|(n, _)| is_call_to(c, n)) {
-            return self.fail(c.span(), format!("`{name}()` is a 3-vector: use `{name}().x`, `.y` or `.z` ({ir})"));
+            return self.fail(
+                c.span(),
+                format!("`{name}()` is a 3-vector: use `{name}().x`, `.y` or `.z` ({ir})"),
+            );
         }
         if is_call_to(c, "barrier") {
             return self.fail(c.span(), "`barrier()` is a statement, not a value");
         }
         if is_call_to(c, "shared") || is_call_to(c, "shared_dynamic") {
-            return self.fail(c.span(), "shared arrays are declared with `let name = shared::<T, LEN>();`");
+            return self.fail(
+                c.span(),
+                "shared arrays are declared with `let name = shared::<T, LEN>();`",
+            );
         }
         let Some((fname, op)) = atomic_name(c) else {
             return self.fail(
@@ -812,7 +941,13 @@ impl Tx {
         }
         let arity = if op == "CompareExchange" { 3 } else { 2 };
         if c.args.len() != arity {
-            return self.fail(c.span(), format!("`{fname}` takes {arity} arguments: `{fname}(&array[index], {})`", if arity == 3 { "expected, new" } else { "value" }));
+            return self.fail(
+                c.span(),
+                format!(
+                    "`{fname}` takes {arity} arguments: `{fname}(&array[index], {})`",
+                    if arity == 3 { "expected, new" } else { "value" }
+                ),
+            );
         }
         let target = match &c.args[0] {
             Expr::Reference(r) => match &*r.expr {
@@ -822,11 +957,17 @@ impl Tx {
             _ => None,
         };
         let Some(ix) = target else {
-            return self.fail(c.args[0].span(), format!("the first argument of `{fname}` is the element's address: `&array[index]`"));
+            return self.fail(
+                c.args[0].span(),
+                format!(
+                    "the first argument of `{fname}` is the element's address: `&array[index]`"
+                ),
+            );
         };
         let Some(mem) = self.memory(&ix.expr) else {
             return (quote!(), quote!());
         };
+        self.note_index(&mem, &ix.index);
         let (ib, inn) = self.expr(&ix.index);
         let mut vbs = Vec::new();
         let mut vns = Vec::new();
@@ -860,7 +1001,10 @@ impl Tx {
             }
             Expr::If(inner) => {
                 let (vb, n) = self.if_value(inner);
-                (quote!(let __v = #vb; __b.set_value(__slot, __v)?;), quote!({ #n }))
+                (
+                    quote!(let __v = #vb; __b.set_value(__slot, __v)?;),
+                    quote!({ #n }),
+                )
             }
             other => return self.fail(other.span(), "unsupported else branch"),
         };
@@ -875,6 +1019,17 @@ impl Tx {
             }),
             quote!((if #cn #tn else #en)),
         )
+    }
+}
+
+fn is_global_id_x(e: &Expr) -> bool {
+    match e {
+        Expr::Field(f) => {
+            matches!(&f.member, syn::Member::Named(id) if id == "x")
+                && matches!(&*f.base, Expr::Call(c) if c.args.is_empty() && is_call_to(c, "global_id"))
+        }
+        Expr::Paren(p) => is_global_id_x(&p.expr),
+        _ => false,
     }
 }
 
@@ -941,10 +1096,14 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         barrier_sites: 0,
         short_circuit: 0,
         top_level: true,
+        gid_indexed: Default::default(),
     };
     let sig = &f.sig;
     if !sig.generics.params.is_empty() {
-        tx.errors.push(err(sig.generics.span(), "generic kernels are not supported; specialise with host constants instead"));
+        tx.errors.push(err(
+            sig.generics.span(),
+            "generic kernels are not supported; specialise with host constants instead",
+        ));
     }
     if let Some(a) = &sig.asyncness {
         tx.errors.push(err(a.span(), "a kernel cannot be `async`"));
@@ -956,7 +1115,10 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         tx.errors.push(err(c.span(), "a kernel cannot be `const`"));
     }
     if let ReturnType::Type(_, t) = &sig.output {
-        tx.errors.push(err(t.span(), "a kernel returns nothing: write results into a `&mut [T]` parameter"));
+        tx.errors.push(err(
+            t.span(),
+            "a kernel returns nothing: write results into a `&mut [T]` parameter",
+        ));
     }
     if let Some(v) = &sig.variadic {
         tx.errors.push(err(v.span(), "a kernel cannot be variadic"));
@@ -971,15 +1133,20 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     let mut param_docs = Vec::new();
     for (index, input) in sig.inputs.iter().enumerate() {
         let FnArg::Typed(pt) = input else {
-            tx.errors.push(err(input.span(), "a kernel cannot take `self`"));
+            tx.errors
+                .push(err(input.span(), "a kernel cannot take `self`"));
             continue;
         };
         let Pat::Ident(pi) = &*pt.pat else {
-            tx.errors.push(err(pt.pat.span(), "kernel parameters must be plain names"));
+            tx.errors
+                .push(err(pt.pat.span(), "kernel parameters must be plain names"));
             continue;
         };
         if pi.mutability.is_some() {
-            tx.errors.push(err(pi.span(), "kernel parameters are immutable; copy into a local (`let mut x = x;`)"));
+            tx.errors.push(err(
+                pi.span(),
+                "kernel parameters are immutable; copy into a local (`let mut x = x;`)",
+            ));
             continue;
         }
         let pname = &pi.ident;
@@ -987,23 +1154,40 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         match &*pt.ty {
             Type::Reference(r) => {
                 let Type::Slice(slice) = &*r.elem else {
-                    tx.errors.push(err(r.span(), "buffer parameters are slices: `&[T]` or `&mut [T]`"));
+                    tx.errors.push(err(
+                        r.span(),
+                        "buffer parameters are slices: `&[T]` or `&mut [T]`",
+                    ));
                     continue;
                 };
                 let Some((elem, elem_id)) = tx.type_name(&slice.elem, "a buffer element") else {
                     continue;
                 };
                 if elem == "bool" {
-                    tx.errors.push(err(slice.elem.span(), "buffers of bool are not supported (no GPU stores bool in memory); use u32"));
+                    tx.errors.push(err(
+                        slice.elem.span(),
+                        "buffers of bool are not supported (no GPU stores bool in memory); use u32",
+                    ));
                     continue;
                 }
                 let t = ir_type(&elem);
                 let writable = r.mutability.is_some();
                 let access = if writable { quote!(Mut) } else { quote!(Ref) };
-                let ir_access = if writable { quote!(ReadWrite) } else { quote!(Read) };
-                let view = if writable { quote!(GlobalMut) } else { quote!(GlobalRef) };
-                build_params.extend(quote!(let #pname = __b.buffer(#pname_str, #t, __dc::ir::Access::#ir_access);));
-                bind_params.extend(quote!(let #pname = __dc::cpu::#view::<#elem_id>::bind(__l, #index)?;));
+                let ir_access = if writable {
+                    quote!(ReadWrite)
+                } else {
+                    quote!(Read)
+                };
+                let view = if writable {
+                    quote!(GlobalMut)
+                } else {
+                    quote!(GlobalRef)
+                };
+                build_params.extend(
+                    quote!(let #pname = __b.buffer(#pname_str, #t, __dc::ir::Access::#ir_access);),
+                );
+                bind_params
+                    .extend(quote!(let #pname = __dc::cpu::#view::<#elem_id>::bind(__l, #index)?;));
                 if writable {
                     launch_params.push(quote!(#pname: &mut ::dotcompute::Buffer<#elem_id>));
                     launch_args.push(quote!(__dc::Arg::buffer_mut(#pname)));
@@ -1013,7 +1197,10 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 }
                 let _ = access;
                 tx.bind(&pname_str, Binding::Buffer);
-                param_docs.push(format!("* `{pname_str}`: `{}[{elem}]`", if writable { "&mut " } else { "&" }));
+                param_docs.push(format!(
+                    "* `{pname_str}`: `{}[{elem}]`",
+                    if writable { "&mut " } else { "&" }
+                ));
             }
             ty => {
                 let Some((sname, sid)) = tx.type_name(ty, "a scalar parameter") else {
@@ -1021,7 +1208,8 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 };
                 let t = ir_type(&sname);
                 build_params.extend(quote!(let #pname = __b.scalar(#pname_str, #t);));
-                bind_params.extend(quote!(let #pname: #sid = __dc::cpu::scalar::<#sid>(__l, #index)?;));
+                bind_params
+                    .extend(quote!(let #pname: #sid = __dc::cpu::scalar::<#sid>(__l, #index)?;));
                 launch_params.push(quote!(#pname: #sid));
                 launch_args.push(quote!(__dc::Arg::scalar(#pname)));
                 tx.bind(&pname_str, Binding::Scalar);
@@ -1045,10 +1233,21 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     }
 
     let vis = &f.vis;
-    let docs: Vec<_> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
-    let other_attrs: Vec<_> = f.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
+    let docs: Vec<_> = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let other_attrs: Vec<_> = f
+        .attrs
+        .iter()
+        .filter(|a| !a.path().is_ident("doc"))
+        .collect();
     if let Some(a) = other_attrs.first() {
-        return Err(vec![err(a.span(), "attributes other than doc comments are not supported on kernels")]);
+        return Err(vec![err(
+            a.span(),
+            "attributes other than doc comments are not supported on kernels",
+        )]);
     }
     let params_doc = param_docs.join("\n");
     let launch_doc = format!(
@@ -1058,6 +1257,11 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
          device, empty buffers, and out-of-bounds accesses the backend detects."
     );
     let span = sig.ident.span();
+    let fast_views: Vec<Ident> = tx
+        .gid_indexed
+        .iter()
+        .map(|n| format_ident!("{n}"))
+        .collect();
     let barrier_sites = tx.barrier_sites;
     let _ = barrier_sites;
     Ok(quote_spanned! {span=>
@@ -1098,9 +1302,30 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
 
             fn __native(__l: &__dc::NativeLaunch<'_>) -> ::dotcompute::Result<()> {
                 #bind_params
-                __dc::cpu::execute(__l, move |__ctx: &__dc::cpu::ThreadCtx<'_>| {
-                    #body_n
-                })
+                // Threads with global_id().x below this bound index every array listed in
+                // the fast body's assumption in bounds.
+                let __fast_limit: u32 = [#(#fast_views.len()),*].into_iter().min().unwrap_or(u32::MAX);
+                __dc::cpu::execute(
+                    __l,
+                    __fast_limit,
+                    move |__ctx: &__dc::cpu::ThreadCtx<'_>| {
+                        #[allow(unused_macros)]
+                        macro_rules! __dc_assume_in_bounds { ($i:ident) => {}; }
+                        #body_n
+                    },
+                    move |__ctx: &__dc::cpu::ThreadCtx<'_>| {
+                        #[allow(unused_macros)]
+                        macro_rules! __dc_assume_in_bounds {
+                            ($i:ident) => {
+                                // SAFETY: the executor runs this body only for threads with
+                                // global_id().x < __fast_limit, the smallest length among
+                                // these arrays, and `$i` is exactly global_id().x.
+                                unsafe { ::core::hint::assert_unchecked(true #(&& $i < #fast_views.len())*) }
+                            };
+                        }
+                        #body_n
+                    },
+                )
             }
         }
     })

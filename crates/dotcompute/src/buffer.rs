@@ -11,7 +11,9 @@ mod sealed {
 }
 
 /// Element types of buffers: the IR's scalar types that can live in memory.
-pub trait Element: bytemuck::Pod + Send + Sync + sealed::Sealed + PartialEq + std::fmt::Debug {
+pub trait Element:
+    bytemuck::Pod + Send + Sync + sealed::Sealed + PartialEq + std::fmt::Debug
+{
     const TYPE: ScalarType;
 }
 
@@ -61,11 +63,21 @@ pub struct Buffer<T: Element> {
 
 impl<T: Element> std::fmt::Debug for Buffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Buffer<{}>[{}] on {}", T::TYPE, self.len, self.device.label())
+        write!(
+            f,
+            "Buffer<{}>[{}] on {}",
+            T::TYPE,
+            self.len,
+            self.device.label()
+        )
     }
 }
 
-fn resolve_range(range: impl RangeBounds<usize>, len: usize, op: &'static str) -> Result<(usize, usize)> {
+fn resolve_range(
+    range: impl RangeBounds<usize>,
+    len: usize,
+    op: &'static str,
+) -> Result<(usize, usize)> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => s.saturating_add(1),
@@ -97,11 +109,13 @@ fn same_len(op: &'static str, dst: usize, src: usize) -> Result<()> {
 
 impl<T: Element> Buffer<T> {
     pub(crate) fn new(device: &Device, len: usize) -> Result<Buffer<T>> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::OutOfMemory {
-            device: device.label(),
-            requested: u64::MAX,
-            detail: format!("{len} elements of {} overflow the address space", T::TYPE),
-        })?;
+        let bytes =
+            len.checked_mul(std::mem::size_of::<T>())
+                .ok_or_else(|| Error::OutOfMemory {
+                    device: device.label(),
+                    requested: u64::MAX,
+                    detail: format!("{len} elements of {} overflow the address space", T::TYPE),
+                })?;
         let raw = device.backend().alloc(bytes)?;
         Ok(Buffer {
             device: device.clone(),

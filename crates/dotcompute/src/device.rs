@@ -131,7 +131,12 @@ impl Device {
     }
     /// `cpu#1 (model name)`.
     pub fn label(&self) -> String {
-        format!("{}#{} ({})", self.backend_kind(), self.id(), self.info().name)
+        format!(
+            "{}#{} ({})",
+            self.backend_kind(),
+            self.id(),
+            self.info().name
+        )
     }
     pub(crate) fn backend(&self) -> &dyn DynBackend {
         &*self.inner.backend
@@ -172,7 +177,12 @@ impl Device {
     /// with arguments that match by construction; direct callers get every mismatch as an
     /// `Err` naming the argument: count, kind (buffer / scalar), element type, access,
     /// device, empty buffers, and buffers too long for `u32` indices.
-    pub fn launch_kernel(&self, kernel: &KernelDef, launch: Launch, args: &[Arg<'_>]) -> Result<()> {
+    pub fn launch_kernel(
+        &self,
+        kernel: &KernelDef,
+        launch: Launch,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
         let ir = kernel.ir()?;
         if args.len() != ir.params.len() {
             return Err(Error::ArgumentCount {
@@ -245,10 +255,16 @@ impl Device {
                     bound.push(BoundArg::Scalar(*l));
                 }
                 (Param::Buffer { elem, .. }, Arg::Scalar(l)) => {
-                    return Err(mismatch(format!("a buffer of {elem}"), format!("a {} scalar", l.ty())))
+                    return Err(mismatch(
+                        format!("a buffer of {elem}"),
+                        format!("a {} scalar", l.ty()),
+                    ))
                 }
                 (Param::Scalar { ty, .. }, Arg::Buffer { elem, .. }) => {
-                    return Err(mismatch(format!("a {ty} scalar"), format!("a buffer of {elem}")))
+                    return Err(mismatch(
+                        format!("a {ty} scalar"),
+                        format!("a buffer of {elem}"),
+                    ))
                 }
             }
         }

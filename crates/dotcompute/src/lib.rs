@@ -69,6 +69,69 @@
 //! shared memory, wrong or foreign buffers) are `Err`s naming the problem, and the device
 //! stays usable.
 //!
+//! ## Type safety
+//!
+//! A `#[kernel]`'s `launch` function is typed by the kernel's signature, so mistakes are
+//! compile errors. This compiles:
+//!
+//! ```
+//! use dotcompute::prelude::*;
+//! #[kernel]
+//! fn scale(x: &mut [f32], s: f32) {
+//!     let i = global_id().x;
+//!     if i < x.len() { x[i] *= s; }
+//! }
+//! let d = Device::cpu();
+//! let mut x = d.upload(&[1.0f32, 2.0]).unwrap();
+//! scale::launch(&d, Launch::threads(2), &mut x, 3.0).unwrap();
+//! assert_eq!(x.to_vec().unwrap(), vec![3.0, 6.0]);
+//! ```
+//!
+//! A scalar of the wrong type does not:
+//!
+//! ```compile_fail
+//! # use dotcompute::prelude::*;
+//! # #[kernel]
+//! # fn scale(x: &mut [f32], s: f32) { let i = global_id().x; if i < x.len() { x[i] *= s; } }
+//! # let d = Device::cpu();
+//! # let mut x = d.upload(&[1.0f32, 2.0]).unwrap();
+//! scale::launch(&d, Launch::threads(2), &mut x, 3u32).unwrap();
+//! ```
+//!
+//! Nor does a missing argument, a buffer of the wrong element type, or a read-only borrow
+//! where the kernel writes:
+//!
+//! ```compile_fail
+//! # use dotcompute::prelude::*;
+//! # #[kernel]
+//! # fn scale(x: &mut [f32], s: f32) { let i = global_id().x; if i < x.len() { x[i] *= s; } }
+//! # let d = Device::cpu();
+//! # let mut x = d.upload(&[1.0f32, 2.0]).unwrap();
+//! scale::launch(&d, Launch::threads(2), &mut x).unwrap();
+//! ```
+//!
+//! ```compile_fail
+//! # use dotcompute::prelude::*;
+//! # #[kernel]
+//! # fn scale(x: &mut [f32], s: f32) { let i = global_id().x; if i < x.len() { x[i] *= s; } }
+//! # let d = Device::cpu();
+//! let mut ints = d.upload(&[1u32, 2]).unwrap();
+//! scale::launch(&d, Launch::threads(2), &mut ints, 3.0).unwrap();
+//! ```
+//!
+//! ```compile_fail
+//! # use dotcompute::prelude::*;
+//! # #[kernel]
+//! # fn scale(x: &mut [f32], s: f32) { let i = global_id().x; if i < x.len() { x[i] *= s; } }
+//! # let d = Device::cpu();
+//! # let x = d.upload(&[1.0f32, 2.0]).unwrap();
+//! scale::launch(&d, Launch::threads(2), &x, 3.0).unwrap();
+//! ```
+//!
+//! A buffer cannot be freed while a launch uses it: the launch borrows it, and launches on
+//! the CPU backend complete before they return (asynchronous backends keep the memory
+//! alive until their work completes).
+//!
 //! ## Errors
 //!
 //! Every fallible operation returns [`Result`]; nothing panics on bad input. See [`Error`].
@@ -79,8 +142,7 @@ mod device;
 pub use buffer::{Arg, Buffer, BufferView, BufferViewMut, Element, ScalarArg};
 pub use device::{backends, BackendStatus, Device, BACKEND_ENV};
 pub use dotcompute_hal::{
-    BackendKind, DeviceInfo, Error, KernelDef, Launch, Limits, MemoryStats, ResolvedLaunch,
-    Result,
+    BackendKind, DeviceInfo, Error, KernelDef, Launch, Limits, MemoryStats, ResolvedLaunch, Result,
 };
 pub use dotcompute_macros::kernel;
 

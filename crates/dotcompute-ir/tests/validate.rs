@@ -1,0 +1,327 @@
+//! The validator rejects malformed IR with a message naming the problem, and hashing and
+//! serialization are stable.
+
+use dotcompute_ir::*;
+
+fn lit_u32(v: u32) -> Expr {
+    Expr {
+        ty: ScalarType::U32,
+        kind: ExprKind::Literal(Literal::U32(v)),
+    }
+}
+fn lit_f32(v: f32) -> Expr {
+    Expr {
+        ty: ScalarType::F32,
+        kind: ExprKind::Literal(Literal::f32(v)),
+    }
+}
+fn gid() -> Expr {
+    Expr {
+        ty: ScalarType::U32,
+        kind: ExprKind::Builtin(Builtin::GlobalId, Axis::X),
+    }
+}
+
+/// `out[gid] = 1.0` with `out: &mut [f32]`: a valid kernel to break in each test.
+fn base() -> Kernel {
+    Kernel {
+        version: IR_VERSION,
+        name: "k".into(),
+        params: vec![Param::Buffer {
+            name: "out".into(),
+            elem: ScalarType::F32,
+            access: Access::ReadWrite,
+        }],
+        shared: vec![],
+        locals: vec![],
+        body: vec![Stmt::Store {
+            mem: Memory::Buffer(0),
+            index: gid(),
+            value: lit_f32(1.0),
+        }],
+    }
+}
+
+fn rejects(k: Kernel, needle: &str) {
+    let e = validate(&k).expect_err("the validator accepted a malformed kernel");
+    assert!(
+        e.to_string().contains(needle),
+        "message `{e}` does not mention `{needle}`"
+    );
+}
+
+#[test]
+fn accepts_the_base_kernel() {
+    validate(&base()).unwrap();
+}
+
+#[test]
+fn rejects_a_store_into_a_read_only_buffer() {
+    let mut k = base();
+    k.params[0] = Param::Buffer {
+        name: "out".into(),
+        elem: ScalarType::F32,
+        access: Access::Read,
+    };
+    rejects(k, "read-only");
+}
+
+#[test]
+fn rejects_a_stored_value_of_the_wrong_type() {
+    let mut k = base();
+    k.body = vec![Stmt::Store {
+        mem: Memory::Buffer(0),
+        index: gid(),
+        value: lit_u32(1),
+    }];
+    rejects(k, "must be f32, found u32");
+}
+
+#[test]
+fn rejects_a_binary_op_on_mixed_types() {
+    let mut k = base();
+    let bad = Expr {
+        ty: ScalarType::F32,
+        kind: ExprKind::Binary(BinaryOp::Add, Box::new(lit_f32(1.0)), Box::new(lit_u32(2))),
+    };
+    k.body = vec![Stmt::Store {
+        mem: Memory::Buffer(0),
+        index: gid(),
+        value: bad,
+    }];
+    rejects(k, "`f32 + u32` is not defined");
+}
+
+#[test]
+fn rejects_a_mislabelled_expression_type() {
+    let mut k = base();
+    let bad = Expr {
+        ty: ScalarType::F32,
+        kind: ExprKind::Literal(Literal::U32(3)),
+    };
+    k.body = vec![Stmt::Store {
+        mem: Memory::Buffer(0),
+        index: gid(),
+        value: bad,
+    }];
+    rejects(k, "is labelled f32");
+}
+
+#[test]
+fn rejects_an_undeclared_local() {
+    let mut k = base();
+    k.locals.push(Local {
+        name: "x".into(),
+        ty: ScalarType::F32,
+        mutable: true,
+    });
+    k.body = vec![Stmt::Assign {
+        local: 0,
+        value: lit_f32(1.0),
+    }];
+    rejects(k, "outside the block that declares it");
+}
+
+#[test]
+fn rejects_a_local_used_after_its_block() {
+    let mut k = base();
+    k.locals.push(Local {
+        name: "x".into(),
+        ty: ScalarType::F32,
+        mutable: false,
+    });
+    k.body = vec![
+        Stmt::If {
+            cond: Expr {
+                ty: ScalarType::Bool,
+                kind: ExprKind::Literal(Literal::Bool(true)),
+            },
+            then: vec![Stmt::Let {
+                local: 0,
+                init: Some(lit_f32(1.0)),
+            }],
+            otherwise: vec![],
+        },
+        Stmt::Store {
+            mem: Memory::Buffer(0),
+            index: gid(),
+            value: Expr {
+                ty: ScalarType::F32,
+                kind: ExprKind::Local(0),
+            },
+        },
+    ];
+    rejects(k, "outside the block that declares it");
+}
+
+#[test]
+fn rejects_assignment_to_an_immutable_local() {
+    let mut k = base();
+    k.locals.push(Local {
+        name: "x".into(),
+        ty: ScalarType::F32,
+        mutable: false,
+    });
+    k.body = vec![
+        Stmt::Let {
+            local: 0,
+            init: Some(lit_f32(1.0)),
+        },
+        Stmt::Assign {
+            local: 0,
+            value: lit_f32(2.0),
+        },
+    ];
+    rejects(k, "immutable");
+}
+
+#[test]
+fn rejects_break_outside_a_loop() {
+    let mut k = base();
+    k.body.push(Stmt::Break);
+    rejects(k, "outside a loop");
+}
+
+#[test]
+fn rejects_two_dynamic_shared_arrays() {
+    let mut k = base();
+    for name in ["a", "b"] {
+        k.shared.push(SharedArray {
+            name: name.into(),
+            elem: ScalarType::F32,
+            len: SharedLen::Dynamic,
+        });
+    }
+    rejects(k, "at most one");
+}
+
+#[test]
+fn rejects_atomic_min_on_f32() {
+    let mut k = base();
+    k.body = vec![Stmt::Atomic {
+        op: AtomicOp::Min,
+        mem: Memory::Buffer(0),
+        index: gid(),
+        args: vec![lit_f32(1.0)],
+        result: None,
+    }];
+    rejects(k, "atomic min is not defined on f32");
+}
+
+#[test]
+fn rejects_bool_buffers_and_bad_names_and_versions() {
+    let mut k = base();
+    k.params[0] = Param::Buffer {
+        name: "out".into(),
+        elem: ScalarType::Bool,
+        access: Access::ReadWrite,
+    };
+    rejects(k, "bool");
+    let mut k = base();
+    k.name = "not an identifier".into();
+    rejects(k, "not an identifier");
+    let mut k = base();
+    k.version = IR_VERSION + 1;
+    rejects(k, "not supported");
+}
+
+#[test]
+fn rejects_a_float_index_and_a_non_bool_condition() {
+    let mut k = base();
+    k.body = vec![Stmt::Store {
+        mem: Memory::Buffer(0),
+        index: lit_f32(0.0),
+        value: lit_f32(1.0),
+    }];
+    rejects(k, "an index must be u32");
+    let mut k = base();
+    k.body = vec![Stmt::If {
+        cond: lit_u32(1),
+        then: vec![],
+        otherwise: vec![],
+    }];
+    rejects(k, "an if condition must be bool");
+}
+
+#[test]
+fn rejects_a_shift_by_a_signed_amount() {
+    let mut k = base();
+    let amount = Expr {
+        ty: ScalarType::I32,
+        kind: ExprKind::Literal(Literal::I32(1)),
+    };
+    let shifted = Expr {
+        ty: ScalarType::U32,
+        kind: ExprKind::Binary(BinaryOp::Shl, Box::new(gid()), Box::new(amount)),
+    };
+    k.params.push(Param::Buffer {
+        name: "o2".into(),
+        elem: ScalarType::U32,
+        access: Access::ReadWrite,
+    });
+    k.body = vec![Stmt::Store {
+        mem: Memory::Buffer(1),
+        index: gid(),
+        value: shifted,
+    }];
+    rejects(k, "shift amount must be u32");
+}
+
+#[test]
+fn serialization_round_trips_and_hashes_are_stable() {
+    let k = base();
+    let json = k.to_json();
+    let back = Kernel::from_json(&json).unwrap();
+    assert_eq!(back, k);
+    assert_eq!(back.content_hash(), k.content_hash());
+    let mut other = base();
+    other.body = vec![Stmt::Store {
+        mem: Memory::Buffer(0),
+        index: gid(),
+        value: lit_f32(2.0),
+    }];
+    assert_ne!(
+        other.content_hash(),
+        k.content_hash(),
+        "a different constant must change the hash"
+    );
+    // The hash of a fixed kernel is fixed across processes and machines.
+    assert_eq!(k.content_hash_hex().len(), 64);
+    assert_eq!(
+        k.content_hash_hex(),
+        Kernel::from_json(&json).unwrap().content_hash_hex()
+    );
+}
+
+#[test]
+fn corrupt_serialized_kernels_are_errors() {
+    assert!(matches!(
+        Kernel::from_json("{not json"),
+        Err(DecodeError::Syntax(_))
+    ));
+    let mut k = base();
+    k.body.push(Stmt::Continue);
+    assert!(matches!(
+        Kernel::from_json(&k.to_json()),
+        Err(DecodeError::Invalid(_))
+    ));
+    let truncated = &base().to_json()[..40];
+    assert!(Kernel::from_json(truncated).is_err());
+}
+
+#[test]
+fn the_builder_reports_type_errors_with_the_line_and_a_hint() {
+    let mut b = Builder::new("k");
+    let out = b.buffer("out", ScalarType::U32, Access::ReadWrite);
+    b.line(7);
+    let s = b.let_("s", None, true, V::Int(1)).unwrap();
+    let n = b.len(out);
+    let cur = b.get(s);
+    let e = b.binary(BinaryOp::Lt, cur, n).unwrap_err();
+    assert_eq!(e.line, 7);
+    assert!(
+        e.message
+            .contains("local `s` took i32 from an untyped literal"),
+        "{e}"
+    );
+}

@@ -1,0 +1,299 @@
+//! Bad input gets a clear `Err` naming the problem, never a panic, and the device stays
+//! usable afterwards (each test ends by running a correct kernel on the same device).
+
+use dotcompute::prelude::*;
+use dotcompute::{Arg, Error};
+
+#[kernel]
+fn vector_add(a: &[f32], b: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = a[i] + b[i];
+    }
+}
+
+/// No bounds check: relies on the launch matching the buffer.
+#[kernel]
+fn fill_ids_unchecked(out: &mut [u32]) {
+    let i = global_id().x;
+    out[i] = i;
+}
+
+#[kernel]
+fn uses_dynamic_shared(out: &mut [f32]) {
+    let s = shared_dynamic::<f32>();
+    let l = local_id().x;
+    s[l] = 1.0;
+    barrier();
+    if global_id().x < out.len() {
+        out[global_id().x] = s[l];
+    }
+}
+
+/// Threads 0..4 of each group leave before the barrier the others wait at.
+#[kernel]
+fn diverging_barrier(out: &mut [u32]) {
+    let l = local_id().x;
+    if l < 4 {
+        return;
+    }
+    barrier();
+    if global_id().x < out.len() {
+        out[global_id().x] = l;
+    }
+}
+
+/// `s` defaults to i32 from its literal but is compared with a u32: a build error at
+/// first use, naming the line and the local.
+#[kernel]
+fn literal_type_clash(out: &mut [u32]) {
+    let mut s = 1;
+    while s < out.len() {
+        s *= 2;
+    }
+    out[0] = 1u32;
+}
+
+/// The device still computes correctly.
+fn still_works(d: &Device) {
+    let n = 1000;
+    let a = d.upload(&vec![2.0f32; n]).unwrap();
+    let b = d
+        .upload(&(0..n).map(|i| i as f32).collect::<Vec<_>>())
+        .unwrap();
+    let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+    vector_add::launch(d, Launch::threads(n), &a, &b, &mut out).unwrap();
+    let got = out.to_vec().unwrap();
+    assert!(got.iter().enumerate().all(|(i, &v)| v == 2.0 + i as f32));
+}
+
+#[test]
+fn buffer_too_small_for_the_launch_names_kernel_argument_and_index() {
+    let d = Device::cpu();
+    let mut out = d.alloc_filled(100, 0xDEADBEEFu32).unwrap();
+    let e = fill_ids_unchecked::launch(&d, Launch::threads(150), &mut out).unwrap_err();
+    match &e {
+        Error::OutOfBounds {
+            kernel,
+            arg,
+            index,
+            len,
+        } => {
+            assert_eq!(
+                (kernel.as_str(), arg.as_str(), *len),
+                ("fill_ids_unchecked", "out", 100)
+            );
+            assert!(*index >= 100 && *index < 150);
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    assert!(e.to_string().contains("`out`"), "{e}");
+    // In-bounds elements were written; nothing beyond the buffer was touched.
+    let got = out.to_vec().unwrap();
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == i as u32 || v == 0xDEADBEEF));
+    still_works(&d);
+}
+
+#[test]
+fn zero_size_launch_and_zero_size_buffer_are_errors() {
+    let d = Device::cpu();
+    let a = d.upload(&[1.0f32; 4]).unwrap();
+    let mut out = d.alloc::<f32>(4).unwrap();
+    let e = vector_add::launch(&d, Launch::threads(0), &a, &a, &mut out).unwrap_err();
+    assert!(matches!(e, Error::EmptyLaunch { .. }), "{e:?}");
+    let e = vector_add::launch(&d, Launch::grid2d(8, 0), &a, &a, &mut out).unwrap_err();
+    assert!(matches!(e, Error::EmptyLaunch { .. }), "{e:?}");
+    let mut empty = d.alloc::<f32>(0).unwrap();
+    let e = vector_add::launch(&d, Launch::threads(4), &a, &a, &mut empty).unwrap_err();
+    match e {
+        Error::EmptyBuffer { arg, .. } => assert_eq!(arg, "out"),
+        other => panic!("expected EmptyBuffer, got {other:?}"),
+    }
+    still_works(&d);
+}
+
+#[test]
+fn grid_beyond_the_limits_is_an_error() {
+    let d = Device::cpu();
+    let a = d.upload(&[1.0f32; 4]).unwrap();
+    let mut out = d.alloc::<f32>(4).unwrap();
+    let e = vector_add::launch(&d, Launch::threads(u32::MAX as usize + 1), &a, &a, &mut out)
+        .unwrap_err();
+    assert!(matches!(e, Error::GridTooLarge { .. }), "{e:?}");
+    assert!(e.to_string().contains("u32"), "{e}");
+    let e = vector_add::launch(&d, Launch::grid3d(4, 4, usize::MAX), &a, &a, &mut out).unwrap_err();
+    assert!(matches!(e, Error::GridTooLarge { .. }), "{e:?}");
+    still_works(&d);
+}
+
+#[test]
+fn group_size_beyond_the_limits_is_an_error() {
+    let d = Device::cpu();
+    let a = d.upload(&[1.0f32; 4]).unwrap();
+    let mut out = d.alloc::<f32>(4).unwrap();
+    for launch in [
+        Launch::threads(4).group(2048),
+        Launch::grid2d(4, 4).group2d(64, 64),
+        Launch::grid3d(4, 4, 4).group3d(1, 1, 128),
+        Launch::threads(4).group(0),
+    ] {
+        let e = vector_add::launch(&d, launch, &a, &a, &mut out).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidGroupSize { .. }),
+            "{launch:?}: {e:?}"
+        );
+    }
+    still_works(&d);
+}
+
+#[test]
+fn shared_memory_beyond_the_limit_or_missing_is_an_error() {
+    let d = Device::cpu();
+    let mut out = d.alloc::<f32>(256).unwrap();
+    let limit = d.info().limits.max_shared_bytes;
+    let too_many = (limit / 4 + 1) as u32;
+    let e = uses_dynamic_shared::launch(
+        &d,
+        Launch::threads(256).group(256).dynamic_shared(too_many),
+        &mut out,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::SharedMemoryTooLarge { .. }), "{e:?}");
+    let e = uses_dynamic_shared::launch(&d, Launch::threads(256).group(256), &mut out).unwrap_err();
+    assert!(matches!(e, Error::DynamicShared { .. }), "{e:?}");
+    // A correct launch of the same kernel works.
+    out.fill(f32::NAN).unwrap();
+    uses_dynamic_shared::launch(
+        &d,
+        Launch::threads(256).group(256).dynamic_shared(256),
+        &mut out,
+    )
+    .unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|&v| v == 1.0));
+    still_works(&d);
+}
+
+#[test]
+fn a_buffer_from_another_device_is_an_error() {
+    let d = Device::cpu();
+    let other = Device::cpu();
+    let a = d.upload(&[1.0f32; 4]).unwrap();
+    let foreign = other.upload(&[1.0f32; 4]).unwrap();
+    let mut out = d.alloc::<f32>(4).unwrap();
+    let e = vector_add::launch(&d, Launch::threads(4), &a, &foreign, &mut out).unwrap_err();
+    match &e {
+        Error::WrongDevice { arg, .. } => assert_eq!(arg, "b"),
+        other => panic!("expected WrongDevice, got {other:?}"),
+    }
+    still_works(&d);
+    still_works(&other);
+}
+
+#[test]
+fn untyped_launches_check_argument_count_and_types() {
+    let d = Device::cpu();
+    let a = d.upload(&[1.0f32; 4]).unwrap();
+    let ints = d.upload(&[1u32; 4]).unwrap();
+    let mut out = d.alloc::<f32>(4).unwrap();
+    let k = &vector_add::KERNEL;
+    let e = d
+        .launch_kernel(k, Launch::threads(4), &[Arg::buffer(&a)])
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ArgumentCount {
+                expected: 3,
+                found: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = d
+        .launch_kernel(
+            k,
+            Launch::threads(4),
+            &[
+                Arg::buffer(&a),
+                Arg::buffer(&ints),
+                Arg::buffer_mut(&mut out),
+            ],
+        )
+        .unwrap_err();
+    match &e {
+        Error::ArgumentType { arg, .. } => assert_eq!(arg, "b"),
+        other => panic!("expected ArgumentType, got {other:?}"),
+    }
+    let e = d
+        .launch_kernel(
+            k,
+            Launch::threads(4),
+            &[
+                Arg::buffer(&a),
+                Arg::scalar(1.0f32),
+                Arg::buffer_mut(&mut out),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::ArgumentType { .. }), "{e:?}");
+    // A read-write parameter given a read-only binding.
+    let e = d
+        .launch_kernel(
+            k,
+            Launch::threads(4),
+            &[Arg::buffer(&a), Arg::buffer(&a), Arg::buffer(&out)],
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("`out`"), "{e}");
+    still_works(&d);
+}
+
+#[test]
+fn barrier_divergence_is_reported() {
+    let d = Device::cpu();
+    let mut out = d.alloc::<u32>(64).unwrap();
+    let e = diverging_barrier::launch(&d, Launch::threads(64).group(32), &mut out).unwrap_err();
+    assert!(matches!(e, Error::BarrierDivergence { .. }), "{e:?}");
+    still_works(&d);
+}
+
+#[test]
+fn a_kernel_that_does_not_build_is_an_error_with_its_line() {
+    let d = Device::cpu();
+    let mut out = d.alloc::<u32>(4).unwrap();
+    let e = literal_type_clash::launch(&d, Launch::threads(4), &mut out).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::Build(_)), "{e:?}");
+    assert!(
+        msg.contains("literal_type_clash") && msg.contains("line") && msg.contains("`s`"),
+        "{msg}"
+    );
+    still_works(&d);
+}
+
+#[test]
+fn out_of_memory_is_an_error_and_the_device_keeps_working() {
+    let d = Device::cpu();
+    let e = d.alloc::<f64>(usize::MAX / 4).unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }), "{e:?}");
+    still_works(&d);
+}
+
+#[test]
+fn unknown_and_unavailable_backends_are_errors() {
+    assert!(matches!(
+        Device::by_name("quantum"),
+        Err(Error::UnknownBackend(_))
+    ));
+    for name in ["cuda", "wgpu", "metal"] {
+        let e = Device::by_name(name).unwrap_err();
+        assert!(
+            matches!(e, Error::BackendUnavailable { .. }),
+            "{name}: {e:?}"
+        );
+    }
+}

@@ -1,0 +1,13 @@
+use dotcompute::prelude::*;
+
+fn helper(x: f32) -> f32 {
+    x * 2.0
+}
+
+#[kernel]
+fn calls_a_function(out: &mut [f32]) {
+    let i = global_id().x;
+    out[i] = helper(1.0);
+}
+
+fn main() {}
