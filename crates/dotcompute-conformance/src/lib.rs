@@ -210,6 +210,11 @@ pub fn required_backends() -> Result<Vec<BackendKind>, String> {
 /// [`conformance_tests!`].
 pub fn run_test(kind: BackendKind, name: &str) {
     let required = required_backends().unwrap_or_else(|e| panic!("{e}"));
+    run_test_requiring(&required, kind, name)
+}
+
+/// [`run_test`] with the list of required backends given explicitly.
+pub fn run_test_requiring(required: &[BackendKind], kind: BackendKind, name: &str) {
     let device = match Device::with_backend(kind) {
         Ok(d) => d,
         Err(e) if required.contains(&kind) => {
@@ -401,7 +406,7 @@ fn matrix_multiply(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
     let launch = Launch::grid2d(n, m).group2d(tile, tile);
     kernels::matmul_tiled::launch(d, launch, &da, &db, &mut dc, m as u32, n as u32, k as u32)?;
     let c = dc.to_vec()?;
-    let (mut diff2, mut ref2, mut worst) = (0.0f64, 0.0f64, 0.0f64);
+    let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
     for i in 0..m {
         for j in 0..n {
             let (mut r, mut mag) = (0.0f64, 0.0f64);
@@ -422,7 +427,6 @@ fn matrix_multiply(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
                     max_error: err,
                 });
             }
-            worst = worst.max(err / (mag + 1e-30));
             diff2 += (g - r) * (g - r);
             ref2 += r * r;
         }
@@ -434,7 +438,6 @@ fn matrix_multiply(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
             max_error: rel,
         });
     }
-    let _ = worst;
     Ok(Outcome { max_error: rel })
 }
 
@@ -765,4 +768,27 @@ pub fn seed_kernels() -> Vec<&'static dotcompute::KernelDef> {
         &histogram64::KERNEL,
         &int_semantics::KERNEL,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "required by DOTCOMPUTE_REQUIRE but unavailable")]
+    fn a_required_backend_that_is_absent_fails_the_run() {
+        // No CUDA backend exists in this build, so requiring it must fail, not skip.
+        run_test_requiring(&[BackendKind::Cuda], BackendKind::Cuda, "ThreadIds");
+    }
+
+    #[test]
+    fn an_optional_backend_that_is_absent_is_skipped() {
+        run_test_requiring(&[], BackendKind::Cuda, "ThreadIds");
+    }
+
+    #[test]
+    #[should_panic(expected = "no conformance case named")]
+    fn an_unknown_case_name_fails() {
+        run_test_requiring(&[], BackendKind::Cpu, "NoSuchCase");
+    }
 }

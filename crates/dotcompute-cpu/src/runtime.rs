@@ -670,6 +670,8 @@ where
         group: [group_id.x, group_id.y, group_id.z],
         detail,
     };
+    // On divergence the function returns early: the suspended coroutines are dropped
+    // (unwinding their stacks) and their stacks are not recycled; that path is rare.
     let mut live = n;
     while live > 0 {
         let mut site: Option<u32> = None;
@@ -707,11 +709,4 @@ where
         }
     }
     STACKS.with(|s| s.borrow_mut().extend(stacks));
-}
-
-// Stacks of coroutines dropped on an error are not recovered: that path is rare.
-#[allow(dead_code)]
-fn _assert_send_sync() {
-    fn is<T: Send + Sync>() {}
-    is::<GlobalRef<'static, f32>>();
 }

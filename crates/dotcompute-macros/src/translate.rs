@@ -1172,7 +1172,6 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 }
                 let t = ir_type(&elem);
                 let writable = r.mutability.is_some();
-                let access = if writable { quote!(Mut) } else { quote!(Ref) };
                 let ir_access = if writable {
                     quote!(ReadWrite)
                 } else {
@@ -1195,7 +1194,6 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     launch_params.push(quote!(#pname: &::dotcompute::Buffer<#elem_id>));
                     launch_args.push(quote!(__dc::Arg::buffer(#pname)));
                 }
-                let _ = access;
                 tx.bind(&pname_str, Binding::Buffer);
                 param_docs.push(format!(
                     "* `{pname_str}`: `{}[{elem}]`",
@@ -1262,8 +1260,6 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         .iter()
         .map(|n| format_ident!("{n}"))
         .collect();
-    let barrier_sites = tx.barrier_sites;
-    let _ = barrier_sites;
     Ok(quote_spanned! {span=>
         #(#docs)*
         #[allow(non_snake_case, unused_imports, dead_code, unused_variables, unused_mut, unused_braces, unused_parens, clippy::all)]
