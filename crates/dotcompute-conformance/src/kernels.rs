@@ -164,3 +164,101 @@ pub fn int_semantics(a: &[i32], b: &[i32], fl: &[f32], out: &mut [i32]) {
         out[base + 7] = ((x as u32) >> 3u32) as i32;
     }
 }
+
+/// Every atomic operation on `u32` and `i32`: each thread applies its op to a counter and
+/// keeps the old value, so both the final counters and the set of old values are checked.
+#[kernel]
+pub fn atomic_ops(v: &[u32], uc: &mut [u32], ic: &mut [i32], old: &mut [u32]) {
+    let i = global_id().x;
+    if i < v.len() {
+        let x = v[i];
+        let s = x as i32 - 500;
+        old[i * 9] = atomic_add(&uc[0], x);
+        old[i * 9 + 1] = atomic_sub(&uc[1], x);
+        old[i * 9 + 2] = atomic_min(&uc[2], x);
+        old[i * 9 + 3] = atomic_max(&uc[3], x);
+        old[i * 9 + 4] = atomic_and(&uc[4], !(1u32 << (x % 32)));
+        old[i * 9 + 5] = atomic_or(&uc[5], 1u32 << (x % 32));
+        old[i * 9 + 6] = atomic_xor(&uc[6], x);
+        old[i * 9 + 7] = atomic_min(&ic[0], s) as u32;
+        old[i * 9 + 8] = atomic_max(&ic[1], s) as u32;
+        // Exactly one thread wins the exchange of the initial value.
+        let prev = atomic_compare_exchange(&uc[7], 0xFFFF_FFFFu32, i);
+        if prev == 0xFFFF_FFFFu32 {
+            atomic_add(&uc[8], 1u32);
+        }
+        atomic_exchange(&ic[2], s);
+    }
+}
+
+/// The math functions on `f32`, one output each per input.
+#[kernel]
+pub fn math_f32(x: &[f32], y: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < x.len() {
+        let a = x[i];
+        let b = y[i];
+        let o = i * 14;
+        out[o] = a.abs().sqrt();
+        out[o + 1] = a.sin();
+        out[o + 2] = a.cos();
+        out[o + 3] = (a * 0.25).tan();
+        out[o + 4] = (a * 0.5).exp();
+        out[o + 5] = (a.abs() + 0.5).ln();
+        out[o + 6] = (a.abs() + 0.1).powf(b * 0.5);
+        out[o + 7] = a.abs();
+        out[o + 8] = a.min(b);
+        out[o + 9] = a.max(b);
+        out[o + 10] = a.mul_add(b, 0.5);
+        out[o + 11] = a.floor();
+        out[o + 12] = b.ceil();
+        out[o + 13] = a.clamp(-1.0, 1.0);
+    }
+}
+
+/// Loops with `step_by`, `continue`, `break`, `while`, `loop`, nested ifs and an `if`
+/// value: the result is checked against the same function on the host.
+#[kernel]
+pub fn control_flow(n: &[u32], out: &mut [u32]) {
+    let i = global_id().x;
+    if i < n.len() {
+        let limit = n[i] % 50;
+        let mut acc: u32 = 0;
+        for k in (0..limit).step_by(3) {
+            if k % 2 == 0 {
+                continue;
+            }
+            acc += k;
+        }
+        let mut j: u32 = 0;
+        while j < limit {
+            j += 7;
+            if j > 30 {
+                break;
+            }
+        }
+        let mut steps: u32 = 0;
+        let mut v = n[i];
+        loop {
+            if v <= 1 || steps >= 40 {
+                break;
+            }
+            v = if v % 2 == 0 { v / 2 } else { 3 * v + 1 };
+            steps += 1;
+        }
+        let mut signed: i32 = 0;
+        for t in -3..(limit as i32) {
+            signed += if t < 0 {
+                -t
+            } else if t > 10 {
+                1
+            } else {
+                t * 2
+            };
+        }
+        out[i * 4] = acc;
+        out[i * 4 + 1] = j;
+        out[i * 4 + 2] = steps;
+        out[i * 4 + 3] = signed as u32;
+    }
+}

@@ -140,6 +140,24 @@ pub fn cases() -> Vec<Case> {
             vec![Size::n(4099)],
             integer_semantics,
         ),
+        c(
+            "AtomicOps",
+            "semantics",
+            vec![Size::n(1), Size::n(1000), Size::n(100_003)],
+            atomic_ops,
+        ),
+        c(
+            "MathFunctions",
+            "semantics",
+            vec![Size::n(4099)],
+            math_functions,
+        ),
+        c(
+            "ControlFlow",
+            "semantics",
+            vec![Size::n(1), Size::n(5003)],
+            control_flow,
+        ),
         c("UploadDownload", "memory", seed_sizes(), upload_download),
         c("CopyAndViews", "memory", seed_sizes(), copy_and_views),
         c("Fill", "memory", seed_sizes(), fill),
@@ -250,12 +268,14 @@ macro_rules! conformance_tests {
             vector_multiply => "VectorMultiply", reduction_sum => "ReductionSum",
             matrix_multiply => "MatrixMultiply", unified_memory => "UnifiedMemory",
             grid_ids_3d => "GridIds3D", shared_atomics => "SharedAtomics",
-            integer_semantics => "IntegerSemantics", upload_download => "UploadDownload",
+            integer_semantics => "IntegerSemantics", atomic_ops => "AtomicOps",
+            math_functions => "MathFunctions", control_flow => "ControlFlow",
+            upload_download => "UploadDownload",
             copy_and_views => "CopyAndViews", fill => "Fill", alloc_zero => "AllocZero",
             alloc_too_large => "AllocTooLarge", pool_reuse => "PoolReuse");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 15, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 18, "add new cases to conformance_tests!");
         }
     };
     (@each $kind:expr; $($test:ident => $name:literal),*) => {
@@ -582,6 +602,198 @@ fn integer_semantics(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<
     Ok(Outcome::default())
 }
 
+fn atomic_ops(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let v: Vec<u32> = (0..n).map(|_| rng.u32(0..1000)).collect();
+    let uinit = [
+        7u32,
+        1 << 31,
+        u32::MAX,
+        0,
+        u32::MAX,
+        0,
+        0x5A5A_5A5A,
+        u32::MAX,
+        0,
+    ];
+    let iinit = [i32::MAX, i32::MIN, 12345];
+    let dv = d.upload(&v)?;
+    let mut uc = d.upload(&uinit)?;
+    let mut ic = d.upload(&iinit)?;
+    let mut old = d.alloc_filled(n * 9, POISON_U32)?;
+    kernels::atomic_ops::launch(
+        d,
+        Launch::threads(n).group(64),
+        &dv,
+        &mut uc,
+        &mut ic,
+        &mut old,
+    )?;
+    let (u, i, old) = (uc.to_vec()?, ic.to_vec()?, old.to_vec()?);
+    let signed: Vec<i32> = v.iter().map(|&x| x as i32 - 500).collect();
+    let mut bits = 0u32;
+    for x in &v {
+        bits |= 1 << (x % 32);
+    }
+    let want_u = [
+        v.iter().fold(uinit[0], |a, &x| a.wrapping_add(x)),
+        v.iter().fold(uinit[1], |a, &x| a.wrapping_sub(x)),
+        *v.iter().min().unwrap(),
+        *v.iter().max().unwrap(),
+        !bits,
+        bits,
+        v.iter().fold(uinit[6], |a, &x| a ^ x),
+    ];
+    if u[..7] != want_u {
+        return fail(format!("u32 counters {:?}, expected {want_u:?}", &u[..7]));
+    }
+    if u[7] >= n as u32 || u[8] != 1 {
+        return fail(format!(
+            "compare-exchange: winner {} and {} winners, expected one winner < {n}",
+            u[7], u[8]
+        ));
+    }
+    let (imin, imax) = (*signed.iter().min().unwrap(), *signed.iter().max().unwrap());
+    if i[0] != imin || i[1] != imax || !signed.contains(&i[2]) {
+        return fail(format!(
+            "i32 counters {i:?}, expected [{imin}, {imax}, one of the values]"
+        ));
+    }
+    // Old values: every thread wrote all nine (the add's old value is at most the total,
+    // far below the poison), the smallest add-old is the initial value, and min/max olds
+    // never lie beyond the final extremes.
+    let first_add = (0..n).map(|t| old[t * 9]).min().unwrap_or(uinit[0]);
+    if first_add != uinit[0] {
+        return fail(format!(
+            "the first atomic_add saw {first_add}, expected the initial {}",
+            uinit[0]
+        ));
+    }
+    for t in 0..n {
+        let o = &old[t * 9..t * 9 + 9];
+        if o[0] == POISON_U32 {
+            return fail(format!("thread {t} wrote no old values"));
+        }
+        if o[2] < u[2] || o[3] > u[3] || (o[7] as i32) < imin || (o[8] as i32) > imax {
+            return fail(format!(
+                "thread {t}: old values {o:?} are outside what min/max allow"
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn math_functions(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let x: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 20.0).collect();
+    let y: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 8.0).collect();
+    let (dx, dy) = (d.upload(&x)?, d.upload(&y)?);
+    let mut out = poisoned_f32(d, n * 14)?;
+    kernels::math_f32::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
+    let got = out.to_vec()?;
+    let names = [
+        "sqrt", "sin", "cos", "tan", "exp", "ln", "powf", "abs", "min", "max", "mul_add", "floor",
+        "ceil", "clamp",
+    ];
+    let mut worst = 0.0f64;
+    for i in 0..n {
+        let (a, b) = (x[i] as f64, y[i] as f64);
+        let want = [
+            a.abs().sqrt(),
+            a.sin(),
+            a.cos(),
+            (a * 0.25).tan(),
+            (a * 0.5).exp(),
+            (a.abs() + 0.5).ln(),
+            (a.abs() + 0.1).powf(b * 0.5),
+            a.abs(),
+            a.min(b),
+            a.max(b),
+            a.mul_add(b, 0.5),
+            a.floor(),
+            b.ceil(),
+            a.clamp(-1.0, 1.0),
+        ];
+        for (f, w) in want.iter().enumerate() {
+            let g = got[i * 14 + f] as f64;
+            // Correctly rounded functions must be within half an ulp of f32; the
+            // transcendental ones (GPU approximations) within 4 ulp of the result or
+            // 2e-6 absolute near zero.
+            let exact = matches!(f, 0 | 7 | 8 | 9 | 10 | 11 | 12 | 13);
+            let tol = if exact {
+                0.5 * f32::EPSILON as f64 * w.abs()
+            } else {
+                4.0 * f32::EPSILON as f64 * w.abs() + 2e-6
+            };
+            let err = (g - w).abs();
+            if err.is_nan() || err > tol + 1e-30 {
+                return Err(Failure {
+                    message: format!(
+                        "{}({}, {}) = {g}, expected {w} (error {err:e} > {tol:e})",
+                        names[f], x[i], y[i]
+                    ),
+                    max_error: err,
+                });
+            }
+            worst = worst.max(err / w.abs().max(1e-30));
+        }
+    }
+    Ok(Outcome { max_error: worst })
+}
+
+fn control_flow_reference(n: u32) -> [u32; 4] {
+    let limit = n % 50;
+    let acc: u32 = (0..limit).step_by(3).filter(|k| k % 2 == 1).sum();
+    let mut j = 0u32;
+    while j < limit {
+        j += 7;
+        if j > 30 {
+            break;
+        }
+    }
+    let (mut steps, mut v) = (0u32, n);
+    while !(v <= 1 || steps >= 40) {
+        v = if v % 2 == 0 {
+            v / 2
+        } else {
+            v.wrapping_mul(3).wrapping_add(1)
+        };
+        steps += 1;
+    }
+    let signed: i32 = (-3..limit as i32)
+        .map(|t| {
+            if t < 0 {
+                -t
+            } else if t > 10 {
+                1
+            } else {
+                t * 2
+            }
+        })
+        .sum();
+    [acc, j, steps, signed as u32]
+}
+
+fn control_flow(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let input: Vec<u32> = (0..n).map(|_| rng.u32(0..100_000)).collect();
+    let di = d.upload(&input)?;
+    let mut out = d.alloc_filled(n * 4, POISON_U32)?;
+    kernels::control_flow::launch(d, Launch::threads(n), &di, &mut out)?;
+    let got = out.to_vec()?;
+    for i in 0..n {
+        let want = control_flow_reference(input[i]);
+        if got[i * 4..i * 4 + 4] != want {
+            return fail(format!(
+                "input {}: got {:?}, expected {want:?} (acc, j, steps, signed)",
+                input[i],
+                &got[i * 4..i * 4 + 4]
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
 // ------------------------------------------------------------------ memory cases
 
 fn round_trip<T: Element>(d: &Device, data: &[T]) -> Result<(), Failure> {
@@ -767,6 +979,9 @@ pub fn seed_kernels() -> Vec<&'static dotcompute::KernelDef> {
         &grid_ids::KERNEL,
         &histogram64::KERNEL,
         &int_semantics::KERNEL,
+        &atomic_ops::KERNEL,
+        &math_f32::KERNEL,
+        &control_flow::KERNEL,
     ]
 }
 
