@@ -3,22 +3,33 @@
 #
 #   scripts/test.sh
 #
-# 1. installs what the tests need beyond the Rust toolchain (nothing yet: Vulkan through
-#    lavapipe arrives with the wgpu backend, issue #3);
+# 1. installs what the tests need beyond the Rust toolchain: Vulkan through lavapipe
+#    (Debian's mesa-vulkan-drivers, software Vulkan on the CPU) for the wgpu backend;
 # 2. checks formatting and clippy;
 # 3. runs every test (cargo nextest if present, else cargo test) and the doctests;
-# 4. runs the main job, `dotcompute validate`, in release on the CPU backend.
+# 4. runs the main job, `dotcompute validate --backend all`, in release.
 #
-# DOTCOMPUTE_REQUIRE (default `cpu`) lists backends whose absence fails the run instead of
+# DOTCOMPUTE_REQUIRE (default `cpu,wgpu`) lists backends whose absence fails the run instead of
 # skipping their conformance tests. DOTCOMPUTE_SEED replays a failing random input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export DOTCOMPUTE_REQUIRE="${DOTCOMPUTE_REQUIRE:-cpu}"
+export DOTCOMPUTE_REQUIRE="${DOTCOMPUTE_REQUIRE:-cpu,wgpu}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 jobs="${CARGO_BUILD_JOBS:-2}"
 
 step() { printf '\n== %s\n' "$*"; }
+
+step "test dependencies: Vulkan (lavapipe)"
+if ! ldconfig -p | grep -q 'libvulkan.so.1' || ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+fi
+ls /usr/share/vulkan/icd.d/
+# lavapipe warns about XDG_RUNTIME_DIR when it is unset; the warning is harmless.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 
 step "toolchain"
 cargo --version
@@ -39,5 +50,5 @@ else
   cargo test --workspace -j "$jobs" --no-fail-fast
 fi
 
-step "dotcompute validate --backend cpu (release)"
-cargo run --release -j "$jobs" -p dotcompute-cli -- validate --backend cpu
+step "dotcompute validate --backend all (release)"
+cargo run --release -j "$jobs" -p dotcompute-cli -- validate --backend all

@@ -42,7 +42,7 @@ enum Command {
     Emit {
         /// Kernel name, e.g. vector_add (`dotcompute emit list` lists them).
         kernel: String,
-        /// ir (available now); wgsl, msl, spirv, hlsl, cuda come with their backends.
+        /// ir, json, wgsl, msl, spirv, hlsl (cuda comes with the CUDA backend).
         #[arg(long, default_value = "ir")]
         target: String,
     },
@@ -244,18 +244,44 @@ fn emit(kernel: &str, target: &str) -> ExitCode {
     match target {
         "ir" => print!("{}", dotcompute_codegen::IrText.generate(ir)),
         "json" => println!("{}", ir.to_json()),
-        "wgsl" | "msl" | "spirv" | "hlsl" => {
-            eprintln!("error: target `{target}` is not implemented yet (it comes with the wgpu backend, issue #3); available: ir, json");
-            return ExitCode::from(2);
-        }
+        "wgsl" | "msl" | "spirv" | "hlsl" => match emit_through_wgsl(ir, target) {
+            Ok(text) => print!("{text}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
         "cuda" => {
-            eprintln!("error: target `cuda` is not implemented yet (it comes with the CUDA backend, issue #4); available: ir, json");
+            eprintln!("error: target `cuda` is not implemented yet (it comes with the CUDA backend, issue #4); available: ir, json, wgsl, msl, spirv, hlsl");
             return ExitCode::from(2);
         }
         other => {
-            eprintln!("error: unknown target `{other}`; available: ir, json");
+            eprintln!(
+                "error: unknown target `{other}`; available: ir, json, wgsl, msl, spirv, hlsl"
+            );
             return ExitCode::from(2);
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The WGSL of a kernel (specialised for 256 threads per group and a dynamic shared
+/// length of 256) and what naga makes of it.
+fn emit_through_wgsl(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String, String> {
+    use dotcompute_codegen::{naga_out, wgsl};
+    let opts = wgsl::WgslOptions {
+        group_size: [256, 1, 1],
+        dynamic_shared_len: 256,
+    };
+    let module = wgsl::generate(ir, &opts).map_err(|e| e.to_string())?;
+    let naga = naga_out::validate_wgsl(&module.source)?;
+    Ok(match target {
+        "wgsl" => module.source,
+        "msl" => naga_out::to_msl(&naga)?,
+        "hlsl" => naga_out::to_hlsl(&naga)?,
+        _ => {
+            let words = naga_out::to_spirv(&naga)?;
+            dotcompute_codegen::spirv_listing(&words)
+        }
+    })
 }

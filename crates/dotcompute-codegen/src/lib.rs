@@ -11,8 +11,29 @@
 //! re-check types. *Guarantees* deterministic output: the same IR gives byte-identical
 //! source, so generated source can be snapshot-tested and hashed into cache keys.
 
+pub mod naga_out;
+pub mod wgsl;
+
 use dotcompute_ir::*;
 use std::fmt::Write;
+
+/// A SPIR-V module as text: a header with the word count and SHA-256, then the words in
+/// hex, eight per line (naga has no disassembler; `spirv-dis` reads the binary form).
+pub fn spirv_listing(words: &[u32]) -> String {
+    use sha2::{Digest, Sha256};
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let hash: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut out = format!("; SPIR-V, {} words, sha256 {hash}\n", words.len());
+    for chunk in words.chunks(8) {
+        let line: Vec<String> = chunk.iter().map(|w| format!("{w:08x}")).collect();
+        out.push_str(&line.join(" "));
+        out.push('\n');
+    }
+    out
+}
 
 /// Version of the generators' output; part of compile-cache keys.
 pub const CODEGEN_VERSION: u32 = 1;

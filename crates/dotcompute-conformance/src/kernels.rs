@@ -200,9 +200,9 @@ pub fn math_f32(x: &[f32], y: &[f32], out: &mut [f32]) {
         let b = y[i];
         let o = i * 14;
         out[o] = a.abs().sqrt();
-        out[o + 1] = a.sin();
-        out[o + 2] = a.cos();
-        out[o + 3] = (a * 0.25).tan();
+        out[o + 1] = (a * 0.3).sin();
+        out[o + 2] = (a * 0.3).cos();
+        out[o + 3] = (a * 0.1).tan();
         out[o + 4] = (a * 0.5).exp();
         out[o + 5] = (a.abs() + 0.5).ln();
         out[o + 6] = (a.abs() + 0.1).powf(b * 0.5);

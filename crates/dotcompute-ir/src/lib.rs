@@ -45,9 +45,12 @@
 //!   `clamp(x, lo, hi)` is `min(max(x, lo), hi)`.
 //! * `for v in (a..b).step_by(s)` evaluates `a`, `b`, `s` once; a step of 0 runs no
 //!   iterations (Rust would panic).
-//! * Float `+ - * /`, `sqrt` and `fma` are correctly rounded on every backend. `sin`, `cos`,
-//!   `tan`, `exp`, `log` and `pow` may differ between backends by a few ulp (GPU hardware
-//!   approximations); conformance tests state their tolerances.
+//! * Float `+ - *` are correctly rounded on every backend. `/` and `sqrt` are correctly
+//!   rounded on the CPU and within Vulkan's bounds (2.5 ulp) on wgpu. `fma` rounds once on
+//!   the CPU; WGSL may evaluate it unfused (two roundings). `sin`, `cos`, `tan`, `exp`,
+//!   `log` and `pow` follow each backend's documented precision: a few ulp on the CPU,
+//!   Vulkan's bounds on wgpu (for example 2^-11 absolute for `sin`/`cos` on [-π, π], and
+//!   nothing promised outside it). The conformance tests state their tolerances.
 //! * Indices are `u32`; an integer index of another type is converted with `as u32`.
 //!
 //! ## Stability

@@ -45,11 +45,21 @@ fn unavailable(kind: BackendKind) -> String {
     match kind {
         BackendKind::Cpu => unreachable!("the CPU backend is always built"),
         BackendKind::Cuda => "not implemented yet: the CUDA backend is planned (issue #4)".into(),
+        BackendKind::Wgpu if cfg!(feature = "wgpu") => unreachable!("probed instead"),
         BackendKind::Wgpu => {
-            "not implemented yet: the wgpu (Vulkan/Metal/DX12) backend is planned (issue #3)".into()
+            "not built into this binary (enable dotcompute's `wgpu` feature)".into()
         }
         BackendKind::Metal => "not implemented yet: the native Metal backend is planned".into(),
     }
+}
+
+#[cfg(feature = "wgpu")]
+fn wgpu_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
+    dotcompute_wgpu::devices()
+}
+#[cfg(not(feature = "wgpu"))]
+fn wgpu_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
+    Err(unavailable(BackendKind::Wgpu))
 }
 
 /// Every backend dotcompute knows, in preference order, with its devices or the reason it
@@ -64,6 +74,7 @@ pub fn backends() -> Vec<BackendStatus> {
                     &dotcompute_cpu::CpuBackend::new(),
                 )
                 .clone()]),
+                BackendKind::Wgpu => wgpu_devices(),
                 other => Err(unavailable(other)),
             },
         })
@@ -89,6 +100,10 @@ impl Device {
     pub fn with_backend(kind: BackendKind) -> Result<Device> {
         match kind {
             BackendKind::Cpu => Ok(Device::cpu()),
+            #[cfg(feature = "wgpu")]
+            BackendKind::Wgpu => Ok(Device::from_backend(Box::new(
+                dotcompute_wgpu::WgpuBackend::new()?,
+            ))),
             other => Err(Error::BackendUnavailable {
                 backend: other.name().into(),
                 reason: unavailable(other),

@@ -1,0 +1,666 @@
+//! IR → WGSL.
+//!
+//! One module per *specialisation*: WGSL has no dynamically sized workgroup memory and
+//! `@workgroup_size` is fixed per pipeline, so the group size and the dynamic shared
+//! array's length are baked into the source (backends cache one pipeline per
+//! specialisation).
+//!
+//! Layout of the generated module:
+//!
+//! * buffer parameter *i* (in signature order among buffers) is `@binding(i)` of group 0,
+//!   `var<storage, read>` or `read_write`; a buffer touched by any atomic is declared
+//!   `array<atomic<u32>>` (`u32` and `f32`) or `array<atomic<i32>>`, and all its accesses
+//!   use atomic loads and stores;
+//! * one uniform block (`@binding(#buffers)`) holds the launch geometry and the scalar
+//!   parameters, packed by [`pack_uniforms`];
+//! * the dispatch is folded: groups are numbered linearly from the dispatched
+//!   `workgroup_id`, so launches may exceed 65,535 groups per dimension. Groups past the
+//!   logical grid return at once (uniformly). In kernels without barriers, threads
+//!   outside the grid return too (the launch rule of `dotcompute_hal::Launch`).
+//!
+//! Semantics (see `dotcompute_ir`): WGSL's integer division and remainder already give
+//! `x / 0 == x`, `x % 0 == 0` and `MIN / -1 == MIN`; shifts are masked explicitly;
+//! float-to-int casts go through helpers that saturate and map NaN to 0; compare-exchange
+//! is made strong with a retry loop around `atomicCompareExchangeWeak`; f32 atomic add is
+//! a compare-exchange loop on the bits. 64-bit types are rejected (WGSL has none).
+//! WGSL's `fma` may be evaluated unfused (two roundings), as the IR docs allow for wgpu.
+
+use dotcompute_ir::*;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// Specialisation of one kernel for one pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WgslOptions {
+    pub group_size: [u32; 3],
+    /// Length of the dynamic shared array (ignored when the kernel has none).
+    pub dynamic_shared_len: u32,
+}
+
+/// How the generated module expects its resources.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WgslModule {
+    pub source: String,
+    /// `(parameter index, binding, read_only)` for each buffer parameter.
+    pub buffers: Vec<(u32, u32, bool)>,
+    /// Binding of the uniform block.
+    pub uniform_binding: u32,
+    /// Size of the uniform block in bytes (a multiple of 16).
+    pub uniform_size: usize,
+}
+
+/// Why a kernel cannot be expressed in WGSL.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("kernel `{kernel}` cannot run through WGSL: {message}")]
+pub struct CodegenError {
+    pub kernel: String,
+    pub message: String,
+}
+
+/// Number of u32 words of launch geometry at the start of the uniform block.
+const GEOMETRY_WORDS: usize = 7;
+
+/// Packs the uniform block: grid (3), groups (3), total groups, then each scalar parameter
+/// as one 4-byte word (`bool` as 0/1), padded to 16 bytes.
+pub fn pack_uniforms(grid: [u32; 3], groups: [u32; 3], scalars: &[Literal]) -> Vec<u8> {
+    let mut words: Vec<u32> = Vec::with_capacity(GEOMETRY_WORDS + scalars.len());
+    words.extend(grid);
+    words.extend(groups);
+    words.push(groups[0].wrapping_mul(groups[1]).wrapping_mul(groups[2]));
+    for s in scalars {
+        words.push(match *s {
+            Literal::Bool(b) => b as u32,
+            Literal::I32(v) => v as u32,
+            Literal::U32(v) => v,
+            Literal::F32(bits) => bits,
+            // Rejected by generate(); never packed.
+            Literal::I64(_) | Literal::U64(_) | Literal::F64(_) => 0,
+        });
+    }
+    while words.len() % 4 != 0 {
+        words.push(0);
+    }
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+fn wgsl_type(ty: ScalarType) -> Option<&'static str> {
+    match ty {
+        ScalarType::Bool => Some("bool"),
+        ScalarType::I32 => Some("i32"),
+        ScalarType::U32 => Some("u32"),
+        ScalarType::F32 => Some("f32"),
+        ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => None,
+    }
+}
+
+/// Generates the WGSL module for `kernel` specialised by `opts`.
+pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, CodegenError> {
+    let mut g = Gen {
+        k: kernel,
+        out: String::new(),
+        atomic: BTreeSet::new(),
+        tmp: 0,
+        dynamic_shared_len: opts.dynamic_shared_len.max(1),
+    };
+    g.check_types()?;
+    collect_atomic(&kernel.body, &mut g.atomic);
+    g.module(opts);
+    let buffers: Vec<(u32, u32, bool)> = kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p {
+            Param::Buffer { access, .. } => Some((i as u32, *access == Access::Read)),
+            Param::Scalar { .. } => None,
+        })
+        .enumerate()
+        .map(|(b, (i, ro))| (i, b as u32, ro))
+        .collect();
+    let scalars = kernel
+        .params
+        .iter()
+        .filter(|p| matches!(p, Param::Scalar { .. }))
+        .count();
+    Ok(WgslModule {
+        source: g.out,
+        uniform_binding: buffers.len() as u32,
+        buffers,
+        uniform_size: (GEOMETRY_WORDS + scalars).next_multiple_of(4) * 4,
+    })
+}
+
+fn collect_atomic(stmts: &[Stmt], set: &mut BTreeSet<Memory>) {
+    for s in stmts {
+        match s {
+            Stmt::Atomic { mem, .. } => {
+                set.insert(*mem);
+            }
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                collect_atomic(then, set);
+                collect_atomic(otherwise, set);
+            }
+            Stmt::For { body, .. } | Stmt::Loop { body } => collect_atomic(body, set),
+            _ => {}
+        }
+    }
+}
+
+struct Gen<'k> {
+    k: &'k Kernel,
+    out: String,
+    atomic: BTreeSet<Memory>,
+    tmp: u32,
+    dynamic_shared_len: u32,
+}
+
+impl Gen<'_> {
+    fn check_types(&self) -> Result<(), CodegenError> {
+        let bad = |what: String, ty: ScalarType| CodegenError {
+            kernel: self.k.name.clone(),
+            message: format!(
+                "{what} has type {ty}; WGSL has no 64-bit types (use the CUDA or CPU backend)"
+            ),
+        };
+        for p in &self.k.params {
+            let (ty, name) = match p {
+                Param::Buffer { elem, name, .. } => (*elem, name),
+                Param::Scalar { ty, name } => (*ty, name),
+            };
+            if wgsl_type(ty).is_none() {
+                return Err(bad(format!("parameter `{name}`"), ty));
+            }
+        }
+        for s in &self.k.shared {
+            if wgsl_type(s.elem).is_none() {
+                return Err(bad(format!("shared array `{}`", s.name), s.elem));
+            }
+        }
+        for l in &self.k.locals {
+            if wgsl_type(l.ty).is_none() {
+                return Err(bad(format!("local `{}`", l.name), l.ty));
+            }
+        }
+        Ok(())
+    }
+
+    fn ty(&self, ty: ScalarType) -> &'static str {
+        wgsl_type(ty).expect("checked by check_types")
+    }
+
+    fn mem_name(&self, mem: Memory) -> String {
+        match mem {
+            Memory::Buffer(i) => format!("p_{}", self.k.params[i as usize].name()),
+            Memory::Shared(i) => format!("s_{}", self.k.shared[i as usize].name),
+        }
+    }
+
+    fn local(&self, id: u32) -> String {
+        format!("l_{}_{id}", self.k.locals[id as usize].name)
+    }
+
+    fn atomic_elem(ty: ScalarType) -> &'static str {
+        if ty == ScalarType::I32 {
+            "atomic<i32>"
+        } else {
+            "atomic<u32>"
+        }
+    }
+
+    fn module(&mut self, opts: &WgslOptions) {
+        let k = self.k;
+        let _ = writeln!(
+            self.out,
+            "// dotcompute WGSL for kernel `{}` (IR v{}), group {:?}, dynamic shared {}",
+            k.name, k.version, opts.group_size, opts.dynamic_shared_len
+        );
+        // Uniform block.
+        self.out.push_str("struct DcParams {\n    grid_x: u32,\n    grid_y: u32,\n    grid_z: u32,\n    groups_x: u32,\n    groups_y: u32,\n    groups_z: u32,\n    total_groups: u32,\n");
+        for p in &k.params {
+            if let Param::Scalar { name, ty } = p {
+                let t = if *ty == ScalarType::Bool {
+                    "u32"
+                } else {
+                    self.ty(*ty)
+                };
+                let _ = writeln!(self.out, "    p_{name}: {t},");
+            }
+        }
+        self.out.push_str("}\n\n");
+        let mut binding = 0;
+        for (i, p) in k.params.iter().enumerate() {
+            if let Param::Buffer { name, elem, access } = p {
+                let atomic = self.atomic.contains(&Memory::Buffer(i as u32));
+                let elem_ty = if atomic {
+                    Self::atomic_elem(*elem)
+                } else {
+                    self.ty(*elem)
+                };
+                let mode = if *access == Access::Read {
+                    "read"
+                } else {
+                    "read_write"
+                };
+                let _ = writeln!(
+                    self.out,
+                    "@group(0) @binding({binding}) var<storage, {mode}> p_{name}: array<{elem_ty}>;"
+                );
+                binding += 1;
+            }
+        }
+        let _ = writeln!(
+            self.out,
+            "@group(0) @binding({binding}) var<uniform> dc_params: DcParams;\n"
+        );
+        for (i, s) in k.shared.iter().enumerate() {
+            let len = match s.len {
+                SharedLen::Static(n) => n,
+                SharedLen::Dynamic => opts.dynamic_shared_len.max(1),
+            };
+            let atomic = self.atomic.contains(&Memory::Shared(i as u32));
+            let elem_ty = if atomic {
+                Self::atomic_elem(s.elem)
+            } else {
+                self.ty(s.elem)
+            };
+            let _ = writeln!(
+                self.out,
+                "var<workgroup> s_{}: array<{elem_ty}, {len}>;",
+                s.name
+            );
+        }
+        self.out.push_str(HELPERS);
+        let [gx, gy, gz] = opts.group_size;
+        let _ = writeln!(
+            self.out,
+            "\n@compute @workgroup_size({gx}, {gy}, {gz})\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n) {{"
+        );
+        // Fold the dispatch: number groups linearly, skip the padding groups.
+        self.out.push_str(
+            "    let dc_linear = dc_wid.x + dc_nwg.x * (dc_wid.y + dc_nwg.y * dc_wid.z);\n    if (dc_linear >= dc_params.total_groups) {\n        return;\n    }\n    let dc_ngroups = vec3<u32>(dc_params.groups_x, dc_params.groups_y, dc_params.groups_z);\n    let dc_group = vec3<u32>(dc_linear % dc_ngroups.x, (dc_linear / dc_ngroups.x) % dc_ngroups.y, dc_linear / (dc_ngroups.x * dc_ngroups.y));\n",
+        );
+        let _ = writeln!(
+            self.out,
+            "    let dc_gsize = vec3<u32>({gx}u, {gy}u, {gz}u);\n    let dc_global = dc_group * dc_gsize + dc_lid;"
+        );
+        if !k.uses_barrier() {
+            self.out.push_str("    if (dc_global.x >= dc_params.grid_x || dc_global.y >= dc_params.grid_y || dc_global.z >= dc_params.grid_z) {\n        return;\n    }\n");
+        }
+        self.block(&k.body, 1);
+        self.out.push_str("}\n");
+    }
+
+    fn line(&mut self, depth: usize, text: &str) {
+        for _ in 0..depth {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn block(&mut self, stmts: &[Stmt], d: usize) {
+        for s in stmts {
+            self.stmt(s, d);
+        }
+    }
+
+    fn fresh(&mut self) -> String {
+        self.tmp += 1;
+        format!("dc_t{}", self.tmp)
+    }
+
+    /// `&mem[index]` for atomics.
+    fn addr(&self, mem: Memory, index: &Expr) -> String {
+        format!("&{}[{}]", self.mem_name(mem), self.expr(index))
+    }
+
+    fn stmt(&mut self, s: &Stmt, d: usize) {
+        match s {
+            Stmt::Let { local, init } => {
+                let l = &self.k.locals[*local as usize];
+                let t = self.ty(l.ty);
+                let init = match init {
+                    Some(e) => self.expr(e),
+                    None => format!("{t}()"),
+                };
+                let text = format!("var {}: {t} = {init};", self.local(*local));
+                self.line(d, &text);
+            }
+            Stmt::Assign { local, value } => {
+                let text = format!("{} = {};", self.local(*local), self.expr(value));
+                self.line(d, &text);
+            }
+            Stmt::Store { mem, index, value } => {
+                let text = if self.atomic.contains(mem) {
+                    let v = self.expr(value);
+                    let v = if value.ty == ScalarType::F32 {
+                        format!("bitcast<u32>({v})")
+                    } else {
+                        v
+                    };
+                    format!("atomicStore({}, {v});", self.addr(*mem, index))
+                } else {
+                    format!(
+                        "{}[{}] = {};",
+                        self.mem_name(*mem),
+                        self.expr(index),
+                        self.expr(value)
+                    )
+                };
+                self.line(d, &text);
+            }
+            Stmt::Atomic {
+                op,
+                mem,
+                index,
+                args,
+                result,
+            } => self.atomic_stmt(*op, *mem, index, args, *result, d),
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let text = format!("if ({}) {{", self.expr(cond));
+                self.line(d, &text);
+                self.block(then, d + 1);
+                if otherwise.is_empty() {
+                    self.line(d, "}");
+                } else {
+                    self.line(d, "} else {");
+                    self.block(otherwise, d + 1);
+                    self.line(d, "}");
+                }
+            }
+            Stmt::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let v = self.local(*var);
+                let t = self.ty(self.k.locals[*var as usize].ty);
+                let (e, st) = (self.fresh(), self.fresh());
+                self.line(d, "{");
+                let lines = [
+                    format!("var {v}: {t} = {};", self.expr(start)),
+                    format!("let {e}: {t} = {};", self.expr(end)),
+                    format!("let {st}: {t} = {};", self.expr(step)),
+                    format!("if ({st} > {t}(0) && {v} < {e}) {{"),
+                ];
+                for l in &lines {
+                    self.line(d + 1, l);
+                }
+                self.line(d + 2, "loop {");
+                self.block(body, d + 3);
+                self.line(d + 3, "continuing {");
+                // Stop at the end or when the counter would overflow (Rust's ranges do).
+                let next = self.fresh();
+                let cont = [
+                    format!("let {next}: {t} = {v} + {st};"),
+                    format!("let {next}_stop = {next} <= {v} || {next} >= {e};"),
+                    format!("{v} = {next};"),
+                    format!("break if {next}_stop;"),
+                ];
+                for l in &cont {
+                    self.line(d + 4, l);
+                }
+                self.line(d + 3, "}");
+                self.line(d + 2, "}");
+                self.line(d + 1, "}");
+                self.line(d, "}");
+            }
+            Stmt::Loop { body } => {
+                self.line(d, "loop {");
+                self.block(body, d + 1);
+                self.line(d, "}");
+            }
+            Stmt::Break => self.line(d, "break;"),
+            Stmt::Continue => self.line(d, "continue;"),
+            Stmt::Return => self.line(d, "return;"),
+            // The IR's barrier orders shared and global memory within the group.
+            Stmt::Barrier => {
+                self.line(d, "storageBarrier();");
+                self.line(d, "workgroupBarrier();");
+            }
+        }
+    }
+
+    fn atomic_stmt(
+        &mut self,
+        op: AtomicOp,
+        mem: Memory,
+        index: &Expr,
+        args: &[Expr],
+        result: Option<u32>,
+        d: usize,
+    ) {
+        let elem = self.k.memory_elem(mem).expect("validated");
+        let addr = self.addr(mem, index);
+        let a0 = self.expr(&args[0]);
+        let old = self.fresh();
+        let assign = |g: &Self, v: &str| match result {
+            Some(r) => format!("{} = {v};", g.local(r)),
+            None => String::new(),
+        };
+        if elem == ScalarType::F32 {
+            // Float add: compare-exchange on the bits until no other thread intervened.
+            let ptr = self.fresh();
+            let r = self.fresh();
+            let lines = [
+                format!("let {ptr} = {addr};"),
+                format!("var {old}: u32 = atomicLoad({ptr});"),
+                "loop {".to_string(),
+                format!("    let {r} = atomicCompareExchangeWeak({ptr}, {old}, bitcast<u32>(bitcast<f32>({old}) + {a0}));"),
+                format!("    if ({r}.exchanged) {{ break; }}"),
+                format!("    {old} = {r}.old_value;"),
+                "}".to_string(),
+                assign(self, &format!("bitcast<f32>({old})")),
+            ];
+            for l in &lines {
+                if !l.is_empty() {
+                    self.line(d, l);
+                }
+            }
+            return;
+        }
+        let text = match op {
+            AtomicOp::CompareExchange => {
+                // atomicCompareExchangeWeak may fail spuriously; retry until it either
+                // exchanged or saw a different value (a strong compare-exchange).
+                let a1 = self.expr(&args[1]);
+                let (ptr, r) = (self.fresh(), self.fresh());
+                let t = self.ty(elem);
+                let lines = [
+                    format!("let {ptr} = {addr};"),
+                    format!("var {old}: {t};"),
+                    "loop {".to_string(),
+                    format!("    let {r} = atomicCompareExchangeWeak({ptr}, {a0}, {a1});"),
+                    format!("    if ({r}.exchanged || {r}.old_value != {a0}) {{ {old} = {r}.old_value; break; }}"),
+                    "}".to_string(),
+                    assign(self, &old),
+                ];
+                for l in &lines {
+                    if !l.is_empty() {
+                        self.line(d, l);
+                    }
+                }
+                return;
+            }
+            _ => {
+                let f = match op {
+                    AtomicOp::Add => "atomicAdd",
+                    AtomicOp::Sub => "atomicSub",
+                    AtomicOp::Min => "atomicMin",
+                    AtomicOp::Max => "atomicMax",
+                    AtomicOp::And => "atomicAnd",
+                    AtomicOp::Or => "atomicOr",
+                    AtomicOp::Xor => "atomicXor",
+                    AtomicOp::Exchange => "atomicExchange",
+                    AtomicOp::CompareExchange => unreachable!(),
+                };
+                let call = format!("{f}({addr}, {a0})");
+                match result {
+                    Some(r) => format!("{} = {call};", self.local(r)),
+                    None => format!("{call};"),
+                }
+            }
+        };
+        self.line(d, &text);
+    }
+
+    fn literal(&self, l: Literal) -> String {
+        match l {
+            Literal::Bool(b) => b.to_string(),
+            Literal::I32(i32::MIN) => "i32(-2147483648)".into(),
+            Literal::I32(v) => format!("{v}i"),
+            Literal::U32(v) => format!("{v}u"),
+            Literal::F32(bits) => {
+                let v = f32::from_bits(bits);
+                if v.is_finite() {
+                    let s = format!("{v:?}");
+                    format!("{s}f")
+                } else {
+                    format!("bitcast<f32>({bits}u)")
+                }
+            }
+            Literal::I64(_) | Literal::U64(_) | Literal::F64(_) => {
+                unreachable!("64-bit literals are rejected by check_types")
+            }
+        }
+    }
+
+    fn expr(&self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Literal(l) => self.literal(*l),
+            ExprKind::Local(id) => self.local(*id),
+            ExprKind::Scalar(i) => {
+                let name = self.k.params[*i as usize].name();
+                if e.ty == ScalarType::Bool {
+                    format!("(dc_params.p_{name} != 0u)")
+                } else {
+                    format!("dc_params.p_{name}")
+                }
+            }
+            ExprKind::Builtin(b, a) => {
+                let v = match b {
+                    Builtin::GlobalId => "dc_global",
+                    Builtin::LocalId => "dc_lid",
+                    Builtin::GroupId => "dc_group",
+                    Builtin::GroupSize => "dc_gsize",
+                    Builtin::NumGroups => "dc_ngroups",
+                };
+                format!("{v}.{}", a.name())
+            }
+            ExprKind::Len(mem) => match mem {
+                Memory::Buffer(_) => format!("arrayLength(&{})", self.mem_name(*mem)),
+                // Shared lengths are constants of this specialisation.
+                Memory::Shared(i) => match self.k.shared[*i as usize].len {
+                    SharedLen::Static(n) => format!("{n}u"),
+                    SharedLen::Dynamic => format!("{}u", self.dynamic_shared_len),
+                },
+            },
+            ExprKind::Load { mem, index } => {
+                let idx = self.expr(index);
+                if self.atomic.contains(mem) {
+                    let load = format!("atomicLoad(&{}[{idx}])", self.mem_name(*mem));
+                    if e.ty == ScalarType::F32 {
+                        format!("bitcast<f32>({load})")
+                    } else {
+                        load
+                    }
+                } else {
+                    format!("{}[{idx}]", self.mem_name(*mem))
+                }
+            }
+            ExprKind::Unary(op, a) => {
+                let a_s = self.expr(a);
+                match (op, a.ty) {
+                    (UnaryOp::Neg, _) => format!("(-{a_s})"),
+                    (UnaryOp::Not, ScalarType::Bool) => format!("(!{a_s})"),
+                    (UnaryOp::Not, _) => format!("(~{a_s})"),
+                }
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (x, y) = (self.expr(a), self.expr(b));
+                match op {
+                    BinaryOp::Shl | BinaryOp::Shr => {
+                        // Shift amounts are taken modulo the bit width (IR semantics).
+                        format!("({x} {} ({y} & 31u))", op.symbol())
+                    }
+                    BinaryOp::BitXor if a.ty == ScalarType::Bool => format!("({x} != {y})"),
+                    _ => format!("({x} {} {y})", op.symbol()),
+                }
+            }
+            ExprKind::Cast(a) => self.cast(a, e.ty),
+            ExprKind::Math(f, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                let name = match f {
+                    MathFn::Sqrt => "sqrt",
+                    MathFn::Sin => "sin",
+                    MathFn::Cos => "cos",
+                    MathFn::Tan => "tan",
+                    MathFn::Exp => "exp",
+                    MathFn::Log => "log",
+                    MathFn::Pow => "pow",
+                    MathFn::Abs => "abs",
+                    MathFn::Min => "min",
+                    MathFn::Max => "max",
+                    MathFn::Fma => "fma",
+                    MathFn::Floor => "floor",
+                    MathFn::Ceil => "ceil",
+                    MathFn::Clamp => {
+                        // min(max(x, lo), hi): WGSL's clamp requires lo <= hi for ints.
+                        return format!("min(max({}, {}), {})", a[0], a[1], a[2]);
+                    }
+                };
+                format!("{name}({})", a.join(", "))
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => format!(
+                "select({}, {}, {})",
+                self.expr(otherwise),
+                self.expr(then),
+                self.expr(cond)
+            ),
+        }
+    }
+
+    fn cast(&self, a: &Expr, to: ScalarType) -> String {
+        let x = self.expr(a);
+        match (a.ty, to) {
+            (from, to) if from == to => x,
+            (ScalarType::F32, ScalarType::I32) => format!("dc_f32_to_i32({x})"),
+            (ScalarType::F32, ScalarType::U32) => format!("dc_f32_to_u32({x})"),
+            (ScalarType::Bool, t) => format!("select({t}(0), {t}(1), {x})", t = self.ty(t)),
+            // i32 <-> u32 reinterpret the bits (Rust `as`), int -> f32 rounds to nearest.
+            (_, t) => format!("{}({x})", self.ty(t)),
+        }
+    }
+}
+
+/// Helpers with the IR's cast semantics (Rust's saturating `as`). NaN is detected on the
+/// bits: drivers may fold `x != x` to false (lavapipe does), integer tests they must keep.
+const HELPERS: &str = "
+fn dc_is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn dc_f32_to_i32(x: f32) -> i32 {
+    if (dc_is_nan(x)) { return 0i; }
+    if (x >= 2147483648.0f) { return 2147483647i; }
+    if (x <= -2147483648.0f) { return i32(-2147483648); }
+    return i32(x);
+}
+
+fn dc_f32_to_u32(x: f32) -> u32 {
+    if (dc_is_nan(x) || x <= 0.0f) { return 0u; }
+    if (x >= 4294967296.0f) { return 4294967295u; }
+    return u32(x);
+}
+";

@@ -1,0 +1,41 @@
+//! Snapshots of the code generated for every seed kernel: WGSL, and the MSL, HLSL and
+//! SPIR-V (hashed) that naga produces from it. Every module also passes naga's validator.
+//! After an intended codegen change: `INSTA_UPDATE=always cargo test -p
+//! dotcompute-conformance --test snapshots`, then review the diff of `tests/snapshots/`.
+
+use dotcompute_codegen::{naga_out, spirv_listing, wgsl};
+
+fn generated(def: &dotcompute::KernelDef) -> (String, naga_out::NagaModule) {
+    let ir = def.ir().expect("seed kernels build");
+    let opts = wgsl::WgslOptions {
+        group_size: [256, 1, 1],
+        dynamic_shared_len: 256,
+    };
+    let module = wgsl::generate(ir, &opts).expect("seed kernels are 32-bit");
+    let naga = naga_out::validate_wgsl(&module.source)
+        .unwrap_or_else(|e| panic!("naga rejected the WGSL of {}:\n{e}", def.name()));
+    (module.source, naga)
+}
+
+#[test]
+fn wgsl_msl_hlsl_and_spirv_of_every_seed_kernel() {
+    for def in dotcompute_conformance::seed_kernels() {
+        let (source, naga) = generated(def);
+        let name = def.name();
+        insta::assert_snapshot!(format!("{name}.wgsl"), source);
+        insta::assert_snapshot!(format!("{name}.msl"), naga_out::to_msl(&naga).unwrap());
+        insta::assert_snapshot!(format!("{name}.hlsl"), naga_out::to_hlsl(&naga).unwrap());
+        let spirv = naga_out::to_spirv(&naga).unwrap();
+        let header = spirv_listing(&spirv).lines().next().unwrap().to_string();
+        insta::assert_snapshot!(format!("{name}.spirv"), header);
+    }
+}
+
+#[test]
+fn the_ir_text_of_every_seed_kernel() {
+    use dotcompute_codegen::Target;
+    for def in dotcompute_conformance::seed_kernels() {
+        let text = dotcompute_codegen::IrText.generate(def.ir().unwrap());
+        insta::assert_snapshot!(format!("{}.ir", def.name()), text);
+    }
+}

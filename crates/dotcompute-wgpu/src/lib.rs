@@ -1,0 +1,557 @@
+//! # dotcompute-wgpu: the wgpu backend
+//!
+//! Runs kernels as WGSL generated from the IR (`dotcompute-codegen`) through wgpu on
+//! Vulkan, Metal and DX12 (GL is not used: its compute support is too uneven).
+//!
+//! ## Contract
+//!
+//! *Validates*: every generated module with naga before the driver sees it (a failure is
+//! `Error::Compile` quoting the WGSL line); kernel types WGSL can express (no 64-bit
+//! types); buffer sizes against the adapter's largest buffer and largest storage binding;
+//! the folded dispatch against the adapter's per-dimension group limit. wgpu's own
+//! validation errors are captured and returned as `Err` instead of the default panic.
+//!
+//! *Trusts* the facade for argument types and ranges, like every backend.
+//!
+//! Memory comes from the shared size-class pool; reads go through a reused mapped staging
+//! buffer. Launches are asynchronous (submitted to the queue in order); reads wait.
+//!
+//! Out-of-bounds accesses are *not* detected here: WGSL clamps or discards them (robust
+//! buffer access). The CPU backend reports them.
+
+use dotcompute_codegen::{naga_out, wgsl};
+use dotcompute_hal::{
+    Backend, BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MemoryStats, Result,
+    SizeClassPool,
+};
+use dotcompute_ir::{Kernel, Param};
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
+use wgpu::util::DeviceExt;
+
+const BACKEND: &str = "wgpu";
+
+fn backend_err(message: impl Into<String>) -> Error {
+    Error::Backend {
+        backend: BACKEND.into(),
+        message: message.into(),
+    }
+}
+
+/// A pooled device buffer.
+pub struct WgpuBuffer {
+    buffer: wgpu::Buffer,
+    class: usize,
+}
+
+struct Pipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    module: wgsl::WgslModule,
+}
+
+type PipelineKey = ([u8; 32], [u32; 3], u32);
+
+/// One wgpu adapter opened as a dotcompute device.
+pub struct WgpuBackend {
+    info: DeviceInfo,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    limits: wgpu::Limits,
+    pool: SizeClassPool<wgpu::Buffer>,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+    staging: Mutex<Option<wgpu::Buffer>>,
+    /// Errors wgpu reported outside an error scope (instead of its default panic).
+    uncaptured: Arc<Mutex<Option<String>>>,
+}
+
+fn instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+    wgpu::Instance::new(desc)
+}
+
+fn rank(info: &wgpu::AdapterInfo) -> u8 {
+    match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+/// Every compute-capable adapter, best first (discrete, integrated, virtual, other, CPU).
+pub fn adapters() -> Vec<wgpu::Adapter> {
+    let mut list = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()));
+    list.retain(|a| {
+        a.get_downlevel_capabilities()
+            .flags
+            .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+    });
+    list.sort_by_key(|a| rank(&a.get_info()));
+    list
+}
+
+/// Descriptions of every adapter, or why there is none.
+pub fn devices() -> std::result::Result<Vec<DeviceInfo>, String> {
+    let list = adapters();
+    if list.is_empty() {
+        return Err("no Vulkan, Metal or DX12 adapter with compute shaders was found (on Linux without a GPU, install mesa-vulkan-drivers for lavapipe)".into());
+    }
+    Ok(list.iter().map(|a| describe(a, &a.limits())).collect())
+}
+
+fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
+    let ai = adapter.get_info();
+    let mut features = vec!["atomic-f32-add (compare-exchange loop)".to_string()];
+    if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+        features.push("timestamp-query".into());
+    }
+    DeviceInfo {
+        backend: BackendKind::Wgpu,
+        name: ai.name.clone(),
+        memory_bytes: limits.max_buffer_size,
+        compute_units: 0,
+        limits: Limits {
+            max_group_threads: limits.max_compute_invocations_per_workgroup,
+            max_group_size: [
+                limits.max_compute_workgroup_size_x,
+                limits.max_compute_workgroup_size_y,
+                limits.max_compute_workgroup_size_z,
+            ],
+            // Dispatches are folded (see dotcompute_codegen::wgsl), so only the product of
+            // the group counts is limited; launch() checks it.
+            max_groups: [u32::MAX; 3],
+            max_shared_bytes: limits.max_compute_workgroup_storage_size as u64,
+            max_buffer_bytes: limits.max_buffer_size,
+        },
+        driver: format!(
+            "{:?} {:?}, driver {} {}",
+            ai.backend, ai.device_type, ai.driver, ai.driver_info
+        ),
+        features,
+    }
+}
+
+impl WgpuBackend {
+    /// Opens the best adapter.
+    pub fn new() -> Result<WgpuBackend> {
+        let adapter = adapters()
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::BackendUnavailable {
+                backend: BACKEND.into(),
+                reason: devices().err().unwrap_or_default(),
+            })?;
+        WgpuBackend::open(adapter)
+    }
+
+    /// Opens `adapter` with all of its limits.
+    pub fn open(adapter: wgpu::Adapter) -> Result<WgpuBackend> {
+        let limits = adapter.limits();
+        let mut required_features = wgpu::Features::empty();
+        if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            required_features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("dotcompute"),
+            required_features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| Error::BackendUnavailable {
+            backend: BACKEND.into(),
+            reason: format!("the adapter refused a device: {e}"),
+        })?;
+        let uncaptured = Arc::new(Mutex::new(None));
+        let sink = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let mut slot = sink.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                *slot = Some(e.to_string());
+            }
+        }));
+        Ok(WgpuBackend {
+            info: describe(&adapter, &limits),
+            device,
+            queue,
+            limits,
+            pool: SizeClassPool::new(),
+            pipelines: Mutex::new(HashMap::new()),
+            staging: Mutex::new(None),
+            uncaptured,
+        })
+    }
+
+    /// Returns (and clears) an error wgpu reported asynchronously.
+    fn check_uncaptured(&self) -> Result<()> {
+        match self
+            .uncaptured
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            Some(e) => Err(backend_err(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| backend_err(format!("waiting for the device failed: {e}")))?;
+        self.check_uncaptured()
+    }
+
+    fn create_storage(&self, bytes: usize) -> Result<wgpu::Buffer> {
+        let oom = |detail: String| Error::OutOfMemory {
+            device: self.info.name.clone(),
+            requested: bytes as u64,
+            detail,
+        };
+        if bytes as u64 > self.limits.max_buffer_size {
+            return Err(oom(format!(
+                "the adapter's largest buffer is {} bytes",
+                self.limits.max_buffer_size
+            )));
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("dotcompute buffer"),
+            size: bytes as u64,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(oom(e.to_string()));
+        }
+        Ok(buffer)
+    }
+
+    fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
+        self.queue.submit(Some(encoder.finish()));
+        self.check_uncaptured()
+    }
+
+    fn pipeline(
+        &self,
+        kernel: &Kernel,
+        group: [u32; 3],
+        dynamic_len: u32,
+    ) -> Result<Arc<Pipeline>> {
+        let key = (kernel.content_hash(), group, dynamic_len);
+        if let Some(p) = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Ok(p.clone());
+        }
+        let compile_err = |log: String| Error::Compile {
+            kernel: kernel.name.clone(),
+            backend: BACKEND.into(),
+            log,
+        };
+        let module = wgsl::generate(
+            kernel,
+            &wgsl::WgslOptions {
+                group_size: group,
+                dynamic_shared_len: dynamic_len,
+            },
+        )
+        .map_err(|e| compile_err(e.message))?;
+        // naga validates first so that a codegen bug is reported with the WGSL line.
+        naga_out::validate_wgsl(&module.source).map_err(compile_err)?;
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let shader = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&kernel.name),
+                source: wgpu::ShaderSource::Wgsl(module.source.as_str().into()),
+            });
+        let storage = |read_only| wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        };
+        let mut entries: Vec<wgpu::BindGroupLayoutEntry> = module
+            .buffers
+            .iter()
+            .map(|&(_, binding, read_only)| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: storage(read_only),
+                count: None,
+            })
+            .collect();
+        entries.push(wgpu::BindGroupLayoutEntry {
+            binding: module.uniform_binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        });
+        let layout = self
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(&kernel.name),
+                entries: &entries,
+            });
+        let pipeline_layout = self
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(&kernel.name),
+                bind_group_layouts: &[Some(&layout)],
+                ..Default::default()
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&kernel.name),
+                layout: Some(&pipeline_layout),
+                module: &shader,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(compile_err(format!(
+                "{e}\n--- generated WGSL ---\n{}",
+                module.source
+            )));
+        }
+        let p = Arc::new(Pipeline {
+            pipeline,
+            layout,
+            module,
+        });
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, p.clone());
+        Ok(p)
+    }
+
+    /// Splits `total` groups into a dispatch of at most `max` per dimension.
+    fn fold(&self, kernel: &str, total: u64) -> Result<[u32; 3]> {
+        let max = self.limits.max_compute_workgroups_per_dimension.max(1) as u64;
+        let x = total.min(max);
+        let y = total.div_ceil(x).min(max);
+        let z = total.div_ceil(x * y);
+        if z > max || total > u32::MAX as u64 {
+            return Err(Error::GridTooLarge {
+                kernel: kernel.into(),
+                detail: format!(
+                    "{total} groups; this adapter dispatches at most {} groups in all",
+                    (max * max * max).min(u32::MAX as u64)
+                ),
+            });
+        }
+        Ok([x as u32, y as u32, z as u32])
+    }
+}
+
+impl Backend for WgpuBackend {
+    type Buffer = WgpuBuffer;
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<WgpuBuffer> {
+        let (buffer, class) =
+            self.pool
+                .acquire(bytes, |class| self.create_storage(class), |b| b.destroy())?;
+        Ok(WgpuBuffer { buffer, class })
+    }
+
+    fn free(&self, buffer: WgpuBuffer) {
+        // Reuse is safe while earlier work still uses the buffer: every later use is
+        // submitted to the same queue, after that work.
+        self.pool.release(buffer.buffer, buffer.class);
+    }
+
+    fn write(&self, dst: &WgpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+        self.queue.write_buffer(&dst.buffer, offset as u64, data);
+        self.check_uncaptured()
+    }
+
+    fn read(&self, src: &WgpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        let size = out.len() as u64;
+        let mut staging = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        if staging.as_ref().is_none_or(|s| s.size() < size) {
+            let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("dotcompute staging"),
+                size: size
+                    .next_power_of_two()
+                    .min(self.limits.max_buffer_size)
+                    .max(size),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            if let Some(e) = pollster::block_on(scope.pop()) {
+                return Err(Error::OutOfMemory {
+                    device: self.info.name.clone(),
+                    requested: size,
+                    detail: format!("the staging buffer for a read: {e}"),
+                });
+            }
+            *staging = Some(buffer);
+        }
+        let staging = staging.as_ref().expect("just created");
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(&src.buffer, offset as u64, staging, 0, size);
+        self.submit(encoder)?;
+        let slice = staging.slice(0..size);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait()?;
+        rx.recv()
+            .map_err(|_| backend_err("the read's mapping callback never ran"))?
+            .map_err(|e| backend_err(format!("mapping the staging buffer failed: {e}")))?;
+        {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| backend_err(format!("reading the staging buffer failed: {e}")))?;
+            out.copy_from_slice(&view);
+        }
+        staging.unmap();
+        Ok(())
+    }
+
+    fn copy(
+        &self,
+        src: &WgpuBuffer,
+        src_offset: usize,
+        dst: &WgpuBuffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(
+            &src.buffer,
+            src_offset as u64,
+            &dst.buffer,
+            dst_offset as u64,
+            bytes as u64,
+        );
+        self.submit(encoder)
+    }
+
+    fn fill(&self, dst: &WgpuBuffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()> {
+        // Written from a host chunk of the repeated pattern, at most 4 MiB at a time.
+        let chunk_len = (4 << 20).min(bytes) / pattern.len() * pattern.len();
+        let chunk: Vec<u8> = pattern.iter().copied().cycle().take(chunk_len).collect();
+        let mut done = 0;
+        while done < bytes {
+            let n = chunk_len.min(bytes - done);
+            self.queue
+                .write_buffer(&dst.buffer, (offset + done) as u64, &chunk[..n]);
+            done += n;
+        }
+        self.check_uncaptured()
+    }
+
+    fn launch(&self, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<()> {
+        let kernel = &**request.kernel;
+        let g = request.geometry;
+        let pipeline = self.pipeline(kernel, g.group, g.dynamic_shared_len)?;
+        let dispatch = self.fold(&kernel.name, g.total_groups())?;
+        let scalars: Vec<_> = request
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                BoundArg::Scalar(l) => Some(*l),
+                BoundArg::Buffer { .. } => None,
+            })
+            .collect();
+        let uniforms = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("dotcompute launch parameters"),
+                contents: &wgsl::pack_uniforms(g.grid, g.groups, &scalars),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let max_binding = self.limits.max_storage_buffer_binding_size;
+        let mut entries = Vec::with_capacity(pipeline.module.buffers.len() + 1);
+        for &(param, binding, _) in &pipeline.module.buffers {
+            let BoundArg::Buffer {
+                buffer,
+                offset,
+                len,
+                elem,
+                ..
+            } = &request.args[param as usize]
+            else {
+                return Err(backend_err("internal: a buffer parameter got a scalar"));
+            };
+            let size = (*len * elem.size_bytes()) as u64;
+            if size > max_binding {
+                return Err(Error::ArgumentType {
+                    kernel: kernel.name.clone(),
+                    arg: kernel.params[param as usize].name().to_string(),
+                    expected: format!(
+                        "at most {max_binding} bytes (this adapter's largest storage binding)"
+                    ),
+                    found: format!("{size} bytes"),
+                });
+            }
+            entries.push(wgpu::BindGroupEntry {
+                binding,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &buffer.buffer,
+                    offset: *offset as u64,
+                    size: NonZeroU64::new(size),
+                }),
+            });
+        }
+        entries.push(wgpu::BindGroupEntry {
+            binding: pipeline.module.uniform_binding,
+            resource: uniforms.as_entire_binding(),
+        });
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&kernel.name),
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(dispatch[0], dispatch[1], dispatch[2]);
+        }
+        self.submit(encoder)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.wait()
+    }
+
+    fn memory_stats(&self) -> MemoryStats {
+        self.pool.stats()
+    }
+
+    fn trim(&self) {
+        self.pool.trim(|b| b.destroy());
+    }
+}
+
+/// Which parameters of `kernel` are scalars (in order): the uniform block's layout.
+pub fn scalar_params(kernel: &Kernel) -> impl Iterator<Item = &Param> {
+    kernel
+        .params
+        .iter()
+        .filter(|p| matches!(p, Param::Scalar { .. }))
+}

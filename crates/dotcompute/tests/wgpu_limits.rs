@@ -1,0 +1,76 @@
+//! wgpu-specific bad input: buffers past the adapter's storage-binding limit, and 64-bit
+//! kernels, which WGSL cannot express. Skips without an adapter unless DOTCOMPUTE_REQUIRE
+//! lists wgpu.
+#![cfg(feature = "wgpu")]
+
+use dotcompute::prelude::*;
+use dotcompute::{BackendKind, Error};
+
+#[kernel]
+fn touch(out: &mut [u32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = i;
+    }
+}
+
+#[kernel]
+fn double_f64(x: &mut [f64]) {
+    let i = global_id().x;
+    if i < x.len() {
+        x[i] *= 2.0;
+    }
+}
+
+fn wgpu_device() -> Option<Device> {
+    match Device::with_backend(BackendKind::Wgpu) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
+            assert!(
+                !required.split(',').any(|b| b.trim() == "wgpu"),
+                "wgpu is required: {e}"
+            );
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_buffer_beyond_the_binding_limit_is_a_clear_error() {
+    let Some(d) = wgpu_device() else { return };
+    // The largest storage binding lavapipe allows is 128 MiB; NVIDIA allows ~2 GiB. Use
+    // a buffer just above the limit when the device can allocate it.
+    let limit = 128usize << 20;
+    let n = limit / 4 + 1024;
+    let Ok(mut big) = d.alloc::<u32>(n) else {
+        return;
+    };
+    match touch::launch(&d, Launch::threads(n), &mut big) {
+        Err(Error::ArgumentType { arg, expected, .. }) => {
+            assert_eq!(arg, "out");
+            assert!(expected.contains("largest storage binding"), "{expected}");
+        }
+        Ok(()) => eprintln!("this adapter binds more than 128 MiB; nothing to check"),
+        Err(e) => panic!("expected a binding-size error, got {e}"),
+    }
+    // The device keeps working.
+    let mut small = d.alloc_filled(1000, 0xDEADBEEFu32).unwrap();
+    touch::launch(&d, Launch::threads(1000), &mut small).unwrap();
+    assert!(small
+        .to_vec()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == i as u32));
+}
+
+#[test]
+fn a_64_bit_kernel_is_a_compile_error_naming_the_type() {
+    let Some(d) = wgpu_device() else { return };
+    let mut x = d.upload(&[1.0f64, 2.0]).unwrap();
+    let e = double_f64::launch(&d, Launch::threads(2), &mut x).unwrap_err();
+    assert!(matches!(e, Error::Compile { .. }), "{e:?}");
+    assert!(e.to_string().contains("f64"), "{e}");
+}
