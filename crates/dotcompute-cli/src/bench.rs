@@ -31,10 +31,23 @@ fn time_pair<A: FnMut(), B: FnMut()>(reps: usize, mut a: A, mut b: B) -> (Durati
     (median(ta), median(tb))
 }
 
-pub fn run(name: &str, n: usize, reps: usize) -> ExitCode {
-    match name {
-        "vector-add" => vector_add(n, reps.max(1)),
-        other => {
+pub fn run(name: &str, n: usize, reps: usize, backend: &str) -> ExitCode {
+    match (name, backend) {
+        ("vector-add", "cpu") => vector_add(n, reps.max(1)),
+        ("vector-add", other) => match Device::by_name(other) {
+            Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1)) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        (other, _) => {
             eprintln!("error: unknown benchmark `{other}`; available: vector-add");
             ExitCode::from(2)
         }
@@ -110,4 +123,99 @@ fn vector_add(n: usize, reps: usize) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Launches per timed batch: per-launch time is a batch's wall time (submissions back to
+/// back, one synchronize at the end) divided by this, which hides the host round trip.
+const BATCH: usize = 20;
+
+/// VectorAdd on a device versus a device-to-device copy on the same device, as
+/// bandwidth: the kernel moves 12 bytes per element (two reads, one write), the copy 8.
+fn vector_add_vs_copy(device: &Device, n: usize, reps: usize) -> dotcompute::Result<ExitCode> {
+    let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| (i % 777) as f32 * 0.25).collect();
+    let (da, db) = (device.upload(&a)?, device.upload(&b)?);
+    let mut out = device.alloc_filled(n, f32::NAN)?;
+    let mut copy_dst = device.alloc::<f32>(n)?;
+    let launch = || Launch::threads(n);
+    let kernel_batch = |out: &mut dotcompute::Buffer<f32>| -> dotcompute::Result<Duration> {
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            kernels::vector_add::launch(device, launch(), &da, &db, out)?;
+        }
+        device.synchronize()?;
+        Ok(t.elapsed() / BATCH as u32)
+    };
+    let copy_batch = |dst: &mut dotcompute::Buffer<f32>| -> dotcompute::Result<Duration> {
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            dst.copy_from(&da)?;
+        }
+        device.synchronize()?;
+        Ok(t.elapsed() / BATCH as u32)
+    };
+    for _ in 0..3 {
+        kernel_batch(&mut out)?;
+        copy_batch(&mut copy_dst)?;
+    }
+    let (mut tk, mut tc) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        tk.push(kernel_batch(&mut out)?);
+        tc.push(copy_batch(&mut copy_dst)?);
+    }
+    let (tk, tc) = (median(tk), median(tc));
+    let got = out.to_vec()?;
+    let wrong = (0..n).filter(|&i| got[i] != a[i] + b[i]).count();
+    if wrong > 0 || copy_dst.to_vec()? != a {
+        eprintln!("error: {wrong} wrong elements in the kernel's output (or a wrong copy)");
+        return Ok(ExitCode::FAILURE);
+    }
+    let gbs = |bytes: usize, t: Duration| bytes as f64 / t.as_secs_f64() / 1e9;
+    let (kbw, cbw) = (gbs(12 * n, tk), gbs(8 * n, tc));
+    println!(
+        "vector add, {n} f32 on {}, median of {reps} batches of {BATCH} after 3 warm-ups",
+        device.label()
+    );
+    let row = |name: &str, t: Duration, bw: f64| {
+        println!(
+            "  {name:<30}{:>9.3} ms  {bw:>8.1} GB/s",
+            t.as_secs_f64() * 1e3
+        )
+    };
+    println!("wall clock (submission included):");
+    row("#[kernel] vector add", tk, kbw);
+    row("device-to-device copy", tc, cbw);
+    println!("  kernel bandwidth / copy bandwidth  {:.3}", kbw / cbw);
+    // Device time of each operation alone, from timestamp queries where the backend has
+    // them: the fair comparison of the GPU work itself.
+    device.set_profiling(true);
+    for _ in 0..reps {
+        kernels::vector_add::launch(device, launch(), &da, &db, &mut out)?;
+        copy_dst.copy_from(&da)?;
+    }
+    device.synchronize()?;
+    device.set_profiling(false);
+    let timings = device.take_timings();
+    let pick = |label: &str| -> Option<Duration> {
+        let v: Vec<Duration> = timings
+            .iter()
+            .filter(|t| t.label == label && t.device_time)
+            .map(|t| t.duration)
+            .collect();
+        (v.len() == reps).then(|| median(v))
+    };
+    match (pick("vector_add"), pick("copy")) {
+        (Some(gk), Some(gc)) => {
+            let (gkbw, gcbw) = (gbs(12 * n, gk), gbs(8 * n, gc));
+            println!("device time (timestamp queries, median of {reps}):");
+            row("#[kernel] vector add", gk, gkbw);
+            row("device-to-device copy", gc, gcbw);
+            println!(
+                "  kernel bandwidth / copy bandwidth  {:.3} (target >= 0.8 on the GPU machine)",
+                gkbw / gcbw
+            );
+        }
+        _ => println!("device time: this device has no timestamp queries for both operations"),
+    }
+    Ok(ExitCode::SUCCESS)
 }

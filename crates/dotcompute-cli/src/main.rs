@@ -58,6 +58,10 @@ enum Command {
         /// Timed repetitions (after warm-up); the median is reported.
         #[arg(long, default_value_t = 30)]
         reps: usize,
+        /// cpu: the kernel versus a hand-written rayon loop; wgpu (or any device): the
+        /// kernel's bandwidth versus a device-to-device copy on the same device.
+        #[arg(long, default_value = "cpu")]
+        backend: String,
     },
 }
 
@@ -71,7 +75,12 @@ fn main() -> ExitCode {
             seed,
         } => validate(backend.as_deref(), &cases, seed),
         Command::Emit { kernel, target } => emit(&kernel, &target),
-        Command::Bench { name, n, reps } => bench::run(&name, n, reps),
+        Command::Bench {
+            name,
+            n,
+            reps,
+            backend,
+        } => bench::run(&name, n, reps, &backend),
     }
 }
 

@@ -28,7 +28,7 @@ pub mod runtime;
 use dotcompute_hal::native::{ErrorSlot, NativeArg, NativeLaunch};
 use dotcompute_hal::{
     Backend, BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MemoryStats, Result,
-    SizeClassPool,
+    SizeClassPool, Timing,
 };
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -59,6 +59,8 @@ impl CpuBuffer {
 pub struct CpuBackend {
     info: DeviceInfo,
     pool: SizeClassPool<Block>,
+    profiling: std::sync::atomic::AtomicBool,
+    timings: std::sync::Mutex<Vec<Timing>>,
 }
 
 impl Default for CpuBackend {
@@ -122,6 +124,21 @@ impl CpuBackend {
                 ],
             },
             pool: SizeClassPool::new(),
+            profiling: Default::default(),
+            timings: Default::default(),
+        }
+    }
+
+    fn record(&self, label: &str, start: std::time::Instant) {
+        if self.profiling.load(std::sync::atomic::Ordering::Relaxed) {
+            self.timings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Timing {
+                    label: label.to_string(),
+                    duration: start.elapsed(),
+                    device_time: false,
+                });
         }
     }
 
@@ -202,8 +219,10 @@ impl Backend for CpuBackend {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
+        let start = std::time::Instant::now();
         // SAFETY: as above; `copy` (memmove) also allows ranges of one buffer to overlap.
         unsafe { std::ptr::copy(src.ptr().add(src_offset), dst.ptr().add(dst_offset), bytes) }
+        self.record("copy", start);
         Ok(())
     }
 
@@ -261,7 +280,10 @@ impl Backend for CpuBackend {
         };
         // A panic inside a kernel (which the generated code avoids, but host code called
         // from a kernel might not) must not take the caller down.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| native(&launch))) {
+        let start = std::time::Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| native(&launch)));
+        self.record(&kernel.name, start);
+        match result {
             Ok(r) => r,
             Err(payload) => Err(Error::KernelPanicked {
                 kernel: kernel.name.clone(),
@@ -284,5 +306,14 @@ impl Backend for CpuBackend {
 
     fn trim(&self) {
         self.pool.trim(CpuBackend::os_free);
+    }
+
+    fn set_profiling(&self, on: bool) {
+        self.profiling
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn take_timings(&self) -> Vec<Timing> {
+        std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }

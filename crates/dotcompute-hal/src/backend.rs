@@ -102,6 +102,24 @@ pub trait Backend: Send + Sync + 'static {
     fn memory_stats(&self) -> MemoryStats;
     /// Releases cached pool memory back to the driver.
     fn trim(&self);
+    /// Turns per-operation timing on or off (see [`Timing`]). Backends without timers
+    /// ignore it.
+    fn set_profiling(&self, _on: bool) {}
+    /// Timings recorded since the last call, oldest first.
+    fn take_timings(&self) -> Vec<Timing> {
+        Vec::new()
+    }
+}
+
+/// How long one launch or copy took, measured by the backend while profiling is on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timing {
+    /// The kernel's name, or `copy`.
+    pub label: String,
+    pub duration: std::time::Duration,
+    /// `true` when measured on the device (GPU timestamp queries), `false` for host wall
+    /// time (the CPU backend).
+    pub device_time: bool,
 }
 
 /// A type-erased buffer owned by the facade.
@@ -127,6 +145,8 @@ pub trait DynBackend: Send + Sync {
     fn synchronize(&self) -> Result<()>;
     fn memory_stats(&self) -> MemoryStats;
     fn trim(&self);
+    fn set_profiling(&self, on: bool);
+    fn take_timings(&self) -> Vec<Timing>;
 }
 
 fn downcast<'a, B: Backend>(backend: &B, raw: &'a RawBuffer) -> Result<&'a B::Buffer> {
@@ -216,5 +236,11 @@ impl<B: Backend> DynBackend for B {
     }
     fn trim(&self) {
         Backend::trim(self)
+    }
+    fn set_profiling(&self, on: bool) {
+        Backend::set_profiling(self, on)
+    }
+    fn take_timings(&self) -> Vec<Timing> {
+        Backend::take_timings(self)
     }
 }

@@ -20,6 +20,7 @@
 //! buffer access). The CPU backend reports them.
 
 use dotcompute_codegen::{naga_out, wgsl};
+use dotcompute_hal::Timing;
 use dotcompute_hal::{
     Backend, BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MemoryStats, Result,
     SizeClassPool,
@@ -27,6 +28,7 @@ use dotcompute_hal::{
 use dotcompute_ir::{Kernel, Param};
 use std::collections::HashMap;
 use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 
@@ -64,6 +66,21 @@ pub struct WgpuBackend {
     staging: Mutex<Option<wgpu::Buffer>>,
     /// Errors wgpu reported outside an error scope (instead of its default panic).
     uncaptured: Arc<Mutex<Option<String>>>,
+    profiling: AtomicBool,
+    timings: Mutex<Vec<Timing>>,
+    /// Timestamp queries, when the adapter has them.
+    stamps: Option<Mutex<Stamps>>,
+}
+
+/// Two timestamps around one pass (or one copy), resolved and read back.
+struct Stamps {
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    /// Nanoseconds per timestamp tick.
+    period: f64,
+    /// Whether timestamps can also be written between commands (for copies).
+    inside_encoders: bool,
 }
 
 fn instance() -> wgpu::Instance {
@@ -152,8 +169,13 @@ impl WgpuBackend {
     pub fn open(adapter: wgpu::Adapter) -> Result<WgpuBackend> {
         let limits = adapter.limits();
         let mut required_features = wgpu::Features::empty();
-        if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-            required_features |= wgpu::Features::TIMESTAMP_QUERY;
+        for f in [
+            wgpu::Features::TIMESTAMP_QUERY,
+            wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
+        ] {
+            if adapter.features().contains(f) {
+                required_features |= f;
+            }
         }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("dotcompute"),
@@ -173,7 +195,40 @@ impl WgpuBackend {
                 *slot = Some(e.to_string());
             }
         }));
+        let stamps = required_features
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
+            .then(|| {
+                let buffer = |usage, label| {
+                    device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some(label),
+                        size: 16,
+                        usage,
+                        mapped_at_creation: false,
+                    })
+                };
+                Mutex::new(Stamps {
+                    set: device.create_query_set(&wgpu::QuerySetDescriptor {
+                        label: Some("dotcompute timestamps"),
+                        ty: wgpu::QueryType::Timestamp,
+                        count: 2,
+                    }),
+                    resolve: buffer(
+                        wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                        "dotcompute timestamp resolve",
+                    ),
+                    readback: buffer(
+                        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                        "dotcompute timestamp readback",
+                    ),
+                    period: queue.get_timestamp_period() as f64,
+                    inside_encoders: required_features
+                        .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+                })
+            });
         Ok(WgpuBackend {
+            stamps,
+            profiling: AtomicBool::new(false),
+            timings: Mutex::new(Vec::new()),
             info: describe(&adapter, &limits),
             device,
             queue,
@@ -235,6 +290,58 @@ impl WgpuBackend {
     fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
         self.queue.submit(Some(encoder.finish()));
         self.check_uncaptured()
+    }
+
+    /// Submits an encoder whose work wrote timestamps 0 and 1 of `stamps.set`, waits, and
+    /// records the device time between them under `label`.
+    fn submit_timed(
+        &self,
+        mut encoder: wgpu::CommandEncoder,
+        stamps: &Stamps,
+        label: &str,
+    ) -> Result<()> {
+        encoder.resolve_query_set(&stamps.set, 0..2, &stamps.resolve, 0);
+        encoder.copy_buffer_to_buffer(&stamps.resolve, 0, &stamps.readback, 0, 16);
+        self.submit(encoder)?;
+        let slice = stamps.readback.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait()?;
+        rx.recv()
+            .map_err(|_| backend_err("the timestamp mapping callback never ran"))?
+            .map_err(|e| backend_err(format!("mapping timestamps failed: {e}")))?;
+        let ticks = {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| backend_err(format!("reading timestamps failed: {e}")))?;
+            let t0 = u64::from_le_bytes(view[0..8].try_into().unwrap());
+            let t1 = u64::from_le_bytes(view[8..16].try_into().unwrap());
+            t1.saturating_sub(t0)
+        };
+        stamps.readback.unmap();
+        self.record(
+            label,
+            std::time::Duration::from_nanos((ticks as f64 * stamps.period) as u64),
+            true,
+        );
+        Ok(())
+    }
+
+    fn record(&self, label: &str, duration: std::time::Duration, device_time: bool) {
+        self.timings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Timing {
+                label: label.to_string(),
+                duration,
+                device_time,
+            });
+    }
+
+    fn profiling(&self) -> bool {
+        self.profiling.load(Ordering::Relaxed)
     }
 
     fn pipeline(
@@ -439,6 +546,14 @@ impl Backend for WgpuBackend {
         bytes: usize,
     ) -> Result<()> {
         let mut encoder = self.device.create_command_encoder(&Default::default());
+        let stamps = match &self.stamps {
+            Some(s) if self.profiling() => Some(s.lock().unwrap_or_else(|p| p.into_inner())),
+            _ => None,
+        };
+        let stamped = stamps.as_ref().filter(|s| s.inside_encoders);
+        if let Some(s) = stamped {
+            encoder.write_timestamp(&s.set, 0);
+        }
         encoder.copy_buffer_to_buffer(
             &src.buffer,
             src_offset as u64,
@@ -446,7 +561,20 @@ impl Backend for WgpuBackend {
             dst_offset as u64,
             bytes as u64,
         );
-        self.submit(encoder)
+        match stamped {
+            Some(s) => {
+                encoder.write_timestamp(&s.set, 1);
+                self.submit_timed(encoder, s, "copy")
+            }
+            None if self.profiling() => {
+                let start = std::time::Instant::now();
+                self.submit(encoder)?;
+                self.wait()?;
+                self.record("copy", start.elapsed(), false);
+                Ok(())
+            }
+            None => self.submit(encoder),
+        }
     }
 
     fn fill(&self, dst: &WgpuBuffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()> {
@@ -526,13 +654,27 @@ impl Backend for WgpuBackend {
             entries: &entries,
         });
         let mut encoder = self.device.create_command_encoder(&Default::default());
+        let stamps = match &self.stamps {
+            Some(s) if self.profiling() => Some(s.lock().unwrap_or_else(|p| p.into_inner())),
+            _ => None,
+        };
         {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(&kernel.name),
+                timestamp_writes: stamps.as_ref().map(|s| wgpu::ComputePassTimestampWrites {
+                    query_set: &s.set,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                }),
+            });
             pass.set_pipeline(&pipeline.pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups(dispatch[0], dispatch[1], dispatch[2]);
         }
-        self.submit(encoder)
+        match &stamps {
+            Some(s) => self.submit_timed(encoder, s, &kernel.name),
+            None => self.submit(encoder),
+        }
     }
 
     fn synchronize(&self) -> Result<()> {
@@ -545,6 +687,14 @@ impl Backend for WgpuBackend {
 
     fn trim(&self) {
         self.pool.trim(|b| b.destroy());
+    }
+
+    fn set_profiling(&self, on: bool) {
+        self.profiling.store(on, Ordering::Relaxed);
+    }
+
+    fn take_timings(&self) -> Vec<Timing> {
+        std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 

@@ -188,6 +188,18 @@ impl Device {
         self.backend().trim()
     }
 
+    /// Turns profiling on or off. While on, every launch and device-to-device copy records
+    /// a [`Timing`](crate::Timing): GPU time from timestamp queries on wgpu adapters that
+    /// support them (launches then wait for their results), host wall time on the CPU.
+    pub fn set_profiling(&self, on: bool) {
+        self.backend().set_profiling(on)
+    }
+
+    /// The timings recorded since the last call, oldest first.
+    pub fn take_timings(&self) -> Vec<crate::Timing> {
+        self.backend().take_timings()
+    }
+
     /// Launches `kernel` with untyped arguments. `#[kernel]` launch functions call this
     /// with arguments that match by construction; direct callers get every mismatch as an
     /// `Err` naming the argument: count, kind (buffer / scalar), element type, access,

@@ -143,6 +143,7 @@ pub use buffer::{Arg, Buffer, BufferView, BufferViewMut, Element, ScalarArg};
 pub use device::{backends, BackendStatus, Device, BACKEND_ENV};
 pub use dotcompute_hal::{
     BackendKind, DeviceInfo, Error, KernelDef, Launch, Limits, MemoryStats, ResolvedLaunch, Result,
+    Timing,
 };
 pub use dotcompute_macros::kernel;
 

@@ -1,0 +1,56 @@
+//! The profiling hook records one timing per launch and copy while on, none while off.
+
+use dotcompute::prelude::*;
+use dotcompute::BackendKind;
+
+#[kernel]
+fn scale(x: &mut [f32], s: f32) {
+    let i = global_id().x;
+    if i < x.len() {
+        x[i] *= s;
+    }
+}
+
+fn check(d: &Device) {
+    let n = 100_000;
+    let mut x = d.upload(&vec![1.0f32; n]).unwrap();
+    let mut y = d.alloc::<f32>(n).unwrap();
+    scale::launch(d, Launch::threads(n), &mut x, 2.0).unwrap();
+    assert!(d.take_timings().is_empty(), "profiling is off by default");
+    d.set_profiling(true);
+    scale::launch(d, Launch::threads(n), &mut x, 2.0).unwrap();
+    y.copy_from(&x).unwrap();
+    d.set_profiling(false);
+    scale::launch(d, Launch::threads(n), &mut x, 2.0).unwrap();
+    let t = d.take_timings();
+    let labels: Vec<&str> = t.iter().map(|t| t.label.as_str()).collect();
+    assert_eq!(labels, ["scale", "copy"], "{t:?}");
+    assert!(t.iter().all(|t| t.duration.as_nanos() > 0), "{t:?}");
+    if d.info().features.iter().any(|f| f == "timestamp-query") {
+        assert!(
+            t[0].device_time,
+            "the launch should be timed on the device: {t:?}"
+        );
+    }
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 4.0));
+    assert!(x.to_vec().unwrap().iter().all(|&v| v == 8.0));
+}
+
+#[test]
+fn cpu_records_wall_time() {
+    check(&Device::cpu());
+}
+
+#[test]
+fn wgpu_records_device_time() {
+    match Device::with_backend(BackendKind::Wgpu) {
+        Ok(d) => check(&d),
+        Err(e) => {
+            let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
+            assert!(
+                !required.split(',').any(|b| b.trim() == "wgpu"),
+                "wgpu is required: {e}"
+            );
+        }
+    }
+}
