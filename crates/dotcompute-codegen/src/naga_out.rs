@@ -46,3 +46,79 @@ pub fn to_hlsl(m: &NagaModule) -> Result<String, String> {
         .map_err(|e| format!("HLSL generation failed: {e}"))?;
     Ok(out)
 }
+
+/// What a hand-written WGSL compute entry point expects, read from naga's IR.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reflection {
+    pub workgroup_size: [u32; 3],
+    /// `(binding, read_only, element type)` of each storage buffer in group 0, by binding.
+    pub storage: Vec<(u32, bool, dotcompute_ir::ScalarType)>,
+    /// Binding and size in bytes of the uniform block in group 0, if any.
+    pub uniform: Option<(u32, u32)>,
+}
+
+/// Parses and validates hand-written WGSL and reflects entry point `entry`. Only group 0
+/// is supported; storage buffers must be runtime-sized arrays of a scalar type.
+pub fn reflect_compute(source: &str, entry: &str) -> Result<Reflection, String> {
+    use dotcompute_ir::ScalarType;
+    use naga::{AddressSpace, ScalarKind, StorageAccess, TypeInner};
+    let m = validate_wgsl(source)?;
+    let ep = m
+        .module
+        .entry_points
+        .iter()
+        .find(|e| e.name == entry && e.stage == naga::ShaderStage::Compute)
+        .ok_or_else(|| format!("the WGSL has no compute entry point `{entry}`"))?;
+    let mut storage = Vec::new();
+    let mut uniform = None;
+    for (_, var) in m.module.global_variables.iter() {
+        let Some(binding) = &var.binding else {
+            continue;
+        };
+        let name = var.name.clone().unwrap_or_default();
+        if binding.group != 0 {
+            return Err(format!(
+                "`{name}` is in bind group {}; raw kernels use group 0",
+                binding.group
+            ));
+        }
+        match var.space {
+            AddressSpace::Storage { access } => {
+                let elem = match &m.module.types[var.ty].inner {
+                    TypeInner::Array { base, .. } => match &m.module.types[*base].inner {
+                        TypeInner::Scalar(s) => Some(*s),
+                        TypeInner::Atomic(s) => Some(*s),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let ty = elem.and_then(|s| match (s.kind, s.width) {
+                    (ScalarKind::Float, 4) => Some(ScalarType::F32),
+                    (ScalarKind::Sint, 4) => Some(ScalarType::I32),
+                    (ScalarKind::Uint, 4) => Some(ScalarType::U32),
+                    _ => None,
+                });
+                let ty = ty.ok_or_else(|| {
+                    format!(
+                        "storage buffer `{name}` (binding {}) must be an array of f32, i32 or u32",
+                        binding.binding
+                    )
+                })?;
+                storage.push((binding.binding, !access.contains(StorageAccess::STORE), ty));
+            }
+            AddressSpace::Uniform => {
+                let size = m.module.types[var.ty].inner.size(m.module.to_ctx());
+                if uniform.replace((binding.binding, size)).is_some() {
+                    return Err("raw kernels take at most one uniform block (the scalars)".into());
+                }
+            }
+            _ => {}
+        }
+    }
+    storage.sort_by_key(|s| s.0);
+    Ok(Reflection {
+        workgroup_size: ep.workgroup_size,
+        storage,
+        uniform,
+    })
+}

@@ -244,11 +244,18 @@ impl Backend for CpuBackend {
         let Some(native) = request.native else {
             return Err(Error::Backend {
                 backend: "cpu".into(),
-                message: format!(
-                    "kernel `{}` has no CPU implementation (only `#[kernel]` functions run on \
-                     the CPU)",
-                    kernel.name
-                ),
+                message: match request.raw {
+                    Some(raw) => format!(
+                        "kernel `{}` is hand-written {}, which the CPU backend cannot run; \
+                         write it as a #[kernel] function to run it everywhere",
+                        kernel.name, raw.language
+                    ),
+                    None => format!(
+                        "kernel `{}` has no CPU implementation (only `#[kernel]` functions \
+                         run on the CPU)",
+                        kernel.name
+                    ),
+                },
             });
         };
         let args: Vec<NativeArg> = request

@@ -63,6 +63,24 @@ pub enum BoundArg<'a, B> {
     Scalar(Literal),
 }
 
+/// A kernel written by hand for one backend's language, with its reflected interface.
+/// The facade checks arguments against `signature` (an IR kernel with an empty body).
+#[derive(Clone, Debug)]
+pub struct RawSource {
+    /// `wgsl`.
+    pub language: &'static str,
+    pub text: String,
+    pub entry: String,
+    /// The entry point's fixed group size.
+    pub workgroup_size: [u32; 3],
+    /// `(binding, read_only)` of each buffer parameter, in parameter order.
+    pub buffer_bindings: Vec<(u32, bool)>,
+    /// Binding of the uniform block holding the scalars (4 bytes each, in order).
+    pub uniform_binding: Option<u32>,
+    /// SHA-256 of language, entry and text: the pipeline-cache key.
+    pub hash: [u8; 32],
+}
+
 /// Everything a backend needs to run one launch. The facade has already checked argument
 /// count, types, devices, non-empty buffers and the geometry against the device limits.
 pub struct LaunchRequest<'a, B> {
@@ -70,6 +88,8 @@ pub struct LaunchRequest<'a, B> {
     pub native: Option<NativeFn>,
     pub geometry: ResolvedLaunch,
     pub args: Vec<BoundArg<'a, B>>,
+    /// Set for hand-written kernels; `kernel` is then only their signature.
+    pub raw: Option<&'a RawSource>,
 }
 
 /// A backend's device, with its own buffer type.
@@ -225,6 +245,7 @@ impl<B: Backend> DynBackend for B {
                 native: request.native,
                 geometry: request.geometry,
                 args,
+                raw: request.raw,
             },
         )
     }

@@ -68,6 +68,10 @@ impl Launch {
         self.dynamic_shared = Some(len);
         self
     }
+    /// The group size, if one was given.
+    pub fn group_size(&self) -> Option<[u32; 3]> {
+        self.group
+    }
     pub fn grid(&self) -> [u64; 3] {
         self.grid
     }

@@ -21,7 +21,9 @@ mod launch;
 pub mod native;
 pub mod pool;
 
-pub use backend::{Backend, BoundArg, DynBackend, KernelDef, LaunchRequest, RawBuffer, Timing};
+pub use backend::{
+    Backend, BoundArg, DynBackend, KernelDef, LaunchRequest, RawBuffer, RawSource, Timing,
+};
 pub use device::{BackendKind, DeviceInfo, Limits};
 pub use error::{Error, Result};
 pub use launch::{Launch, ResolvedLaunch};

@@ -374,11 +374,27 @@ impl WgpuBackend {
         .map_err(|e| compile_err(e.message))?;
         // naga validates first so that a codegen bug is reported with the WGSL line.
         naga_out::validate_wgsl(&module.source).map_err(compile_err)?;
+        self.compile(key, &kernel.name, module, "main")
+    }
+
+    /// Creates (and caches under `key`) the pipeline of a validated WGSL module.
+    fn compile(
+        &self,
+        key: PipelineKey,
+        name: &str,
+        module: wgsl::WgslModule,
+        entry: &str,
+    ) -> Result<Arc<Pipeline>> {
+        let compile_err = |log: String| Error::Compile {
+            kernel: name.to_string(),
+            backend: BACKEND.into(),
+            log,
+        };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let shader = self
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(&kernel.name),
+                label: Some(name),
                 source: wgpu::ShaderSource::Wgsl(module.source.as_str().into()),
             });
         let storage = |read_only| wgpu::BindingType::Buffer {
@@ -396,36 +412,38 @@ impl WgpuBackend {
                 count: None,
             })
             .collect();
-        entries.push(wgpu::BindGroupLayoutEntry {
-            binding: module.uniform_binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Uniform,
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        });
+        if module.uniform_size > 0 {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding: module.uniform_binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            });
+        }
         let layout = self
             .device
             .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some(&kernel.name),
+                label: Some(name),
                 entries: &entries,
             });
         let pipeline_layout = self
             .device
             .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some(&kernel.name),
+                label: Some(name),
                 bind_group_layouts: &[Some(&layout)],
                 ..Default::default()
             });
         let pipeline = self
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&kernel.name),
+                label: Some(name),
                 layout: Some(&pipeline_layout),
                 module: &shader,
-                entry_point: Some("main"),
+                entry_point: Some(entry),
                 compilation_options: Default::default(),
                 cache: None,
             });
@@ -445,6 +463,59 @@ impl WgpuBackend {
             .unwrap_or_else(|p| p.into_inner())
             .insert(key, p.clone());
         Ok(p)
+    }
+
+    /// The pipeline, dispatch and uniform bytes of a hand-written WGSL kernel. Raw shaders
+    /// see the dispatch as it is, so each dimension must fit the adapter's limit.
+    fn raw_pipeline(
+        &self,
+        kernel: &Kernel,
+        raw: &dotcompute_hal::RawSource,
+        groups: [u32; 3],
+        scalars: &[dotcompute_ir::Literal],
+    ) -> Result<(Arc<Pipeline>, [u32; 3], Vec<u8>)> {
+        let max = self.limits.max_compute_workgroups_per_dimension;
+        if let Some(d) = (0..3).find(|&d| groups[d] > max) {
+            return Err(Error::GridTooLarge {
+                kernel: kernel.name.clone(),
+                detail: format!(
+                    "dimension {d} needs {} groups; a raw WGSL kernel is dispatched as is and this adapter allows {max} per dimension",
+                    groups[d]
+                ),
+            });
+        }
+        let key = (raw.hash, raw.workgroup_size, u32::MAX);
+        let cached = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        let pipeline = match cached {
+            Some(p) => p,
+            None => {
+                let buffer_params = kernel
+                    .params
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| matches!(p, Param::Buffer { .. }))
+                    .map(|(i, _)| i as u32);
+                let module = wgsl::WgslModule {
+                    source: raw.text.clone(),
+                    buffers: buffer_params
+                        .zip(&raw.buffer_bindings)
+                        .map(|(i, &(b, ro))| (i, b, ro))
+                        .collect(),
+                    uniform_binding: raw.uniform_binding.unwrap_or(0),
+                    uniform_size: if raw.uniform_binding.is_some() { 16 } else { 0 },
+                };
+                self.compile(key, &kernel.name, module, &raw.entry)?
+            }
+        };
+        // Scalars only, 4 bytes each, padded to 16 bytes.
+        let mut bytes: Vec<u8> = wgsl::pack_uniforms([0; 3], [0; 3], scalars).split_off(7 * 4);
+        bytes.resize(bytes.len().next_multiple_of(16).max(16), 0);
+        Ok((pipeline, groups, bytes))
     }
 
     /// Splits `total` groups into a dispatch of at most `max` per dimension.
@@ -594,8 +665,6 @@ impl Backend for WgpuBackend {
     fn launch(&self, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<()> {
         let kernel = &**request.kernel;
         let g = request.geometry;
-        let pipeline = self.pipeline(kernel, g.group, g.dynamic_shared_len)?;
-        let dispatch = self.fold(&kernel.name, g.total_groups())?;
         let scalars: Vec<_> = request
             .args
             .iter()
@@ -604,11 +673,19 @@ impl Backend for WgpuBackend {
                 BoundArg::Buffer { .. } => None,
             })
             .collect();
+        let (pipeline, dispatch, uniform_bytes) = match request.raw {
+            None => (
+                self.pipeline(kernel, g.group, g.dynamic_shared_len)?,
+                self.fold(&kernel.name, g.total_groups())?,
+                wgsl::pack_uniforms(g.grid, g.groups, &scalars),
+            ),
+            Some(raw) => self.raw_pipeline(kernel, raw, g.groups, &scalars)?,
+        };
         let uniforms = self
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("dotcompute launch parameters"),
-                contents: &wgsl::pack_uniforms(g.grid, g.groups, &scalars),
+                contents: &uniform_bytes,
                 usage: wgpu::BufferUsages::UNIFORM,
             });
         let max_binding = self.limits.max_storage_buffer_binding_size;
@@ -644,10 +721,12 @@ impl Backend for WgpuBackend {
                 }),
             });
         }
-        entries.push(wgpu::BindGroupEntry {
-            binding: pipeline.module.uniform_binding,
-            resource: uniforms.as_entire_binding(),
-        });
+        if pipeline.module.uniform_size > 0 {
+            entries.push(wgpu::BindGroupEntry {
+                binding: pipeline.module.uniform_binding,
+                resource: uniforms.as_entire_binding(),
+            });
+        }
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(&kernel.name),
             layout: &pipeline.layout,

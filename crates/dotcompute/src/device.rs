@@ -211,6 +211,57 @@ impl Device {
         args: &[Arg<'_>],
     ) -> Result<()> {
         let ir = kernel.ir()?;
+        let bound = self.bind_args(ir, args)?;
+        let geometry = launch.resolve(ir, &self.info().limits)?;
+        self.backend().launch(&LaunchRequest {
+            kernel: ir,
+            native: kernel.native(),
+            geometry,
+            args: bound,
+            raw: None,
+        })
+    }
+
+    /// Launches a hand-written kernel (see [`RawKernel`](crate::RawKernel)) with the same
+    /// argument checks as `launch_kernel`. The group size is the shader's own; a
+    /// different one in `launch` is an error.
+    pub fn launch_raw(
+        &self,
+        kernel: &crate::RawKernel,
+        launch: Launch,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
+        let ir = kernel.signature();
+        let bound = self.bind_args(ir, args)?;
+        let [x, y, z] = kernel.source().workgroup_size;
+        let launch = match launch.group_size() {
+            None => launch.group3d(x, y, z),
+            Some(g) if g == [x, y, z] => launch,
+            Some(g) => {
+                return Err(Error::InvalidGroupSize {
+                    kernel: ir.name.clone(),
+                    detail: format!(
+                    "{g:?} was requested, but the shader declares @workgroup_size({x}, {y}, {z})"
+                ),
+                })
+            }
+        };
+        let geometry = launch.resolve(ir, &self.info().limits)?;
+        self.backend().launch(&LaunchRequest {
+            kernel: ir,
+            native: None,
+            geometry,
+            args: bound,
+            raw: Some(kernel.source()),
+        })
+    }
+
+    /// Checks `args` against the kernel's signature and binds them.
+    fn bind_args<'a>(
+        &self,
+        ir: &std::sync::Arc<dotcompute_ir::Kernel>,
+        args: &'a [Arg<'a>],
+    ) -> Result<Vec<BoundArg<'a, dotcompute_hal::RawBuffer>>> {
         if args.len() != ir.params.len() {
             return Err(Error::ArgumentCount {
                 kernel: ir.name.clone(),
@@ -295,12 +346,6 @@ impl Device {
                 }
             }
         }
-        let geometry = launch.resolve(ir, &self.info().limits)?;
-        self.backend().launch(&LaunchRequest {
-            kernel: ir,
-            native: kernel.native(),
-            geometry,
-            args: bound,
-        })
+        Ok(bound)
     }
 }

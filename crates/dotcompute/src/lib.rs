@@ -138,6 +138,7 @@
 
 mod buffer;
 mod device;
+mod raw;
 
 pub use buffer::{Arg, Buffer, BufferView, BufferViewMut, Element, ScalarArg};
 pub use device::{backends, BackendStatus, Device, BACKEND_ENV};
@@ -146,6 +147,7 @@ pub use dotcompute_hal::{
     Timing,
 };
 pub use dotcompute_macros::kernel;
+pub use raw::{RawKernel, RawParam};
 
 /// The kernel IR, for inspecting what `#[kernel]` produced or building kernels by hand.
 pub use dotcompute_ir as ir;

@@ -1,0 +1,223 @@
+//! Hand-written kernels for one backend.
+
+use dotcompute_hal::{Error, RawSource, Result};
+use dotcompute_ir::{Access, Kernel, Param, ScalarType, IR_VERSION};
+use std::sync::Arc;
+
+/// One parameter of a hand-written kernel, in launch-argument order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RawParam {
+    /// A storage buffer; the `i`-th buffer parameter is `@group(0) @binding(i)`.
+    Buffer {
+        name: String,
+        elem: ScalarType,
+        writable: bool,
+    },
+    /// A scalar; scalars are packed, 4 bytes each in parameter order, into the uniform
+    /// block at the binding after the last buffer.
+    Scalar { name: String, ty: ScalarType },
+}
+
+impl RawParam {
+    pub fn buffer(name: &str, elem: ScalarType) -> RawParam {
+        RawParam::Buffer {
+            name: name.into(),
+            elem,
+            writable: false,
+        }
+    }
+    pub fn buffer_mut(name: &str, elem: ScalarType) -> RawParam {
+        RawParam::Buffer {
+            name: name.into(),
+            elem,
+            writable: true,
+        }
+    }
+    pub fn scalar(name: &str, ty: ScalarType) -> RawParam {
+        RawParam::Scalar {
+            name: name.into(),
+            ty,
+        }
+    }
+}
+
+/// A kernel written directly in a backend's language, with explicit bindings. Launch it
+/// with [`Device::launch_raw`](crate::Device::launch_raw); arguments are checked against
+/// the declared parameters exactly as for `#[kernel]` functions.
+///
+/// WGSL conventions: entry point `main` (or the one given), group 0, buffer parameter
+/// *i* at `@binding(i)`, and, if there are scalars, a uniform struct at the next binding
+/// whose fields are the scalars in order (`f32`, `i32` or `u32`; a `bool` is a `u32`).
+/// The shader's `@workgroup_size` is the launch's group size. Threads are dispatched as
+/// whole groups covering the grid, and the shader does its own bounds checks (raw
+/// shaders see the dispatch as it is: no folding past the per-dimension group limit).
+///
+/// ```
+/// # #[cfg(feature = "wgpu")] {
+/// use dotcompute::{Arg, Device, Launch, RawKernel, RawParam, ir::ScalarType, BackendKind};
+/// let source = "
+///   struct Params { a: f32 }
+///   @group(0) @binding(0) var<storage, read> x: array<f32>;
+///   @group(0) @binding(1) var<storage, read_write> y: array<f32>;
+///   @group(0) @binding(2) var<uniform> p: Params;
+///   @compute @workgroup_size(64)
+///   fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+///       if (id.x < arrayLength(&y)) { y[id.x] = p.a * x[id.x] + y[id.x]; }
+///   }";
+/// let saxpy = RawKernel::wgsl("saxpy", source, &[
+///     RawParam::buffer("x", ScalarType::F32),
+///     RawParam::buffer_mut("y", ScalarType::F32),
+///     RawParam::scalar("a", ScalarType::F32),
+/// ]).unwrap();
+/// if let Ok(d) = Device::with_backend(BackendKind::Wgpu) {
+///     let x = d.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+///     let mut y = d.upload(&[10.0f32, 20.0, 30.0]).unwrap();
+///     d.launch_raw(&saxpy, Launch::threads(3), &[Arg::buffer(&x), Arg::buffer_mut(&mut y), Arg::scalar(2.0f32)]).unwrap();
+///     assert_eq!(y.to_vec().unwrap(), vec![12.0, 24.0, 36.0]);
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RawKernel {
+    signature: Arc<Kernel>,
+    source: RawSource,
+}
+
+impl RawKernel {
+    /// A WGSL kernel with entry point `main`. The source is parsed and validated by naga
+    /// now, and its bindings are checked against `params`; every mismatch is an error
+    /// naming the binding.
+    #[cfg(feature = "wgpu")]
+    pub fn wgsl(name: &str, source: &str, params: &[RawParam]) -> Result<RawKernel> {
+        RawKernel::wgsl_entry(name, source, "main", params)
+    }
+
+    /// As [`RawKernel::wgsl`], with another entry point.
+    #[cfg(feature = "wgpu")]
+    pub fn wgsl_entry(
+        name: &str,
+        source: &str,
+        entry: &str,
+        params: &[RawParam],
+    ) -> Result<RawKernel> {
+        let compile = |log: String| Error::Compile {
+            kernel: name.into(),
+            backend: "wgpu".into(),
+            log,
+        };
+        let refl = dotcompute_codegen::naga_out::reflect_compute(source, entry).map_err(compile)?;
+        let mut ir_params = Vec::new();
+        let mut buffer_bindings = Vec::new();
+        let mut scalars = 0u32;
+        for p in params {
+            match p {
+                RawParam::Buffer {
+                    name: pname,
+                    elem,
+                    writable,
+                } => {
+                    let binding = buffer_bindings.len() as u32;
+                    let Some(&(_, read_only, ty)) = refl.storage.iter().find(|s| s.0 == binding)
+                    else {
+                        return Err(compile(format!(
+                            "buffer parameter `{pname}` should be @group(0) @binding({binding}), which the shader does not declare"
+                        )));
+                    };
+                    if ty != *elem {
+                        return Err(compile(format!(
+                            "buffer parameter `{pname}` is {elem}, but binding {binding} is an array of {ty}"
+                        )));
+                    }
+                    if !read_only && !writable {
+                        return Err(compile(format!(
+                            "binding {binding} is read_write in the shader; declare `{pname}` with RawParam::buffer_mut"
+                        )));
+                    }
+                    buffer_bindings.push((binding, read_only));
+                    ir_params.push(Param::Buffer {
+                        name: pname.clone(),
+                        elem: *elem,
+                        access: if *writable {
+                            Access::ReadWrite
+                        } else {
+                            Access::Read
+                        },
+                    });
+                }
+                RawParam::Scalar { name: pname, ty } => {
+                    if matches!(ty, ScalarType::I64 | ScalarType::U64 | ScalarType::F64) {
+                        return Err(compile(format!(
+                            "scalar `{pname}` is {ty}; WGSL has no 64-bit types"
+                        )));
+                    }
+                    scalars += 1;
+                    ir_params.push(Param::Scalar {
+                        name: pname.clone(),
+                        ty: *ty,
+                    });
+                }
+            }
+        }
+        if refl.storage.len() != buffer_bindings.len() {
+            return Err(compile(format!(
+                "the shader declares {} storage buffers, {} buffer parameters were given",
+                refl.storage.len(),
+                buffer_bindings.len()
+            )));
+        }
+        let uniform_binding = match (refl.uniform, scalars) {
+            (None, 0) => None,
+            (Some((b, size)), n) if b == buffer_bindings.len() as u32 && size >= 4 * n && n > 0 => Some(b),
+            (u, n) => {
+                return Err(compile(format!(
+                    "{n} scalar parameter(s) need a uniform block of at least {} bytes at binding {}; the shader has {u:?} (binding, size)",
+                    4 * n,
+                    buffer_bindings.len()
+                )))
+            }
+        };
+        let signature = Kernel {
+            version: IR_VERSION,
+            name: name.into(),
+            params: ir_params,
+            shared: Vec::new(),
+            locals: Vec::new(),
+            body: Vec::new(),
+        };
+        dotcompute_ir::validate(&signature).map_err(|e| compile(e.to_string()))?;
+        let hash = content_hash(&["wgsl", entry, source]);
+        Ok(RawKernel {
+            signature: Arc::new(signature),
+            source: RawSource {
+                language: "wgsl",
+                text: source.into(),
+                entry: entry.into(),
+                workgroup_size: refl.workgroup_size,
+                buffer_bindings,
+                uniform_binding,
+                hash,
+            },
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.signature.name
+    }
+    pub(crate) fn signature(&self) -> &Arc<Kernel> {
+        &self.signature
+    }
+    pub(crate) fn source(&self) -> &RawSource {
+        &self.source
+    }
+}
+
+/// SHA-256 of the parts, each length-prefixed so that boundaries cannot shift.
+fn content_hash(parts: &[&str]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    h.finalize().into()
+}

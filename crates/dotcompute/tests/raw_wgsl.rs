@@ -1,0 +1,149 @@
+//! Hand-written WGSL kernels: run on wgpu with every element checked; interface mismatches,
+//! syntax errors, group-size conflicts and CPU launches are clear errors.
+#![cfg(feature = "wgpu")]
+
+use dotcompute::ir::ScalarType;
+use dotcompute::{Arg, BackendKind, Device, Error, Launch, RawKernel, RawParam};
+
+const AXPY_U32: &str = "
+struct Params { k: u32 }
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < arrayLength(&y)) {
+        y[id.x] = x[id.x] * p.k + y[id.x];
+    }
+}
+";
+
+fn params() -> Vec<RawParam> {
+    vec![
+        RawParam::buffer("x", ScalarType::U32),
+        RawParam::buffer_mut("y", ScalarType::U32),
+        RawParam::scalar("k", ScalarType::U32),
+    ]
+}
+
+fn wgpu_device() -> Option<Device> {
+    match Device::with_backend(BackendKind::Wgpu) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
+            assert!(
+                !required.split(',').any(|b| b.trim() == "wgpu"),
+                "wgpu is required: {e}"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn a_raw_wgsl_kernel_computes_every_element() {
+    let Some(d) = wgpu_device() else { return };
+    let k = RawKernel::wgsl("axpy_u32", AXPY_U32, &params()).unwrap();
+    let seed = fastrand::u64(..);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 1_000_003;
+    let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let y0: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let factor = rng.u32(..);
+    let dx = d.upload(&x).unwrap();
+    let mut dy = d.upload(&y0).unwrap();
+    d.launch_raw(
+        &k,
+        Launch::threads(n),
+        &[
+            Arg::buffer(&dx),
+            Arg::buffer_mut(&mut dy),
+            Arg::scalar(factor),
+        ],
+    )
+    .unwrap();
+    let got = dy.to_vec().unwrap();
+    for i in 0..n {
+        let want = x[i].wrapping_mul(factor).wrapping_add(y0[i]);
+        assert_eq!(got[i], want, "element {i} (seed {seed})");
+    }
+}
+
+#[test]
+fn raw_kernel_interface_mismatches_are_errors_naming_the_binding() {
+    let wrong_type = RawKernel::wgsl(
+        "k",
+        AXPY_U32,
+        &[
+            RawParam::buffer("x", ScalarType::F32),
+            RawParam::buffer_mut("y", ScalarType::U32),
+            RawParam::scalar("k", ScalarType::U32),
+        ],
+    )
+    .unwrap_err();
+    assert!(
+        wrong_type
+            .to_string()
+            .contains("binding 0 is an array of u32"),
+        "{wrong_type}"
+    );
+    let read_only = RawKernel::wgsl(
+        "k",
+        AXPY_U32,
+        &[
+            RawParam::buffer("x", ScalarType::U32),
+            RawParam::buffer("y", ScalarType::U32),
+            RawParam::scalar("k", ScalarType::U32),
+        ],
+    )
+    .unwrap_err();
+    assert!(read_only.to_string().contains("buffer_mut"), "{read_only}");
+    let no_scalar = RawKernel::wgsl("k", AXPY_U32, &params()[..2]).unwrap_err();
+    assert!(no_scalar.to_string().contains("uniform"), "{no_scalar}");
+    let missing = RawKernel::wgsl("k", AXPY_U32, &params()[..1]).unwrap_err();
+    assert!(
+        missing.to_string().contains("2 storage buffers"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn a_wgsl_syntax_error_is_a_compile_error_quoting_the_line() {
+    let broken = AXPY_U32.replace("x[id.x] * p.k", "x[id.x] ** p.k");
+    let e = RawKernel::wgsl("broken", &broken, &params()).unwrap_err();
+    assert!(matches!(e, Error::Compile { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("x[id.x] ** p.k"),
+        "the message should quote the line: {e}"
+    );
+}
+
+#[test]
+fn a_conflicting_group_size_and_a_cpu_launch_are_errors() {
+    let k = RawKernel::wgsl("axpy_u32", AXPY_U32, &params()).unwrap();
+    let cpu = Device::cpu();
+    let x = cpu.upload(&[1u32; 8]).unwrap();
+    let mut y = cpu.upload(&[1u32; 8]).unwrap();
+    let e = cpu
+        .launch_raw(
+            &k,
+            Launch::threads(8),
+            &[Arg::buffer(&x), Arg::buffer_mut(&mut y), Arg::scalar(2u32)],
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot run"), "{e}");
+    let e = cpu
+        .launch_raw(
+            &k,
+            Launch::threads(8).group(32),
+            &[Arg::buffer(&x), Arg::buffer_mut(&mut y), Arg::scalar(2u32)],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidGroupSize { .. }), "{e:?}");
+    // Arguments are checked as for #[kernel] functions.
+    let e = cpu
+        .launch_raw(&k, Launch::threads(8), &[Arg::buffer(&x)])
+        .unwrap_err();
+    assert!(matches!(e, Error::ArgumentCount { .. }), "{e:?}");
+}
