@@ -597,25 +597,12 @@ impl Gen<'_> {
             ExprKind::Cast(a) => self.cast(a, e.ty),
             ExprKind::Math(f, args) => {
                 let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                let name = match f {
-                    MathFn::Sqrt => "sqrt",
-                    MathFn::Sin => "sin",
-                    MathFn::Cos => "cos",
-                    MathFn::Tan => "tan",
-                    MathFn::Exp => "exp",
-                    MathFn::Log => "log",
-                    MathFn::Pow => "pow",
-                    MathFn::Abs => "abs",
-                    MathFn::Min => "min",
-                    MathFn::Max => "max",
-                    MathFn::Fma => "fma",
-                    MathFn::Floor => "floor",
-                    MathFn::Ceil => "ceil",
-                    MathFn::Clamp => {
-                        // min(max(x, lo), hi): WGSL's clamp requires lo <= hi for ints.
-                        return format!("min(max({}, {}), {})", a[0], a[1], a[2]);
-                    }
-                };
+                if *f == MathFn::Clamp {
+                    // min(max(x, lo), hi): WGSL's clamp requires lo <= hi for ints.
+                    return format!("min(max({}, {}), {})", a[0], a[1], a[2]);
+                }
+                // The IR's function names are WGSL's builtin names.
+                let name = f.name();
                 format!("{name}({})", a.join(", "))
             }
             ExprKind::Select {

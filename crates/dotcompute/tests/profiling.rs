@@ -1,7 +1,8 @@
 //! The profiling hook records one timing per launch and copy while on, none while off.
 
+mod common;
+
 use dotcompute::prelude::*;
-use dotcompute::BackendKind;
 
 #[kernel]
 fn scale(x: &mut [f32], s: f32) {
@@ -43,14 +44,7 @@ fn cpu_records_wall_time() {
 
 #[test]
 fn wgpu_records_device_time() {
-    match Device::with_backend(BackendKind::Wgpu) {
-        Ok(d) => check(&d),
-        Err(e) => {
-            let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
-            assert!(
-                !required.split(',').any(|b| b.trim() == "wgpu"),
-                "wgpu is required: {e}"
-            );
-        }
+    if let Some(d) = common::wgpu_device() {
+        check(&d);
     }
 }

@@ -2,8 +2,11 @@
 //! syntax errors, group-size conflicts and CPU launches are clear errors.
 #![cfg(feature = "wgpu")]
 
+mod common;
+use common::wgpu_device;
+
 use dotcompute::ir::ScalarType;
-use dotcompute::{Arg, BackendKind, Device, Error, Launch, RawKernel, RawParam};
+use dotcompute::{Arg, Device, Error, Launch, RawKernel, RawParam};
 
 const AXPY_U32: &str = "
 struct Params { k: u32 }
@@ -25,20 +28,6 @@ fn params() -> Vec<RawParam> {
         RawParam::buffer_mut("y", ScalarType::U32),
         RawParam::scalar("k", ScalarType::U32),
     ]
-}
-
-fn wgpu_device() -> Option<Device> {
-    match Device::with_backend(BackendKind::Wgpu) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
-            assert!(
-                !required.split(',').any(|b| b.trim() == "wgpu"),
-                "wgpu is required: {e}"
-            );
-            None
-        }
-    }
 }
 
 #[test]

@@ -3,8 +3,11 @@
 //! lists wgpu.
 #![cfg(feature = "wgpu")]
 
+mod common;
+use common::wgpu_device;
+
 use dotcompute::prelude::*;
-use dotcompute::{BackendKind, Error};
+use dotcompute::Error;
 
 #[kernel]
 fn touch(out: &mut [u32]) {
@@ -19,21 +22,6 @@ fn double_f64(x: &mut [f64]) {
     let i = global_id().x;
     if i < x.len() {
         x[i] *= 2.0;
-    }
-}
-
-fn wgpu_device() -> Option<Device> {
-    match Device::with_backend(BackendKind::Wgpu) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
-            assert!(
-                !required.split(',').any(|b| b.trim() == "wgpu"),
-                "wgpu is required: {e}"
-            );
-            eprintln!("skipping: {e}");
-            None
-        }
     }
 }
 
