@@ -60,23 +60,40 @@ pub struct CodegenError {
 /// Number of u32 words of launch geometry at the start of the uniform block.
 const GEOMETRY_WORDS: usize = 7;
 
-/// Packs the uniform block: grid (3), groups (3), total groups, then each scalar parameter
-/// as one 4-byte word (`bool` as 0/1), padded to 16 bytes.
+/// Packs the uniform block of generated kernels: grid (3), groups (3), total groups,
+/// then each scalar parameter as one 4-byte word (`bool` as 0/1), padded to 16 bytes.
 pub fn pack_uniforms(grid: [u32; 3], groups: [u32; 3], scalars: &[Literal]) -> Vec<u8> {
     let mut words: Vec<u32> = Vec::with_capacity(GEOMETRY_WORDS + scalars.len());
     words.extend(grid);
     words.extend(groups);
     words.push(groups[0].wrapping_mul(groups[1]).wrapping_mul(groups[2]));
-    for s in scalars {
-        words.push(match *s {
-            Literal::Bool(b) => b as u32,
-            Literal::I32(v) => v as u32,
-            Literal::U32(v) => v,
-            Literal::F32(bits) => bits,
-            // Rejected by generate(); never packed.
-            Literal::I64(_) | Literal::U64(_) | Literal::F64(_) => 0,
-        });
+    words.extend(scalars.iter().map(|&s| scalar_word(s)));
+    pad_to_bytes(words)
+}
+
+/// Packs the uniform block of hand-written kernels: the scalars alone, one 4-byte word
+/// each, padded to 16 bytes (at least 16: an empty uniform block is not allowed).
+pub fn pack_scalars(scalars: &[Literal]) -> Vec<u8> {
+    let mut words: Vec<u32> = scalars.iter().map(|&s| scalar_word(s)).collect();
+    if words.is_empty() {
+        words.push(0);
     }
+    pad_to_bytes(words)
+}
+
+fn scalar_word(s: Literal) -> u32 {
+    match s {
+        Literal::Bool(b) => b as u32,
+        Literal::I32(v) => v as u32,
+        Literal::U32(v) => v,
+        Literal::F32(bits) => bits,
+        // Rejected before packing (WGSL has no 64-bit types); never reaches a shader.
+        Literal::I64(_) | Literal::U64(_) | Literal::F64(_) => 0,
+    }
+}
+
+/// Little-endian bytes of `words`, padded with zero words to a multiple of 16 bytes.
+fn pad_to_bytes(mut words: Vec<u32>) -> Vec<u8> {
     while words.len() % 4 != 0 {
         words.push(0);
     }
@@ -651,3 +668,44 @@ fn dc_f32_to_u32(x: f32) -> u32 {
     return u32(x);
 }
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(bytes: &[u8]) -> Vec<u32> {
+        bytes
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn uniform_layouts_are_word_per_scalar_padded_to_16_bytes() {
+        let s = [Literal::f32(1.5), Literal::Bool(true), Literal::I32(-2)];
+        let generated = pack_uniforms([10, 1, 1], [3, 2, 1], &s);
+        assert_eq!(
+            words(&generated),
+            vec![
+                10,
+                1,
+                1,
+                3,
+                2,
+                1,
+                6,
+                1.5f32.to_bits(),
+                1,
+                (-2i32) as u32,
+                0,
+                0
+            ]
+        );
+        assert_eq!(
+            words(&pack_scalars(&s)),
+            vec![1.5f32.to_bits(), 1, (-2i32) as u32, 0]
+        );
+        assert_eq!(words(&pack_scalars(&[Literal::U32(7)])), vec![7, 0, 0, 0]);
+        assert_eq!(pack_scalars(&[]).len(), 16);
+    }
+}

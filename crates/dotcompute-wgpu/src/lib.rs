@@ -303,29 +303,38 @@ impl WgpuBackend {
         encoder.resolve_query_set(&stamps.set, 0..2, &stamps.resolve, 0);
         encoder.copy_buffer_to_buffer(&stamps.resolve, 0, &stamps.readback, 0, 16);
         self.submit(encoder)?;
-        let slice = stamps.readback.slice(..);
+        let mut raw = [0u8; 16];
+        self.read_mapped(&stamps.readback, &mut raw, "the timestamps")?;
+        let t0 = u64::from_le_bytes(raw[0..8].try_into().unwrap());
+        let t1 = u64::from_le_bytes(raw[8..16].try_into().unwrap());
+        let ticks = t1.saturating_sub(t0);
+        self.record(
+            label,
+            std::time::Duration::from_nanos((ticks as f64 * stamps.period) as u64),
+            true,
+        );
+        Ok(())
+    }
+
+    /// Maps the first `out.len()` bytes of a `MAP_READ` buffer once the submitted work is
+    /// done, copies them into `out` and unmaps. `what` names the buffer in errors.
+    fn read_mapped(&self, buffer: &wgpu::Buffer, out: &mut [u8], what: &str) -> Result<()> {
+        let slice = buffer.slice(0..out.len() as u64);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
         self.wait()?;
         rx.recv()
-            .map_err(|_| backend_err("the timestamp mapping callback never ran"))?
-            .map_err(|e| backend_err(format!("mapping timestamps failed: {e}")))?;
-        let ticks = {
+            .map_err(|_| backend_err(format!("the mapping callback for {what} never ran")))?
+            .map_err(|e| backend_err(format!("mapping {what} failed: {e}")))?;
+        {
             let view = slice
                 .get_mapped_range()
-                .map_err(|e| backend_err(format!("reading timestamps failed: {e}")))?;
-            let t0 = u64::from_le_bytes(view[0..8].try_into().unwrap());
-            let t1 = u64::from_le_bytes(view[8..16].try_into().unwrap());
-            t1.saturating_sub(t0)
-        };
-        stamps.readback.unmap();
-        self.record(
-            label,
-            std::time::Duration::from_nanos((ticks as f64 * stamps.period) as u64),
-            true,
-        );
+                .map_err(|e| backend_err(format!("reading {what} failed: {e}")))?;
+            out.copy_from_slice(&view);
+        }
+        buffer.unmap();
         Ok(())
     }
 
@@ -513,9 +522,7 @@ impl WgpuBackend {
             }
         };
         // Scalars only, 4 bytes each, padded to 16 bytes.
-        let mut bytes: Vec<u8> = wgsl::pack_uniforms([0; 3], [0; 3], scalars).split_off(7 * 4);
-        bytes.resize(bytes.len().next_multiple_of(16).max(16), 0);
-        Ok((pipeline, groups, bytes))
+        Ok((pipeline, groups, wgsl::pack_scalars(scalars)))
     }
 
     /// Splits `total` groups into a dispatch of at most `max` per dimension.
@@ -589,23 +596,7 @@ impl Backend for WgpuBackend {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(&src.buffer, offset as u64, staging, 0, size);
         self.submit(encoder)?;
-        let slice = staging.slice(0..size);
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        self.wait()?;
-        rx.recv()
-            .map_err(|_| backend_err("the read's mapping callback never ran"))?
-            .map_err(|e| backend_err(format!("mapping the staging buffer failed: {e}")))?;
-        {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| backend_err(format!("reading the staging buffer failed: {e}")))?;
-            out.copy_from_slice(&view);
-        }
-        staging.unmap();
-        Ok(())
+        self.read_mapped(staging, out, "the staging buffer")
     }
 
     fn copy(
@@ -775,12 +766,4 @@ impl Backend for WgpuBackend {
     fn take_timings(&self) -> Vec<Timing> {
         std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
     }
-}
-
-/// Which parameters of `kernel` are scalars (in order): the uniform block's layout.
-pub fn scalar_params(kernel: &Kernel) -> impl Iterator<Item = &Param> {
-    kernel
-        .params
-        .iter()
-        .filter(|p| matches!(p, Param::Scalar { .. }))
 }
