@@ -42,7 +42,7 @@ enum Command {
     Emit {
         /// Kernel name, e.g. vector_add (`dotcompute emit list` lists them).
         kernel: String,
-        /// ir, json, wgsl, msl, spirv, hlsl (cuda comes with the CUDA backend).
+        /// ir, json, cuda, wgsl, msl, spirv, hlsl.
         #[arg(long, default_value = "ir")]
         target: String,
     },
@@ -260,13 +260,10 @@ fn emit(kernel: &str, target: &str) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         },
-        "cuda" => {
-            eprintln!("error: target `cuda` is not implemented yet (it comes with the CUDA backend, issue #4); available: ir, json, wgsl, msl, spirv, hlsl");
-            return ExitCode::from(2);
-        }
+        "cuda" => print!("{}", dotcompute_codegen::cuda::generate(ir).source),
         other => {
             eprintln!(
-                "error: unknown target `{other}`; available: ir, json, wgsl, msl, spirv, hlsl"
+                "error: unknown target `{other}`; available: ir, json, cuda, wgsl, msl, spirv, hlsl"
             );
             return ExitCode::from(2);
         }

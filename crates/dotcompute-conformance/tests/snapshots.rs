@@ -1,5 +1,5 @@
 //! Snapshots of the code generated for every seed kernel: WGSL, and the MSL, HLSL and
-//! SPIR-V (hashed) that naga produces from it. Every module also passes naga's validator.
+//! SPIR-V (hashed) that naga produces from it, and the CUDA C++ that NVRTC compiles. Every module also passes naga's validator.
 //! After an intended codegen change: `INSTA_UPDATE=always cargo test -p
 //! dotcompute-conformance --test snapshots`, then review the diff of `tests/snapshots/`.
 
@@ -37,5 +37,13 @@ fn the_ir_text_of_every_seed_kernel() {
     for def in dotcompute_conformance::seed_kernels() {
         let text = dotcompute_codegen::IrText.generate(def.ir().unwrap());
         insta::assert_snapshot!(format!("{}.ir", def.name()), text);
+    }
+}
+
+#[test]
+fn the_cuda_cpp_of_every_seed_kernel() {
+    for def in dotcompute_conformance::seed_kernels() {
+        let module = dotcompute_codegen::cuda::generate(def.ir().unwrap());
+        insta::assert_snapshot!(format!("{}.cu", def.name()), module.source);
     }
 }

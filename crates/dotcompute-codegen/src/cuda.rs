@@ -1,0 +1,555 @@
+//! IR → CUDA C++ (compiled by NVRTC in `dotcompute-cuda`).
+//!
+//! One translation unit per kernel, valid for every launch: the group size comes from
+//! `blockDim` and the dynamic shared array is `extern __shared__`, so nothing is
+//! specialised and one compiled module serves every geometry.
+//!
+//! ## The kernel's parameter list (the launch ABI)
+//!
+//! `extern "C" __global__ void dc_<name>(...)` takes, in this order:
+//!
+//! 1. every IR parameter in signature order: a buffer as a pointer (`const T* __restrict__`
+//!    when read-only, `T* __restrict__` otherwise), a scalar by value (`bool` is one byte);
+//! 2. one `u32` length, in elements, per buffer parameter, in signature order (`len()`);
+//! 3. `u32 dc_grid_x, dc_grid_y, dc_grid_z`: the logical grid in threads;
+//! 4. `u32 dc_dyn_len`: the dynamic shared array's length (0 when there is none).
+//!
+//! `__restrict__` is sound because a launch cannot bind one buffer both writable and again:
+//! the facade's argument types borrow writable buffers exclusively.
+//!
+//! ## Semantics (see `dotcompute_ir`)
+//!
+//! C++ leaves signed overflow, `INT_MIN / -1`, division by zero, over-wide shifts and
+//! out-of-range float-to-int casts undefined; the IR defines all of them. Every such
+//! operation therefore goes through a helper of the prelude: wrapping signed arithmetic
+//! through unsigned, total division and remainder, masked shifts, and float-to-int casts
+//! through the `__float2int_rz` family, which PTX defines to saturate and to map NaN to 0.
+//! Float `min`/`max` are `fminf`/`fmaxf` (IEEE minNum/maxNum, as the IR says). NVRTC's
+//! defaults keep division and `sqrt` correctly rounded and denormals intact (no
+//! `-use_fast_math`). Memories touched by atomics are read and written through `volatile`
+//! so plain accesses are not cached across other threads' atomics.
+
+use dotcompute_ir::*;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// A generated translation unit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaModule {
+    pub source: String,
+    /// The `extern "C"` entry point.
+    pub entry: String,
+}
+
+/// The entry point's name for a kernel called `name`.
+pub fn entry_name(name: &str) -> String {
+    format!("dc_{name}")
+}
+
+/// Generates CUDA C++ for `kernel` (which must be validated IR).
+pub fn generate(kernel: &Kernel) -> CudaModule {
+    let mut g = Gen {
+        k: kernel,
+        out: String::new(),
+        atomic: BTreeSet::new(),
+        tmp: 0,
+    };
+    collect_atomic(&kernel.body, &mut g.atomic);
+    g.module();
+    CudaModule {
+        source: g.out,
+        entry: entry_name(&kernel.name),
+    }
+}
+
+fn collect_atomic(stmts: &[Stmt], set: &mut BTreeSet<Memory>) {
+    for s in stmts {
+        match s {
+            Stmt::Atomic { mem, .. } => {
+                set.insert(*mem);
+            }
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                collect_atomic(then, set);
+                collect_atomic(otherwise, set);
+            }
+            Stmt::For { body, .. } | Stmt::Loop { body } => collect_atomic(body, set),
+            _ => {}
+        }
+    }
+}
+
+/// The C++ spelling of an IR type (typedefs of the prelude).
+pub fn cuda_type(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::Bool => "bool",
+        ScalarType::I32 => "i32",
+        ScalarType::U32 => "u32",
+        ScalarType::I64 => "i64",
+        ScalarType::U64 => "u64",
+        ScalarType::F32 => "f32",
+        ScalarType::F64 => "f64",
+    }
+}
+
+struct Gen<'k> {
+    k: &'k Kernel,
+    out: String,
+    atomic: BTreeSet<Memory>,
+    tmp: u32,
+}
+
+impl Gen<'_> {
+    fn mem_name(&self, mem: Memory) -> String {
+        match mem {
+            Memory::Buffer(i) => format!("p_{}", self.k.params[i as usize].name()),
+            Memory::Shared(i) => format!("s_{}", self.k.shared[i as usize].name),
+        }
+    }
+
+    fn local(&self, id: u32) -> String {
+        format!("l_{}_{id}", self.k.locals[id as usize].name)
+    }
+
+    fn fresh(&mut self) -> String {
+        self.tmp += 1;
+        format!("dc_t{}", self.tmp)
+    }
+
+    fn line(&mut self, depth: usize, text: &str) {
+        for _ in 0..depth {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn module(&mut self) {
+        let k = self.k;
+        let _ = writeln!(
+            self.out,
+            "// dotcompute CUDA C++ for kernel `{}` (IR v{})",
+            k.name, k.version
+        );
+        self.out.push_str(PRELUDE);
+        let mut params: Vec<String> = Vec::new();
+        for (i, p) in k.params.iter().enumerate() {
+            match p {
+                Param::Buffer { name, elem, access } => {
+                    let t = cuda_type(*elem);
+                    let restrict = if self.atomic.contains(&Memory::Buffer(i as u32)) {
+                        ""
+                    } else {
+                        " __restrict__"
+                    };
+                    let c = if *access == Access::Read {
+                        "const "
+                    } else {
+                        ""
+                    };
+                    params.push(format!("{c}{t}*{restrict} p_{name}"));
+                }
+                Param::Scalar { name, ty } => params.push(format!("{} p_{name}", cuda_type(*ty))),
+            }
+        }
+        for p in &k.params {
+            if let Param::Buffer { name, .. } = p {
+                params.push(format!("u32 dc_len_{name}"));
+            }
+        }
+        params.extend(
+            ["dc_grid_x", "dc_grid_y", "dc_grid_z", "dc_dyn_len"].map(|n| format!("u32 {n}")),
+        );
+        let _ = writeln!(
+            self.out,
+            "\nextern \"C\" __global__ void {}(\n    {}\n) {{",
+            entry_name(&k.name),
+            params.join(",\n    ")
+        );
+        self.out.push_str(
+            "    const uint3 dc_lid = threadIdx;\n    const uint3 dc_group = blockIdx;\n    const uint3 dc_gsize = blockDim;\n    const uint3 dc_ngroups = gridDim;\n    const uint3 dc_global = make_uint3(dc_group.x * dc_gsize.x + dc_lid.x, dc_group.y * dc_gsize.y + dc_lid.y, dc_group.z * dc_gsize.z + dc_lid.z);\n",
+        );
+        if !k.uses_barrier() {
+            // Threads of the last group that stick out of the grid do not run (launch rule).
+            // Compared in 64 bits: in the padding of a grid near 2^32 the u32 id wraps.
+            self.out.push_str("    if ((u64)dc_group.x * dc_gsize.x + dc_lid.x >= dc_grid_x || (u64)dc_group.y * dc_gsize.y + dc_lid.y >= dc_grid_y || (u64)dc_group.z * dc_gsize.z + dc_lid.z >= dc_grid_z) {\n        return;\n    }\n");
+        }
+        for s in &k.shared {
+            let t = cuda_type(s.elem);
+            match s.len {
+                SharedLen::Static(n) => {
+                    let _ = writeln!(self.out, "    __shared__ {t} s_{}[{}];", s.name, n.max(1));
+                }
+                SharedLen::Dynamic => {
+                    let _ = writeln!(
+                        self.out,
+                        "    extern __shared__ __align__(16) unsigned char dc_dyn_smem[];\n    {t}* const s_{} = reinterpret_cast<{t}*>(dc_dyn_smem);",
+                        s.name
+                    );
+                }
+            }
+        }
+        self.block(&k.body, 1);
+        self.out.push_str("}\n");
+    }
+
+    fn block(&mut self, stmts: &[Stmt], d: usize) {
+        for s in stmts {
+            self.stmt(s, d);
+        }
+    }
+
+    /// An lvalue for `mem[index]`; volatile when the memory is used atomically.
+    fn place(&self, mem: Memory, index: &str) -> String {
+        if self.atomic.contains(&mem) {
+            let t = cuda_type(self.k.memory_elem(mem).expect("validated"));
+            format!("(*(volatile {t}*)&{}[{index}])", self.mem_name(mem))
+        } else {
+            format!("{}[{index}]", self.mem_name(mem))
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, d: usize) {
+        match s {
+            Stmt::Let { local, init } => {
+                let t = cuda_type(self.k.locals[*local as usize].ty);
+                let init = match init {
+                    Some(e) => self.expr(e),
+                    None => format!("{t}(0)"),
+                };
+                let text = format!("{t} {} = {init};", self.local(*local));
+                self.line(d, &text);
+            }
+            Stmt::Assign { local, value } => {
+                let text = format!("{} = {};", self.local(*local), self.expr(value));
+                self.line(d, &text);
+            }
+            Stmt::Store { mem, index, value } => {
+                let text = format!(
+                    "{} = {};",
+                    self.place(*mem, &self.expr(index)),
+                    self.expr(value)
+                );
+                self.line(d, &text);
+            }
+            Stmt::Atomic {
+                op,
+                mem,
+                index,
+                args,
+                result,
+            } => {
+                let f = match op {
+                    AtomicOp::Add => "atomicAdd",
+                    AtomicOp::Sub => "atomicSub",
+                    AtomicOp::Min => "atomicMin",
+                    AtomicOp::Max => "atomicMax",
+                    AtomicOp::And => "atomicAnd",
+                    AtomicOp::Or => "atomicOr",
+                    AtomicOp::Xor => "atomicXor",
+                    AtomicOp::Exchange => "atomicExch",
+                    AtomicOp::CompareExchange => "atomicCAS",
+                };
+                let mut call_args = vec![format!("&{}[{}]", self.mem_name(*mem), self.expr(index))];
+                call_args.extend(args.iter().map(|a| self.expr(a)));
+                let call = format!("{f}({})", call_args.join(", "));
+                let text = match result {
+                    Some(r) => format!("{} = {call};", self.local(*r)),
+                    None => format!("{call};"),
+                };
+                self.line(d, &text);
+            }
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let text = format!("if ({}) {{", self.expr(cond));
+                self.line(d, &text);
+                self.block(then, d + 1);
+                if otherwise.is_empty() {
+                    self.line(d, "}");
+                } else {
+                    self.line(d, "} else {");
+                    self.block(otherwise, d + 1);
+                    self.line(d, "}");
+                }
+            }
+            Stmt::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                // Bounds and step are evaluated once; a step of 0 runs nothing; the loop
+                // stops when the counter would overflow (as Rust's ranges do).
+                // `continue` in a do-while jumps to the condition, which advances.
+                let v = self.local(*var);
+                let t = cuda_type(self.k.locals[*var as usize].ty);
+                let (e, st) = (self.fresh(), self.fresh());
+                self.line(d, "{");
+                let head = [
+                    format!("{t} {v} = {};", self.expr(start)),
+                    format!("const {t} {e} = {};", self.expr(end)),
+                    format!("const {t} {st} = {};", self.expr(step)),
+                    format!("if ({st} > ({t})0 && {v} < {e}) {{"),
+                ];
+                for l in &head {
+                    self.line(d + 1, l);
+                }
+                self.line(d + 2, "do {");
+                self.block(body, d + 3);
+                let tail = format!("}} while (dc_advance({v}, {st}, {e}));");
+                self.line(d + 2, &tail);
+                self.line(d + 1, "}");
+                self.line(d, "}");
+            }
+            Stmt::Loop { body } => {
+                self.line(d, "for (;;) {");
+                self.block(body, d + 1);
+                self.line(d, "}");
+            }
+            Stmt::Break => self.line(d, "break;"),
+            Stmt::Continue => self.line(d, "continue;"),
+            Stmt::Return => self.line(d, "return;"),
+            // __syncthreads orders the group's shared and global memory accesses.
+            Stmt::Barrier => self.line(d, "__syncthreads();"),
+        }
+    }
+
+    fn literal(l: Literal) -> String {
+        match l {
+            Literal::Bool(b) => b.to_string(),
+            Literal::I32(i32::MIN) => "(-2147483647 - 1)".into(),
+            Literal::I32(v) => format!("{v}"),
+            Literal::U32(v) => format!("{v}u"),
+            Literal::I64(i64::MIN) => "(-9223372036854775807ll - 1ll)".into(),
+            Literal::I64(v) => format!("{v}ll"),
+            Literal::U64(v) => format!("{v}ull"),
+            Literal::F32(bits) => {
+                let v = f32::from_bits(bits);
+                if v.is_finite() {
+                    // `{:?}` is the shortest text that reads back to the same value.
+                    format!("{v:?}f")
+                } else {
+                    format!("__int_as_float({:#010x})", bits)
+                }
+            }
+            Literal::F64(bits) => {
+                let v = f64::from_bits(bits);
+                if v.is_finite() {
+                    format!("{v:?}")
+                } else {
+                    format!("__longlong_as_double({bits:#018x}ll)")
+                }
+            }
+        }
+    }
+
+    fn expr(&self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Literal(l) => Self::literal(*l),
+            ExprKind::Local(id) => self.local(*id),
+            ExprKind::Scalar(i) => format!("p_{}", self.k.params[*i as usize].name()),
+            ExprKind::Builtin(b, a) => {
+                let v = match b {
+                    Builtin::GlobalId => "dc_global",
+                    Builtin::LocalId => "dc_lid",
+                    Builtin::GroupId => "dc_group",
+                    Builtin::GroupSize => "dc_gsize",
+                    Builtin::NumGroups => "dc_ngroups",
+                };
+                format!("{v}.{}", a.name())
+            }
+            ExprKind::Len(mem) => match mem {
+                Memory::Buffer(i) => format!("dc_len_{}", self.k.params[*i as usize].name()),
+                Memory::Shared(i) => match self.k.shared[*i as usize].len {
+                    SharedLen::Static(n) => format!("{n}u"),
+                    SharedLen::Dynamic => "dc_dyn_len".into(),
+                },
+            },
+            ExprKind::Load { mem, index } => self.place(*mem, &self.expr(index)),
+            ExprKind::Unary(op, a) => {
+                let x = self.expr(a);
+                match (op, a.ty) {
+                    (UnaryOp::Neg, t) if t.is_signed_int() => format!("dc_neg({x})"),
+                    (UnaryOp::Neg, t) if t.is_int() => format!("(({})0 - {x})", cuda_type(t)),
+                    (UnaryOp::Neg, _) => format!("(-{x})"),
+                    (UnaryOp::Not, ScalarType::Bool) => format!("(!{x})"),
+                    (UnaryOp::Not, _) => format!("(~{x})"),
+                }
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (x, y) = (self.expr(a), self.expr(b));
+                let t = a.ty;
+                use BinaryOp::*;
+                match op {
+                    Add | Sub | Mul if t.is_signed_int() => {
+                        let f = ["dc_add", "dc_sub", "dc_mul"][*op as usize];
+                        format!("{f}({x}, {y})")
+                    }
+                    Div if t.is_int() => format!("dc_div({x}, {y})"),
+                    Rem if t.is_int() => format!("dc_rem({x}, {y})"),
+                    Rem if t == ScalarType::F32 => format!("fmodf({x}, {y})"),
+                    Rem => format!("fmod({x}, {y})"),
+                    Shl => format!("dc_shl({x}, {y})"),
+                    Shr => format!("dc_shr({x}, {y})"),
+                    BitXor if t == ScalarType::Bool => format!("({x} != {y})"),
+                    BitAnd | BitOr if t == ScalarType::Bool => {
+                        format!("((bool)({x} {} {y}))", op.symbol())
+                    }
+                    _ => format!("({x} {} {y})", op.symbol()),
+                }
+            }
+            ExprKind::Cast(a) => self.cast(a, e.ty),
+            ExprKind::Math(f, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                let t = e.ty;
+                let f32 = t == ScalarType::F32;
+                let name = match f {
+                    MathFn::Abs if !t.is_float() => "dc_abs",
+                    MathFn::Min if !t.is_float() => "dc_min",
+                    MathFn::Max if !t.is_float() => "dc_max",
+                    MathFn::Clamp if !t.is_float() => "dc_clamp",
+                    MathFn::Clamp if f32 => "dc_clampf",
+                    MathFn::Clamp => "dc_clampd",
+                    MathFn::Sqrt => pick(f32, "sqrtf", "sqrt"),
+                    MathFn::Sin => pick(f32, "sinf", "sin"),
+                    MathFn::Cos => pick(f32, "cosf", "cos"),
+                    MathFn::Tan => pick(f32, "tanf", "tan"),
+                    MathFn::Exp => pick(f32, "expf", "exp"),
+                    MathFn::Log => pick(f32, "logf", "log"),
+                    MathFn::Pow => pick(f32, "powf", "pow"),
+                    MathFn::Abs => pick(f32, "fabsf", "fabs"),
+                    MathFn::Min => pick(f32, "fminf", "fmin"),
+                    MathFn::Max => pick(f32, "fmaxf", "fmax"),
+                    MathFn::Fma => pick(f32, "fmaf", "fma"),
+                    MathFn::Floor => pick(f32, "floorf", "floor"),
+                    MathFn::Ceil => pick(f32, "ceilf", "ceil"),
+                };
+                format!("{name}({})", a.join(", "))
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => format!(
+                "({} ? {} : {})",
+                self.expr(cond),
+                self.expr(then),
+                self.expr(otherwise)
+            ),
+        }
+    }
+
+    fn cast(&self, a: &Expr, to: ScalarType) -> String {
+        use ScalarType::*;
+        let x = self.expr(a);
+        let intrinsic = |suffix: &str| {
+            let from = if a.ty == F32 { "float" } else { "double" };
+            format!("__{from}2{suffix}_rz({x})")
+        };
+        match (a.ty, to) {
+            (from, to) if from == to => x,
+            (F32 | F64, I32) => intrinsic("int"),
+            (F32 | F64, U32) => intrinsic("uint"),
+            (F32 | F64, I64) => intrinsic("ll"),
+            (F32 | F64, U64) => intrinsic("ull"),
+            // int -> float rounds to nearest, float <-> float rounds to nearest, int -> int
+            // truncates or extends, bool -> int is 0 or 1: C++'s conversions on CUDA.
+            (_, t) => format!("(({}){x})", cuda_type(t)),
+        }
+    }
+}
+
+fn pick(f32: bool, a: &'static str, b: &'static str) -> &'static str {
+    if f32 {
+        a
+    } else {
+        b
+    }
+}
+
+/// Type names and the helpers that give C++'s undefined cases the IR's meaning.
+const PRELUDE: &str = r#"
+typedef int i32;
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+typedef float f32;
+typedef double f64;
+#define DC_FN static __device__ __forceinline__
+
+// Signed + - * and negation wrap (two's complement) through the unsigned types.
+DC_FN i32 dc_add(i32 a, i32 b) { return (i32)((u32)a + (u32)b); }
+DC_FN i32 dc_sub(i32 a, i32 b) { return (i32)((u32)a - (u32)b); }
+DC_FN i32 dc_mul(i32 a, i32 b) { return (i32)((u32)a * (u32)b); }
+DC_FN i32 dc_neg(i32 a) { return (i32)(0u - (u32)a); }
+DC_FN i64 dc_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+DC_FN i64 dc_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+DC_FN i64 dc_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+DC_FN i64 dc_neg(i64 a) { return (i64)(0ull - (u64)a); }
+DC_FN u32 dc_add(u32 a, u32 b) { return a + b; }
+DC_FN u64 dc_add(u64 a, u64 b) { return a + b; }
+
+// x / 0 == x, x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0.
+DC_FN i32 dc_div(i32 a, i32 b) { return b == 0 ? a : (b == -1 ? dc_neg(a) : a / b); }
+DC_FN i64 dc_div(i64 a, i64 b) { return b == 0 ? a : (b == -1 ? dc_neg(a) : a / b); }
+DC_FN u32 dc_div(u32 a, u32 b) { return b == 0 ? a : a / b; }
+DC_FN u64 dc_div(u64 a, u64 b) { return b == 0 ? a : a / b; }
+DC_FN i32 dc_rem(i32 a, i32 b) { return (b == 0 || b == -1) ? 0 : a % b; }
+DC_FN i64 dc_rem(i64 a, i64 b) { return (b == 0 || b == -1) ? 0 : a % b; }
+DC_FN u32 dc_rem(u32 a, u32 b) { return b == 0 ? 0 : a % b; }
+DC_FN u64 dc_rem(u64 a, u64 b) { return b == 0 ? 0 : a % b; }
+
+// Shift amounts are taken modulo the bit width; >> is arithmetic for signed types.
+DC_FN i32 dc_shl(i32 a, u32 s) { return (i32)((u32)a << (s & 31u)); }
+DC_FN u32 dc_shl(u32 a, u32 s) { return a << (s & 31u); }
+DC_FN i64 dc_shl(i64 a, u32 s) { return (i64)((u64)a << (s & 63u)); }
+DC_FN u64 dc_shl(u64 a, u32 s) { return a << (s & 63u); }
+DC_FN i32 dc_shr(i32 a, u32 s) { return a >> (s & 31u); }
+DC_FN u32 dc_shr(u32 a, u32 s) { return a >> (s & 31u); }
+DC_FN i64 dc_shr(i64 a, u32 s) { return a >> (s & 63u); }
+DC_FN u64 dc_shr(u64 a, u32 s) { return a >> (s & 63u); }
+
+// Integer abs wraps (abs(MIN) == MIN); min, max and clamp for integers.
+DC_FN i32 dc_abs(i32 a) { return a < 0 ? dc_neg(a) : a; }
+DC_FN i64 dc_abs(i64 a) { return a < 0 ? dc_neg(a) : a; }
+DC_FN u32 dc_abs(u32 a) { return a; }
+DC_FN u64 dc_abs(u64 a) { return a; }
+template <typename T> DC_FN T dc_min(T a, T b) { return b < a ? b : a; }
+template <typename T> DC_FN T dc_max(T a, T b) { return a < b ? b : a; }
+template <typename T> DC_FN T dc_clamp(T x, T lo, T hi) { return dc_min(dc_max(x, lo), hi); }
+DC_FN f32 dc_clampf(f32 x, f32 lo, f32 hi) { return fminf(fmaxf(x, lo), hi); }
+DC_FN f64 dc_clampd(f64 x, f64 lo, f64 hi) { return fmin(fmax(x, lo), hi); }
+
+// Advances a counted loop; false at the end or when the counter would overflow.
+template <typename T> DC_FN bool dc_advance(T& v, T step, T end) {
+    T next = dc_add(v, step);
+    bool go = next > v && next < end;
+    v = next;
+    return go;
+}
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_read_back_exactly() {
+        assert_eq!(Gen::literal(Literal::I32(i32::MIN)), "(-2147483647 - 1)");
+        assert_eq!(Gen::literal(Literal::f32(0.1)), "0.1f");
+        assert_eq!(Gen::literal(Literal::f32(1e20)), "1e20f");
+        assert_eq!(
+            Gen::literal(Literal::f32(f32::INFINITY)),
+            "__int_as_float(0x7f800000)"
+        );
+        assert_eq!(
+            Gen::literal(Literal::U64(u64::MAX)),
+            "18446744073709551615ull"
+        );
+    }
+}
