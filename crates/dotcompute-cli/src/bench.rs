@@ -33,6 +33,7 @@ fn time_pair<A: FnMut(), B: FnMut()>(reps: usize, mut a: A, mut b: B) -> (Durati
 
 pub fn run(name: &str, n: usize, reps: usize, backend: &str) -> ExitCode {
     match (name, backend) {
+        (cuda, _) if cuda.starts_with("cuda-") => crate::bench_cuda::run(cuda, reps.max(1)),
         ("vector-add", "cpu") => vector_add(n, reps.max(1)),
         ("vector-add", other) => match Device::by_name(other) {
             Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1)) {
@@ -48,7 +49,7 @@ pub fn run(name: &str, n: usize, reps: usize, backend: &str) -> ExitCode {
             }
         },
         (other, _) => {
-            eprintln!("error: unknown benchmark `{other}`; available: vector-add");
+            eprintln!("error: unknown benchmark `{other}`; available: vector-add, cuda-launch, cuda-compile, cuda-pool");
             ExitCode::from(2)
         }
     }

@@ -2,6 +2,7 @@
 //! code, and run benchmarks.
 
 mod bench;
+mod bench_cuda;
 
 use clap::{Parser, Subcommand};
 use dotcompute::{BackendKind, Device};
@@ -49,7 +50,7 @@ enum Command {
     /// Runs a benchmark and prints figures as ratios against a reference measured in the
     /// same run.
     Bench {
-        /// vector-add (the only benchmark so far).
+        /// vector-add (with --backend), cuda-launch, cuda-compile or cuda-pool.
         #[arg(default_value = "vector-add")]
         name: String,
         /// Elements.

@@ -691,7 +691,8 @@ fn math_functions(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Out
     let mut out = poisoned_f32(d, n * 14)?;
     kernels::math_f32::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
     let got = out.to_vec()?;
-    let cpu = d.backend_kind() == BackendKind::Cpu;
+    // The CPU and CUDA document a few ulp for these functions; Vulkan only looser bounds.
+    let cpu = matches!(d.backend_kind(), BackendKind::Cpu | BackendKind::Cuda);
     let names = [
         "sqrt", "sin", "cos", "tan", "exp", "ln", "powf", "abs", "min", "max", "mul_add", "floor",
         "ceil", "clamp",

@@ -67,18 +67,30 @@ pub enum BoundArg<'a, B> {
 /// The facade checks arguments against `signature` (an IR kernel with an empty body).
 #[derive(Clone, Debug)]
 pub struct RawSource {
-    /// `wgsl`.
+    /// `wgsl` or `cuda`.
     pub language: &'static str,
     pub text: String,
     pub entry: String,
-    /// The entry point's fixed group size.
-    pub workgroup_size: [u32; 3],
+    /// The entry point's fixed group size (WGSL); `None` when the launch chooses it (CUDA).
+    pub workgroup_size: Option<[u32; 3]>,
     /// `(binding, read_only)` of each buffer parameter, in parameter order.
     pub buffer_bindings: Vec<(u32, bool)>,
     /// Binding of the uniform block holding the scalars (4 bytes each, in order).
     pub uniform_binding: Option<u32>,
     /// SHA-256 of language, entry and text: the pipeline-cache key.
     pub hash: [u8; 32],
+}
+
+/// A row-major matrix product `c (m×n) = a (m×k) · b (k×n)` on whole buffers. The facade
+/// has checked the element type (`f32` or `f64`) and that each buffer holds its matrix.
+pub struct MatmulRequest<'a, B> {
+    pub a: &'a B,
+    pub b: &'a B,
+    pub c: &'a B,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub elem: ScalarType,
 }
 
 /// Everything a backend needs to run one launch. The facade has already checked argument
@@ -129,6 +141,15 @@ pub trait Backend: Send + Sync + 'static {
     fn take_timings(&self) -> Vec<Timing> {
         Vec::new()
     }
+    /// Runs a matrix product through a vendor library. `Ok(false)`: this backend has no
+    /// vendor path for the request (the facade then runs its generated kernel).
+    fn matmul(&self, _request: &MatmulRequest<'_, Self::Buffer>) -> Result<bool> {
+        Ok(false)
+    }
+    /// Compiles `kernel` ahead of its first launch (filling the backends' caches).
+    fn prepare(&self, _kernel: &Arc<Kernel>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// How long one launch or copy took, measured by the backend while profiling is on.
@@ -167,6 +188,8 @@ pub trait DynBackend: Send + Sync {
     fn trim(&self);
     fn set_profiling(&self, on: bool);
     fn take_timings(&self) -> Vec<Timing>;
+    fn matmul(&self, request: &MatmulRequest<'_, RawBuffer>) -> Result<bool>;
+    fn prepare(&self, kernel: &Arc<Kernel>) -> Result<()>;
 }
 
 fn downcast<'a, B: Backend>(backend: &B, raw: &'a RawBuffer) -> Result<&'a B::Buffer> {
@@ -263,5 +286,22 @@ impl<B: Backend> DynBackend for B {
     }
     fn take_timings(&self) -> Vec<Timing> {
         Backend::take_timings(self)
+    }
+    fn matmul(&self, r: &MatmulRequest<'_, RawBuffer>) -> Result<bool> {
+        Backend::matmul(
+            self,
+            &MatmulRequest {
+                a: downcast(self, r.a)?,
+                b: downcast(self, r.b)?,
+                c: downcast(self, r.c)?,
+                m: r.m,
+                n: r.n,
+                k: r.k,
+                elem: r.elem,
+            },
+        )
+    }
+    fn prepare(&self, kernel: &Arc<Kernel>) -> Result<()> {
+        Backend::prepare(self, kernel)
     }
 }

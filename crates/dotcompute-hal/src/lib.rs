@@ -22,7 +22,8 @@ pub mod native;
 pub mod pool;
 
 pub use backend::{
-    Backend, BoundArg, DynBackend, KernelDef, LaunchRequest, RawBuffer, RawSource, Timing,
+    Backend, BoundArg, DynBackend, KernelDef, LaunchRequest, MatmulRequest, RawBuffer, RawSource,
+    Timing,
 };
 pub use device::{BackendKind, DeviceInfo, Limits};
 pub use error::{Error, Result};

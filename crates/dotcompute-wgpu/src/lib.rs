@@ -493,7 +493,7 @@ impl WgpuBackend {
                 ),
             });
         }
-        let key = (raw.hash, raw.workgroup_size, u32::MAX);
+        let key = (raw.hash, raw.workgroup_size.unwrap_or([0; 3]), u32::MAX);
         let cached = self
             .pipelines
             .lock()

@@ -44,7 +44,10 @@ pub struct BackendStatus {
 fn unavailable(kind: BackendKind) -> String {
     match kind {
         BackendKind::Cpu => unreachable!("the CPU backend is always built"),
-        BackendKind::Cuda => "not implemented yet: the CUDA backend is planned (issue #4)".into(),
+        BackendKind::Cuda if cfg!(feature = "cuda") => unreachable!("probed instead"),
+        BackendKind::Cuda => {
+            "not built into this binary (enable dotcompute's `cuda` feature)".into()
+        }
         BackendKind::Wgpu if cfg!(feature = "wgpu") => unreachable!("probed instead"),
         BackendKind::Wgpu => {
             "not built into this binary (enable dotcompute's `wgpu` feature)".into()
@@ -62,6 +65,15 @@ fn wgpu_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
     Err(unavailable(BackendKind::Wgpu))
 }
 
+#[cfg(feature = "cuda")]
+fn cuda_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
+    dotcompute_cuda::devices()
+}
+#[cfg(not(feature = "cuda"))]
+fn cuda_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
+    Err(unavailable(BackendKind::Cuda))
+}
+
 /// Every backend dotcompute knows, in preference order, with its devices or the reason it
 /// is unavailable.
 pub fn backends() -> Vec<BackendStatus> {
@@ -75,6 +87,7 @@ pub fn backends() -> Vec<BackendStatus> {
                 )
                 .clone()]),
                 BackendKind::Wgpu => wgpu_devices(),
+                BackendKind::Cuda => cuda_devices(),
                 other => Err(unavailable(other)),
             },
         })
@@ -103,6 +116,10 @@ impl Device {
             #[cfg(feature = "wgpu")]
             BackendKind::Wgpu => Ok(Device::from_backend(Box::new(
                 dotcompute_wgpu::WgpuBackend::new()?,
+            ))),
+            #[cfg(feature = "cuda")]
+            BackendKind::Cuda => Ok(Device::from_backend(Box::new(
+                dotcompute_cuda::CudaBackend::new()?,
             ))),
             other => Err(Error::BackendUnavailable {
                 backend: other.name().into(),
@@ -200,6 +217,13 @@ impl Device {
         self.backend().take_timings()
     }
 
+    /// Compiles `kernel` for this device now rather than at its first launch (on CUDA
+    /// this fills the memory and disk compile caches). Backends that compile nothing
+    /// return at once.
+    pub fn prepare(&self, kernel: &KernelDef) -> Result<()> {
+        self.backend().prepare(kernel.ir()?)
+    }
+
     /// Launches `kernel` with untyped arguments. `#[kernel]` launch functions call this
     /// with arguments that match by construction; direct callers get every mismatch as an
     /// `Err` naming the argument: count, kind (buffer / scalar), element type, access,
@@ -233,11 +257,25 @@ impl Device {
     ) -> Result<()> {
         let ir = kernel.signature();
         let bound = self.bind_args(ir, args)?;
-        let [x, y, z] = kernel.source().workgroup_size;
-        let launch = match launch.group_size() {
-            None => launch.group3d(x, y, z),
-            Some(g) if g == [x, y, z] => launch,
-            Some(g) => {
+        let runs_on = match kernel.language() {
+            "cuda" => BackendKind::Cuda,
+            _ => BackendKind::Wgpu,
+        };
+        if self.backend_kind() != runs_on {
+            return Err(Error::Backend {
+                backend: self.backend_kind().name().into(),
+                message: format!(
+                    "kernel `{}` is written in {} and runs only on {runs_on} devices",
+                    ir.name,
+                    kernel.language()
+                ),
+            });
+        }
+        let launch = match (kernel.source().workgroup_size, launch.group_size()) {
+            (None, _) => launch,
+            (Some([x, y, z]), None) => launch.group3d(x, y, z),
+            (Some(declared), Some(g)) if g == declared => launch,
+            (Some([x, y, z]), Some(g)) => {
                 return Err(Error::InvalidGroupSize {
                     kernel: ir.name.clone(),
                     detail: format!(

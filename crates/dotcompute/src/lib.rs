@@ -136,8 +136,12 @@
 //!
 //! Every fallible operation returns [`Result`]; nothing panics on bad input. See [`Error`].
 
+// Lets `#[kernel]` expansions inside this crate name it as `::dotcompute`.
+extern crate self as dotcompute;
+
 mod buffer;
 mod device;
+mod linalg;
 mod raw;
 
 pub use buffer::{Arg, Buffer, BufferView, BufferViewMut, Element, ScalarArg};
@@ -147,6 +151,7 @@ pub use dotcompute_hal::{
     Timing,
 };
 pub use dotcompute_macros::kernel;
+pub use linalg::{MatmulElement, MatmulPath};
 pub use raw::{RawKernel, RawParam};
 
 /// The kernel IR, for inspecting what `#[kernel]` produced or building kernels by hand.

@@ -192,7 +192,7 @@ impl RawKernel {
                 language: "wgsl",
                 text: source.into(),
                 entry: entry.into(),
-                workgroup_size: refl.workgroup_size,
+                workgroup_size: Some(refl.workgroup_size),
                 buffer_bindings,
                 uniform_binding,
                 hash,
@@ -200,8 +200,97 @@ impl RawKernel {
         })
     }
 
+    /// A CUDA C++ kernel: `source` defines `extern "C" __global__ void <entry>(...)` whose
+    /// parameters are `params` in order, a buffer as a pointer to its element type
+    /// (`float*`, `const int*`, ...) and a scalar by value (`bool` is one byte). Nothing
+    /// else is passed: the kernel checks its own bounds (pass lengths as scalars). The
+    /// source is compiled by NVRTC at the first launch on a CUDA device (a failure is an
+    /// [`Error::Compile`] quoting the source lines around each error) and cached like
+    /// generated kernels. C++ cannot be reflected here, so the declared parameters are the
+    /// contract: arguments are checked against them, and they must match the source.
+    ///
+    /// ```
+    /// use dotcompute::{Arg, Device, Launch, RawKernel, RawParam, ir::ScalarType, BackendKind};
+    /// let saxpy = RawKernel::cuda("saxpy", r#"
+    ///     extern "C" __global__ void saxpy(const float* x, float* y, float a, unsigned n) {
+    ///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    ///         if (i < n) y[i] = a * x[i] + y[i];
+    ///     }"#, &[
+    ///     RawParam::buffer("x", ScalarType::F32),
+    ///     RawParam::buffer_mut("y", ScalarType::F32),
+    ///     RawParam::scalar("a", ScalarType::F32),
+    ///     RawParam::scalar("n", ScalarType::U32),
+    /// ]).unwrap();
+    /// if let Ok(d) = Device::with_backend(BackendKind::Cuda) {
+    ///     let x = d.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+    ///     let mut y = d.upload(&[10.0f32, 20.0, 30.0]).unwrap();
+    ///     d.launch_raw(&saxpy, Launch::threads(3), &[Arg::buffer(&x), Arg::buffer_mut(&mut y),
+    ///         Arg::scalar(2.0f32), Arg::scalar(3u32)]).unwrap();
+    ///     assert_eq!(y.to_vec().unwrap(), vec![12.0, 24.0, 36.0]);
+    /// }
+    /// ```
+    pub fn cuda(entry: &str, source: &str, params: &[RawParam]) -> Result<RawKernel> {
+        let compile = |log: String| Error::Compile {
+            kernel: entry.into(),
+            backend: "cuda".into(),
+            log,
+        };
+        if !source.contains(entry) {
+            return Err(compile(format!(
+                "the source does not mention the entry point `{entry}`"
+            )));
+        }
+        let ir_params = params
+            .iter()
+            .map(|p| match p {
+                RawParam::Buffer {
+                    name,
+                    elem,
+                    writable,
+                } => Param::Buffer {
+                    name: name.clone(),
+                    elem: *elem,
+                    access: if *writable {
+                        Access::ReadWrite
+                    } else {
+                        Access::Read
+                    },
+                },
+                RawParam::Scalar { name, ty } => Param::Scalar {
+                    name: name.clone(),
+                    ty: *ty,
+                },
+            })
+            .collect();
+        let signature = Kernel {
+            version: IR_VERSION,
+            name: entry.into(),
+            params: ir_params,
+            shared: Vec::new(),
+            locals: Vec::new(),
+            body: Vec::new(),
+        };
+        dotcompute_ir::validate(&signature).map_err(|e| compile(e.to_string()))?;
+        Ok(RawKernel {
+            signature: Arc::new(signature),
+            source: RawSource {
+                language: "cuda",
+                text: source.into(),
+                entry: entry.into(),
+                workgroup_size: None,
+                buffer_bindings: Vec::new(),
+                uniform_binding: None,
+                hash: content_hash(&["cuda", entry, source]),
+            },
+        })
+    }
+
     pub fn name(&self) -> &str {
         &self.signature.name
+    }
+    /// The kernel's language: `wgsl` or `cuda`.
+    pub fn language(&self) -> &'static str {
+        self.source.language
     }
     pub(crate) fn signature(&self) -> &Arc<Kernel> {
         &self.signature

@@ -48,3 +48,18 @@ fn wgpu_records_device_time() {
         check(&d);
     }
 }
+
+#[test]
+fn cuda_records_device_time() {
+    if let Some(d) = common::cuda_device() {
+        check(&d);
+        let t = {
+            d.set_profiling(true);
+            let mut x = d.upload(&[1.0f32; 10]).unwrap();
+            scale::launch(&d, Launch::threads(10), &mut x, 2.0).unwrap();
+            d.set_profiling(false);
+            d.take_timings()
+        };
+        assert!(t[0].device_time, "{t:?}");
+    }
+}

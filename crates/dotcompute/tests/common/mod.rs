@@ -3,19 +3,41 @@
 
 use dotcompute::{BackendKind, Device};
 
-/// A wgpu device, or `None` (the test then does nothing) when no adapter exists, unless
-/// `DOTCOMPUTE_REQUIRE` lists wgpu, in which case its absence fails the test.
-pub fn wgpu_device() -> Option<Device> {
-    match Device::with_backend(BackendKind::Wgpu) {
+/// A device of backend `kind`, or `None` (the test then does nothing) when the backend is
+/// absent, unless `DOTCOMPUTE_REQUIRE` lists it, in which case its absence fails the test.
+pub fn device_of(kind: BackendKind) -> Option<Device> {
+    match Device::with_backend(kind) {
         Ok(d) => Some(d),
         Err(e) => {
             let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
             assert!(
-                !required.split(',').any(|b| b.trim() == "wgpu"),
-                "wgpu is required by DOTCOMPUTE_REQUIRE: {e}"
+                !required
+                    .split(',')
+                    .any(|b| BackendKind::parse(b) == Some(kind)),
+                "{kind} is required by DOTCOMPUTE_REQUIRE: {e}"
             );
             eprintln!("skipping: {e}");
             None
         }
     }
+}
+
+/// A wgpu device (see [`device_of`]).
+pub fn wgpu_device() -> Option<Device> {
+    device_of(BackendKind::Wgpu)
+}
+
+/// A CUDA device (see [`device_of`]).
+pub fn cuda_device() -> Option<Device> {
+    device_of(BackendKind::Cuda)
+}
+
+/// A seed from `DOTCOMPUTE_SEED` or a random one, printed so a failure can be replayed.
+pub fn seed() -> u64 {
+    let seed = std::env::var("DOTCOMPUTE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("seed {seed} (set DOTCOMPUTE_SEED={seed} to replay)");
+    seed
 }

@@ -1,0 +1,250 @@
+//! CUDA benchmarks, each against a reference measured in the same run:
+//!
+//! * `cuda-launch`: an empty kernel launched through dotcompute versus the same CUDA
+//!   function launched with a raw `cuLaunchKernel` (cudarc's result layer);
+//! * `cuda-compile`: preparing a kernel in a fresh process with a cold disk cache (NVRTC)
+//!   versus a fresh process that finds it on disk;
+//! * `cuda-pool`: a pooled allocation and free versus raw `cuMemAlloc` + `cuMemFree`.
+
+use cudarc::driver::{result as cu, sys};
+use dotcompute::{BackendKind, Device, Launch};
+use dotcompute_cuda::{CacheOutcome, CudaBackend};
+use std::ffi::c_void;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+#[dotcompute::kernel]
+fn empty(out: &mut [u32]) {
+    let _unused = out.len();
+}
+
+type Res<T> = Result<T, String>;
+
+fn s<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+pub fn run(name: &str, reps: usize) -> ExitCode {
+    let result = match name {
+        "cuda-launch" => launch(reps),
+        "cuda-compile" => compile(reps),
+        "cuda-compile-child" => compile_child(),
+        "cuda-pool" => pool(reps),
+        _ => Err(format!("unknown CUDA benchmark `{name}`")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Launches per timed batch; per-launch cost = batch wall time / BATCH (enqueue cost plus
+/// the GPU's launch rate, the same for both sides).
+const BATCH: u32 = 2000;
+
+fn launch(reps: usize) -> Res<()> {
+    let device = Device::with_backend(BackendKind::Cuda).map_err(s)?;
+    let mut out = device.alloc_filled(1, 7u32).map_err(s)?;
+    // The reference: the same generated function, launched by hand on another stream of
+    // the same (primary) context with the same six parameters.
+    let reference = CudaBackend::new().map_err(s)?;
+    let ir = empty::KERNEL.ir().map_err(s)?;
+    let (func, stream) = reference.raw_handles(ir).map_err(s)?;
+    let raw_out = dotcompute_hal_buffer(&reference)?;
+    let mut slots: [u64; 6] = [raw_out, 1, 1, 1, 1, 0];
+    let mut dotcompute_batch = || -> Res<Duration> {
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            empty::launch(&device, Launch::threads(1), &mut out).map_err(s)?;
+        }
+        device.synchronize().map_err(s)?;
+        Ok(t.elapsed() / BATCH)
+    };
+    let mut raw_batch = || -> Res<Duration> {
+        let mut params: Vec<*mut c_void> =
+            slots.iter_mut().map(|p| (p as *mut u64).cast()).collect();
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            // SAFETY: the parameters match the generated kernel's ABI (pointer, length,
+            // grid x/y/z, dynamic shared length) and point at live storage.
+            unsafe { cu::launch_kernel(func, (1, 1, 1), (256, 1, 1), 0, stream, &mut params) }
+                .map_err(|e| format!("cuLaunchKernel: {e:?}"))?;
+        }
+        // SAFETY: the stream is live.
+        unsafe { cu::stream::synchronize(stream) }.map_err(|e| format!("{e:?}"))?;
+        Ok(t.elapsed() / BATCH)
+    };
+    for _ in 0..3 {
+        dotcompute_batch()?;
+        raw_batch()?;
+    }
+    let (mut td, mut tr) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        td.push(dotcompute_batch()?);
+        tr.push(raw_batch()?);
+    }
+    let (td, tr) = (median(td), median(tr));
+    if out.to_vec().map_err(s)? != vec![7] {
+        return Err("the empty kernel changed its buffer".into());
+    }
+    println!(
+        "empty-kernel launch on {}, median of {reps} batches of {BATCH} after 3 warm-ups",
+        device.label()
+    );
+    println!("  dotcompute launch (typed, checked)  {:>8.3} µs", us(td));
+    println!("  raw cuLaunchKernel (cudarc)         {:>8.3} µs", us(tr));
+    println!(
+        "  dotcompute / raw                    {:>8.3} (target <= 1.2)",
+        td.as_secs_f64() / tr.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A one-element device buffer of the reference backend, as a raw address.
+fn dotcompute_hal_buffer(backend: &CudaBackend) -> Res<u64> {
+    use dotcompute_cuda::Backend;
+    let b = backend.alloc(4).map_err(s)?;
+    // Not returned to the pool: the block stays allocated until the backend is dropped,
+    // after the benchmark.
+    Ok(b.device_ptr())
+}
+
+/// The child: creates a backend (not timed), then times preparing a kernel and prints
+/// `<outcome> <microseconds>`.
+fn compile_child() -> Res<()> {
+    let backend = CudaBackend::new().map_err(s)?;
+    let ir = dotcompute_conformance::kernels::matmul_tiled::KERNEL
+        .ir()
+        .map_err(s)?;
+    let t = Instant::now();
+    let outcome = backend.prepare_kernel(ir).map_err(s)?;
+    let elapsed = t.elapsed();
+    println!("{outcome:?} {:.1}", us(elapsed));
+    Ok(())
+}
+
+fn child(dir: &std::path::Path) -> Res<(String, f64)> {
+    let exe = std::env::current_exe().map_err(s)?;
+    let out = std::process::Command::new(exe)
+        .args(["bench", "cuda-compile-child"])
+        .env("DOTCOMPUTE_CACHE_DIR", dir)
+        .output()
+        .map_err(s)?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if !out.status.success() {
+        return Err(format!(
+            "child failed: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let mut it = text.split_whitespace();
+    let outcome = it.next().unwrap_or_default().to_string();
+    let micros = it
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or("bad child output")?;
+    Ok((outcome, micros))
+}
+
+fn compile(reps: usize) -> Res<()> {
+    let reps = reps.clamp(3, 15);
+    let (mut cold, mut disk) = (Vec::new(), Vec::new());
+    for i in 0..reps {
+        let dir = std::env::temp_dir().join(format!("dc-bench-cache-{}-{i}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (o1, t1) = child(&dir)?;
+        let (o2, t2) = child(&dir)?;
+        let _ = std::fs::remove_dir_all(&dir);
+        if o1 != format!("{:?}", CacheOutcome::Compiled)
+            || o2 != format!("{:?}", CacheOutcome::Disk)
+        {
+            return Err(format!(
+                "expected a compile then a disk hit, got {o1} then {o2}"
+            ));
+        }
+        cold.push(Duration::from_secs_f64(t1 / 1e6));
+        disk.push(Duration::from_secs_f64(t2 / 1e6));
+    }
+    let (c, d) = (median(cold), median(disk));
+    println!("compile cache, kernel matmul_tiled, fresh process each time, median of {reps}");
+    println!(
+        "  cold: codegen + NVRTC + cuModuleLoadData + disk write  {:>10.1} µs",
+        us(c)
+    );
+    println!(
+        "  disk hit: read + checksum + cuModuleLoadData           {:>10.1} µs",
+        us(d)
+    );
+    println!(
+        "  cold / disk hit                                        {:>10.1} (target >= 20)",
+        c.as_secs_f64() / d.as_secs_f64()
+    );
+    Ok(())
+}
+
+const POOL_BATCH: u32 = 10_000;
+
+fn pool(reps: usize) -> Res<()> {
+    let device = Device::with_backend(BackendKind::Cuda).map_err(s)?;
+    let bytes = 1 << 20;
+    let pooled = || -> Res<Duration> {
+        let t = Instant::now();
+        for _ in 0..POOL_BATCH {
+            let b = device.alloc::<u32>(bytes / 4).map_err(s)?;
+            drop(std::hint::black_box(b));
+        }
+        Ok(t.elapsed() / POOL_BATCH)
+    };
+    let raw = || -> Res<Duration> {
+        let n = POOL_BATCH / 10;
+        let t = Instant::now();
+        for _ in 0..n {
+            // SAFETY: allocate and free at once; nothing uses the memory.
+            unsafe {
+                let p: sys::CUdeviceptr = cu::malloc_sync(bytes).map_err(|e| format!("{e:?}"))?;
+                cu::free_sync(p).map_err(|e| format!("{e:?}"))?;
+            }
+        }
+        Ok(t.elapsed() / n)
+    };
+    for _ in 0..3 {
+        pooled()?;
+        raw()?;
+    }
+    let (mut tp, mut tr) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        tp.push(pooled()?);
+        tr.push(raw()?);
+    }
+    let (tp, tr) = (median(tp), median(tr));
+    let stats = device.memory_stats();
+    println!(
+        "alloc + free of 1 MiB on {}, median of {reps} batches",
+        device.label()
+    );
+    println!(
+        "  dotcompute pool (Device::alloc + drop)  {:>9.3} µs (target <= 1)",
+        us(tp)
+    );
+    println!(
+        "  raw cuMemAlloc + cuMemFree              {:>9.3} µs",
+        us(tr)
+    );
+    println!(
+        "  pool: {} driver allocations, {} hits",
+        stats.driver_allocations, stats.pool_hits
+    );
+    Ok(())
+}

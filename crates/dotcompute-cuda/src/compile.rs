@@ -1,0 +1,339 @@
+//! NVRTC compilation and the persistent compile cache.
+//!
+//! ## What is cached, and why CUBIN
+//!
+//! NVRTC compiles for the device's own architecture (`--gpu-architecture=sm_XY`), which
+//! yields a CUBIN: machine code the driver loads without a JIT step. PTX would need the
+//! driver's JIT in every new process (milliseconds per kernel), which is most of what a
+//! cache is meant to save; CUBIN is tied to one architecture, but so is the cache key.
+//!
+//! ## Key
+//!
+//! SHA-256 of: a format tag, [`CODEGEN_VERSION`](dotcompute_codegen::CODEGEN_VERSION),
+//! the NVRTC options (which name the architecture), the compute capability, the driver
+//! version, the NVRTC version and the complete source text. Generated source is a pure
+//! function of the IR and the code generator, so the source stands for the IR hash too.
+//!
+//! ## Disk format and failure handling
+//!
+//! `<dir>/<key hex>.cubin` = magic `DCCUBIN1`, payload length (u64 LE), SHA-256 of the
+//! payload, payload. Entries are written to a unique temporary file and renamed into place,
+//! so a reader sees a whole entry or none. An entry with a wrong magic, length or checksum
+//! (truncated, corrupted, or from another format) is reported through `tracing`, ignored,
+//! recompiled and overwritten; so is one the driver refuses to load. A cache directory that
+//! cannot be created or written leaves the memory cache working and is not an error.
+//!
+//! The directory is `$DOTCOMPUTE_CACHE_DIR/cuda`, else `$XDG_CACHE_HOME/dotcompute/cuda`,
+//! else `~/.cache/dotcompute/cuda`; `DOTCOMPUTE_CACHE=off` disables the disk cache.
+
+use crate::driver::BACKEND;
+use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
+use dotcompute_hal::Error;
+use sha2::{Digest, Sha256};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const MAGIC: &[u8; 8] = b"DCCUBIN1";
+const HEADER: usize = 8 + 8 + 32;
+
+/// Where a compiled module came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Already loaded in this backend.
+    Memory,
+    /// Read from the disk cache.
+    Disk,
+    /// Compiled by NVRTC now.
+    Compiled,
+}
+
+/// Counters of the compile cache, since the backend was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompileStats {
+    pub memory_hits: u64,
+    pub disk_hits: u64,
+    pub nvrtc_compiles: u64,
+    /// Disk entries that were damaged (or unloadable) and were recompiled.
+    pub corrupt_entries: u64,
+}
+
+/// Compiles CUDA C++ for one device, through the disk cache.
+pub(crate) struct Compiler {
+    /// Options for generated kernels: `--fmad=false`, because the IR promises correctly
+    /// rounded `+ - *` and a contracted `a * b + c` rounds once.
+    generated_options: Vec<String>,
+    /// Options for hand-written kernels: NVRTC's defaults (contraction on, as with nvcc).
+    raw_options: Vec<String>,
+    /// Everything in the key except the source.
+    key_prefix: Vec<u8>,
+    dir: Option<PathBuf>,
+}
+
+/// The NVRTC version as (major, minor).
+pub(crate) fn nvrtc_version() -> (i32, i32) {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: writes two ints.
+    let _ = unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) };
+    (major, minor)
+}
+
+/// The disk cache directory the environment selects, if any.
+pub fn cache_dir() -> Option<PathBuf> {
+    if std::env::var("DOTCOMPUTE_CACHE").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
+        return None;
+    }
+    let base = if let Some(d) = std::env::var_os("DOTCOMPUTE_CACHE_DIR").filter(|d| !d.is_empty()) {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        PathBuf::from(d).join("dotcompute")
+    } else {
+        PathBuf::from(std::env::var_os("HOME")?)
+            .join(".cache")
+            .join("dotcompute")
+    };
+    Some(base.join("cuda"))
+}
+
+impl Compiler {
+    pub(crate) fn new(compute_capability: (i32, i32), driver_version: i32) -> Compiler {
+        let (major, minor) = compute_capability;
+        let raw_options = vec![
+            format!("--gpu-architecture=sm_{major}{minor}"),
+            "--std=c++17".to_string(),
+        ];
+        let mut generated_options = raw_options.clone();
+        generated_options.push("--fmad=false".to_string());
+        let (nv_major, nv_minor) = nvrtc_version();
+        let key_prefix = format!(
+            "dotcompute-cuda-cache/1 codegen={} cc={major}.{minor} driver={driver_version} nvrtc={nv_major}.{nv_minor}\n",
+            dotcompute_codegen::CODEGEN_VERSION,
+        )
+        .into_bytes();
+        let dir = cache_dir().filter(|d| std::fs::create_dir_all(d).is_ok());
+        Compiler {
+            generated_options,
+            raw_options,
+            key_prefix,
+            dir,
+        }
+    }
+
+    fn options(&self, raw: bool) -> &[String] {
+        if raw {
+            &self.raw_options
+        } else {
+            &self.generated_options
+        }
+    }
+
+    /// The cache key of `source` compiled as a generated (`raw == false`) or hand-written
+    /// kernel.
+    pub(crate) fn key(&self, source: &str, raw: bool) -> String {
+        let mut h = Sha256::new();
+        h.update(&self.key_prefix);
+        h.update(self.options(raw).join(" ").as_bytes());
+        h.update(b"\n");
+        h.update(source.as_bytes());
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn entry_path(&self, key: &str) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.join(format!("{key}.cubin")))
+    }
+
+    /// The cached CUBIN for `key`, if a sound entry exists.
+    pub(crate) fn read_disk(&self, key: &str, stats: &mut CompileStats) -> Option<Vec<u8>> {
+        let path = self.entry_path(key)?;
+        let bytes = std::fs::read(&path).ok()?;
+        match decode_entry(&bytes) {
+            Ok(payload) => Some(payload.to_vec()),
+            Err(why) => {
+                stats.corrupt_entries += 1;
+                tracing::warn!(path = %path.display(), "compile cache entry ignored and rebuilt: {why}");
+                None
+            }
+        }
+    }
+
+    /// Stores a CUBIN under `key` (best effort: a failure only costs a later recompile).
+    pub(crate) fn write_disk(&self, key: &str, cubin: &[u8]) {
+        let Some(path) = self.entry_path(key) else {
+            return;
+        };
+        if let Err(e) = write_atomically(&path, &encode_entry(cubin)) {
+            tracing::warn!(path = %path.display(), "could not write the compile cache: {e}");
+        }
+    }
+
+    /// Runs NVRTC. A compile error quotes the source lines it points at.
+    pub(crate) fn nvrtc(&self, kernel: &str, source: &str, raw: bool) -> Result<Vec<u8>, Error> {
+        let compile_error = |log: String| Error::Compile {
+            kernel: kernel.into(),
+            backend: BACKEND.into(),
+            log,
+        };
+        let file = format!("{kernel}.cu");
+        let src = CString::new(source)
+            .map_err(|_| compile_error("the source contains a NUL byte".into()))?;
+        let name = CString::new(file.clone()).unwrap_or_else(|_| c"kernel.cu".into());
+        let prog = nvrtc::create_program(&src, Some(&name))
+            .map_err(|e| compile_error(format!("nvrtcCreateProgram failed: {e}")))?;
+        // SAFETY: prog is a live program until destroy_program below.
+        let result = unsafe {
+            let compiled = nvrtc::compile_program(prog, self.options(raw));
+            let log = nvrtc::get_program_log(prog)
+                .map(|chars| {
+                    let bytes: Vec<u8> = chars
+                        .iter()
+                        .map(|&c| c as u8)
+                        .take_while(|&b| b != 0)
+                        .collect();
+                    String::from_utf8_lossy(&bytes).into_owned()
+                })
+                .unwrap_or_default();
+            match compiled {
+                Err(e) => Err(compile_error(annotate(&log, source, &file, e.to_string()))),
+                Ok(()) => cubin(prog).map_err(|e| compile_error(format!("nvrtcGetCUBIN: {e}"))),
+            }
+        };
+        // SAFETY: destroyed once.
+        let _ = unsafe { nvrtc::destroy_program(prog) };
+        result
+    }
+}
+
+/// Reads the CUBIN of a compiled program.
+unsafe fn cubin(prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>, nvrtc::NvrtcError> {
+    let mut size = 0usize;
+    nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size).result()?;
+    let mut buf = vec![0u8; size];
+    nvrtc_sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast()).result()?;
+    Ok(buf)
+}
+
+/// The compiler log followed by each error's source line with two lines of context.
+/// NVRTC reports errors as `<file>(<line>): error: ...`.
+pub fn annotate(log: &str, source: &str, file: &str, status: String) -> String {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut out = format!("{}\n", log.trim_end());
+    if log.trim().is_empty() {
+        out = format!("{status}\n");
+    }
+    let prefix = format!("{file}(");
+    let mut shown = 0;
+    for l in log.lines() {
+        let Some(rest) = l.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some((num, msg)) = rest.split_once("): ") else {
+            continue;
+        };
+        let (Ok(line), true) = (num.parse::<usize>(), msg.starts_with("error")) else {
+            continue;
+        };
+        if shown == 5 || line == 0 || line > lines.len() {
+            continue;
+        }
+        shown += 1;
+        out.push_str(&format!("\n--> {file}:{line}: {msg}\n"));
+        for n in line.saturating_sub(2).max(1)..=(line + 2).min(lines.len()) {
+            let mark = if n == line { ">" } else { " " };
+            out.push_str(&format!("{mark}{n:>5} | {}\n", lines[n - 1]));
+        }
+    }
+    out
+}
+
+/// A disk entry for `payload`.
+pub fn encode_entry(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&Sha256::digest(payload));
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The payload of a disk entry, or why the entry is unusable.
+pub fn decode_entry(bytes: &[u8]) -> Result<&[u8], String> {
+    if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+        return Err("not a dotcompute cache entry (bad header)".into());
+    }
+    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
+    let payload = &bytes[HEADER..];
+    if payload.len() as u64 != len {
+        return Err(format!(
+            "truncated: {} payload bytes, the header says {len}",
+            payload.len()
+        ));
+    }
+    if Sha256::digest(payload).as_slice() != &bytes[16..48] {
+        return Err("checksum mismatch".into());
+    }
+    Ok(payload)
+}
+
+/// Writes `bytes` to a fresh temporary file beside `path`, then renames it over `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!(
+        "tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_damage_is_detected() {
+        let payload = b"\x7fELF some cubin bytes".to_vec();
+        let entry = encode_entry(&payload);
+        assert_eq!(decode_entry(&entry).unwrap(), &payload[..]);
+        // Truncated.
+        assert!(decode_entry(&entry[..entry.len() - 3])
+            .unwrap_err()
+            .contains("truncated"));
+        // One flipped bit in the payload.
+        let mut flipped = entry.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert!(decode_entry(&flipped).unwrap_err().contains("checksum"));
+        // Garbage and empty files.
+        assert!(decode_entry(b"garbage").is_err());
+        assert!(decode_entry(b"").is_err());
+    }
+
+    #[test]
+    fn atomic_writes_replace_whole_entries() {
+        let dir = std::env::temp_dir().join(format!("dc-cache-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.cubin");
+        write_atomically(&path, &encode_entry(b"first")).unwrap();
+        write_atomically(&path, &encode_entry(b"second")).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(decode_entry(&bytes).unwrap(), b"second");
+        // No temporary files are left behind.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn compile_errors_quote_the_source_line() {
+        let source = "line one\nline two\nint x = y;\nline four\nline five\nline six\n";
+        let log = "k.cu(3): error: identifier \"y\" is undefined\n\n1 error detected";
+        let text = annotate(log, source, "k.cu", String::new());
+        assert!(text.contains("--> k.cu:3: error: identifier \"y\" is undefined"));
+        assert!(text.contains(">    3 | int x = y;"), "{text}");
+        assert!(text.contains("     1 | line one"));
+        assert!(text.contains("     5 | line five"));
+        assert!(!text.contains("line six"));
+    }
+}

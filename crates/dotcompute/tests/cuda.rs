@@ -1,0 +1,438 @@
+//! CUDA-only behaviour: cuBLAS versus the generated kernel versus a CPU reference, raw CUDA
+//! C++ kernels, 64-bit semantics against the CPU backend, large dynamic shared memory,
+//! out-of-memory, and compile errors. Every test skips where no CUDA driver exists, unless
+//! DOTCOMPUTE_REQUIRE lists `cuda`.
+
+mod common;
+
+use dotcompute::ir::ScalarType;
+use dotcompute::prelude::*;
+use dotcompute::{Arg, Error, MatmulPath, RawKernel, RawParam};
+
+fn reference_matmul(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
+    // The product and, per element, Σ|a·b| (which bounds the rounding error).
+    let mut c = vec![0.0; m * n];
+    let mut mag = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = a[i * k + p];
+            for j in 0..n {
+                c[i * n + j] += x * b[p * n + j];
+                mag[i * n + j] += (x * b[p * n + j]).abs();
+            }
+        }
+    }
+    (c, mag)
+}
+
+#[test]
+fn matmul_cublas_and_generated_match_a_cpu_reference() {
+    let Some(d) = common::cuda_device() else {
+        return;
+    };
+    let mut rng = fastrand::Rng::with_seed(common::seed());
+    for (m, n, k) in [(1, 1, 1), (17, 33, 65), (256, 256, 256), (513, 257, 300)] {
+        let a: Vec<f64> = (0..m * k).map(|_| rng.f64() * 2.0 - 1.0).collect();
+        let b: Vec<f64> = (0..k * n).map(|_| rng.f64() * 2.0 - 1.0).collect();
+        let (want, mag) = reference_matmul(&a, &b, m, n, k);
+        // f32: inputs rounded to f32 first; the bound covers k roundings of each sum.
+        let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
+        let b32: Vec<f32> = b.iter().map(|&x| x as f32).collect();
+        let (want32, _) = reference_matmul(
+            &a32.iter().map(|&x| x as f64).collect::<Vec<_>>(),
+            &b32.iter().map(|&x| x as f64).collect::<Vec<_>>(),
+            m,
+            n,
+            k,
+        );
+        let (da, db) = (d.upload(&a32).unwrap(), d.upload(&b32).unwrap());
+        for vendor in [true, false] {
+            let mut c = d.alloc_filled(m * n, f32::NAN).unwrap();
+            if vendor {
+                assert_eq!(
+                    d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
+                    MatmulPath::Vendor
+                );
+            } else {
+                d.matmul_generated(&da, &db, &mut c, m, n, k).unwrap();
+            }
+            let got = c.to_vec().unwrap();
+            for i in 0..m * n {
+                let tol = k as f64 * f32::EPSILON as f64 * mag[i] + 1e-30;
+                let err = (got[i] as f64 - want32[i]).abs();
+                assert!(
+                    err <= tol,
+                    "f32 {m}x{n}x{k} vendor={vendor}: element {i} = {}, expected {} (error {err:e} > {tol:e})",
+                    got[i],
+                    want32[i]
+                );
+            }
+        }
+        let (da, db) = (d.upload(&a).unwrap(), d.upload(&b).unwrap());
+        for vendor in [true, false] {
+            let mut c = d.alloc_filled(m * n, f64::NAN).unwrap();
+            if vendor {
+                assert_eq!(
+                    d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
+                    MatmulPath::Vendor
+                );
+            } else {
+                d.matmul_generated(&da, &db, &mut c, m, n, k).unwrap();
+            }
+            let got = c.to_vec().unwrap();
+            for i in 0..m * n {
+                let tol = k as f64 * f64::EPSILON * mag[i] + 1e-300;
+                let err = (got[i] - want[i]).abs();
+                assert!(
+                    err <= tol,
+                    "f64 {m}x{n}x{k} vendor={vendor}: element {i} = {}, expected {} (error {err:e})",
+                    got[i],
+                    want[i]
+                );
+            }
+        }
+    }
+    // Bad shapes are errors, and nothing was launched.
+    let a = d.upload(&[1.0f32; 6]).unwrap();
+    let mut c = d.alloc::<f32>(4).unwrap();
+    let e = d.matmul(&a, &a, &mut c, 2, 2, 4).unwrap_err();
+    assert!(e.to_string().contains("needs 8"), "{e}");
+    let e = d.matmul(&a, &a, &mut c, 0, 2, 3).unwrap_err();
+    assert!(e.to_string().contains("empty"), "{e}");
+}
+
+const SAXPY: &str = r#"
+extern "C" __global__ void saxpy(const float* x, float* y, float a, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = a * x[i] + y[i];
+    }
+}
+"#;
+
+fn saxpy_params() -> Vec<RawParam> {
+    vec![
+        RawParam::buffer("x", ScalarType::F32),
+        RawParam::buffer_mut("y", ScalarType::F32),
+        RawParam::scalar("a", ScalarType::F32),
+        RawParam::scalar("n", ScalarType::U32),
+    ]
+}
+
+#[test]
+fn raw_cuda_kernels_run_with_checked_arguments() {
+    let saxpy = RawKernel::cuda("saxpy", SAXPY, &saxpy_params()).unwrap();
+    // Only CUDA devices run CUDA C++.
+    let cpu = Device::cpu();
+    let (x, mut y) = (
+        cpu.upload(&[1.0f32]).unwrap(),
+        cpu.upload(&[1.0f32]).unwrap(),
+    );
+    let e = cpu
+        .launch_raw(
+            &saxpy,
+            Launch::threads(1),
+            &[
+                Arg::buffer(&x),
+                Arg::buffer_mut(&mut y),
+                Arg::scalar(1.0f32),
+                Arg::scalar(1u32),
+            ],
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("runs only on cuda"), "{e}");
+
+    let Some(d) = common::cuda_device() else {
+        return;
+    };
+    let mut rng = fastrand::Rng::with_seed(common::seed());
+    for n in [1usize, 1000, 1 << 20, (1 << 20) + 7] {
+        let xs: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+        let ys: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+        let x = d.upload(&xs).unwrap();
+        let mut y = d.upload(&ys).unwrap();
+        d.launch_raw(
+            &saxpy,
+            Launch::threads(n).group(128),
+            &[
+                Arg::buffer(&x),
+                Arg::buffer_mut(&mut y),
+                Arg::scalar(3.0f32),
+                Arg::scalar(n as u32),
+            ],
+        )
+        .unwrap();
+        let got = y.to_vec().unwrap();
+        for i in 0..n {
+            // nvcc contracts `a * x + y` into an fma by default: either rounding is right.
+            let (fused, unfused) = (3.0f32.mul_add(xs[i], ys[i]), 3.0 * xs[i] + ys[i]);
+            assert!(
+                got[i] == fused || got[i] == unfused,
+                "n={n} i={i}: {}",
+                got[i]
+            );
+        }
+    }
+    // Wrong argument types are refused before anything runs.
+    let x = d.upload(&[1.0f32; 4]).unwrap();
+    let mut y = d.upload(&[1.0f32; 4]).unwrap();
+    let e = d
+        .launch_raw(
+            &saxpy,
+            Launch::threads(4),
+            &[
+                Arg::buffer(&x),
+                Arg::buffer_mut(&mut y),
+                Arg::scalar(1u32),
+                Arg::scalar(4u32),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::ArgumentType { .. }), "{e:?}");
+}
+
+#[test]
+fn a_raw_kernel_that_does_not_compile_shows_the_source_line() {
+    let Some(d) = common::cuda_device() else {
+        return;
+    };
+    let broken = "extern \"C\" __global__ void broken(float* y) {\n    float v = 1.0f;\n    y[0] = v + undeclared_thing;\n}\n";
+    let k = RawKernel::cuda(
+        "broken",
+        broken,
+        &[RawParam::buffer_mut("y", ScalarType::F32)],
+    )
+    .unwrap();
+    let mut y = d.alloc::<f32>(1).unwrap();
+    let e = d
+        .launch_raw(&k, Launch::threads(1), &[Arg::buffer_mut(&mut y)])
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::Compile { .. }), "{e:?}");
+    assert!(msg.contains("undeclared_thing"), "{msg}");
+    assert!(
+        msg.contains(">    3 |     y[0] = v + undeclared_thing;"),
+        "{msg}"
+    );
+    // A missing entry point is a clear error too.
+    let k = RawKernel::cuda(
+        "missing",
+        "extern \"C\" __global__ void other(float* y) {} // missing",
+        &[RawParam::buffer_mut("y", ScalarType::F32)],
+    )
+    .unwrap();
+    let e = d
+        .launch_raw(&k, Launch::threads(1), &[Arg::buffer_mut(&mut y)])
+        .unwrap_err();
+    assert!(e.to_string().contains("defines no kernel `missing`"), "{e}");
+    // The device still works.
+    let mut out = d.alloc_filled(10, 0u32).unwrap();
+    fill_index::launch(&d, Launch::threads(10), &mut out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), (0..10).collect::<Vec<u32>>());
+}
+
+#[kernel]
+fn fill_index(out: &mut [u32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = i;
+    }
+}
+
+/// 64-bit integer and float semantics; the CPU backend runs the same Rust natively.
+#[kernel]
+fn wide_semantics(
+    a: &[i64],
+    b: &[i64],
+    x: &[f64],
+    out_i: &mut [i64],
+    out_u: &mut [u64],
+    out_f: &mut [f64],
+) {
+    let i = global_id().x;
+    if i < a.len() {
+        let p = a[i];
+        let q = b[i];
+        let s = (q as u32) & 127;
+        out_i[i * 8] = p + q;
+        out_i[i * 8 + 1] = p * q;
+        out_i[i * 8 + 2] = p / q;
+        out_i[i * 8 + 3] = p % q;
+        out_i[i * 8 + 4] = p << s;
+        out_i[i * 8 + 5] = p >> s;
+        out_i[i * 8 + 6] = x[i] as i64;
+        out_i[i * 8 + 7] = -p;
+        let u = p as u64;
+        let v = q as u64;
+        out_u[i * 4] = u / v;
+        out_u[i * 4 + 1] = u % v;
+        out_u[i * 4 + 2] = x[i] as u64;
+        out_u[i * 4 + 3] = (u >> s) ^ (v << s);
+        out_f[i * 4] = x[i] * x[i] + p as f64;
+        out_f[i * 4 + 1] = x[i].abs().sqrt();
+        out_f[i * 4 + 2] = x[i].mul_add(2.0, 1.0);
+        out_f[i * 4 + 3] = (x[i] as f32) as f64;
+    }
+}
+
+#[test]
+fn sixty_four_bit_semantics_match_the_cpu_backend() {
+    let Some(d) = common::cuda_device() else {
+        return;
+    };
+    let mut rng = fastrand::Rng::with_seed(common::seed());
+    let special = [0i64, -1, 1, i64::MIN, i64::MAX, 63, 64, -64];
+    let n = 100_003;
+    let pick = |rng: &mut fastrand::Rng| {
+        if rng.u8(..) < 64 {
+            special[rng.usize(..special.len())]
+        } else {
+            rng.i64(..)
+        }
+    };
+    let a: Vec<i64> = (0..n).map(|_| pick(&mut rng)).collect();
+    let b: Vec<i64> = (0..n).map(|_| pick(&mut rng)).collect();
+    let fspecial = [
+        f64::NAN,
+        f64::INFINITY,
+        -f64::INFINITY,
+        1e300,
+        -1e300,
+        -0.0,
+        0.5,
+        -2.5,
+    ];
+    let x: Vec<f64> = (0..n)
+        .map(|_| {
+            if rng.u8(..) < 64 {
+                fspecial[rng.usize(..fspecial.len())]
+            } else {
+                (rng.f64() - 0.5) * 1e20
+            }
+        })
+        .collect();
+    let run = |d: &Device| {
+        let (da, db, dx) = (
+            d.upload(&a).unwrap(),
+            d.upload(&b).unwrap(),
+            d.upload(&x).unwrap(),
+        );
+        let mut oi = d.alloc_filled(n * 8, 0x5A5A_5A5A_5A5A_5A5Ai64).unwrap();
+        let mut ou = d.alloc_filled(n * 4, 0xA5A5_A5A5_A5A5_A5A5u64).unwrap();
+        let mut of = d.alloc_filled(n * 4, f64::NAN).unwrap();
+        wide_semantics::launch(
+            d,
+            Launch::threads(n),
+            &da,
+            &db,
+            &dx,
+            &mut oi,
+            &mut ou,
+            &mut of,
+        )
+        .unwrap();
+        (
+            oi.to_vec().unwrap(),
+            ou.to_vec().unwrap(),
+            of.to_vec().unwrap(),
+        )
+    };
+    let (ci, cu, cf) = run(&Device::cpu());
+    let (gi, gu, gf) = run(&d);
+    for i in 0..n * 8 {
+        assert_eq!(
+            gi[i],
+            ci[i],
+            "i64 result {} of element {} (a={}, b={}, x={})",
+            i % 8,
+            i / 8,
+            a[i / 8],
+            b[i / 8],
+            x[i / 8]
+        );
+    }
+    for i in 0..n * 4 {
+        assert_eq!(
+            gu[i],
+            cu[i],
+            "u64 result {} of element {} (a={}, b={}, x={})",
+            i % 4,
+            i / 4,
+            a[i / 4],
+            b[i / 4],
+            x[i / 4]
+        );
+        // Every f64 operation used is correctly rounded on both backends: equal bits
+        // (NaNs compare as NaN).
+        assert!(
+            gf[i].to_bits() == cf[i].to_bits() || (gf[i].is_nan() && cf[i].is_nan()),
+            "f64 result {} of element {}: {} vs {}",
+            i % 4,
+            i / 4,
+            gf[i],
+            cf[i]
+        );
+    }
+}
+
+#[kernel]
+fn big_shared_sum(x: &[f32], out: &mut [f32]) {
+    let tile = shared_dynamic::<f32>();
+    let lid = local_id().x;
+    let n = tile.len();
+    // Each thread stages a strided share of the input, then thread 0 sums the tile.
+    let mut j = lid;
+    while j < n {
+        tile[j] = if j < x.len() { x[j] } else { 0.0 };
+        j += group_size().x;
+    }
+    barrier();
+    if lid == 0 {
+        let mut acc: f32 = 0.0;
+        for k in 0..n {
+            acc += tile[k];
+        }
+        out[group_id().x] = acc;
+    }
+}
+
+#[test]
+fn dynamic_shared_memory_beyond_48_kib() {
+    let Some(d) = common::cuda_device() else {
+        return;
+    };
+    let len = 30_000u32; // 120,000 bytes: needs the opt-in attribute
+    if d.info().limits.max_shared_bytes < 120_000 {
+        eprintln!(
+            "skipping: the device allows {} bytes",
+            d.info().limits.max_shared_bytes
+        );
+        return;
+    }
+    let x = d
+        .upload(&(0..len).map(|i| (i % 7) as f32).collect::<Vec<_>>())
+        .unwrap();
+    let mut out = d.alloc_filled(2, f32::NAN).unwrap();
+    big_shared_sum::launch(
+        &d,
+        Launch::threads(512).group(256).dynamic_shared(len),
+        &x,
+        &mut out,
+    )
+    .unwrap();
+    let want: f32 = (0..len).map(|i| (i % 7) as f32).sum();
+    assert_eq!(out.to_vec().unwrap(), vec![want, want]);
+}
+
+#[test]
+fn out_of_memory_is_an_error_and_the_device_keeps_working() {
+    let Some(d) = common::cuda_device() else {
+        return;
+    };
+    let too_much = (d.info().memory_bytes as usize) * 2 / 4;
+    let e = d.alloc::<f32>(too_much).unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }), "{e:?}");
+    let mut out = d.alloc_filled(1000, 0u32).unwrap();
+    fill_index::launch(&d, Launch::threads(1000), &mut out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), (0..1000).collect::<Vec<u32>>());
+}
