@@ -31,12 +31,12 @@ fn time_pair<A: FnMut(), B: FnMut()>(reps: usize, mut a: A, mut b: B) -> (Durati
     (median(ta), median(tb))
 }
 
-pub fn run(name: &str, n: usize, reps: usize, backend: &str) -> ExitCode {
+pub fn run(name: &str, n: usize, reps: usize, backend: &str, group: Option<u32>) -> ExitCode {
     match (name, backend) {
         (cuda, _) if cuda.starts_with("cuda-") => crate::bench_cuda::run(cuda, reps.max(1)),
         ("vector-add", "cpu") => vector_add(n, reps.max(1)),
         ("vector-add", other) => match Device::by_name(other) {
-            Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1)) {
+            Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1), group) {
                 Ok(code) => code,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -132,13 +132,21 @@ const BATCH: usize = 20;
 
 /// VectorAdd on a device versus a device-to-device copy on the same device, as
 /// bandwidth: the kernel moves 12 bytes per element (two reads, one write), the copy 8.
-fn vector_add_vs_copy(device: &Device, n: usize, reps: usize) -> dotcompute::Result<ExitCode> {
+fn vector_add_vs_copy(
+    device: &Device,
+    n: usize,
+    reps: usize,
+    group: Option<u32>,
+) -> dotcompute::Result<ExitCode> {
     let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
     let b: Vec<f32> = (0..n).map(|i| (i % 777) as f32 * 0.25).collect();
     let (da, db) = (device.upload(&a)?, device.upload(&b)?);
     let mut out = device.alloc_filled(n, f32::NAN)?;
     let mut copy_dst = device.alloc::<f32>(n)?;
-    let launch = || Launch::threads(n);
+    let launch = || match group {
+        Some(g) => Launch::threads(n).group(g),
+        None => Launch::threads(n),
+    };
     let kernel_batch = |out: &mut dotcompute::Buffer<f32>| -> dotcompute::Result<Duration> {
         let t = Instant::now();
         for _ in 0..BATCH {
@@ -174,8 +182,9 @@ fn vector_add_vs_copy(device: &Device, n: usize, reps: usize) -> dotcompute::Res
     let gbs = |bytes: usize, t: Duration| bytes as f64 / t.as_secs_f64() / 1e9;
     let (kbw, cbw) = (gbs(12 * n, tk), gbs(8 * n, tc));
     println!(
-        "vector add, {n} f32 on {}, median of {reps} batches of {BATCH} after 3 warm-ups",
-        device.label()
+        "vector add, {n} f32 on {}, group {}, median of {reps} batches of {BATCH} after 3 warm-ups",
+        device.label(),
+        group.map_or("default".to_string(), |g| g.to_string())
     );
     let row = |name: &str, t: Duration, bw: f64| {
         println!(
@@ -218,5 +227,87 @@ fn vector_add_vs_copy(device: &Device, n: usize, reps: usize) -> dotcompute::Res
         }
         _ => println!("device time: this device has no timestamp queries for both operations"),
     }
+    if device.backend_kind() == dotcompute::BackendKind::Cuda {
+        hand_written_cuda(device, n, reps, &da, &db, &mut out)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Hand-written CUDA C++ vector adds on the same buffers, as further references: the
+/// plain one-element-per-thread kernel and a float4 grid-stride kernel.
+fn hand_written_cuda(
+    device: &Device,
+    n: usize,
+    reps: usize,
+    a: &dotcompute::Buffer<f32>,
+    b: &dotcompute::Buffer<f32>,
+    out: &mut dotcompute::Buffer<f32>,
+) -> dotcompute::Result<()> {
+    use dotcompute::{ir::ScalarType, Arg, RawKernel, RawParam};
+    const SOURCE: &str = r#"
+extern "C" __global__ void add_scalar(const float* __restrict__ a, const float* __restrict__ b,
+                                      float* __restrict__ c, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+extern "C" __global__ void add_vec4(const float* __restrict__ a, const float* __restrict__ b,
+                                    float* __restrict__ c, unsigned long long n) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long n4 = n / 4;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        float4 x = reinterpret_cast<const float4*>(a)[i];
+        float4 y = reinterpret_cast<const float4*>(b)[i];
+        reinterpret_cast<float4*>(c)[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+    }
+    for (unsigned long long i = n4 * 4 + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) c[i] = a[i] + b[i];
+}
+"#;
+    let params = [
+        RawParam::buffer("a", ScalarType::F32),
+        RawParam::buffer("b", ScalarType::F32),
+        RawParam::buffer_mut("c", ScalarType::F32),
+        RawParam::scalar("n", ScalarType::U64),
+    ];
+    let sms = device.info().compute_units as usize;
+    for (entry, launch) in [
+        ("add_scalar", Launch::threads(n).group(256)),
+        ("add_vec4", Launch::threads(sms * 2048).group(256)),
+    ] {
+        let k = RawKernel::cuda(entry, SOURCE, &params)?;
+        let args = |out: &mut dotcompute::Buffer<f32>| {
+            device.launch_raw(
+                &k,
+                launch,
+                &[
+                    Arg::buffer(a),
+                    Arg::buffer(b),
+                    Arg::buffer_mut(out),
+                    Arg::scalar(n as u64),
+                ],
+            )
+        };
+        for _ in 0..3 {
+            args(out)?;
+        }
+        device.synchronize()?;
+        device.take_timings();
+        device.set_profiling(true);
+        for _ in 0..reps {
+            args(out)?;
+        }
+        device.set_profiling(false);
+        let t = median(
+            device
+                .take_timings()
+                .into_iter()
+                .map(|t| t.duration)
+                .collect(),
+        );
+        println!(
+            "  hand-written CUDA {entry:<12}{:>9.3} ms  {:>8.1} GB/s",
+            t.as_secs_f64() * 1e3,
+            (12 * n) as f64 / t.as_secs_f64() / 1e9
+        );
+    }
+    Ok(())
 }

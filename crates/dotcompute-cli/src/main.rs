@@ -63,6 +63,9 @@ enum Command {
         /// kernel's bandwidth versus a device-to-device copy on the same device.
         #[arg(long, default_value = "cpu")]
         backend: String,
+        /// Threads per group of the vector-add launch (default: the launch default, 256).
+        #[arg(long)]
+        group: Option<u32>,
     },
 }
 
@@ -81,7 +84,8 @@ fn main() -> ExitCode {
             n,
             reps,
             backend,
-        } => bench::run(&name, n, reps, &backend),
+            group,
+        } => bench::run(&name, n, reps, &backend, group),
     }
 }
 

@@ -6,7 +6,9 @@
 //!
 //! ## The kernel's parameter list (the launch ABI)
 //!
-//! `extern "C" __global__ void dc_<name>(...)` takes, in this order:
+//! `extern "C" __global__ void dc_<name>(...)` (and, for kernels that read no coordinate but
+//! their global id and use no barrier or shared memory, the grid-stride twin
+//! `dc_<name>_strided`, which a backend may launch with fewer groups) takes, in this order:
 //!
 //! 1. every IR parameter in signature order: a buffer as a pointer (`const T* __restrict__`
 //!    when read-only, `T* __restrict__` otherwise), a scalar by value (`bool` is one byte);
@@ -23,10 +25,12 @@
 //! out-of-range float-to-int casts undefined; the IR defines all of them. Every such
 //! operation therefore goes through a helper of the prelude: wrapping signed arithmetic
 //! through unsigned, total division and remainder, masked shifts, and float-to-int casts
-//! through the `__float2int_rz` family, which PTX defines to saturate and to map NaN to 0.
+//! through the `__float2int_rz` family (round toward zero, saturating) behind an explicit
+//! NaN test (the 64-bit conversions turn NaN into `MIN`; the IR says 0).
 //! Float `min`/`max` are `fminf`/`fmaxf` (IEEE minNum/maxNum, as the IR says). NVRTC's
 //! defaults keep division and `sqrt` correctly rounded and denormals intact (no
-//! `-use_fast_math`). Memories touched by atomics are read and written through `volatile`
+//! `-use_fast_math`), and `dotcompute-cuda` compiles generated code with `--fmad=false`,
+//! so `a * b + c` is rounded twice, as the IR's separate operations demand. Memories touched by atomics are read and written through `volatile`
 //! so plain accesses are not cached across other threads' atomics.
 
 use dotcompute_ir::*;
@@ -37,13 +41,67 @@ use std::fmt::Write;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CudaModule {
     pub source: String,
-    /// The `extern "C"` entry point.
+    /// The `extern "C"` entry point: one CUDA thread per logical thread.
     pub entry: String,
+    /// The grid-stride entry point, for kernels where it is allowed.
+    pub strided_entry: Option<String>,
 }
 
 /// The entry point's name for a kernel called `name`.
 pub fn entry_name(name: &str) -> String {
     format!("dc_{name}")
+}
+
+/// The grid-stride entry point of an eligible kernel (see [`grid_stride_eligible`]).
+pub fn strided_entry_name(name: &str) -> String {
+    format!("dc_{name}_strided")
+}
+
+/// Whether a kernel may run in grid-stride form: it reads no launch coordinate but its
+/// global id, and has no barrier and no shared memory, so which CUDA thread runs a
+/// logical thread cannot be observed.
+pub fn grid_stride_eligible(k: &Kernel) -> bool {
+    fn expr_ok(e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Builtin(b, _) => *b == Builtin::GlobalId,
+            ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Scalar(_) | ExprKind::Len(_) => {
+                true
+            }
+            ExprKind::Load { index, .. } => expr_ok(index),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => expr_ok(a),
+            ExprKind::Binary(_, a, b) => expr_ok(a) && expr_ok(b),
+            ExprKind::Math(_, args) => args.iter().all(expr_ok),
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => expr_ok(cond) && expr_ok(then) && expr_ok(otherwise),
+        }
+    }
+    fn stmts_ok(stmts: &[Stmt]) -> bool {
+        stmts.iter().all(|s| match s {
+            Stmt::Let { init, .. } => init.as_ref().is_none_or(expr_ok),
+            Stmt::Assign { value, .. } => expr_ok(value),
+            Stmt::Store { index, value, .. } => expr_ok(index) && expr_ok(value),
+            Stmt::Atomic { index, args, .. } => expr_ok(index) && args.iter().all(expr_ok),
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => expr_ok(cond) && stmts_ok(then) && stmts_ok(otherwise),
+            Stmt::For {
+                start,
+                end,
+                step,
+                body,
+                ..
+            } => expr_ok(start) && expr_ok(end) && expr_ok(step) && stmts_ok(body),
+            Stmt::Loop { body } => stmts_ok(body),
+            Stmt::Break | Stmt::Continue | Stmt::Return => true,
+            Stmt::Barrier => false,
+        })
+    }
+    k.shared.is_empty() && stmts_ok(&k.body)
 }
 
 /// Generates CUDA C++ for `kernel` (which must be validated IR).
@@ -59,6 +117,7 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
     CudaModule {
         source: g.out,
         entry: entry_name(&kernel.name),
+        strided_entry: grid_stride_eligible(kernel).then(|| strided_entry_name(&kernel.name)),
     }
 }
 
@@ -161,20 +220,23 @@ impl Gen<'_> {
         params.extend(
             ["dc_grid_x", "dc_grid_y", "dc_grid_z", "dc_dyn_len"].map(|n| format!("u32 {n}")),
         );
+        let args: Vec<String> = params
+            .iter()
+            .map(|p| p.rsplit(' ').next().unwrap_or_default().to_string())
+            .collect();
+        let coords = ["dc_global", "dc_lid", "dc_group", "dc_gsize", "dc_ngroups"];
+        // The body, once, as an inlined function: `return` ends one logical thread, which
+        // lets the grid-stride entry run several logical threads per CUDA thread.
+        let body_params: Vec<String> = params
+            .iter()
+            .cloned()
+            .chain(coords.iter().map(|c| format!("const uint3 {c}")))
+            .collect();
         let _ = writeln!(
             self.out,
-            "\nextern \"C\" __global__ void {}(\n    {}\n) {{",
-            entry_name(&k.name),
-            params.join(",\n    ")
+            "\nstatic __device__ __forceinline__ void dc_body(\n    {}\n) {{",
+            body_params.join(",\n    ")
         );
-        self.out.push_str(
-            "    const uint3 dc_lid = threadIdx;\n    const uint3 dc_group = blockIdx;\n    const uint3 dc_gsize = blockDim;\n    const uint3 dc_ngroups = gridDim;\n    const uint3 dc_global = make_uint3(dc_group.x * dc_gsize.x + dc_lid.x, dc_group.y * dc_gsize.y + dc_lid.y, dc_group.z * dc_gsize.z + dc_lid.z);\n",
-        );
-        if !k.uses_barrier() {
-            // Threads of the last group that stick out of the grid do not run (launch rule).
-            // Compared in 64 bits: in the padding of a grid near 2^32 the u32 id wraps.
-            self.out.push_str("    if ((u64)dc_group.x * dc_gsize.x + dc_lid.x >= dc_grid_x || (u64)dc_group.y * dc_gsize.y + dc_lid.y >= dc_grid_y || (u64)dc_group.z * dc_gsize.z + dc_lid.z >= dc_grid_z) {\n        return;\n    }\n");
-        }
         for s in &k.shared {
             let t = cuda_type(s.elem);
             match s.len {
@@ -192,6 +254,39 @@ impl Gen<'_> {
         }
         self.block(&k.body, 1);
         self.out.push_str("}\n");
+        let call_args = args
+            .iter()
+            .cloned()
+            .chain(coords.iter().map(|c| c.to_string()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            self.out,
+            "\nextern \"C\" __global__ void {}(\n    {}\n) {{",
+            entry_name(&k.name),
+            params.join(",\n    ")
+        );
+        self.out.push_str(
+            "    const uint3 dc_lid = threadIdx;\n    const uint3 dc_group = blockIdx;\n    const uint3 dc_gsize = blockDim;\n    const uint3 dc_ngroups = gridDim;\n    const uint3 dc_global = make_uint3(dc_group.x * dc_gsize.x + dc_lid.x, dc_group.y * dc_gsize.y + dc_lid.y, dc_group.z * dc_gsize.z + dc_lid.z);\n",
+        );
+        if !k.uses_barrier() {
+            // Threads of the last group that stick out of the grid do not run (launch rule).
+            // Compared in 64 bits: in the padding of a grid near 2^32 the u32 id wraps.
+            self.out.push_str("    if ((u64)dc_group.x * dc_gsize.x + dc_lid.x >= dc_grid_x || (u64)dc_group.y * dc_gsize.y + dc_lid.y >= dc_grid_y || (u64)dc_group.z * dc_gsize.z + dc_lid.z >= dc_grid_z) {\n        return;\n    }\n");
+        }
+        let _ = writeln!(self.out, "    dc_body({call_args});\n}}");
+        if grid_stride_eligible(k) {
+            let _ = writeln!(
+                self.out,
+                "\n// Grid-stride form: each CUDA thread runs logical threads x, x + stride, ... so a\n// large launch needs only one wave of groups. Used for kernels that see nothing but\n// their global id (no groups, barriers or shared memory).\nextern \"C\" __global__ void {}(\n    {}\n) {{",
+                strided_entry_name(&k.name),
+                params.join(",\n    ")
+            );
+            self.out.push_str(
+                "    const uint3 dc_lid = threadIdx;\n    const uint3 dc_group = blockIdx;\n    const uint3 dc_gsize = blockDim;\n    const uint3 dc_ngroups = gridDim;\n    const u32 dc_y = dc_group.y * dc_gsize.y + dc_lid.y;\n    const u32 dc_z = dc_group.z * dc_gsize.z + dc_lid.z;\n    if (dc_y >= dc_grid_y || dc_z >= dc_grid_z) {\n        return;\n    }\n    const u64 dc_stride = (u64)dc_ngroups.x * dc_gsize.x;\n#pragma unroll 4\n    for (u64 dc_x = (u64)dc_group.x * dc_gsize.x + dc_lid.x; dc_x < dc_grid_x; dc_x += dc_stride) {\n        const uint3 dc_global = make_uint3((u32)dc_x, dc_y, dc_z);\n",
+            );
+            let _ = writeln!(self.out, "        dc_body({call_args});\n    }}\n}}");
+        }
     }
 
     fn block(&mut self, stmts: &[Stmt], d: usize) {
@@ -447,16 +542,9 @@ impl Gen<'_> {
     fn cast(&self, a: &Expr, to: ScalarType) -> String {
         use ScalarType::*;
         let x = self.expr(a);
-        let intrinsic = |suffix: &str| {
-            let from = if a.ty == F32 { "float" } else { "double" };
-            format!("__{from}2{suffix}_rz({x})")
-        };
         match (a.ty, to) {
             (from, to) if from == to => x,
-            (F32 | F64, I32) => intrinsic("int"),
-            (F32 | F64, U32) => intrinsic("uint"),
-            (F32 | F64, I64) => intrinsic("ll"),
-            (F32 | F64, U64) => intrinsic("ull"),
+            (F32 | F64, I32 | U32 | I64 | U64) => format!("dc_{}_to_{}({x})", a.ty, to),
             // int -> float rounds to nearest, float <-> float rounds to nearest, int -> int
             // truncates or extends, bool -> int is 0 or 1: C++'s conversions on CUDA.
             (_, t) => format!("(({}){x})", cuda_type(t)),
@@ -524,6 +612,17 @@ template <typename T> DC_FN T dc_max(T a, T b) { return a < b ? b : a; }
 template <typename T> DC_FN T dc_clamp(T x, T lo, T hi) { return dc_min(dc_max(x, lo), hi); }
 DC_FN f32 dc_clampf(f32 x, f32 lo, f32 hi) { return fminf(fmaxf(x, lo), hi); }
 DC_FN f64 dc_clampd(f64 x, f64 lo, f64 hi) { return fmin(fmax(x, lo), hi); }
+
+// Float -> int: round toward zero and saturate (the cvt.rzi intrinsics), NaN -> 0 (tested
+// here: the 64-bit conversions give MIN for NaN).
+DC_FN i32 dc_f32_to_i32(f32 x) { return x != x ? 0 : __float2int_rz(x); }
+DC_FN u32 dc_f32_to_u32(f32 x) { return x != x ? 0u : __float2uint_rz(x); }
+DC_FN i64 dc_f32_to_i64(f32 x) { return x != x ? 0ll : __float2ll_rz(x); }
+DC_FN u64 dc_f32_to_u64(f32 x) { return x != x ? 0ull : __float2ull_rz(x); }
+DC_FN i32 dc_f64_to_i32(f64 x) { return x != x ? 0 : __double2int_rz(x); }
+DC_FN u32 dc_f64_to_u32(f64 x) { return x != x ? 0u : __double2uint_rz(x); }
+DC_FN i64 dc_f64_to_i64(f64 x) { return x != x ? 0ll : __double2ll_rz(x); }
+DC_FN u64 dc_f64_to_u64(f64 x) { return x != x ? 0ull : __double2ull_rz(x); }
 
 // Advances a counted loop; false at the end or when the counter would overflow.
 template <typename T> DC_FN bool dc_advance(T& v, T step, T end) {
