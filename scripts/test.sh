@@ -7,7 +7,8 @@
 #    (Debian's mesa-vulkan-drivers, software Vulkan on the CPU) for the wgpu backend;
 # 2. checks formatting and clippy;
 # 3. runs every test (cargo nextest if present, else cargo test) and the doctests;
-# 4. runs the main job, `dotcompute validate --backend all`, in release.
+# 4. runs the main job, `dotcompute validate --backend all`, in release, and checks that
+#    `validate --backend cuda` fails with a one-line reason where no CUDA driver exists.
 #
 # DOTCOMPUTE_REQUIRE (default `cpu,wgpu`) lists backends whose absence fails the run instead of
 # skipping their conformance tests. DOTCOMPUTE_SEED replays a failing random input.
@@ -55,3 +56,18 @@ fi
 
 step "dotcompute validate --backend all (release)"
 cargo run --release -j "$jobs" -p dotcompute-cli -- validate --backend all
+
+# Where no CUDA driver is installed (CI), asking for CUDA must fail cleanly: a non-zero
+# exit and a one-line reason, no panic.
+if ! ldconfig -p | grep -q 'libcuda.so'; then
+  step "dotcompute validate --backend cuda without a CUDA driver"
+  set +e
+  reason=$(cargo run --release -q -j "$jobs" -p dotcompute-cli -- validate --backend cuda 2>&1)
+  code=$?
+  set -e
+  echo "exit $code: $reason"
+  if [ "$code" -eq 0 ] || [ "$(printf '%s\n' "$reason" | wc -l)" -ne 1 ] || printf '%s' "$reason" | grep -q panicked; then
+    echo "expected a non-zero exit with a one-line reason" >&2
+    exit 1
+  fi
+fi
