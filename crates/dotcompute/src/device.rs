@@ -257,6 +257,19 @@ impl Device {
     ) -> Result<()> {
         let ir = kernel.signature();
         let bound = self.bind_args(ir, args)?;
+        let launch = match (kernel.source().workgroup_size, launch.group_size()) {
+            (None, _) => launch,
+            (Some([x, y, z]), None) => launch.group3d(x, y, z),
+            (Some(declared), Some(g)) if g == declared => launch,
+            (Some([x, y, z]), Some(g)) => {
+                return Err(Error::InvalidGroupSize {
+                    kernel: ir.name.clone(),
+                    detail: format!(
+                    "{g:?} was requested, but the shader declares @workgroup_size({x}, {y}, {z})"
+                ),
+                })
+            }
+        };
         let runs_on = match kernel.language() {
             "cuda" => BackendKind::Cuda,
             _ => BackendKind::Wgpu,
@@ -271,19 +284,6 @@ impl Device {
                 ),
             });
         }
-        let launch = match (kernel.source().workgroup_size, launch.group_size()) {
-            (None, _) => launch,
-            (Some([x, y, z]), None) => launch.group3d(x, y, z),
-            (Some(declared), Some(g)) if g == declared => launch,
-            (Some([x, y, z]), Some(g)) => {
-                return Err(Error::InvalidGroupSize {
-                    kernel: ir.name.clone(),
-                    detail: format!(
-                    "{g:?} was requested, but the shader declares @workgroup_size({x}, {y}, {z})"
-                ),
-                })
-            }
-        };
         let geometry = launch.resolve(ir, &self.info().limits)?;
         self.backend().launch(&LaunchRequest {
             kernel: ir,
