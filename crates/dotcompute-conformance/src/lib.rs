@@ -998,13 +998,13 @@ mod tests {
     #[test]
     #[should_panic(expected = "required by DOTCOMPUTE_REQUIRE but unavailable")]
     fn a_required_backend_that_is_absent_fails_the_run() {
-        // No CUDA backend exists in this build, so requiring it must fail, not skip.
-        run_test_requiring(&[BackendKind::Cuda], BackendKind::Cuda, "ThreadIds");
+        // No native Metal backend exists yet (anywhere), so requiring it must fail, not skip.
+        run_test_requiring(&[BackendKind::Metal], BackendKind::Metal, "ThreadIds");
     }
 
     #[test]
     fn an_optional_backend_that_is_absent_is_skipped() {
-        run_test_requiring(&[], BackendKind::Cuda, "ThreadIds");
+        run_test_requiring(&[], BackendKind::Metal, "ThreadIds");
     }
 
     #[test]
