@@ -109,33 +109,14 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
     let mut g = Gen {
         k: kernel,
         out: String::new(),
-        atomic: BTreeSet::new(),
+        atomic: crate::atomic_memories(&kernel.body),
         tmp: 0,
     };
-    collect_atomic(&kernel.body, &mut g.atomic);
     g.module();
     CudaModule {
         source: g.out,
         entry: entry_name(&kernel.name),
         strided_entry: grid_stride_eligible(kernel).then(|| strided_entry_name(&kernel.name)),
-    }
-}
-
-fn collect_atomic(stmts: &[Stmt], set: &mut BTreeSet<Memory>) {
-    for s in stmts {
-        match s {
-            Stmt::Atomic { mem, .. } => {
-                set.insert(*mem);
-            }
-            Stmt::If {
-                then, otherwise, ..
-            } => {
-                collect_atomic(then, set);
-                collect_atomic(otherwise, set);
-            }
-            Stmt::For { body, .. } | Stmt::Loop { body } => collect_atomic(body, set),
-            _ => {}
-        }
     }
 }
 

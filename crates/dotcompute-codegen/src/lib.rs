@@ -36,6 +36,31 @@ pub fn spirv_listing(words: &[u32]) -> String {
     out
 }
 
+/// The memories (buffers and shared arrays) that any atomic statement in `stmts` touches:
+/// generators give them atomic or volatile access everywhere.
+pub(crate) fn atomic_memories(stmts: &[Stmt]) -> std::collections::BTreeSet<Memory> {
+    fn walk(stmts: &[Stmt], set: &mut std::collections::BTreeSet<Memory>) {
+        for s in stmts {
+            match s {
+                Stmt::Atomic { mem, .. } => {
+                    set.insert(*mem);
+                }
+                Stmt::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, set);
+                    walk(otherwise, set);
+                }
+                Stmt::For { body, .. } | Stmt::Loop { body } => walk(body, set),
+                _ => {}
+            }
+        }
+    }
+    let mut set = std::collections::BTreeSet::new();
+    walk(stmts, &mut set);
+    set
+}
+
 /// Version of the generators' output; part of compile-cache keys.
 pub const CODEGEN_VERSION: u32 = 1;
 

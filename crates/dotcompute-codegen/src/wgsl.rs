@@ -115,12 +115,11 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
     let mut g = Gen {
         k: kernel,
         out: String::new(),
-        atomic: BTreeSet::new(),
+        atomic: crate::atomic_memories(&kernel.body),
         tmp: 0,
         dynamic_shared_len: opts.dynamic_shared_len.max(1),
     };
     g.check_types()?;
-    collect_atomic(&kernel.body, &mut g.atomic);
     g.module(opts);
     let buffers: Vec<(u32, u32, bool)> = kernel
         .params
@@ -144,24 +143,6 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
         buffers,
         uniform_size: (GEOMETRY_WORDS + scalars).next_multiple_of(4) * 4,
     })
-}
-
-fn collect_atomic(stmts: &[Stmt], set: &mut BTreeSet<Memory>) {
-    for s in stmts {
-        match s {
-            Stmt::Atomic { mem, .. } => {
-                set.insert(*mem);
-            }
-            Stmt::If {
-                then, otherwise, ..
-            } => {
-                collect_atomic(then, set);
-                collect_atomic(otherwise, set);
-            }
-            Stmt::For { body, .. } | Stmt::Loop { body } => collect_atomic(body, set),
-            _ => {}
-        }
-    }
 }
 
 struct Gen<'k> {

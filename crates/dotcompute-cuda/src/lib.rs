@@ -49,7 +49,7 @@ use dotcompute_hal::{
     BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MatmulRequest, MemoryStats,
     RawSource, Result, SizeClassPool, Timing,
 };
-use dotcompute_ir::{Kernel, Literal, Param, ScalarType};
+use dotcompute_ir::{Kernel, Literal, ScalarType};
 use driver::{bind, driver_error, Check, BACKEND};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -809,16 +809,4 @@ impl Drop for CudaBackend {
             let _ = cu::primary_ctx::release(self.device);
         }
     }
-}
-
-/// Parameters of generated kernels, for tests and tools: each IR parameter, then one
-/// length per buffer, then the grid and the dynamic shared length.
-pub fn generated_param_count(kernel: &Kernel) -> usize {
-    kernel.params.len()
-        + kernel
-            .params
-            .iter()
-            .filter(|p| matches!(p, Param::Buffer { .. }))
-            .count()
-        + 4
 }
