@@ -220,8 +220,14 @@ fn vector_add_vs_copy(
             println!("device time (timestamp queries, median of {reps}):");
             row("#[kernel] vector add", gk, gkbw);
             row("device-to-device copy", gc, gcbw);
+            // The targets of the backends' issues: 0.9 for CUDA, 0.8 for wgpu.
+            let target = if device.backend_kind() == dotcompute::BackendKind::Cuda {
+                0.9
+            } else {
+                0.8
+            };
             println!(
-                "  kernel bandwidth / copy bandwidth  {:.3} (target >= 0.8 on the GPU machine)",
+                "  kernel bandwidth / copy bandwidth  {:.3} (target >= {target} on the GPU machine)",
                 gkbw / gcbw
             );
         }

@@ -45,6 +45,10 @@ pub struct CudaModule {
     pub entry: String,
     /// The grid-stride entry point, for kernels where it is allowed.
     pub strided_entry: Option<String>,
+    /// The vector entry point of elementwise kernels (see [`vector_plan`]), and how many
+    /// logical threads each of its iterations runs. It needs every buffer argument
+    /// aligned to 16 bytes.
+    pub vector_entry: Option<(String, u32)>,
 }
 
 /// The entry point's name for a kernel called `name`.
@@ -55,6 +59,11 @@ pub fn entry_name(name: &str) -> String {
 /// The grid-stride entry point of an eligible kernel (see [`grid_stride_eligible`]).
 pub fn strided_entry_name(name: &str) -> String {
     format!("dc_{name}_strided")
+}
+
+/// The vector entry point of an elementwise kernel (see [`vector_plan`]).
+pub fn vector_entry_name(name: &str) -> String {
+    format!("dc_{name}_vec")
 }
 
 /// Whether a kernel may run in grid-stride form: it reads no launch coordinate but its
@@ -104,6 +113,169 @@ pub fn grid_stride_eligible(k: &Kernel) -> bool {
     k.shared.is_empty() && stmts_ok(&k.body)
 }
 
+/// How the vector form of a kernel reaches its buffers (see [`vector_plan`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VectorPlan {
+    /// Logical threads per CUDA thread iteration: 16 bytes of the narrowest element.
+    pub width: u32,
+    /// Buffer parameters (indices into `Kernel::params`) the kernel loads from.
+    pub loaded: BTreeSet<u32>,
+    /// Buffer parameters the kernel stores to.
+    pub stored: BTreeSet<u32>,
+}
+
+impl VectorPlan {
+    fn touched(&self) -> BTreeSet<u32> {
+        self.loaded.union(&self.stored).copied().collect()
+    }
+}
+
+/// Whether a kernel is elementwise, and then how its vector form reads and writes.
+///
+/// Elementwise means: grid-stride eligible (see [`grid_stride_eligible`]), no atomics, and
+/// every buffer access indexed by the thread's own `global_id().x`, directly or through an
+/// immutable local initialised with it. Then logical thread `x` touches element `x` of
+/// each buffer and nothing else, so `W` consecutive logical threads can run in one CUDA
+/// thread on 16-byte loads and stores, each keeping its elements in registers: results
+/// are those of the scalar form (threads share no elements, so their order is free).
+/// Buffers of `bool` (1 byte) are left to the scalar form.
+pub fn vector_plan(k: &Kernel) -> Option<VectorPlan> {
+    if !grid_stride_eligible(k) {
+        return None;
+    }
+    // Locals that always hold the global x id: immutable, and their one `let` reads it.
+    let mut lets = vec![0u32; k.locals.len()];
+    let mut id_inits = BTreeSet::new();
+    let mut atomics = false;
+    walk_stmts(&k.body, &mut |s| match s {
+        Stmt::Let { local, init } => {
+            lets[*local as usize] += 1;
+            if init.as_ref().is_some_and(is_global_x) {
+                id_inits.insert(*local);
+            }
+        }
+        Stmt::Atomic { .. } => atomics = true,
+        _ => {}
+    });
+    if atomics {
+        return None;
+    }
+    let id_locals: BTreeSet<u32> = id_inits
+        .into_iter()
+        .filter(|&l| lets[l as usize] == 1 && !k.locals[l as usize].mutable)
+        .collect();
+    let is_id = |e: &Expr| match e.kind {
+        ExprKind::Local(l) => id_locals.contains(&l),
+        _ => is_global_x(e),
+    };
+    let mut plan = VectorPlan {
+        width: 0,
+        loaded: BTreeSet::new(),
+        stored: BTreeSet::new(),
+    };
+    let mut elementwise = true;
+    walk_stmts(&k.body, &mut |s| {
+        if let Stmt::Store { mem, index, .. } = s {
+            match mem {
+                Memory::Buffer(b) if is_id(index) => {
+                    plan.stored.insert(*b);
+                }
+                _ => elementwise = false,
+            }
+        }
+        walk_stmt_exprs(s, &mut |e| {
+            if let ExprKind::Load { mem, index } = &e.kind {
+                match mem {
+                    Memory::Buffer(b) if is_id(index) => {
+                        plan.loaded.insert(*b);
+                    }
+                    _ => elementwise = false,
+                }
+            }
+        });
+    });
+    let sizes: BTreeSet<usize> = plan
+        .touched()
+        .iter()
+        .filter_map(|&b| k.memory_elem(Memory::Buffer(b)))
+        .map(|t| t.size_bytes())
+        .collect();
+    let narrowest = *sizes.first()?;
+    if !elementwise || narrowest < 4 {
+        return None;
+    }
+    plan.width = (16 / narrowest) as u32;
+    Some(plan)
+}
+
+fn is_global_x(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Builtin(Builtin::GlobalId, Axis::X))
+}
+
+/// Calls `f` on every statement, outer before inner.
+fn walk_stmts(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                walk_stmts(then, f);
+                walk_stmts(otherwise, f);
+            }
+            Stmt::For { body, .. } | Stmt::Loop { body } => walk_stmts(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Calls `f` on every expression of one statement (not of nested statements), and on
+/// their subexpressions.
+fn walk_stmt_exprs(s: &Stmt, f: &mut impl FnMut(&Expr)) {
+    let roots: Vec<&Expr> = match s {
+        Stmt::Let { init, .. } => init.iter().collect(),
+        Stmt::Assign { value, .. } => vec![value],
+        Stmt::Store { index, value, .. } => vec![index, value],
+        Stmt::Atomic { index, args, .. } => std::iter::once(index).chain(args).collect(),
+        Stmt::If { cond, .. } => vec![cond],
+        Stmt::For {
+            start, end, step, ..
+        } => vec![start, end, step],
+        Stmt::Loop { .. } | Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {
+            vec![]
+        }
+    };
+    fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
+        f(e);
+        match &e.kind {
+            ExprKind::Load { index, .. } => walk(index, f),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => walk(a, f),
+            ExprKind::Binary(_, a, b) => {
+                walk(a, f);
+                walk(b, f);
+            }
+            ExprKind::Math(_, args) => args.iter().for_each(|a| walk(a, f)),
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                walk(cond, f);
+                walk(then, f);
+                walk(otherwise, f);
+            }
+            ExprKind::Literal(_)
+            | ExprKind::Local(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Len(_)
+            | ExprKind::Builtin(..) => {}
+        }
+    }
+    for r in roots {
+        walk(r, f);
+    }
+}
+
 /// Generates CUDA C++ for `kernel` (which must be validated IR).
 pub fn generate(kernel: &Kernel) -> CudaModule {
     let mut g = Gen {
@@ -111,12 +283,18 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
         out: String::new(),
         atomic: crate::atomic_memories(&kernel.body),
         tmp: 0,
+        lane: None,
     };
     g.module();
+    let plan = vector_plan(kernel);
+    if let Some(plan) = &plan {
+        g.vector_form(plan);
+    }
     CudaModule {
         source: g.out,
         entry: entry_name(&kernel.name),
         strided_entry: grid_stride_eligible(kernel).then(|| strided_entry_name(&kernel.name)),
+        vector_entry: plan.map(|p| (vector_entry_name(&kernel.name), p.width)),
     }
 }
 
@@ -138,6 +316,9 @@ struct Gen<'k> {
     out: String,
     atomic: BTreeSet<Memory>,
     tmp: u32,
+    /// While generating the lane function of the vector form: buffer accesses become the
+    /// lane's registers (`r_<name>`), and stores also set the lane's mask (`m_<name>`).
+    lane: Option<VectorPlan>,
 }
 
 impl Gen<'_> {
@@ -145,6 +326,14 @@ impl Gen<'_> {
         match mem {
             Memory::Buffer(i) => format!("p_{}", self.k.params[i as usize].name()),
             Memory::Shared(i) => format!("s_{}", self.k.shared[i as usize].name),
+        }
+    }
+
+    /// The parameter name of a buffer (the lane form touches nothing else).
+    fn buffer_name(&self, mem: Memory) -> &str {
+        match mem {
+            Memory::Buffer(i) => self.k.params[i as usize].name(),
+            Memory::Shared(i) => &self.k.shared[i as usize].name,
         }
     }
 
@@ -165,14 +354,9 @@ impl Gen<'_> {
         self.out.push('\n');
     }
 
-    fn module(&mut self) {
+    /// The entry points' parameter list (the launch ABI), as C++ declarations.
+    fn entry_params(&self) -> Vec<String> {
         let k = self.k;
-        let _ = writeln!(
-            self.out,
-            "// dotcompute CUDA C++ for kernel `{}` (IR v{})",
-            k.name, k.version
-        );
-        self.out.push_str(PRELUDE);
         let mut params: Vec<String> = Vec::new();
         for (i, p) in k.params.iter().enumerate() {
             match p {
@@ -201,11 +385,23 @@ impl Gen<'_> {
         params.extend(
             ["dc_grid_x", "dc_grid_y", "dc_grid_z", "dc_dyn_len"].map(|n| format!("u32 {n}")),
         );
+        params
+    }
+
+    fn module(&mut self) {
+        let k = self.k;
+        let _ = writeln!(
+            self.out,
+            "// dotcompute CUDA C++ for kernel `{}` (IR v{})",
+            k.name, k.version
+        );
+        self.out.push_str(PRELUDE);
+        let params = self.entry_params();
         let args: Vec<String> = params
             .iter()
             .map(|p| p.rsplit(' ').next().unwrap_or_default().to_string())
             .collect();
-        let coords = ["dc_global", "dc_lid", "dc_group", "dc_gsize", "dc_ngroups"];
+        let coords = BODY_COORDS;
         // The body, once, as an inlined function: `return` ends one logical thread, which
         // lets the grid-stride entry run several logical threads per CUDA thread.
         let body_params: Vec<String> = params
@@ -263,11 +459,179 @@ impl Gen<'_> {
                 strided_entry_name(&k.name),
                 params.join(",\n    ")
             );
+            self.out.push_str(STRIDED_PROLOGUE);
             self.out.push_str(
-                "    const uint3 dc_lid = threadIdx;\n    const uint3 dc_group = blockIdx;\n    const uint3 dc_gsize = blockDim;\n    const uint3 dc_ngroups = gridDim;\n    const u32 dc_y = dc_group.y * dc_gsize.y + dc_lid.y;\n    const u32 dc_z = dc_group.z * dc_gsize.z + dc_lid.z;\n    if (dc_y >= dc_grid_y || dc_z >= dc_grid_z) {\n        return;\n    }\n    const u64 dc_stride = (u64)dc_ngroups.x * dc_gsize.x;\n#pragma unroll 4\n    for (u64 dc_x = (u64)dc_group.x * dc_gsize.x + dc_lid.x; dc_x < dc_grid_x; dc_x += dc_stride) {\n        const uint3 dc_global = make_uint3((u32)dc_x, dc_y, dc_z);\n",
+                "#pragma unroll 4\n    for (u64 dc_x = (u64)dc_group.x * dc_gsize.x + dc_lid.x; dc_x < dc_grid_x; dc_x += dc_stride) {\n        const uint3 dc_global = make_uint3((u32)dc_x, dc_y, dc_z);\n",
             );
             let _ = writeln!(self.out, "        dc_body({call_args});\n    }}\n}}");
         }
+    }
+
+    /// The vector form of an elementwise kernel (see [`vector_plan`]): a lane function,
+    /// which is the body with the lane's elements in registers, and an entry point that
+    /// runs `W` lanes per iteration on 16-byte loads and stores (grid-stride), then what
+    /// is left one logical thread at a time through `dc_body`.
+    fn vector_form(&mut self, plan: &VectorPlan) {
+        let k = self.k;
+        let w = plan.width as usize;
+        let touched = plan.touched();
+        let mut lane_params = Vec::new();
+        for (i, p) in k.params.iter().enumerate() {
+            match p {
+                Param::Buffer { name, elem, .. } if touched.contains(&(i as u32)) => {
+                    let t = cuda_type(*elem);
+                    if plan.stored.contains(&(i as u32)) {
+                        lane_params.push(format!("{t}& r_{name}"));
+                        lane_params.push(format!("bool& m_{name}"));
+                    } else {
+                        lane_params.push(format!("const {t}& r_{name}"));
+                    }
+                }
+                Param::Buffer { .. } => {}
+                Param::Scalar { name, ty } => {
+                    lane_params.push(format!("{} p_{name}", cuda_type(*ty)))
+                }
+            }
+        }
+        let tail_params: Vec<String> = self
+            .entry_params()
+            .into_iter()
+            .filter(|p| p.starts_with("u32 dc_"))
+            .collect();
+        lane_params.extend(tail_params.iter().cloned());
+        lane_params.push("const uint3 dc_global".into());
+        let _ = writeln!(
+            self.out,
+            "\n// One logical thread of the vector form: the elements it may touch (its own, at its\n// global id) are registers of the caller; a store also sets the element's mask.\nstatic __device__ __forceinline__ void dc_lane(\n    {}\n) {{",
+            lane_params.join(",\n    ")
+        );
+        self.lane = Some(plan.clone());
+        self.block(&k.body, 1);
+        self.lane = None;
+        self.out.push_str("}\n");
+
+        // The entry point.
+        let params = self.entry_params();
+        let _ = writeln!(
+            self.out,
+            "\n// Vector form: each iteration runs {w} consecutive logical threads on 16-byte loads and\n// stores; needs every buffer aligned to 16 bytes (checked at launch).\nextern \"C\" __global__ void {}(\n    {}\n) {{",
+            vector_entry_name(&k.name),
+            params.join(",\n    ")
+        );
+        self.out.push_str(STRIDED_PROLOGUE);
+        self.out.push_str(
+            "    const u64 dc_first = (u64)dc_group.x * dc_gsize.x + dc_lid.x;\n    // Whole chunks inside the grid and inside every buffer the kernel touches.\n    u64 dc_chunks = dc_grid_x;\n",
+        );
+        for &b in &touched {
+            let name = k.params[b as usize].name();
+            let _ = writeln!(
+                self.out,
+                "    dc_chunks = dc_chunks < dc_len_{name} ? dc_chunks : (u64)dc_len_{name};"
+            );
+        }
+        let _ = writeln!(
+            self.out,
+            "    dc_chunks /= {w};\n    for (u64 dc_c = dc_first; dc_c < dc_chunks; dc_c += dc_stride) {{\n        const u64 dc_x = dc_c * {w};"
+        );
+        // Per buffer: its 16-byte vectors, and which component holds lane j.
+        let vectors = |elem: ScalarType| -> (&'static str, usize) {
+            match elem {
+                ScalarType::F32 => ("float4", 4),
+                ScalarType::I32 => ("int4", 4),
+                ScalarType::U32 => ("uint4", 4),
+                ScalarType::F64 => ("double2", 2),
+                ScalarType::I64 => ("longlong2", 2),
+                ScalarType::U64 => ("ulonglong2", 2),
+                ScalarType::Bool => unreachable!("bool buffers have no vector form"),
+            }
+        };
+        let component = |name: &str, per: usize, j: usize| {
+            format!("v_{name}_{}.{}", j / per, ["x", "y", "z", "w"][j % per])
+        };
+        for &b in &touched {
+            let name = k.params[b as usize].name();
+            let (v, per) = vectors(k.memory_elem(Memory::Buffer(b)).expect("buffer"));
+            for q in 0..w / per {
+                let text = if plan.loaded.contains(&b) {
+                    let c = if plan.stored.contains(&b) {
+                        ""
+                    } else {
+                        "const "
+                    };
+                    format!(
+                        "{c}{v} v_{name}_{q} = reinterpret_cast<const {v}*>(p_{name})[dc_c * {} + {q}];",
+                        w / per
+                    )
+                } else {
+                    format!("{v} v_{name}_{q} = {{}};")
+                };
+                self.line(2, &text);
+            }
+            if plan.stored.contains(&b) {
+                let masks: Vec<String> = (0..w).map(|j| format!("m_{name}_{j} = false")).collect();
+                let text = format!("bool {};", masks.join(", "));
+                self.line(2, &text);
+            }
+        }
+        for j in 0..w {
+            let mut args = Vec::new();
+            for (i, p) in k.params.iter().enumerate() {
+                let i = i as u32;
+                match p {
+                    Param::Buffer { name, elem, .. } if touched.contains(&i) => {
+                        args.push(component(name, vectors(*elem).1, j));
+                        if plan.stored.contains(&i) {
+                            args.push(format!("m_{name}_{j}"));
+                        }
+                    }
+                    Param::Buffer { .. } => {}
+                    Param::Scalar { name, .. } => args.push(format!("p_{name}")),
+                }
+            }
+            args.extend(
+                tail_params
+                    .iter()
+                    .map(|p| p.trim_start_matches("u32 ").to_string()),
+            );
+            args.push(format!("make_uint3((u32)(dc_x + {j}), dc_y, dc_z)"));
+            let text = format!("dc_lane({});", args.join(", "));
+            self.line(2, &text);
+        }
+        for &b in &plan.stored {
+            let name = k.params[b as usize].name();
+            let (v, per) = vectors(k.memory_elem(Memory::Buffer(b)).expect("buffer"));
+            let all: Vec<String> = (0..w).map(|j| format!("m_{name}_{j}")).collect();
+            let text = format!("if ({}) {{", all.join(" && "));
+            self.line(2, &text);
+            for q in 0..w / per {
+                let text = format!(
+                    "reinterpret_cast<{v}*>(p_{name})[dc_c * {} + {q}] = v_{name}_{q};",
+                    w / per
+                );
+                self.line(3, &text);
+            }
+            // Lanes that did not store leave their element as it was.
+            self.line(2, "} else {");
+            for j in 0..w {
+                let text = format!(
+                    "if (m_{name}_{j}) {{ p_{name}[dc_x + {j}] = {}; }}",
+                    component(name, per, j)
+                );
+                self.line(3, &text);
+            }
+            self.line(2, "}");
+        }
+        self.line(1, "}");
+        let call_args: Vec<String> = params
+            .iter()
+            .map(|p| p.rsplit(' ').next().unwrap_or_default().to_string())
+            .chain(BODY_COORDS.iter().map(|c| c.to_string()))
+            .collect();
+        let _ = writeln!(
+            self.out,
+            "    // The rest (the last partial chunk, threads past a short buffer): one at a time.\n    for (u64 dc_x = dc_chunks * {w} + dc_first; dc_x < dc_grid_x; dc_x += dc_stride) {{\n        const uint3 dc_global = make_uint3((u32)dc_x, dc_y, dc_z);\n        dc_body({});\n    }}\n}}",
+            call_args.join(", ")
+        );
     }
 
     fn block(&mut self, stmts: &[Stmt], d: usize) {
@@ -278,7 +642,10 @@ impl Gen<'_> {
 
     /// An lvalue for `mem[index]`; volatile when the memory is used atomically.
     fn place(&self, mem: Memory, index: &str) -> String {
-        if self.atomic.contains(&mem) {
+        if self.lane.is_some() {
+            // Elementwise: the index is the lane's own id, whose element is in a register.
+            format!("r_{}", self.buffer_name(mem))
+        } else if self.atomic.contains(&mem) {
             let t = cuda_type(self.k.memory_elem(mem).expect("validated"));
             format!("(*(volatile {t}*)&{}[{index}])", self.mem_name(mem))
         } else {
@@ -302,11 +669,14 @@ impl Gen<'_> {
                 self.line(d, &text);
             }
             Stmt::Store { mem, index, value } => {
-                let text = format!(
+                let mut text = format!(
                     "{} = {};",
                     self.place(*mem, &self.expr(index)),
                     self.expr(value)
                 );
+                if self.lane.is_some() {
+                    let _ = write!(text, " m_{} = true;", self.buffer_name(*mem));
+                }
                 self.line(d, &text);
             }
             Stmt::Atomic {
@@ -540,6 +910,13 @@ fn pick(f32: bool, a: &'static str, b: &'static str) -> &'static str {
         b
     }
 }
+
+/// The launch coordinates `dc_body` takes after the entry parameters.
+const BODY_COORDS: [&str; 5] = ["dc_global", "dc_lid", "dc_group", "dc_gsize", "dc_ngroups"];
+
+/// The start of the grid-stride entry points: coordinates, rows and layers outside the
+/// grid leave, and the stride of the x loop.
+const STRIDED_PROLOGUE: &str = "    const uint3 dc_lid = threadIdx;\n    const uint3 dc_group = blockIdx;\n    const uint3 dc_gsize = blockDim;\n    const uint3 dc_ngroups = gridDim;\n    const u32 dc_y = dc_group.y * dc_gsize.y + dc_lid.y;\n    const u32 dc_z = dc_group.z * dc_gsize.z + dc_lid.z;\n    if (dc_y >= dc_grid_y || dc_z >= dc_grid_z) {\n        return;\n    }\n    const u64 dc_stride = (u64)dc_ngroups.x * dc_gsize.x;\n";
 
 /// Type names and the helpers that give C++'s undefined cases the IR's meaning.
 const PRELUDE: &str = r#"

@@ -262,3 +262,23 @@ pub fn control_flow(n: &[u32], out: &mut [u32]) {
         out[i * 4 + 3] = signed as u32;
     }
 }
+
+/// An elementwise kernel whose threads do different things: by `flags[i] % 4`, thread `i`
+/// leaves everything untouched (0, an early `return`), updates `y` in place (1, 2, 3) and
+/// also `count` (1). The grid may be longer than the buffers. On CUDA it runs in the
+/// vector form (four threads per iteration), so lanes of one 16-byte chunk disagree.
+#[kernel]
+pub fn elementwise_masked(x: &[f32], flags: &[u32], y: &mut [f32], count: &mut [i32]) {
+    let i = global_id().x;
+    if i >= y.len() {
+        return;
+    }
+    let f = flags[i] % 4;
+    if f == 0 {
+        return;
+    }
+    y[i] = y[i] * 2.0 + x[i];
+    if f == 1 {
+        count[i] = count[i] * 7 + 1;
+    }
+}

@@ -158,6 +158,15 @@ pub fn cases() -> Vec<Case> {
             vec![Size::n(1), Size::n(5003)],
             control_flow,
         ),
+        c(
+            "ElementwiseMasked",
+            "semantics",
+            [1, 3, 4, 5, 1023, 1_000_003]
+                .iter()
+                .map(|&n| Size::n(n))
+                .collect(),
+            elementwise_masked,
+        ),
         c("UploadDownload", "memory", seed_sizes(), upload_download),
         c("CopyAndViews", "memory", seed_sizes(), copy_and_views),
         c("Fill", "memory", seed_sizes(), fill),
@@ -270,12 +279,13 @@ macro_rules! conformance_tests {
             grid_ids_3d => "GridIds3D", shared_atomics => "SharedAtomics",
             integer_semantics => "IntegerSemantics", atomic_ops => "AtomicOps",
             math_functions => "MathFunctions", control_flow => "ControlFlow",
+            elementwise_masked => "ElementwiseMasked",
             upload_download => "UploadDownload",
             copy_and_views => "CopyAndViews", fill => "Fill", alloc_zero => "AllocZero",
             alloc_too_large => "AllocTooLarge", pool_reuse => "PoolReuse");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 18, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 19, "add new cases to conformance_tests!");
         }
     };
     (@each $kind:expr; $($test:ident => $name:literal),*) => {
@@ -802,6 +812,39 @@ fn control_flow(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outco
 
 // ------------------------------------------------------------------ memory cases
 
+fn elementwise_masked(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let x: Vec<f32> = (0..n).map(|_| rng.f32() * 100.0 - 50.0).collect();
+    let flags: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let y0: Vec<f32> = (0..n).map(|_| rng.f32() * 100.0 - 50.0).collect();
+    let c0: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
+    let (dx, dflags) = (d.upload(&x)?, d.upload(&flags)?);
+    let (mut dy, mut dc) = (d.upload(&y0)?, d.upload(&c0)?);
+    // Three threads more than elements: the kernel's own bounds check must stop them.
+    kernels::elementwise_masked::launch(d, Launch::threads(n + 3), &dx, &dflags, &mut dy, &mut dc)?;
+    // y * 2 is exact, so one rounding follows whether or not a backend fuses the add.
+    let want_y = |i: usize| match flags[i] % 4 {
+        0 => y0[i],
+        _ => y0[i] * 2.0 + x[i],
+    };
+    let want_c = |i: usize| match flags[i] % 4 {
+        1 => c0[i].wrapping_mul(7).wrapping_add(1),
+        _ => c0[i],
+    };
+    let got_y = dy.to_vec()?;
+    for (i, g) in got_y.iter().enumerate() {
+        if g.to_bits() != want_y(i).to_bits() {
+            return fail(format!(
+                "y[{i}] (flag {}): got {g}, expected {}",
+                flags[i] % 4,
+                want_y(i)
+            ));
+        }
+    }
+    first_mismatch(&dc.to_vec()?, want_c)?;
+    Ok(Outcome::default())
+}
+
 fn round_trip<T: Element>(d: &Device, data: &[T]) -> Result<(), Failure> {
     let buf = d.upload(data)?;
     let back = buf.to_vec()?;
@@ -988,6 +1031,7 @@ pub fn seed_kernels() -> Vec<&'static dotcompute::KernelDef> {
         &atomic_ops::KERNEL,
         &math_f32::KERNEL,
         &control_flow::KERNEL,
+        &elementwise_masked::KERNEL,
     ]
 }
 

@@ -29,6 +29,13 @@
 //! threads. Results are identical; on an H200 it moved vector add from 3.2 to 3.6 TB/s.
 //! `DOTCOMPUTE_CUDA_GRID_STRIDE=off` turns it off, for comparison.
 //!
+//! Elementwise kernels (every buffer access at the thread's own global x id; see
+//! `dotcompute_codegen::cuda::vector_plan`) run in their vector form whenever every
+//! buffer argument is 16-byte aligned (always, for whole buffers: blocks are 256-byte
+//! aligned): each CUDA thread runs 4 (or, for 8-byte elements only, 2) consecutive
+//! logical threads per iteration on 16-byte loads and stores. That is what closes the gap
+//! to copy bandwidth (docs/benchmarks.md). `DOTCOMPUTE_CUDA_VECTORIZE=off` turns it off.
+//!
 //! A kernel that faults (an illegal address, say) poisons the CUDA context: the driver
 //! reports the fault at the next synchronising call, and every later call on the device
 //! fails too. The error names the call that saw it; create a new device to continue.
@@ -154,6 +161,9 @@ struct Function {
     func: sys::CUfunction,
     /// The grid-stride twin of a generated kernel, where the code generator made one.
     strided: Option<sys::CUfunction>,
+    /// The vector form of an elementwise generated kernel, and the logical threads each of
+    /// its iterations runs.
+    vector: Option<(sys::CUfunction, u32)>,
     /// The dynamic shared memory the function is currently allowed (opt-in attribute).
     shared_allowed: AtomicU32,
 }
@@ -186,6 +196,9 @@ pub struct CudaBackend {
     /// Whether large launches of eligible kernels use their grid-stride form
     /// (`DOTCOMPUTE_CUDA_GRID_STRIDE=off` disables it, for comparison).
     grid_stride: bool,
+    /// Whether elementwise kernels use their vector form when every buffer is 16-byte
+    /// aligned (`DOTCOMPUTE_CUDA_VECTORIZE=off` disables it, for comparison).
+    vectorize: bool,
     pending: Mutex<Vec<(String, sys::CUevent, sys::CUevent)>>,
     blas: OnceLock<std::result::Result<BlasHandle, String>>,
 }
@@ -246,6 +259,8 @@ impl CudaBackend {
                 as u32,
             grid_stride: !std::env::var("DOTCOMPUTE_CUDA_GRID_STRIDE")
                 .is_ok_and(|v| v.eq_ignore_ascii_case("off")),
+            vectorize: !std::env::var("DOTCOMPUTE_CUDA_VECTORIZE")
+                .is_ok_and(|v| v.eq_ignore_ascii_case("off")),
             pending: Mutex::new(Vec::new()),
             blas: OnceLock::new(),
         })
@@ -285,6 +300,7 @@ impl CudaBackend {
             &module.source,
             &module.entry,
             module.strided_entry.as_deref(),
+            module.vector_entry.as_ref().map(|(e, w)| (e.as_str(), *w)),
             false,
         )?;
         let f = lock(&self.generated)
@@ -300,7 +316,7 @@ impl CudaBackend {
             lock(&self.stats).memory_hits += 1;
             return Ok(f.clone());
         }
-        let (f, _) = self.load(&kernel.name, &raw.text, &raw.entry, None, true)?;
+        let (f, _) = self.load(&kernel.name, &raw.text, &raw.entry, None, None, true)?;
         Ok(lock(&self.raw).entry(raw.hash).or_insert(f).clone())
     }
 
@@ -311,6 +327,7 @@ impl CudaBackend {
         source: &str,
         entry: &str,
         strided: Option<&str>,
+        vector: Option<(&str, u32)>,
         raw: bool,
     ) -> Result<(Arc<Function>, CacheOutcome)> {
         let key = self.compiler.key(source, raw);
@@ -319,7 +336,7 @@ impl CudaBackend {
             self.compiler.read_disk(&key, &mut stats)
         };
         if let Some(cubin) = cached {
-            match self.load_cubin(name, &cubin, entry, strided) {
+            match self.load_cubin(name, &cubin, entry, strided, vector) {
                 Ok(f) => {
                     lock(&self.stats).disk_hits += 1;
                     return Ok((f, CacheOutcome::Disk));
@@ -332,7 +349,7 @@ impl CudaBackend {
         }
         let cubin = self.compiler.nvrtc(name, source, raw)?;
         lock(&self.stats).nvrtc_compiles += 1;
-        let f = self.load_cubin(name, &cubin, entry, strided)?;
+        let f = self.load_cubin(name, &cubin, entry, strided, vector)?;
         self.compiler.write_disk(&key, &cubin);
         Ok((f, CacheOutcome::Compiled))
     }
@@ -343,6 +360,7 @@ impl CudaBackend {
         cubin: &[u8],
         entry: &str,
         strided: Option<&str>,
+        vector: Option<(&str, u32)>,
     ) -> Result<Arc<Function>> {
         // SAFETY: the image is a whole CUBIN (checksummed on disk, or fresh from NVRTC).
         let module =
@@ -363,16 +381,16 @@ impl CudaBackend {
                 ),
             }
         })?;
-        let strided = match strided {
-            // SAFETY: module is loaded; a missing twin only means no grid-stride form.
-            Some(s) => CString::new(s)
+        // SAFETY: module is loaded; a missing twin only means no such form.
+        let twin = |name: &str| {
+            CString::new(name)
                 .ok()
-                .and_then(|s| unsafe { cu::module::get_function(module, s) }.ok()),
-            None => None,
+                .and_then(|s| unsafe { cu::module::get_function(module, s) }.ok())
         };
         Ok(Arc::new(Function {
             func,
-            strided,
+            strided: strided.and_then(twin),
+            vector: vector.and_then(|(e, w)| Some((twin(e)?, w))),
             shared_allowed: AtomicU32::new(DEFAULT_SHARED_BYTES),
         }))
     }
@@ -639,11 +657,23 @@ impl Backend for CudaBackend {
         let mut groups = g.groups;
         // (1, 2, 4 and 8 waves measured the same on an H200; see docs/benchmarks.md.)
         let wave = (self.resident_threads / g.group_threads().max(1)).max(1);
-        if let (Some(strided), true) = (function.strided, self.grid_stride && generated) {
-            if groups[0] > wave {
+        let aligned = request.args.iter().all(|a| match a {
+            BoundArg::Buffer { buffer, offset, .. } => (buffer.ptr + *offset as u64) % 16 == 0,
+            BoundArg::Scalar(_) => true,
+        });
+        match (function.vector, function.strided) {
+            // Elementwise kernels on aligned buffers: W logical threads per iteration, as
+            // many groups as that needs, at most one wave (grid-stride beyond).
+            (Some((vector, width)), _) if generated && self.vectorize && aligned => {
+                func = vector;
+                let threads = g.grid[0].div_ceil(width);
+                groups[0] = threads.div_ceil(g.group[0].max(1)).clamp(1, wave);
+            }
+            (_, Some(strided)) if generated && self.grid_stride && groups[0] > wave => {
                 func = strided;
                 groups[0] = wave;
             }
+            _ => {}
         }
         let mut params: [*mut c_void; MAX_PARAMS] = [std::ptr::null_mut(); MAX_PARAMS];
         for i in 0..n {
