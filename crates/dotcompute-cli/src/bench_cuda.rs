@@ -39,6 +39,7 @@ pub fn run(name: &str, reps: usize) -> ExitCode {
         "cuda-compile" => compile(reps),
         "cuda-compile-child" => compile_child(),
         "cuda-pool" => pool(reps),
+        "cuda-transfer" => transfer(reps),
         _ => Err(format!("unknown CUDA benchmark `{name}`")),
     };
     match result {
@@ -246,5 +247,102 @@ fn pool(reps: usize) -> Res<()> {
         "  pool: {} driver allocations, {} hits",
         stats.driver_allocations, stats.pool_hits
     );
+    Ok(())
+}
+
+/// Host-device bandwidth of 256 MiB: `Buffer::write`/`read_into` from ordinary (pageable)
+/// memory, `upload_async`/`download_async` through a page-locked `HostBuffer` (then a
+/// wait), and, as the reference, raw synchronous `cuMemcpyHtoD`/`DtoH` on the same
+/// page-locked memory.
+fn transfer(reps: usize) -> Res<()> {
+    let device = Device::with_backend(BackendKind::Cuda).map_err(s)?;
+    let n = 64 << 20;
+    let bytes = n * 4;
+    let pageable = vec![1.25f32; n];
+    let mut pageable_back = vec![0f32; n];
+    let mut staging = device.alloc_host::<f32>(n).map_err(s)?;
+    staging.as_mut_slice().map_err(s)?.fill(1.25);
+    let mut buf = device.alloc::<f32>(n).map_err(s)?;
+    // The reference's own memory (the device's context is current on this thread now).
+    // SAFETY: plain allocations, freed below; only the raw rows use them.
+    let (dptr, host_ptr) = unsafe {
+        (
+            cu::malloc_sync(bytes).map_err(|e| format!("{e:?}"))?,
+            cu::malloc_host(bytes, 0).map_err(|e| format!("{e:?}"))?,
+        )
+    };
+    type Step<'a> = Box<
+        dyn FnMut(&mut dotcompute::Buffer<f32>, &mut dotcompute::HostBuffer<f32>) -> Res<()> + 'a,
+    >;
+    let mut rows: Vec<(&str, Step)> = vec![
+        (
+            "write from pageable memory",
+            Box::new(|b, _| b.write(&pageable).map_err(s)),
+        ),
+        (
+            "upload_async from HostBuffer + wait",
+            Box::new(|b, h| {
+                b.upload_async(h).map_err(s)?;
+                h.wait().map_err(s)
+            }),
+        ),
+        (
+            "raw cuMemcpyHtoD from page-locked",
+            Box::new(|_, _| {
+                // SAFETY: both ranges hold `bytes`; nothing else uses them meanwhile.
+                unsafe { sys::cuMemcpyHtoD_v2(dptr, host_ptr.cast(), bytes) }
+                    .result()
+                    .map_err(|e| format!("{e:?}"))
+            }),
+        ),
+        (
+            "read_into pageable memory",
+            Box::new(|b, _| b.read_into(&mut pageable_back).map_err(s)),
+        ),
+        (
+            "download_async to HostBuffer + wait",
+            Box::new(|b, h| {
+                b.download_async(h).map_err(s)?;
+                h.wait().map_err(s)
+            }),
+        ),
+        (
+            "raw cuMemcpyDtoH to page-locked",
+            Box::new(|_, _| {
+                // SAFETY: as above.
+                unsafe { sys::cuMemcpyDtoH_v2(host_ptr.cast(), dptr, bytes) }
+                    .result()
+                    .map_err(|e| format!("{e:?}"))
+            }),
+        ),
+    ];
+    println!(
+        "256 MiB host <-> device on {}, median of {reps} after 2 warm-ups",
+        device.label()
+    );
+    for (label, step) in rows.iter_mut() {
+        device.synchronize().map_err(s)?;
+        let mut times = Vec::new();
+        for i in 0..reps + 2 {
+            let t = Instant::now();
+            step(&mut buf, &mut staging)?;
+            device.synchronize().map_err(s)?;
+            if i >= 2 {
+                times.push(t.elapsed());
+            }
+        }
+        let t = median(times);
+        println!(
+            "  {label:<38} {:>8.2} ms  {:>6.1} GB/s",
+            t.as_secs_f64() * 1e3,
+            bytes as f64 / t.as_secs_f64() / 1e9
+        );
+    }
+    drop(rows);
+    // SAFETY: allocated above; the device is idle.
+    unsafe {
+        let _ = cu::free_sync(dptr);
+        let _ = cu::free_host(host_ptr);
+    }
     Ok(())
 }

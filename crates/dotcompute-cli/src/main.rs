@@ -50,7 +50,7 @@ enum Command {
     /// Runs a benchmark and prints figures as ratios against a reference measured in the
     /// same run.
     Bench {
-        /// vector-add (with --backend), cuda-launch, cuda-compile or cuda-pool.
+        /// vector-add (with --backend), cuda-launch, cuda-compile, cuda-pool or cuda-transfer.
         #[arg(default_value = "vector-add")]
         name: String,
         /// Elements.

@@ -53,8 +53,8 @@ use compile::Compiler;
 use cudarc::cublas::{result as blas, sys as blas_sys};
 use cudarc::driver::{result as cu, sys};
 use dotcompute_hal::{
-    BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MatmulRequest, MemoryStats,
-    RawSource, Result, SizeClassPool, Timing,
+    BackendKind, BoundArg, DeviceInfo, Error, Fence, HostMemory, LaunchRequest, Limits,
+    MatmulRequest, MemoryStats, RawSource, Result, SizeClassPool, Timing,
 };
 use dotcompute_ir::{Kernel, Literal, ScalarType};
 use driver::{bind, driver_error, Check, BACKEND};
@@ -796,6 +796,159 @@ impl Backend for CudaBackend {
 
     fn prepare(&self, kernel: &Arc<Kernel>) -> Result<()> {
         self.prepare_kernel(kernel).map(|_| ())
+    }
+
+    fn alloc_host(&self, bytes: usize) -> Result<Option<Box<dyn HostMemory>>> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        bind(self.ctx)?;
+        // PORTABLE: page-locked for every context, so a copy on any device is a DMA.
+        const PORTABLE: u32 = 0x01;
+        // SAFETY: plain allocation, freed by PinnedMemory's Drop.
+        let ptr = unsafe { cu::malloc_host(bytes, PORTABLE) }.map_err(|e| {
+            if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                Error::OutOfMemory {
+                    device: self.info.name.clone(),
+                    requested: bytes as u64,
+                    detail: format!(
+                        "cuMemHostAlloc (page-locked host memory): {}",
+                        driver::describe(e)
+                    ),
+                }
+            } else {
+                driver_error("cuMemHostAlloc", e)
+            }
+        })?;
+        Ok(Some(Box::new(PinnedMemory {
+            ptr: ptr.cast(),
+            len: bytes,
+            ctx: self.ctx,
+        })))
+    }
+
+    unsafe fn write_async(
+        &self,
+        dst: &CudaBuffer,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        bind(self.ctx)?;
+        self.timed("upload", || {
+            // SAFETY: the range is inside the buffer (facade contract); the caller keeps
+            // `src` alive and unchanged until a later fence completes. From pageable
+            // memory the driver has staged the data when the call returns.
+            unsafe {
+                sys::cuMemcpyHtoDAsync_v2(dst.ptr + offset as u64, src.cast(), len, self.stream)
+            }
+            .during("cuMemcpyHtoDAsync")
+        })
+    }
+
+    unsafe fn read_async(
+        &self,
+        src: &CudaBuffer,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        bind(self.ctx)?;
+        self.timed("download", || {
+            // SAFETY: the range is inside the buffer; the caller leaves `dst` alone until a
+            // later fence completes. Into pageable memory the call returns when done.
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(dst.cast(), src.ptr + offset as u64, len, self.stream)
+            }
+            .during("cuMemcpyDtoHAsync")
+        })
+    }
+
+    fn fence(&self) -> Result<Box<dyn Fence>> {
+        bind(self.ctx)?;
+        let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .during("cuEventCreate")?;
+        let fence = CudaFence {
+            event,
+            ctx: self.ctx,
+        };
+        // SAFETY: both handles are live.
+        unsafe { cu::event::record(event, self.stream) }.during("cuEventRecord")?;
+        Ok(Box::new(fence))
+    }
+}
+
+/// Page-locked host memory from `cuMemHostAlloc`.
+struct PinnedMemory {
+    ptr: *mut u8,
+    len: usize,
+    ctx: sys::CUcontext,
+}
+
+// SAFETY: plain memory; the facade serialises access to it.
+unsafe impl Send for PinnedMemory {}
+unsafe impl Sync for PinnedMemory {}
+
+impl HostMemory for PinnedMemory {
+    fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for PinnedMemory {
+    fn drop(&mut self) {
+        // The facade has waited for every transfer using the memory; the context is
+        // alive (the memory's owner holds the device).
+        if bind(self.ctx).is_ok() {
+            // SAFETY: allocated by cuMemHostAlloc, freed once.
+            let _ = unsafe { cu::free_host(self.ptr.cast()) };
+        }
+    }
+}
+
+/// A CUDA event recorded on the backend's stream.
+struct CudaFence {
+    event: sys::CUevent,
+    ctx: sys::CUcontext,
+}
+
+// SAFETY: events are driver handles usable from any thread with the context bound.
+unsafe impl Send for CudaFence {}
+unsafe impl Sync for CudaFence {}
+
+impl Fence for CudaFence {
+    fn wait(&self) -> Result<()> {
+        bind(self.ctx)?;
+        // SAFETY: the event is live.
+        unsafe { cu::event::synchronize(self.event) }
+            .during("waiting for a fence (cuEventSynchronize; an earlier kernel may have failed)")
+    }
+    fn is_complete(&self) -> Result<bool> {
+        bind(self.ctx)?;
+        // SAFETY: the event is live.
+        match unsafe { cu::event::query(self.event) } {
+            Ok(()) => Ok(true),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            Err(e) => Err(driver_error("cuEventQuery", e)),
+        }
+    }
+}
+
+impl Drop for CudaFence {
+    fn drop(&mut self) {
+        if bind(self.ctx).is_ok() {
+            // SAFETY: destroyed once; the driver releases it after it completes.
+            let _ = unsafe { cu::event::destroy(self.event) };
+        }
     }
 }
 

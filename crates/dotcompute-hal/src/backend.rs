@@ -150,6 +150,80 @@ pub trait Backend: Send + Sync + 'static {
     fn prepare(&self, _kernel: &Arc<Kernel>) -> Result<()> {
         Ok(())
     }
+    /// Host memory for fast, asynchronous transfers (page-locked where the backend has
+    /// it), or `None`: the facade then uses ordinary memory.
+    fn alloc_host(&self, _bytes: usize) -> Result<Option<Box<dyn HostMemory>>> {
+        Ok(None)
+    }
+    /// Enqueues a host-to-device copy of `len` bytes from `src`. The default copies at once.
+    ///
+    /// # Safety
+    /// `src..src + len` is valid for reads and is not written until a [`Fence`] recorded
+    /// after this call has completed.
+    unsafe fn write_async(
+        &self,
+        dst: &Self::Buffer,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract covers a plain read of the range now.
+        self.write(dst, offset, unsafe { std::slice::from_raw_parts(src, len) })
+    }
+    /// Enqueues a device-to-host copy of `len` bytes into `dst`. The default copies at once.
+    ///
+    /// # Safety
+    /// `dst..dst + len` is valid for writes and is neither read nor written by anyone else
+    /// until a [`Fence`] recorded after this call has completed.
+    unsafe fn read_async(
+        &self,
+        src: &Self::Buffer,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract covers a plain write of the range now.
+        self.read(src, offset, unsafe {
+            std::slice::from_raw_parts_mut(dst, len)
+        })
+    }
+    /// A fence that completes when everything enqueued so far has. The default waits for
+    /// the device now and returns a completed fence.
+    fn fence(&self) -> Result<Box<dyn Fence>> {
+        self.synchronize()?;
+        Ok(Box::new(Completed))
+    }
+}
+
+/// Host memory allocated by a backend (page-locked on CUDA); freed on drop.
+pub trait HostMemory: Send + Sync {
+    /// The start of the allocation, aligned to at least 64 bytes.
+    fn as_ptr(&self) -> *mut u8;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The completion of the work a device had enqueued when the fence was recorded.
+pub trait Fence: Send + Sync {
+    /// Blocks until that work is done; an error of that work (a faulted kernel) is
+    /// reported here.
+    fn wait(&self) -> Result<()>;
+    /// Whether that work is done, without blocking.
+    fn is_complete(&self) -> Result<bool>;
+}
+
+/// A fence that is already complete (backends that finish work before returning).
+pub struct Completed;
+
+impl Fence for Completed {
+    fn wait(&self) -> Result<()> {
+        Ok(())
+    }
+    fn is_complete(&self) -> Result<bool> {
+        Ok(true)
+    }
 }
 
 /// How long one launch or copy took, measured by the backend while profiling is on.
@@ -190,6 +264,26 @@ pub trait DynBackend: Send + Sync {
     fn take_timings(&self) -> Vec<Timing>;
     fn matmul(&self, request: &MatmulRequest<'_, RawBuffer>) -> Result<bool>;
     fn prepare(&self, kernel: &Arc<Kernel>) -> Result<()>;
+    fn alloc_host(&self, bytes: usize) -> Result<Option<Box<dyn HostMemory>>>;
+    /// # Safety
+    /// As [`Backend::write_async`].
+    unsafe fn write_async(
+        &self,
+        dst: &RawBuffer,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()>;
+    /// # Safety
+    /// As [`Backend::read_async`].
+    unsafe fn read_async(
+        &self,
+        src: &RawBuffer,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()>;
+    fn fence(&self) -> Result<Box<dyn Fence>>;
 }
 
 fn downcast<'a, B: Backend>(backend: &B, raw: &'a RawBuffer) -> Result<&'a B::Buffer> {
@@ -303,5 +397,31 @@ impl<B: Backend> DynBackend for B {
     }
     fn prepare(&self, kernel: &Arc<Kernel>) -> Result<()> {
         Backend::prepare(self, kernel)
+    }
+    fn alloc_host(&self, bytes: usize) -> Result<Option<Box<dyn HostMemory>>> {
+        Backend::alloc_host(self, bytes)
+    }
+    unsafe fn write_async(
+        &self,
+        dst: &RawBuffer,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { Backend::write_async(self, downcast(self, dst)?, offset, src, len) }
+    }
+    unsafe fn read_async(
+        &self,
+        src: &RawBuffer,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { Backend::read_async(self, downcast(self, src)?, offset, dst, len) }
+    }
+    fn fence(&self) -> Result<Box<dyn Fence>> {
+        Backend::fence(self)
     }
 }

@@ -22,8 +22,8 @@ pub mod native;
 pub mod pool;
 
 pub use backend::{
-    Backend, BoundArg, DynBackend, KernelDef, LaunchRequest, MatmulRequest, RawBuffer, RawSource,
-    Timing,
+    Backend, BoundArg, Completed, DynBackend, Fence, HostMemory, KernelDef, LaunchRequest,
+    MatmulRequest, RawBuffer, RawSource, Timing,
 };
 pub use device::{BackendKind, DeviceInfo, Limits};
 pub use error::{Error, Result};

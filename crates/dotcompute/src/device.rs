@@ -128,10 +128,67 @@ impl Device {
         }
     }
 
-    /// A device by backend name (`cpu`, `cuda`, `wgpu`/`vulkan`, `metal`).
+    /// Device number `ordinal` of backend `kind`, numbered as [`backends`] lists them
+    /// (CUDA: the driver's order; wgpu: best adapter first; the CPU has only device 0).
+    pub fn with_backend_ordinal(kind: BackendKind, ordinal: usize) -> Result<Device> {
+        let out_of_range = |present: usize| Error::BackendUnavailable {
+            backend: kind.name().into(),
+            reason: format!(
+                "there is no device {ordinal}: {present} device{} present (numbered from 0)",
+                if present == 1 { " is" } else { "s are" }
+            ),
+        };
+        match kind {
+            BackendKind::Cpu if ordinal == 0 => Ok(Device::cpu()),
+            BackendKind::Cpu => Err(out_of_range(1)),
+            #[cfg(feature = "wgpu")]
+            BackendKind::Wgpu => {
+                let mut adapters = dotcompute_wgpu::adapters();
+                if ordinal >= adapters.len() {
+                    return Err(match adapters.len() {
+                        0 => Device::with_backend(kind).err().unwrap_or(out_of_range(0)),
+                        n => out_of_range(n),
+                    });
+                }
+                Ok(Device::from_backend(Box::new(
+                    dotcompute_wgpu::WgpuBackend::open(adapters.swap_remove(ordinal))?,
+                )))
+            }
+            #[cfg(feature = "cuda")]
+            BackendKind::Cuda => {
+                let present =
+                    dotcompute_cuda::devices().map_err(|reason| Error::BackendUnavailable {
+                        backend: kind.name().into(),
+                        reason,
+                    })?;
+                if ordinal >= present.len() {
+                    return Err(out_of_range(present.len()));
+                }
+                Ok(Device::from_backend(Box::new(
+                    dotcompute_cuda::CudaBackend::with_ordinal(ordinal as i32)?,
+                )))
+            }
+            other => Device::with_backend(other),
+        }
+    }
+
+    /// A device by backend name (`cpu`, `cuda`, `wgpu`/`vulkan`, `metal`), optionally with
+    /// a device number: `cuda:1` is the second CUDA device.
     pub fn by_name(name: &str) -> Result<Device> {
-        let kind = BackendKind::parse(name).ok_or_else(|| Error::UnknownBackend(name.into()))?;
-        Device::with_backend(kind)
+        let (backend, ordinal) = match name.rsplit_once(':') {
+            Some((b, n)) => (
+                b,
+                Some(n.trim().parse::<usize>().map_err(|_| {
+                    Error::UnknownBackend(format!("{name} (the device number must be an integer)"))
+                })?),
+            ),
+            None => (name, None),
+        };
+        let kind = BackendKind::parse(backend).ok_or_else(|| Error::UnknownBackend(name.into()))?;
+        match ordinal {
+            Some(n) => Device::with_backend_ordinal(kind, n),
+            None => Device::with_backend(kind),
+        }
     }
 
     /// The best device present: CUDA, then Metal, then wgpu, then the CPU. The environment
@@ -172,6 +229,18 @@ impl Device {
     }
     pub(crate) fn backend(&self) -> &dyn DynBackend {
         &*self.inner.backend
+    }
+
+    /// A host array of `len` zeroed elements for [`Buffer::upload_async`] and
+    /// [`Buffer::download_async`]: page-locked on CUDA, ordinary memory elsewhere.
+    pub fn alloc_host<T: Element>(&self, len: usize) -> Result<crate::HostBuffer<T>> {
+        crate::HostBuffer::new(self, len)
+    }
+
+    /// An event that completes when everything enqueued on this device so far has (see
+    /// [`crate::Event`]). On backends without device events it waits now and is complete.
+    pub fn record_event(&self) -> Result<crate::Event> {
+        crate::Event::record(self)
     }
 
     /// A buffer of `len` elements with unspecified contents. `len == 0` gives a valid empty

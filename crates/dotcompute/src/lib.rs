@@ -141,6 +141,7 @@ extern crate self as dotcompute;
 
 mod buffer;
 mod device;
+mod host;
 mod linalg;
 mod raw;
 
@@ -151,6 +152,7 @@ pub use dotcompute_hal::{
     Timing,
 };
 pub use dotcompute_macros::kernel;
+pub use host::{Event, HostBuffer};
 pub use linalg::{MatmulElement, MatmulPath};
 pub use raw::{RawKernel, RawParam};
 

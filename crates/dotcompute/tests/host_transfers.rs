@@ -1,0 +1,174 @@
+//! Page-locked host buffers, asynchronous uploads and downloads, events, and device
+//! numbers, on every backend present (CPU always; wgpu and CUDA where available, required
+//! where `DOTCOMPUTE_REQUIRE` lists them).
+
+mod common;
+
+use dotcompute::{kernel, BackendKind, Device, Error, Launch};
+use std::time::Instant;
+
+/// `data[i] = data[i] * 3 + 1`, in place.
+#[kernel]
+fn triple_plus_one(data: &mut [f32]) {
+    let i = global_id().x;
+    if i < data.len() {
+        data[i] = data[i] * 3.0 + 1.0;
+    }
+}
+
+fn devices() -> Vec<Device> {
+    let mut list = vec![Device::cpu()];
+    list.extend(common::wgpu_device());
+    list.extend(common::cuda_device());
+    list
+}
+
+#[test]
+fn async_round_trips_through_host_buffers_check_every_element() {
+    let seed = common::seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in [1usize, 1000, 1 << 20 | 7] {
+            // Small integers: x * 3 + 1 is exact in f32, whatever the backend fuses.
+            let data: Vec<f32> = (0..n).map(|_| rng.i32(-1000..1000) as f32).collect();
+            let mut staging = d.alloc_host::<f32>(n).unwrap();
+            assert_eq!(
+                staging.is_page_locked(),
+                d.backend_kind() == BackendKind::Cuda,
+                "{d:?}"
+            );
+            assert!(
+                staging.as_slice().unwrap().iter().all(|&x| x == 0.0),
+                "zeroed"
+            );
+            staging.as_mut_slice().unwrap().copy_from_slice(&data);
+            let mut buf = d.alloc_filled(n, f32::NAN).unwrap();
+            buf.upload_async(&staging).unwrap();
+            triple_plus_one::launch(&d, Launch::threads(n), &mut buf).unwrap();
+            // Poison the destination first: the download must overwrite every element.
+            let mut back = d.alloc_host::<f32>(n).unwrap();
+            back.as_mut_slice().unwrap().fill(f32::NAN);
+            buf.download_async(&mut back).unwrap();
+            let got = back.as_slice().unwrap();
+            for i in 0..n {
+                assert_eq!(
+                    got[i],
+                    data[i] * 3.0 + 1.0,
+                    "{d:?} n={n} element {i} (seed {seed})"
+                );
+            }
+            // The staging buffer still holds the input (the upload only read it).
+            assert_eq!(staging.as_slice().unwrap(), &data[..], "{d:?} n={n}");
+        }
+    }
+}
+
+#[test]
+fn events_complete_after_the_work_before_them() {
+    for d in devices() {
+        let n = 1 << 20;
+        let mut buf = d.alloc_filled(n, 2.0f32).unwrap();
+        for _ in 0..4 {
+            triple_plus_one::launch(&d, Launch::threads(n), &mut buf).unwrap();
+        }
+        let event = d.record_event().unwrap();
+        event.wait().unwrap();
+        assert!(event.is_complete().unwrap(), "{d:?}");
+        // 2 → 7 → 22 → 67 → 202.
+        let mut host = d.alloc_host::<f32>(n).unwrap();
+        buf.download_async(&mut host).unwrap();
+        host.wait().unwrap();
+        assert!(host.is_ready().unwrap());
+        assert!(
+            host.as_slice().unwrap().iter().all(|&x| x == 202.0),
+            "{d:?}"
+        );
+    }
+}
+
+#[test]
+fn mismatched_transfers_are_errors_and_lose_nothing() {
+    for d in devices() {
+        let mut buf = d.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+        let mut short = d.alloc_host::<f32>(2).unwrap();
+        let e = buf.upload_async(&short).unwrap_err();
+        assert!(matches!(e, Error::Range { .. }), "{e}");
+        assert!(e.to_string().contains("3 elements"), "{e}");
+        let e = buf.download_async(&mut short).unwrap_err();
+        assert!(matches!(e, Error::Range { .. }), "{e}");
+        // A host buffer of another device is refused.
+        let other = Device::cpu();
+        let mut foreign = other.alloc_host::<f32>(3).unwrap();
+        let e = buf.download_async(&mut foreign).unwrap_err();
+        assert!(e.to_string().contains("belongs to"), "{e}");
+        assert_eq!(buf.to_vec().unwrap(), [1.0, 2.0, 3.0], "{d:?}");
+        // Zero elements: nothing to do.
+        let mut empty = d.alloc::<f32>(0).unwrap();
+        let mut none = d.alloc_host::<f32>(0).unwrap();
+        empty.upload_async(&none).unwrap();
+        empty.download_async(&mut none).unwrap();
+        assert!(none.as_slice().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn cuda_transfers_from_page_locked_memory_return_before_they_finish() {
+    let Some(d) = common::cuda_device() else {
+        return;
+    };
+    let n = 64 << 20; // 256 MiB
+    let mut staging = d.alloc_host::<f32>(n).unwrap();
+    staging.as_mut_slice().unwrap().fill(0.5);
+    let mut buf = d.alloc::<f32>(n).unwrap();
+    buf.upload_async(&staging).unwrap(); // warm-up
+    staging.wait().unwrap();
+    let t = Instant::now();
+    buf.upload_async(&staging).unwrap();
+    let enqueue = t.elapsed();
+    staging.wait().unwrap();
+    let total = t.elapsed();
+    eprintln!("256 MiB upload: enqueue {enqueue:?}, done after {total:?}");
+    assert!(
+        enqueue * 4 < total,
+        "upload_async blocked: {enqueue:?} of {total:?}"
+    );
+    let gbs = (n * 4) as f64 / total.as_secs_f64() / 1e9;
+    assert!(gbs > 5.0, "page-locked upload at only {gbs:.1} GB/s");
+    assert!(buf.to_vec().unwrap().iter().all(|&x| x == 0.5));
+}
+
+#[test]
+fn devices_by_number() {
+    assert!(Device::by_name("cpu:0").is_ok());
+    let e = Device::with_backend_ordinal(BackendKind::Cpu, 1).unwrap_err();
+    assert!(e.to_string().contains("there is no device 1"), "{e}");
+    let e = Device::by_name("cpu:x").unwrap_err();
+    assert!(matches!(e, Error::UnknownBackend(_)), "{e}");
+    // A device number past the end is an error, never a panic, with or without a driver.
+    let e = Device::by_name("cuda:4096").unwrap_err();
+    assert!(matches!(e, Error::BackendUnavailable { .. }), "{e}");
+    let e = Device::by_name("wgpu:4096").unwrap_err();
+    assert!(matches!(e, Error::BackendUnavailable { .. }), "{e}");
+    if let Some(d) = common::cuda_device() {
+        let count = dotcompute::backends()
+            .into_iter()
+            .find(|b| b.kind == BackendKind::Cuda)
+            .and_then(|b| b.devices.ok())
+            .map_or(0, |v| v.len());
+        eprintln!("{count} CUDA device(s)");
+        // Every device present opens and runs a kernel.
+        for i in 0..count {
+            let dev = Device::with_backend_ordinal(BackendKind::Cuda, i).unwrap();
+            assert_eq!(
+                dev.info().name,
+                Device::by_name(&format!("cuda:{i}")).unwrap().info().name
+            );
+            let mut b = dev.alloc_filled(1000, 1.0f32).unwrap();
+            triple_plus_one::launch(&dev, Launch::threads(1000), &mut b).unwrap();
+            assert!(b.to_vec().unwrap().iter().all(|&x| x == 4.0), "cuda:{i}");
+        }
+        let e = Device::with_backend_ordinal(BackendKind::Cuda, count).unwrap_err();
+        assert!(e.to_string().contains("there is no device"), "{e}");
+        drop(d);
+    }
+}
