@@ -308,6 +308,9 @@ pub fn cuda_type(ty: ScalarType) -> &'static str {
         ScalarType::U64 => "u64",
         ScalarType::F32 => "f32",
         ScalarType::F64 => "f64",
+        // Storage-only types never reach a kernel (IR validation).
+        ScalarType::F16 => "__half",
+        ScalarType::BF16 => "__nv_bfloat16",
     }
 }
 
@@ -542,7 +545,9 @@ impl Gen<'_> {
                 ScalarType::F64 => ("double2", 2),
                 ScalarType::I64 => ("longlong2", 2),
                 ScalarType::U64 => ("ulonglong2", 2),
-                ScalarType::Bool => unreachable!("bool buffers have no vector form"),
+                ScalarType::Bool | ScalarType::F16 | ScalarType::BF16 => {
+                    unreachable!("no vector form: 1-byte buffers, and types kernels cannot use")
+                }
             }
         };
         let component = |name: &str, per: usize, j: usize| {

@@ -106,7 +106,11 @@ fn wgsl_type(ty: ScalarType) -> Option<&'static str> {
         ScalarType::I32 => Some("i32"),
         ScalarType::U32 => Some("u32"),
         ScalarType::F32 => Some("f32"),
-        ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => None,
+        ScalarType::I64
+        | ScalarType::U64
+        | ScalarType::F64
+        | ScalarType::F16
+        | ScalarType::BF16 => None,
     }
 }
 

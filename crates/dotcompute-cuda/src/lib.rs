@@ -748,8 +748,15 @@ impl Backend for CudaBackend {
         let (m, n, k) = (r.m as i32, r.n as i32, r.k as i32);
         let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
         // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: swap the operands, keep the data.
+        if !matches!(
+            r.elem,
+            ScalarType::F32 | ScalarType::F64 | ScalarType::F16 | ScalarType::BF16
+        ) {
+            return Ok(false);
+        }
         let status = self.timed("matmul (cuBLAS)", || {
-            // SAFETY: the facade checked that a, b, c hold m×k, k×n and m×n elements.
+            // SAFETY: the facade checked that a, b, c hold m×k, k×n and m×n elements of
+            // `r.elem`; alpha and beta live across the (synchronous-to-enqueue) call.
             unsafe {
                 match r.elem {
                     ScalarType::F32 => blas::sgemm(
@@ -768,7 +775,7 @@ impl Backend for CudaBackend {
                         r.c.ptr as _,
                         n,
                     ),
-                    _ => blas::dgemm(
+                    ScalarType::F64 => blas::dgemm(
                         h,
                         op,
                         op,
@@ -784,11 +791,42 @@ impl Backend for CudaBackend {
                         r.c.ptr as _,
                         n,
                     ),
+                    // 16-bit inputs and output, f32 accumulation (alpha and beta are then
+                    // f32), tensor cores where the device has them.
+                    half_type => {
+                        let t = if half_type == ScalarType::F16 {
+                            blas_sys::cudaDataType::CUDA_R_16F
+                        } else {
+                            blas_sys::cudaDataType::CUDA_R_16BF
+                        };
+                        let (one, zero) = (1.0f32, 0.0f32);
+                        blas::gemm_ex(
+                            h,
+                            op,
+                            op,
+                            n,
+                            m,
+                            k,
+                            (&one as *const f32).cast(),
+                            r.b.ptr as _,
+                            t,
+                            n,
+                            r.a.ptr as _,
+                            t,
+                            k,
+                            (&zero as *const f32).cast(),
+                            r.c.ptr as _,
+                            t,
+                            n,
+                            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+                        )
+                    }
                 }
             }
             .map_err(|e| Error::Backend {
                 backend: BACKEND.into(),
-                message: format!("cuBLAS gemm ({m}×{k} · {k}×{n}): {e:?}"),
+                message: format!("cuBLAS gemm ({m}×{k} · {k}×{n}, {}): {e:?}", r.elem),
             })
         });
         status.map(|()| true)

@@ -100,6 +100,11 @@ pub enum Error {
 
     #[error("{backend} backend: {message}")]
     Backend { backend: String, message: String },
+
+    /// An operation this device cannot do (for example an f16 matrix product without a
+    /// vendor library).
+    #[error("{op} is not supported here: {detail}")]
+    Unsupported { op: &'static str, detail: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

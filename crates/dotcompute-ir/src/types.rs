@@ -13,6 +13,11 @@ pub enum ScalarType {
     U64,
     F32,
     F64,
+    /// IEEE half precision: a storage type only (buffers, transfers, `matmul`); kernels
+    /// cannot use it, and it is not in [`ScalarType::ALL`].
+    F16,
+    /// bfloat16: a storage type only, like [`ScalarType::F16`].
+    BF16,
 }
 
 impl ScalarType {
@@ -31,6 +36,7 @@ impl ScalarType {
     pub fn size_bytes(self) -> usize {
         match self {
             ScalarType::Bool => 1,
+            ScalarType::F16 | ScalarType::BF16 => 2,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
             ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
         }
@@ -60,7 +66,13 @@ impl ScalarType {
             ScalarType::U64 => "u64",
             ScalarType::F32 => "f32",
             ScalarType::F64 => "f64",
+            ScalarType::F16 => "f16",
+            ScalarType::BF16 => "bf16",
         }
+    }
+    /// Whether the type exists only in memory (16-bit floats): no kernel may use it.
+    pub fn is_storage_only(self) -> bool {
+        matches!(self, ScalarType::F16 | ScalarType::BF16)
     }
     /// Parses the Rust spelling.
     pub fn from_name(name: &str) -> Option<ScalarType> {
@@ -114,7 +126,7 @@ impl Literal {
             ScalarType::U64 => Literal::U64(u64::try_from(v).ok()?),
             ScalarType::F32 => Literal::f32(v as f32),
             ScalarType::F64 => Literal::f64(v as f64),
-            ScalarType::Bool => return None,
+            ScalarType::Bool | ScalarType::F16 | ScalarType::BF16 => return None,
         })
     }
     /// A float literal of float type `ty`.

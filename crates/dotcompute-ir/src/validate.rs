@@ -78,6 +78,17 @@ impl<'k> Validator<'k> {
             if !names.insert(p.name()) {
                 return self.err(format!("parameter name `{}` is used twice", p.name()));
             }
+            let ty = match p {
+                Param::Buffer { elem, .. } => *elem,
+                Param::Scalar { ty, .. } => *ty,
+            };
+            if ty.is_storage_only() {
+                return self.err(format!(
+                    "parameter `{}` has type {ty}, which kernels cannot use yet (16-bit floats \
+                     are storage types: buffers, transfers and Device::matmul)",
+                    p.name()
+                ));
+            }
             if let Param::Buffer { elem, name, .. } = p {
                 if *elem == ScalarType::Bool {
                     return self.err(format!(
@@ -95,8 +106,11 @@ impl<'k> Validator<'k> {
                     s.name
                 ));
             }
-            if s.elem == ScalarType::Bool {
-                return self.err(format!("shared array `{}` has element type bool", s.name));
+            if s.elem == ScalarType::Bool || s.elem.is_storage_only() {
+                return self.err(format!(
+                    "shared array `{}` has element type {}",
+                    s.name, s.elem
+                ));
             }
             match s.len {
                 SharedLen::Static(0) => {

@@ -544,6 +544,19 @@ impl WgpuBackend {
     }
 }
 
+/// wgpu copies and queue writes move whole 4-byte words (`COPY_BUFFER_ALIGNMENT`).
+const COPY_ALIGN: usize = wgpu::COPY_BUFFER_ALIGNMENT as usize;
+
+fn word_aligned(offset: usize, len: usize) -> bool {
+    offset % COPY_ALIGN == 0 && len % COPY_ALIGN == 0
+}
+
+/// The whole words around `offset..offset + len`.
+fn widen(offset: usize, len: usize) -> (usize, usize) {
+    let start = offset / COPY_ALIGN * COPY_ALIGN;
+    (start, (offset + len).next_multiple_of(COPY_ALIGN))
+}
+
 impl Backend for WgpuBackend {
     type Buffer = WgpuBuffer;
 
@@ -565,11 +578,29 @@ impl Backend for WgpuBackend {
     }
 
     fn write(&self, dst: &WgpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+        if !word_aligned(offset, data.len()) {
+            // 16-bit elements: widen to whole words, keeping the bytes around the range
+            // (pool blocks are whole words, so the widened range is inside the block).
+            let (start, end) = widen(offset, data.len());
+            let mut words = vec![0u8; end - start];
+            self.read(dst, start, &mut words[..COPY_ALIGN])?;
+            let last = words.len() - COPY_ALIGN;
+            self.read(dst, end - COPY_ALIGN, &mut words[last..])?;
+            words[offset - start..offset - start + data.len()].copy_from_slice(data);
+            return self.write(dst, start, &words);
+        }
         self.queue.write_buffer(&dst.buffer, offset as u64, data);
         self.check_uncaptured()
     }
 
     fn read(&self, src: &WgpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        if !word_aligned(offset, out.len()) {
+            let (start, end) = widen(offset, out.len());
+            let mut words = vec![0u8; end - start];
+            self.read(src, start, &mut words)?;
+            out.copy_from_slice(&words[offset - start..offset - start + out.len()]);
+            return Ok(());
+        }
         let size = out.len() as u64;
         let mut staging = self.staging.lock().unwrap_or_else(|p| p.into_inner());
         if staging.as_ref().is_none_or(|s| s.size() < size) {
@@ -607,6 +638,12 @@ impl Backend for WgpuBackend {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
+        if !word_aligned(src_offset, bytes) || !word_aligned(dst_offset, bytes) {
+            // Buffer copies move whole words: 16-bit ranges go through the host.
+            let mut data = vec![0u8; bytes];
+            self.read(src, src_offset, &mut data)?;
+            return self.write(dst, dst_offset, &data);
+        }
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let stamps = match &self.stamps {
             Some(s) if self.profiling() => Some(s.lock().unwrap_or_else(|p| p.into_inner())),
@@ -640,8 +677,14 @@ impl Backend for WgpuBackend {
     }
 
     fn fill(&self, dst: &WgpuBuffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()> {
-        // Written from a host chunk of the repeated pattern, at most 4 MiB at a time.
-        let chunk_len = (4 << 20).min(bytes) / pattern.len() * pattern.len();
+        if !word_aligned(offset, bytes) {
+            let data: Vec<u8> = pattern.iter().copied().cycle().take(bytes).collect();
+            return self.write(dst, offset, &data);
+        }
+        // Written from a host chunk of the repeated pattern, at most 4 MiB at a time, in
+        // whole words and whole patterns.
+        let unit = pattern.len().max(COPY_ALIGN);
+        let chunk_len = (4 << 20).min(bytes) / unit * unit;
         let chunk: Vec<u8> = pattern.iter().copied().cycle().take(chunk_len).collect();
         let mut done = 0;
         while done < bytes {

@@ -44,6 +44,15 @@ element! {
     f32 => F32, Literal::f32;
     f64 => F64, Literal::f64;
 }
+// 16-bit floats: storage types (buffers, transfers, `Device::matmul`), not kernel types.
+impl sealed::Sealed for half::f16 {}
+impl Element for half::f16 {
+    const TYPE: ScalarType = ScalarType::F16;
+}
+impl sealed::Sealed for half::bf16 {}
+impl Element for half::bf16 {
+    const TYPE: ScalarType = ScalarType::BF16;
+}
 impl sealed::Sealed for bool {}
 impl ScalarArg for bool {
     fn literal(self) -> Literal {

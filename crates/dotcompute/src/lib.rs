@@ -152,6 +152,7 @@ pub use dotcompute_hal::{
     Timing,
 };
 pub use dotcompute_macros::kernel;
+pub use half::{bf16, f16};
 pub use host::{Event, HostBuffer};
 pub use linalg::{MatmulElement, MatmulPath};
 pub use raw::{RawKernel, RawParam};

@@ -16,19 +16,45 @@ pub enum MatmulPath {
     Generated,
 }
 
-/// Element types with a matrix product: `f32` and `f64`.
+/// Element types with a matrix product: `f32` and `f64` everywhere; `f16` and `bf16`
+/// (f32 accumulation, tensor cores) where the backend's vendor library has them: cuBLAS.
 pub trait MatmulElement: Element {
+    /// The generated kernel, where kernels can use the type.
     #[doc(hidden)]
-    fn kernel() -> &'static KernelDef;
+    fn kernel() -> Option<&'static KernelDef>;
 }
 impl MatmulElement for f32 {
-    fn kernel() -> &'static KernelDef {
-        &matmul_f32::KERNEL
+    fn kernel() -> Option<&'static KernelDef> {
+        Some(&matmul_f32::KERNEL)
     }
 }
 impl MatmulElement for f64 {
-    fn kernel() -> &'static KernelDef {
-        &matmul_f64::KERNEL
+    fn kernel() -> Option<&'static KernelDef> {
+        Some(&matmul_f64::KERNEL)
+    }
+}
+impl MatmulElement for half::f16 {
+    fn kernel() -> Option<&'static KernelDef> {
+        None
+    }
+}
+impl MatmulElement for half::bf16 {
+    fn kernel() -> Option<&'static KernelDef> {
+        None
+    }
+}
+
+/// The error for a 16-bit product without a vendor path.
+fn no_half_kernel<T: Element>(device: &Device) -> Error {
+    Error::Unsupported {
+        op: "matmul",
+        detail: format!(
+            "{} matrix products need a vendor library with 16-bit floats (cuBLAS on CUDA); \
+             {} has none, and generated kernels cannot use {} yet",
+            T::TYPE,
+            device.label(),
+            T::TYPE
+        ),
     }
 }
 
@@ -106,7 +132,9 @@ impl Device {
     /// `c = a · b` for row-major matrices: `a` is m×k, `b` is k×n, `c` is m×n (each buffer
     /// holds at least that many elements; only the leading part is used). Runs the
     /// backend's vendor library when it has one (cuBLAS on CUDA), else the generated
-    /// kernel; returns which ran. Work is enqueued like a launch.
+    /// kernel; returns which ran. Work is enqueued like a launch. `f16` and `bf16`
+    /// products accumulate in f32 and need the vendor path (cuBLAS on tensor cores);
+    /// elsewhere they are an [`Error::Unsupported`].
     ///
     /// ```
     /// use dotcompute::{Device, MatmulPath};
@@ -155,10 +183,11 @@ impl Device {
         k: usize,
     ) -> Result<()> {
         self.check_matmul(a, b, c, m, n, k)?;
+        let kernel = T::kernel().ok_or_else(|| no_half_kernel::<T>(self))?;
         let launch = Launch::grid2d(n, m).group2d(TILE, TILE);
         let (m, n, k) = (m as u32, n as u32, k as u32);
         self.launch_kernel(
-            T::kernel(),
+            kernel,
             launch,
             &[
                 crate::Arg::buffer(a),

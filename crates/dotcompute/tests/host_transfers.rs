@@ -172,3 +172,47 @@ fn devices_by_number() {
         drop(d);
     }
 }
+
+#[test]
+fn sixteen_bit_floats_are_storage_types_on_every_backend() {
+    use dotcompute::{bf16, f16};
+    let seed = common::seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        // Odd lengths: not a whole number of 4-byte words.
+        for n in [1usize, 3, 1001, (1 << 20) + 1] {
+            let h: Vec<f16> = (0..n).map(|_| f16::from_bits(rng.u16(..0x7c00))).collect();
+            let mut buf = d.alloc_filled(n, f16::NAN).unwrap();
+            buf.write(&h).unwrap();
+            assert_eq!(buf.to_vec().unwrap(), h, "{d:?} f16 n={n} (seed {seed})");
+            let mut copy = d.alloc_filled(n, f16::NAN).unwrap();
+            copy.copy_from(&buf).unwrap();
+            assert_eq!(copy.to_vec().unwrap(), h, "{d:?} f16 copy n={n}");
+            copy.fill(f16::from_f32(-2.5)).unwrap();
+            assert!(copy
+                .to_vec()
+                .unwrap()
+                .iter()
+                .all(|&x| x == f16::from_f32(-2.5)));
+            let b: Vec<bf16> = (0..n).map(|_| bf16::from_bits(rng.u16(..0x7f80))).collect();
+            let mut staging = d.alloc_host::<bf16>(n).unwrap();
+            staging.as_mut_slice().unwrap().copy_from_slice(&b);
+            let mut bbuf = d.alloc_filled(n, bf16::NAN).unwrap();
+            bbuf.upload_async(&staging).unwrap();
+            let mut back = d.alloc_host::<bf16>(n).unwrap();
+            bbuf.download_async(&mut back).unwrap();
+            assert_eq!(
+                back.as_slice().unwrap(),
+                &b[..],
+                "{d:?} bf16 n={n} (seed {seed})"
+            );
+        }
+        if d.backend_kind() != BackendKind::Cuda {
+            let a = d.upload(&[f16::ONE; 4]).unwrap();
+            let mut c = d.alloc::<f16>(4).unwrap();
+            let e = d.matmul(&a, &a, &mut c, 2, 2, 2).unwrap_err();
+            assert!(matches!(e, Error::Unsupported { .. }), "{d:?}: {e}");
+            assert!(e.to_string().contains("cuBLAS"), "{e}");
+        }
+    }
+}
