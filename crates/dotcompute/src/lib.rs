@@ -1,8 +1,8 @@
 //! # dotcompute
 //!
-//! Write a compute kernel once, in Rust, and run it on any backend dotcompute has: today
-//! the CPU; CUDA, wgpu (Vulkan / Metal / DX12) and native Metal plug in behind the same API
-//! (see the README's backend table for what exists and what was checked).
+//! Write a compute kernel once, in Rust, and run it on any backend dotcompute has: the CPU,
+//! CUDA and wgpu (Vulkan / Metal / DX12); native Metal is planned behind the same API (see
+//! the README's backend table for what exists and what was checked).
 //!
 //! ```
 //! use dotcompute::prelude::*;
@@ -131,6 +131,21 @@
 //! A buffer cannot be freed while a launch uses it: the launch borrows it, and launches on
 //! the CPU backend complete before they return (asynchronous backends keep the memory
 //! alive until their work completes).
+//!
+//! ## Asynchronous work, transfers and events
+//!
+//! GPU backends enqueue launches, copies and fills and return; reads (`to_vec`,
+//! `read_into`) and [`Device::synchronize`] wait. [`Device::record_event`] gives an
+//! [`Event`] to wait on or poll. For transfers that overlap with host work, stage data in a
+//! [`HostBuffer`] ([`Device::alloc_host`]; page-locked on CUDA) and use
+//! [`Buffer::upload_async`] / [`Buffer::download_async`]; the host buffer waits for its
+//! transfer before it hands out its contents.
+//!
+//! ## 16-bit floats
+//!
+//! [`f16`](struct@f16) and [`bf16`] buffers can be allocated, filled, copied and transferred on every
+//! backend, and multiplied with [`Device::matmul`] where the backend has a vendor library
+//! (cuBLAS). Kernels cannot use them yet.
 //!
 //! ## Errors
 //!
