@@ -423,12 +423,20 @@ impl CudaBackend {
         }
     }
 
-    /// Returns a block to the driver once the stream no longer uses it.
-    fn driver_free(&self, ptr: sys::CUdeviceptr) {
-        // SAFETY: the stream is live; the block is not owned by any buffer.
-        unsafe {
-            let _ = cu::stream::synchronize(self.stream);
-            let _ = cu::free_sync(ptr);
+    /// A function that returns blocks to the driver once the stream no longer uses them:
+    /// it waits for the stream before the first block only (trim frees many at once).
+    fn driver_free(&self) -> impl FnMut(sys::CUdeviceptr) + '_ {
+        let mut drained = false;
+        move |ptr| {
+            // SAFETY: the stream is live; the block is not owned by any buffer, and after
+            // the first wait no work that used it is pending.
+            unsafe {
+                if !drained {
+                    let _ = cu::stream::synchronize(self.stream);
+                    drained = true;
+                }
+                let _ = cu::free_sync(ptr);
+            }
         }
     }
 
@@ -477,7 +485,7 @@ impl Backend for CudaBackend {
             bytes,
             // SAFETY: plain allocation; the memory is owned by the pool from here on.
             |class| unsafe { cu::malloc_sync(class) }.map_err(|e| self.alloc_error(class, e)),
-            |p| self.driver_free(p),
+            self.driver_free(),
         )?;
         Ok(CudaBuffer { ptr, class })
     }
@@ -709,7 +717,7 @@ impl Backend for CudaBackend {
 
     fn trim(&self) {
         if bind(self.ctx).is_ok() {
-            self.pool.trim(|p| self.driver_free(p));
+            self.pool.trim(self.driver_free());
         }
     }
 
