@@ -116,15 +116,20 @@ fn same_len(op: &'static str, dst: usize, src: usize) -> Result<()> {
     Ok(())
 }
 
+/// The size of `len` elements of `T`, or the out-of-memory error of an allocation that
+/// size (for device and host buffers alike).
+pub(crate) fn byte_len<T: Element>(device: &Device, len: usize) -> Result<usize> {
+    len.checked_mul(std::mem::size_of::<T>())
+        .ok_or_else(|| Error::OutOfMemory {
+            device: device.label(),
+            requested: u64::MAX,
+            detail: format!("{len} elements of {} overflow the address space", T::TYPE),
+        })
+}
+
 impl<T: Element> Buffer<T> {
     pub(crate) fn new(device: &Device, len: usize) -> Result<Buffer<T>> {
-        let bytes =
-            len.checked_mul(std::mem::size_of::<T>())
-                .ok_or_else(|| Error::OutOfMemory {
-                    device: device.label(),
-                    requested: u64::MAX,
-                    detail: format!("{len} elements of {} overflow the address space", T::TYPE),
-                })?;
+        let bytes = byte_len::<T>(device, len)?;
         let raw = device.backend().alloc(bytes)?;
         Ok(Buffer {
             device: device.clone(),

@@ -103,13 +103,7 @@ impl<T: Element> std::fmt::Debug for HostBuffer<T> {
 
 impl<T: Element> HostBuffer<T> {
     pub(crate) fn new(device: &Device, len: usize) -> Result<HostBuffer<T>> {
-        let bytes =
-            len.checked_mul(std::mem::size_of::<T>())
-                .ok_or_else(|| Error::OutOfMemory {
-                    device: device.label(),
-                    requested: u64::MAX,
-                    detail: format!("{len} elements of {} overflow the address space", T::TYPE),
-                })?;
+        let bytes = crate::buffer::byte_len::<T>(device, len)?;
         let storage = match device.backend().alloc_host(bytes)? {
             Some(memory) => {
                 // SAFETY: the allocation holds `bytes` writable bytes; zero is a valid

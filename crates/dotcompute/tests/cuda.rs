@@ -101,9 +101,51 @@ fn matmul_cublas_and_generated_match_a_cpu_reference() {
     assert!(e.to_string().contains("empty"), "{e}");
 }
 
-/// f16 and bf16 products through cuBLAS (tensor cores, f32 accumulation) against an f64
-/// reference of the same 16-bit inputs. Bound: the final rounding to 16 bits (half an ulp,
-/// 2^-11 or 2^-8 relative) plus k roundings of an f32 sum.
+/// One 16-bit product through cuBLAS against an f64 reference of the same 16-bit inputs.
+/// Bound: the final rounding to 16 bits (`2^-rounding_bits` relative) plus k roundings of
+/// an f32 sum.
+#[allow(clippy::too_many_arguments)]
+fn check_half_matmul<T: dotcompute::MatmulElement + std::fmt::Display>(
+    d: &Device,
+    (m, n, k): (usize, usize, usize),
+    a: &[f64],
+    b: &[f64],
+    from: fn(f64) -> T,
+    to: fn(T) -> f64,
+    nan: T,
+    rounding_bits: i32,
+) {
+    let ah: Vec<T> = a.iter().map(|&x| from(x)).collect();
+    let bh: Vec<T> = b.iter().map(|&x| from(x)).collect();
+    let (want, mag) = reference_matmul(
+        &ah.iter().map(|&x| to(x)).collect::<Vec<_>>(),
+        &bh.iter().map(|&x| to(x)).collect::<Vec<_>>(),
+        m,
+        n,
+        k,
+    );
+    let (da, db) = (d.upload(&ah).unwrap(), d.upload(&bh).unwrap());
+    let mut c = d.alloc_filled(m * n, nan).unwrap();
+    assert_eq!(
+        d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
+        MatmulPath::Vendor
+    );
+    let got = c.to_vec().unwrap();
+    for i in 0..m * n {
+        let tol =
+            want[i].abs() * 2f64.powi(-rounding_bits) + k as f64 * 2f64.powi(-24) * mag[i] + 1e-7;
+        let err = (to(got[i]) - want[i]).abs();
+        assert!(
+            err <= tol,
+            "{} {m}x{n}x{k}: element {i} = {}, expected {} (error {err:e} > {tol:e})",
+            T::TYPE,
+            got[i],
+            want[i]
+        );
+    }
+}
+
+/// f16 and bf16 products through cuBLAS (tensor cores, f32 accumulation).
 #[test]
 fn matmul_f16_and_bf16_on_tensor_cores_match_a_cpu_reference() {
     use dotcompute::{bf16, f16};
@@ -111,63 +153,20 @@ fn matmul_f16_and_bf16_on_tensor_cores_match_a_cpu_reference() {
         return;
     };
     let mut rng = fastrand::Rng::with_seed(common::seed());
-    for (m, n, k) in [(1, 1, 1), (17, 33, 65), (256, 256, 256), (513, 257, 300)] {
+    for shape @ (m, n, k) in [(1, 1, 1), (17, 33, 65), (256, 256, 256), (513, 257, 300)] {
         let a: Vec<f64> = (0..m * k).map(|_| rng.f64() * 2.0 - 1.0).collect();
         let b: Vec<f64> = (0..k * n).map(|_| rng.f64() * 2.0 - 1.0).collect();
-        // f16.
-        let ah: Vec<f16> = a.iter().map(|&x| f16::from_f64(x)).collect();
-        let bh: Vec<f16> = b.iter().map(|&x| f16::from_f64(x)).collect();
-        let (want, mag) = reference_matmul(
-            &ah.iter().map(|x| x.to_f64()).collect::<Vec<_>>(),
-            &bh.iter().map(|x| x.to_f64()).collect::<Vec<_>>(),
-            m,
-            n,
-            k,
+        check_half_matmul(&d, shape, &a, &b, f16::from_f64, f16::to_f64, f16::NAN, 11);
+        check_half_matmul(
+            &d,
+            shape,
+            &a,
+            &b,
+            bf16::from_f64,
+            bf16::to_f64,
+            bf16::NAN,
+            8,
         );
-        let (da, db) = (d.upload(&ah).unwrap(), d.upload(&bh).unwrap());
-        let mut c = d.alloc_filled(m * n, f16::NAN).unwrap();
-        assert_eq!(
-            d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
-            MatmulPath::Vendor
-        );
-        let got = c.to_vec().unwrap();
-        for i in 0..m * n {
-            let tol = want[i].abs() * 2f64.powi(-11) + k as f64 * 2f64.powi(-24) * mag[i] + 1e-7;
-            let err = (got[i].to_f64() - want[i]).abs();
-            assert!(
-                err <= tol,
-                "f16 {m}x{n}x{k}: element {i} = {}, expected {} (error {err:e} > {tol:e})",
-                got[i],
-                want[i]
-            );
-        }
-        // bf16.
-        let ab: Vec<bf16> = a.iter().map(|&x| bf16::from_f64(x)).collect();
-        let bb: Vec<bf16> = b.iter().map(|&x| bf16::from_f64(x)).collect();
-        let (want, mag) = reference_matmul(
-            &ab.iter().map(|x| x.to_f64()).collect::<Vec<_>>(),
-            &bb.iter().map(|x| x.to_f64()).collect::<Vec<_>>(),
-            m,
-            n,
-            k,
-        );
-        let (da, db) = (d.upload(&ab).unwrap(), d.upload(&bb).unwrap());
-        let mut c = d.alloc_filled(m * n, bf16::NAN).unwrap();
-        assert_eq!(
-            d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
-            MatmulPath::Vendor
-        );
-        let got = c.to_vec().unwrap();
-        for i in 0..m * n {
-            let tol = want[i].abs() * 2f64.powi(-8) + k as f64 * 2f64.powi(-24) * mag[i] + 1e-30;
-            let err = (got[i].to_f64() - want[i]).abs();
-            assert!(
-                err <= tol,
-                "bf16 {m}x{n}x{k}: element {i} = {}, expected {} (error {err:e} > {tol:e})",
-                got[i],
-                want[i]
-            );
-        }
     }
     // The generated kernel cannot use 16-bit floats: a clear error, not a launch.
     let a = d.upload(&[f16::ONE; 4]).unwrap();
