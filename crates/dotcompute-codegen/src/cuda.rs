@@ -70,47 +70,18 @@ pub fn vector_entry_name(name: &str) -> String {
 /// global id, and has no barrier and no shared memory, so which CUDA thread runs a
 /// logical thread cannot be observed.
 pub fn grid_stride_eligible(k: &Kernel) -> bool {
-    fn expr_ok(e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Builtin(b, _) => *b == Builtin::GlobalId,
-            ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Scalar(_) | ExprKind::Len(_) => {
-                true
-            }
-            ExprKind::Load { index, .. } => expr_ok(index),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => expr_ok(a),
-            ExprKind::Binary(_, a, b) => expr_ok(a) && expr_ok(b),
-            ExprKind::Math(_, args) => args.iter().all(expr_ok),
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => expr_ok(cond) && expr_ok(then) && expr_ok(otherwise),
+    let mut ok = k.shared.is_empty();
+    walk_stmts(&k.body, &mut |s| {
+        ok &= !matches!(s, Stmt::Barrier);
+        for e in s.exprs() {
+            e.walk(&mut |e| {
+                if let ExprKind::Builtin(b, _) = e.kind {
+                    ok &= b == Builtin::GlobalId;
+                }
+            });
         }
-    }
-    fn stmts_ok(stmts: &[Stmt]) -> bool {
-        stmts.iter().all(|s| match s {
-            Stmt::Let { init, .. } => init.as_ref().is_none_or(expr_ok),
-            Stmt::Assign { value, .. } => expr_ok(value),
-            Stmt::Store { index, value, .. } => expr_ok(index) && expr_ok(value),
-            Stmt::Atomic { index, args, .. } => expr_ok(index) && args.iter().all(expr_ok),
-            Stmt::If {
-                cond,
-                then,
-                otherwise,
-            } => expr_ok(cond) && stmts_ok(then) && stmts_ok(otherwise),
-            Stmt::For {
-                start,
-                end,
-                step,
-                body,
-                ..
-            } => expr_ok(start) && expr_ok(end) && expr_ok(step) && stmts_ok(body),
-            Stmt::Loop { body } => stmts_ok(body),
-            Stmt::Break | Stmt::Continue | Stmt::Return => true,
-            Stmt::Barrier => false,
-        })
-    }
-    k.shared.is_empty() && stmts_ok(&k.body)
+    });
+    ok
 }
 
 /// How the vector form of a kernel reaches its buffers (see [`vector_plan`]).
@@ -183,16 +154,18 @@ pub fn vector_plan(k: &Kernel) -> Option<VectorPlan> {
                 _ => elementwise = false,
             }
         }
-        walk_stmt_exprs(s, &mut |e| {
-            if let ExprKind::Load { mem, index } = &e.kind {
-                match mem {
-                    Memory::Buffer(b) if is_id(index) => {
-                        plan.loaded.insert(*b);
+        for e in s.exprs() {
+            e.walk(&mut |e| {
+                if let ExprKind::Load { mem, index } = &e.kind {
+                    match mem {
+                        Memory::Buffer(b) if is_id(index) => {
+                            plan.loaded.insert(*b);
+                        }
+                        _ => elementwise = false,
                     }
-                    _ => elementwise = false,
                 }
-            }
-        });
+            });
+        }
     });
     let sizes: BTreeSet<usize> = plan
         .touched()
@@ -210,70 +183,6 @@ pub fn vector_plan(k: &Kernel) -> Option<VectorPlan> {
 
 fn is_global_x(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Builtin(Builtin::GlobalId, Axis::X))
-}
-
-/// Calls `f` on every statement, outer before inner.
-fn walk_stmts(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
-    for s in stmts {
-        f(s);
-        match s {
-            Stmt::If {
-                then, otherwise, ..
-            } => {
-                walk_stmts(then, f);
-                walk_stmts(otherwise, f);
-            }
-            Stmt::For { body, .. } | Stmt::Loop { body } => walk_stmts(body, f),
-            _ => {}
-        }
-    }
-}
-
-/// Calls `f` on every expression of one statement (not of nested statements), and on
-/// their subexpressions.
-fn walk_stmt_exprs(s: &Stmt, f: &mut impl FnMut(&Expr)) {
-    let roots: Vec<&Expr> = match s {
-        Stmt::Let { init, .. } => init.iter().collect(),
-        Stmt::Assign { value, .. } => vec![value],
-        Stmt::Store { index, value, .. } => vec![index, value],
-        Stmt::Atomic { index, args, .. } => std::iter::once(index).chain(args).collect(),
-        Stmt::If { cond, .. } => vec![cond],
-        Stmt::For {
-            start, end, step, ..
-        } => vec![start, end, step],
-        Stmt::Loop { .. } | Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {
-            vec![]
-        }
-    };
-    fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
-        f(e);
-        match &e.kind {
-            ExprKind::Load { index, .. } => walk(index, f),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => walk(a, f),
-            ExprKind::Binary(_, a, b) => {
-                walk(a, f);
-                walk(b, f);
-            }
-            ExprKind::Math(_, args) => args.iter().for_each(|a| walk(a, f)),
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => {
-                walk(cond, f);
-                walk(then, f);
-                walk(otherwise, f);
-            }
-            ExprKind::Literal(_)
-            | ExprKind::Local(_)
-            | ExprKind::Scalar(_)
-            | ExprKind::Len(_)
-            | ExprKind::Builtin(..) => {}
-        }
-    }
-    for r in roots {
-        walk(r, f);
-    }
 }
 
 /// Generates CUDA C++ for `kernel` (which must be validated IR).

@@ -39,25 +39,12 @@ pub fn spirv_listing(words: &[u32]) -> String {
 /// The memories (buffers and shared arrays) that any atomic statement in `stmts` touches:
 /// generators give them atomic or volatile access everywhere.
 pub(crate) fn atomic_memories(stmts: &[Stmt]) -> std::collections::BTreeSet<Memory> {
-    fn walk(stmts: &[Stmt], set: &mut std::collections::BTreeSet<Memory>) {
-        for s in stmts {
-            match s {
-                Stmt::Atomic { mem, .. } => {
-                    set.insert(*mem);
-                }
-                Stmt::If {
-                    then, otherwise, ..
-                } => {
-                    walk(then, set);
-                    walk(otherwise, set);
-                }
-                Stmt::For { body, .. } | Stmt::Loop { body } => walk(body, set),
-                _ => {}
-            }
-        }
-    }
     let mut set = std::collections::BTreeSet::new();
-    walk(stmts, &mut set);
+    dotcompute_ir::walk_stmts(stmts, &mut |s| {
+        if let Stmt::Atomic { mem, .. } = s {
+            set.insert(*mem);
+        }
+    });
     set
 }
 

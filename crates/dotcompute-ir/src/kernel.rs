@@ -387,21 +387,80 @@ pub struct Kernel {
     pub body: Vec<Stmt>,
 }
 
+/// Calls `f` on every statement of `stmts` and of the blocks nested in them, each
+/// statement before the statements inside it.
+pub fn walk_stmts(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                walk_stmts(then, f);
+                walk_stmts(otherwise, f);
+            }
+            Stmt::For { body, .. } | Stmt::Loop { body } => walk_stmts(body, f),
+            _ => {}
+        }
+    }
+}
+
+impl Stmt {
+    /// The statement's own expressions (not those of statements nested in it).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            Stmt::Let { init, .. } => init.iter().collect(),
+            Stmt::Assign { value, .. } => vec![value],
+            Stmt::Store { index, value, .. } => vec![index, value],
+            Stmt::Atomic { index, args, .. } => std::iter::once(index).chain(args).collect(),
+            Stmt::If { cond, .. } => vec![cond],
+            Stmt::For {
+                start, end, step, ..
+            } => vec![start, end, step],
+            Stmt::Loop { .. } | Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {
+                vec![]
+            }
+        }
+    }
+}
+
+impl Expr {
+    /// Calls `f` on this expression and on every subexpression, outer before inner.
+    pub fn walk(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Load { index, .. } => index.walk(f),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.walk(f),
+            ExprKind::Binary(_, a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            ExprKind::Math(_, args) => args.iter().for_each(|a| a.walk(f)),
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                cond.walk(f);
+                then.walk(f);
+                otherwise.walk(f);
+            }
+            ExprKind::Literal(_)
+            | ExprKind::Local(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Len(_)
+            | ExprKind::Builtin(..) => {}
+        }
+    }
+}
+
 impl Kernel {
     /// Whether any statement is a `Barrier`. Backends use it to pick an execution
     /// strategy, and the launch rules depend on it (see the crate docs).
     pub fn uses_barrier(&self) -> bool {
-        fn any(stmts: &[Stmt]) -> bool {
-            stmts.iter().any(|s| match s {
-                Stmt::Barrier => true,
-                Stmt::If {
-                    then, otherwise, ..
-                } => any(then) || any(otherwise),
-                Stmt::For { body, .. } | Stmt::Loop { body } => any(body),
-                _ => false,
-            })
-        }
-        any(&self.body)
+        let mut found = false;
+        walk_stmts(&self.body, &mut |s| found |= matches!(s, Stmt::Barrier));
+        found
     }
 
     /// The dynamically sized shared array, if the kernel has one.
