@@ -405,10 +405,11 @@ impl Gen<'_> {
                 }
             }
         }
-        let tail_params: Vec<String> = self
-            .entry_params()
-            .into_iter()
+        let params = self.entry_params();
+        let tail_params: Vec<String> = params
+            .iter()
             .filter(|p| p.starts_with("u32 dc_"))
+            .cloned()
             .collect();
         lane_params.extend(tail_params.iter().cloned());
         lane_params.push("const uint3 dc_global".into());
@@ -423,7 +424,6 @@ impl Gen<'_> {
         self.out.push_str("}\n");
 
         // The entry point.
-        let params = self.entry_params();
         let _ = writeln!(
             self.out,
             "\n// Vector form: each iteration runs {w} consecutive logical threads on 16-byte loads and\n// stores; needs every buffer aligned to 16 bytes (checked at launch).\nextern \"C\" __global__ void {}(\n    {}\n) {{",

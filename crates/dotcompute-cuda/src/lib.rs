@@ -665,14 +665,18 @@ impl Backend for CudaBackend {
         let mut groups = g.groups;
         // (1, 2, 4 and 8 waves measured the same on an H200; see docs/benchmarks.md.)
         let wave = (self.resident_threads / g.group_threads().max(1)).max(1);
-        let aligned = request.args.iter().all(|a| match a {
-            BoundArg::Buffer { buffer, offset, .. } => (buffer.ptr + *offset as u64) % 16 == 0,
-            BoundArg::Scalar(_) => true,
-        });
+        // Checked only for kernels that have a vector form: launches of the others pay
+        // nothing for it.
+        let aligned = || {
+            request.args.iter().all(|a| match a {
+                BoundArg::Buffer { buffer, offset, .. } => (buffer.ptr + *offset as u64) % 16 == 0,
+                BoundArg::Scalar(_) => true,
+            })
+        };
         match (function.vector, function.strided) {
             // Elementwise kernels on aligned buffers: W logical threads per iteration, as
             // many groups as that needs, at most one wave (grid-stride beyond).
-            (Some((vector, width)), _) if generated && self.vectorize && aligned => {
+            (Some((vector, width)), _) if generated && self.vectorize && aligned() => {
                 func = vector;
                 let threads = g.grid[0].div_ceil(width);
                 groups[0] = threads.div_ceil(g.group[0].max(1)).clamp(1, wave);
