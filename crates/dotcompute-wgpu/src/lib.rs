@@ -585,7 +585,9 @@ impl Backend for WgpuBackend {
             let mut words = vec![0u8; end - start];
             self.read(dst, start, &mut words[..COPY_ALIGN])?;
             let last = words.len() - COPY_ALIGN;
-            self.read(dst, end - COPY_ALIGN, &mut words[last..])?;
+            if last > 0 {
+                self.read(dst, end - COPY_ALIGN, &mut words[last..])?;
+            }
             words[offset - start..offset - start + data.len()].copy_from_slice(data);
             return self.write(dst, start, &words);
         }

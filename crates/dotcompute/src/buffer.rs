@@ -106,7 +106,7 @@ fn resolve_range(
     Ok((start, end - start))
 }
 
-fn same_len(op: &'static str, dst: usize, src: usize) -> Result<()> {
+pub(crate) fn same_len(op: &'static str, dst: usize, src: usize) -> Result<()> {
     if dst != src {
         return Err(Error::Range {
             op,

@@ -9,7 +9,7 @@
 //! transfer and waits for it before it hands out its contents, before it is written by
 //! another transfer, and before it is freed.
 
-use crate::buffer::{Buffer, Element};
+use crate::buffer::{same_len, Buffer, Element};
 use crate::device::Device;
 use dotcompute_hal::{Error, Fence, HostMemory, Result};
 use std::marker::PhantomData;
@@ -201,7 +201,8 @@ impl<T: Element> HostBuffer<T> {
         }
     }
 
-    fn check(&self, op: &'static str, buffer_device: &Device, buffer_len: usize) -> Result<()> {
+    /// A transfer needs a buffer of the host buffer's own device.
+    fn check_device(&self, op: &'static str, buffer_device: &Device) -> Result<()> {
         if buffer_device.id() != self.device.id() {
             return Err(Error::Range {
                 op,
@@ -209,15 +210,6 @@ impl<T: Element> HostBuffer<T> {
                     "the host buffer belongs to {}, the buffer to {}",
                     self.device.label(),
                     buffer_device.label()
-                ),
-            });
-        }
-        if buffer_len != self.len {
-            return Err(Error::Range {
-                op,
-                detail: format!(
-                    "the buffer has {buffer_len} elements, the host buffer {}",
-                    self.len
                 ),
             });
         }
@@ -244,7 +236,8 @@ impl<T: Element> Buffer<T> {
     /// Enqueues a copy of `host` (same device, same length) into this buffer and returns.
     /// `host` cannot be written until the copy is done: its `as_mut_slice` waits.
     pub fn upload_async(&mut self, host: &HostBuffer<T>) -> Result<()> {
-        host.check("upload_async", self.device(), self.len())?;
+        host.check_device("upload_async", self.device())?;
+        same_len("upload_async", self.len(), host.len())?;
         if self.is_empty() {
             return Ok(());
         }
@@ -263,7 +256,8 @@ impl<T: Element> Buffer<T> {
     /// Enqueues a copy of this buffer into `host` (same device, same length) and returns.
     /// `host`'s `as_slice` waits for it.
     pub fn download_async(&self, host: &mut HostBuffer<T>) -> Result<()> {
-        host.check("download_async", self.device(), self.len())?;
+        host.check_device("download_async", self.device())?;
+        same_len("download_async", host.len(), self.len())?;
         if self.is_empty() {
             return Ok(());
         }
