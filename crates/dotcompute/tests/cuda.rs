@@ -25,71 +25,89 @@ fn reference_matmul(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> (Vec<
     (c, mag)
 }
 
+/// One product on the device, through cuBLAS (`generated == false`, which must take the
+/// vendor path) or the generated kernel, against an f64 reference of the same inputs
+/// rounded to `T`; `tolerance(want, Σ|a·b|)` bounds each element's error.
+#[allow(clippy::too_many_arguments)]
+fn check_matmul<T: dotcompute::MatmulElement + std::fmt::Display>(
+    d: &Device,
+    (m, n, k): (usize, usize, usize),
+    a: &[f64],
+    b: &[f64],
+    from: fn(f64) -> T,
+    to: fn(T) -> f64,
+    poison: T,
+    generated: bool,
+    tolerance: impl Fn(f64, f64) -> f64,
+) {
+    let at: Vec<T> = a.iter().map(|&x| from(x)).collect();
+    let bt: Vec<T> = b.iter().map(|&x| from(x)).collect();
+    let (want, mag) = reference_matmul(
+        &at.iter().map(|&x| to(x)).collect::<Vec<_>>(),
+        &bt.iter().map(|&x| to(x)).collect::<Vec<_>>(),
+        m,
+        n,
+        k,
+    );
+    let (da, db) = (d.upload(&at).unwrap(), d.upload(&bt).unwrap());
+    let mut c = d.alloc_filled(m * n, poison).unwrap();
+    if generated {
+        d.matmul_generated(&da, &db, &mut c, m, n, k).unwrap();
+    } else {
+        assert_eq!(
+            d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
+            MatmulPath::Vendor
+        );
+    }
+    let got = c.to_vec().unwrap();
+    for i in 0..m * n {
+        let tol = tolerance(want[i], mag[i]);
+        let err = (to(got[i]) - want[i]).abs();
+        assert!(
+            err <= tol,
+            "{} {m}x{n}x{k} generated={generated}: element {i} = {}, expected {} (error {err:e} > {tol:e})",
+            T::TYPE,
+            got[i],
+            want[i]
+        );
+    }
+}
+
 #[test]
 fn matmul_cublas_and_generated_match_a_cpu_reference() {
     let Some(d) = common::cuda_device() else {
         return;
     };
     let mut rng = fastrand::Rng::with_seed(common::seed());
-    for (m, n, k) in [(1, 1, 1), (17, 33, 65), (256, 256, 256), (513, 257, 300)] {
+    for shape @ (m, n, k) in [(1, 1, 1), (17, 33, 65), (256, 256, 256), (513, 257, 300)] {
         let a: Vec<f64> = (0..m * k).map(|_| rng.f64() * 2.0 - 1.0).collect();
         let b: Vec<f64> = (0..k * n).map(|_| rng.f64() * 2.0 - 1.0).collect();
-        let (want, mag) = reference_matmul(&a, &b, m, n, k);
-        // f32: inputs rounded to f32 first; the bound covers k roundings of each sum.
-        let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
-        let b32: Vec<f32> = b.iter().map(|&x| x as f32).collect();
-        let (want32, _) = reference_matmul(
-            &a32.iter().map(|&x| x as f64).collect::<Vec<_>>(),
-            &b32.iter().map(|&x| x as f64).collect::<Vec<_>>(),
-            m,
-            n,
-            k,
-        );
-        let (da, db) = (d.upload(&a32).unwrap(), d.upload(&b32).unwrap());
-        for vendor in [true, false] {
-            let mut c = d.alloc_filled(m * n, f32::NAN).unwrap();
-            if vendor {
-                assert_eq!(
-                    d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
-                    MatmulPath::Vendor
-                );
-            } else {
-                d.matmul_generated(&da, &db, &mut c, m, n, k).unwrap();
-            }
-            let got = c.to_vec().unwrap();
-            for i in 0..m * n {
-                let tol = k as f64 * f32::EPSILON as f64 * mag[i] + 1e-30;
-                let err = (got[i] as f64 - want32[i]).abs();
-                assert!(
-                    err <= tol,
-                    "f32 {m}x{n}x{k} vendor={vendor}: element {i} = {}, expected {} (error {err:e} > {tol:e})",
-                    got[i],
-                    want32[i]
-                );
-            }
-        }
-        let (da, db) = (d.upload(&a).unwrap(), d.upload(&b).unwrap());
-        for vendor in [true, false] {
-            let mut c = d.alloc_filled(m * n, f64::NAN).unwrap();
-            if vendor {
-                assert_eq!(
-                    d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
-                    MatmulPath::Vendor
-                );
-            } else {
-                d.matmul_generated(&da, &db, &mut c, m, n, k).unwrap();
-            }
-            let got = c.to_vec().unwrap();
-            for i in 0..m * n {
-                let tol = k as f64 * f64::EPSILON * mag[i] + 1e-300;
-                let err = (got[i] - want[i]).abs();
-                assert!(
-                    err <= tol,
-                    "f64 {m}x{n}x{k} vendor={vendor}: element {i} = {}, expected {} (error {err:e})",
-                    got[i],
-                    want[i]
-                );
-            }
+        // The bounds cover k roundings of each sum.
+        let f32_tol = |_: f64, mag: f64| k as f64 * f32::EPSILON as f64 * mag + 1e-30;
+        let f64_tol = |_: f64, mag: f64| k as f64 * f64::EPSILON * mag + 1e-300;
+        for generated in [false, true] {
+            check_matmul(
+                &d,
+                shape,
+                &a,
+                &b,
+                |x| x as f32,
+                f64::from,
+                f32::NAN,
+                generated,
+                f32_tol,
+            );
+            check_matmul(
+                &d,
+                shape,
+                &a,
+                &b,
+                |x| x,
+                |x| x,
+                f64::NAN,
+                generated,
+                f64_tol,
+            );
         }
     }
     // Bad shapes are errors, and nothing was launched.
@@ -99,50 +117,6 @@ fn matmul_cublas_and_generated_match_a_cpu_reference() {
     assert!(e.to_string().contains("needs 8"), "{e}");
     let e = d.matmul(&a, &a, &mut c, 0, 2, 3).unwrap_err();
     assert!(e.to_string().contains("empty"), "{e}");
-}
-
-/// One 16-bit product through cuBLAS against an f64 reference of the same 16-bit inputs.
-/// Bound: the final rounding to 16 bits (`2^-rounding_bits` relative) plus k roundings of
-/// an f32 sum.
-#[allow(clippy::too_many_arguments)]
-fn check_half_matmul<T: dotcompute::MatmulElement + std::fmt::Display>(
-    d: &Device,
-    (m, n, k): (usize, usize, usize),
-    a: &[f64],
-    b: &[f64],
-    from: fn(f64) -> T,
-    to: fn(T) -> f64,
-    nan: T,
-    rounding_bits: i32,
-) {
-    let ah: Vec<T> = a.iter().map(|&x| from(x)).collect();
-    let bh: Vec<T> = b.iter().map(|&x| from(x)).collect();
-    let (want, mag) = reference_matmul(
-        &ah.iter().map(|&x| to(x)).collect::<Vec<_>>(),
-        &bh.iter().map(|&x| to(x)).collect::<Vec<_>>(),
-        m,
-        n,
-        k,
-    );
-    let (da, db) = (d.upload(&ah).unwrap(), d.upload(&bh).unwrap());
-    let mut c = d.alloc_filled(m * n, nan).unwrap();
-    assert_eq!(
-        d.matmul(&da, &db, &mut c, m, n, k).unwrap(),
-        MatmulPath::Vendor
-    );
-    let got = c.to_vec().unwrap();
-    for i in 0..m * n {
-        let tol =
-            want[i].abs() * 2f64.powi(-rounding_bits) + k as f64 * 2f64.powi(-24) * mag[i] + 1e-7;
-        let err = (to(got[i]) - want[i]).abs();
-        assert!(
-            err <= tol,
-            "{} {m}x{n}x{k}: element {i} = {}, expected {} (error {err:e} > {tol:e})",
-            T::TYPE,
-            got[i],
-            want[i]
-        );
-    }
 }
 
 /// f16 and bf16 products through cuBLAS (tensor cores, f32 accumulation).
@@ -156,8 +130,25 @@ fn matmul_f16_and_bf16_on_tensor_cores_match_a_cpu_reference() {
     for shape @ (m, n, k) in [(1, 1, 1), (17, 33, 65), (256, 256, 256), (513, 257, 300)] {
         let a: Vec<f64> = (0..m * k).map(|_| rng.f64() * 2.0 - 1.0).collect();
         let b: Vec<f64> = (0..k * n).map(|_| rng.f64() * 2.0 - 1.0).collect();
-        check_half_matmul(&d, shape, &a, &b, f16::from_f64, f16::to_f64, f16::NAN, 11);
-        check_half_matmul(
+        // The final rounding to 16 bits (2^-11 or 2^-8 relative) plus k roundings of an
+        // f32 sum.
+        let tol = |bits: i32| {
+            move |want: f64, mag: f64| {
+                want.abs() * 2f64.powi(-bits) + k as f64 * 2f64.powi(-24) * mag + 1e-7
+            }
+        };
+        check_matmul(
+            &d,
+            shape,
+            &a,
+            &b,
+            f16::from_f64,
+            f16::to_f64,
+            f16::NAN,
+            false,
+            tol(11),
+        );
+        check_matmul(
             &d,
             shape,
             &a,
@@ -165,7 +156,8 @@ fn matmul_f16_and_bf16_on_tensor_cores_match_a_cpu_reference() {
             bf16::from_f64,
             bf16::to_f64,
             bf16::NAN,
-            8,
+            false,
+            tol(8),
         );
     }
     // The generated kernel cannot use 16-bit floats: a clear error, not a launch.
