@@ -61,8 +61,8 @@ fn launch(reps: usize) -> Res<()> {
     // The reference: the same generated function, launched by hand on another stream of
     // the same (primary) context with the same six parameters.
     let reference = CudaBackend::new().map_err(s)?;
-    let ir = empty::KERNEL.ir().map_err(s)?;
-    let (func, stream) = reference.raw_handles(ir).map_err(s)?;
+    let program = empty::KERNEL.program().map_err(s)?;
+    let (func, stream) = reference.raw_handles(program).map_err(s)?;
     let raw_out = dotcompute_hal_buffer(&reference)?;
     let mut slots: [u64; 6] = [raw_out, 1, 1, 1, 1, 0];
     let mut dotcompute_batch = || -> Res<Duration> {
@@ -116,7 +116,7 @@ fn launch(reps: usize) -> Res<()> {
 /// A one-element device buffer of the reference backend, as a raw address.
 fn dotcompute_hal_buffer(backend: &CudaBackend) -> Res<u64> {
     use dotcompute_cuda::Backend;
-    let b = backend.alloc(4).map_err(s)?;
+    let (b, _) = backend.alloc(4).map_err(s)?;
     // Not returned to the pool: the block stays allocated until the backend is dropped,
     // after the benchmark.
     Ok(b.device_ptr())
@@ -126,11 +126,11 @@ fn dotcompute_hal_buffer(backend: &CudaBackend) -> Res<u64> {
 /// `<outcome> <microseconds>`.
 fn compile_child() -> Res<()> {
     let backend = CudaBackend::new().map_err(s)?;
-    let ir = dotcompute_conformance::kernels::matmul_tiled::KERNEL
-        .ir()
+    let program = dotcompute_conformance::kernels::matmul_tiled::KERNEL
+        .program()
         .map_err(s)?;
     let t = Instant::now();
-    let outcome = backend.prepare_kernel(ir).map_err(s)?;
+    let outcome = backend.prepare_program(program).map_err(s)?;
     let elapsed = t.elapsed();
     println!("{outcome:?} {:.1}", us(elapsed));
     Ok(())

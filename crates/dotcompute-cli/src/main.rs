@@ -96,7 +96,7 @@ fn devices() -> ExitCode {
                 println!("{}: available, {} device(s)", status.kind, devices.len());
                 for (i, d) in devices.iter().enumerate() {
                     let l = &d.limits;
-                    println!("  [{i}] {}", d.name);
+                    println!("  [{i}] {} ({:?})", d.name, d.device_type);
                     println!(
                         "      memory            {:.1} GiB",
                         d.memory_bytes as f64 / (1u64 << 30) as f64
@@ -113,7 +113,7 @@ fn devices() -> ExitCode {
                         l.max_shared_bytes
                     );
                     println!("      max buffer        {} bytes", l.max_buffer_bytes);
-                    println!("      features          {}", d.features.join(", "));
+                    println!("      capabilities      {}", d.caps.words().join(", "));
                 }
             }
             Err(reason) => println!("{}: unavailable: {reason}", status.kind),
@@ -138,12 +138,11 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
                     return ExitCode::from(2);
                 }
             };
-            for kind in [
-                BackendKind::Cpu,
-                BackendKind::Cuda,
-                BackendKind::Wgpu,
-                BackendKind::Metal,
-            ] {
+            // Every registered backend, then required ones this binary lacks.
+            let registered: Vec<BackendKind> =
+                dotcompute::registry().iter().map(|d| d.kind).collect();
+            let missing = required.iter().filter(|k| !registered.contains(k));
+            for &kind in registered.iter().chain(missing) {
                 match Device::with_backend(kind) {
                     Ok(d) => devices.push(d),
                     Err(e) if required.contains(&kind) => {

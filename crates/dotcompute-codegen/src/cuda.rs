@@ -37,10 +37,28 @@ use dotcompute_ir::*;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
+/// One parameter of an entry point, in order: what the launch puts in that slot. The
+/// code generator emits the C++ declarations and this list from one walk, so the backend
+/// that fills the slots and the code that reads them agree by construction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamSlot {
+    /// IR parameter `i`: a buffer's device address (plus the view's offset) or a scalar.
+    Arg(u32),
+    /// The length, in elements, of buffer parameter `i`.
+    BufferLen(u32),
+    /// The logical grid in threads along dimension `d`.
+    Grid(u8),
+    /// The dynamic shared array's length (0 when there is none).
+    DynamicSharedLen,
+}
+
 /// A generated translation unit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CudaModule {
     pub source: String,
+    /// What each entry point takes, in order (every entry point of the module takes the
+    /// same list).
+    pub params: Vec<ParamSlot>,
     /// The `extern "C"` entry point: one CUDA thread per logical thread.
     pub entry: String,
     /// The grid-stride entry point, for kernels where it is allowed.
@@ -199,8 +217,10 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
     if let Some(plan) = &plan {
         g.vector_form(plan);
     }
+    let params = g.entry_abi().into_iter().map(|(_, slot)| slot).collect();
     CudaModule {
         source: g.out,
+        params,
         entry: entry_name(&kernel.name),
         strided_entry: grid_stride_eligible(kernel).then(|| strided_entry_name(&kernel.name)),
         vector_entry: plan.map(|p| (vector_entry_name(&kernel.name), p.width)),
@@ -268,8 +288,13 @@ impl Gen<'_> {
 
     /// The entry points' parameter list (the launch ABI), as C++ declarations.
     fn entry_params(&self) -> Vec<String> {
+        self.entry_abi().into_iter().map(|(decl, _)| decl).collect()
+    }
+
+    /// The launch ABI: each parameter's C++ declaration and what the launch puts there.
+    fn entry_abi(&self) -> Vec<(String, ParamSlot)> {
         let k = self.k;
-        let mut params: Vec<String> = Vec::new();
+        let mut params: Vec<(String, ParamSlot)> = Vec::new();
         for (i, p) in k.params.iter().enumerate() {
             match p {
                 Param::Buffer { name, elem, access } => {
@@ -284,19 +309,26 @@ impl Gen<'_> {
                     } else {
                         ""
                     };
-                    params.push(format!("{c}{t}*{restrict} p_{name}"));
+                    params.push((
+                        format!("{c}{t}*{restrict} p_{name}"),
+                        ParamSlot::Arg(i as u32),
+                    ));
                 }
-                Param::Scalar { name, ty } => params.push(format!("{} p_{name}", cuda_type(*ty))),
+                Param::Scalar { name, ty } => params.push((
+                    format!("{} p_{name}", cuda_type(*ty)),
+                    ParamSlot::Arg(i as u32),
+                )),
             }
         }
-        for p in &k.params {
+        for (i, p) in k.params.iter().enumerate() {
             if let Param::Buffer { name, .. } = p {
-                params.push(format!("u32 dc_len_{name}"));
+                params.push((format!("u32 dc_len_{name}"), ParamSlot::BufferLen(i as u32)));
             }
         }
-        params.extend(
-            ["dc_grid_x", "dc_grid_y", "dc_grid_z", "dc_dyn_len"].map(|n| format!("u32 {n}")),
-        );
+        for (d, n) in ["dc_grid_x", "dc_grid_y", "dc_grid_z"].iter().enumerate() {
+            params.push((format!("u32 {n}"), ParamSlot::Grid(d as u8)));
+        }
+        params.push(("u32 dc_dyn_len".into(), ParamSlot::DynamicSharedLen));
         params
     }
 

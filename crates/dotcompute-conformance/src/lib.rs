@@ -870,7 +870,7 @@ fn upload_download(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
     )?;
     round_trip(d, &(0..n).map(|_| rng.i32(..)).collect::<Vec<_>>())?;
     round_trip(d, &(0..n).map(|_| rng.u32(..)).collect::<Vec<_>>())?;
-    if d.info().features.iter().any(|f| f == "f64") {
+    if d.info().caps.f64 {
         round_trip(
             d,
             &(0..n)

@@ -21,14 +21,43 @@
 //!
 //! Memory comes from a size-class pool ([`dotcompute_hal::SizeClassPool`]) over 64-byte
 //! aligned host allocations.
+//!
+//! ## Streams and graphs
+//!
+//! Every operation completes before it returns, so streams need no bookkeeping here: a
+//! stream is the calling thread's order of calls, fences are complete when recorded, and
+//! waits between streams are no-ops. Concurrency comes from calling from several threads
+//! (the backend is `Sync`) and, for graphs, from the facade running independent branches
+//! in parallel.
 
 pub mod ops;
 pub mod runtime;
 
 use dotcompute_hal::native::{ErrorSlot, NativeArg, NativeLaunch};
 use dotcompute_hal::{
-    Backend, BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MemoryStats, Result,
-    SizeClassPool, Timing,
+    AtomicF32Add, Backend, BackendDescriptor, BackendKind, BoundArg, Capabilities, DeviceInfo,
+    DeviceType, DynBackend, Error, LaunchRequest, Limits, MemoryStats, Queue, Result,
+    SizeClassPool, StreamId, StreamSet, Timing,
+};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// The CPU backend's entry in the registry: one device, always present.
+pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
+    kind: BackendKind::Cpu,
+    probe: || Ok(vec![CpuBackend::new().info.clone()]),
+    open: |ordinal| {
+        if ordinal == 0 {
+            Ok(Box::new(CpuBackend::new()) as Box<dyn DynBackend>)
+        } else {
+            Err(Error::BackendUnavailable {
+                backend: "cpu".into(),
+                reason: format!(
+                    "there is no device {ordinal}: 1 device is present (numbered from 0)"
+                ),
+            })
+        }
+    },
 };
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -59,8 +88,9 @@ impl CpuBuffer {
 pub struct CpuBackend {
     info: DeviceInfo,
     pool: SizeClassPool<Block>,
-    profiling: std::sync::atomic::AtomicBool,
-    timings: std::sync::Mutex<Vec<Timing>>,
+    /// Set while profiling is on: the moment it was turned on (timeline origin).
+    profiling: Mutex<Option<Instant>>,
+    timings: Mutex<Vec<Timing>>,
 }
 
 impl Default for CpuBackend {
@@ -100,6 +130,7 @@ impl CpuBackend {
             info: DeviceInfo {
                 backend: BackendKind::Cpu,
                 name: cpu_name(),
+                device_type: DeviceType::Cpu,
                 memory_bytes: memory,
                 compute_units: rayon::current_num_threads() as u32,
                 // Group limits mirror common GPU limits so that a kernel that validates on
@@ -116,12 +147,16 @@ impl CpuBackend {
                     rayon::current_num_threads(),
                     std::env::consts::ARCH
                 ),
-                features: vec![
-                    "f64".into(),
-                    "i64".into(),
-                    "atomic-f32-add".into(),
-                    "barrier-coroutines".into(),
-                ],
+                caps: Capabilities {
+                    f64: true,
+                    i64: true,
+                    atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
+                    timestamps: false,
+                    raw_languages: Vec::new(),
+                    concurrent_streams: false,
+                    native_graphs: false,
+                    blas: Vec::new(),
+                },
             },
             pool: SizeClassPool::new(),
             profiling: Default::default(),
@@ -129,8 +164,9 @@ impl CpuBackend {
         }
     }
 
-    fn record(&self, label: &str, start: std::time::Instant) {
-        if self.profiling.load(std::sync::atomic::Ordering::Relaxed) {
+    fn record(&self, stream: StreamId, label: &str, start: Instant) {
+        let origin = *self.profiling.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(origin) = origin {
             self.timings
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -138,6 +174,8 @@ impl CpuBackend {
                     label: label.to_string(),
                     duration: start.elapsed(),
                     device_time: false,
+                    stream,
+                    start: Some(start.saturating_duration_since(origin)),
                 });
         }
     }
@@ -187,25 +225,44 @@ impl Backend for CpuBackend {
         &self.info
     }
 
-    fn alloc(&self, bytes: usize) -> Result<CpuBuffer> {
-        let (block, _class) =
+    fn alloc(&self, bytes: usize) -> Result<(CpuBuffer, StreamSet)> {
+        let (block, _class, _) =
             self.pool
                 .acquire(bytes, |class| self.os_alloc(class), CpuBackend::os_free)?;
-        Ok(CpuBuffer { block })
+        // Every earlier use has completed: nothing to wait for.
+        Ok((CpuBuffer { block }, StreamSet::EMPTY))
     }
 
-    fn free(&self, buffer: CpuBuffer) {
+    fn free(&self, buffer: CpuBuffer, _users: StreamSet) {
         let class = buffer.block.bytes;
-        self.pool.release(buffer.block, class);
+        self.pool.release(buffer.block, class, StreamSet::EMPTY);
     }
 
-    fn write(&self, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+    fn memory_stats(&self) -> MemoryStats {
+        self.pool.stats()
+    }
+
+    fn trim(&self) {
+        self.pool.trim(CpuBackend::os_free);
+    }
+
+    fn set_profiling(&self, on: bool) {
+        *self.profiling.lock().unwrap_or_else(|p| p.into_inner()) = on.then(Instant::now);
+    }
+
+    fn take_timings(&self) -> Vec<Timing> {
+        std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl Queue for CpuBackend {
+    fn write(&self, _: StreamId, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
         // SAFETY: the facade checked offset + len against the buffer.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst.ptr().add(offset), data.len()) }
         Ok(())
     }
 
-    fn read(&self, src: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+    fn read(&self, _: StreamId, src: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
         // SAFETY: as above.
         unsafe { std::ptr::copy_nonoverlapping(src.ptr().add(offset), out.as_mut_ptr(), out.len()) }
         Ok(())
@@ -213,20 +270,29 @@ impl Backend for CpuBackend {
 
     fn copy(
         &self,
+        stream: StreamId,
         src: &CpuBuffer,
         src_offset: usize,
         dst: &CpuBuffer,
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         // SAFETY: as above; `copy` (memmove) also allows ranges of one buffer to overlap.
         unsafe { std::ptr::copy(src.ptr().add(src_offset), dst.ptr().add(dst_offset), bytes) }
-        self.record("copy", start);
+        self.record(stream, "copy", start);
         Ok(())
     }
 
-    fn fill(&self, dst: &CpuBuffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()> {
+    fn fill(
+        &self,
+        stream: StreamId,
+        dst: &CpuBuffer,
+        offset: usize,
+        bytes: usize,
+        pattern: &[u8],
+    ) -> Result<()> {
+        let start = Instant::now();
         // SAFETY: as above.
         let out = unsafe { std::slice::from_raw_parts_mut(dst.ptr().add(offset), bytes) };
         if pattern.iter().all(|&b| b == pattern[0]) {
@@ -236,19 +302,21 @@ impl Backend for CpuBackend {
                 chunk.copy_from_slice(pattern);
             }
         }
+        self.record(stream, "fill", start);
         Ok(())
     }
 
-    fn launch(&self, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
-        let kernel = request.kernel;
-        let Some(native) = request.native else {
+    fn launch(&self, stream: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
+        let kernel = &*request.program.kernel;
+        let Some(native) = request.program.native() else {
             return Err(Error::Backend {
                 backend: "cpu".into(),
-                message: match request.raw {
+                message: match request.program.raw_source() {
                     Some(raw) => format!(
                         "kernel `{}` is hand-written {}, which the CPU backend cannot run; \
                          write it as a #[kernel] function to run it everywhere",
-                        kernel.name, raw.language
+                        kernel.name,
+                        raw.language.name()
                     ),
                     None => format!(
                         "kernel `{}` has no CPU implementation (only `#[kernel]` functions \
@@ -287,9 +355,9 @@ impl Backend for CpuBackend {
         };
         // A panic inside a kernel (which the generated code avoids, but host code called
         // from a kernel might not) must not take the caller down.
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| native(&launch)));
-        self.record(&kernel.name, start);
+        self.record(stream, &kernel.name, start);
         match result {
             Ok(r) => r,
             Err(payload) => Err(Error::KernelPanicked {
@@ -303,24 +371,15 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn synchronize(&self) -> Result<()> {
-        Ok(()) // launches and copies complete before they return
+    fn synchronize(&self, _: StreamId) -> Result<()> {
+        Ok(()) // every operation completes before it returns
     }
 
-    fn memory_stats(&self) -> MemoryStats {
-        self.pool.stats()
+    fn synchronize_all(&self) -> Result<()> {
+        Ok(())
     }
 
-    fn trim(&self) {
-        self.pool.trim(CpuBackend::os_free);
-    }
-
-    fn set_profiling(&self, on: bool) {
-        self.profiling
-            .store(on, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn take_timings(&self) -> Vec<Timing> {
-        std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
+    fn wait_stream(&self, _: StreamId, _: StreamId) -> Result<()> {
+        Ok(()) // the signalling stream's work has completed already
     }
 }

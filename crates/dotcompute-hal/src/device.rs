@@ -1,9 +1,12 @@
-//! Backend kinds, device descriptions and limits.
+//! Backend kinds, device descriptions, typed capabilities and limits.
 
+use dotcompute_ir::ScalarType;
 use std::fmt;
 
-/// The backends dotcompute knows about (built into this binary or not).
+/// The backends dotcompute knows about (built into this binary or not). A backend crate
+/// registers itself with a [`crate::registry::BackendDescriptor`]; this enum only names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum BackendKind {
     Cpu,
     Cuda,
@@ -12,8 +15,8 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
-    /// In the order `Device::best()` prefers them.
-    pub const PREFERENCE: [BackendKind; 4] = [
+    /// Every kind, in the order `dotcompute devices` lists them.
+    pub const ALL: [BackendKind; 4] = [
         BackendKind::Cuda,
         BackendKind::Metal,
         BackendKind::Wgpu,
@@ -44,6 +47,118 @@ impl fmt::Display for BackendKind {
     }
 }
 
+/// What kind of hardware a device is. `Device::best()` ranks devices by this first, so a
+/// software rasteriser (lavapipe) never wins over the native CPU backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceType {
+    DiscreteGpu,
+    IntegratedGpu,
+    VirtualGpu,
+    /// The native CPU backend: kernels compiled by rustc, run on rayon.
+    Cpu,
+    /// A GPU API emulated on the CPU (lavapipe, SwiftShader, WARP): slower than the native
+    /// CPU backend for every kernel.
+    SoftwareGpu,
+    Other,
+}
+
+impl DeviceType {
+    /// Higher is better.
+    pub fn score(self) -> u32 {
+        match self {
+            DeviceType::DiscreteGpu => 5,
+            DeviceType::IntegratedGpu => 4,
+            DeviceType::VirtualGpu => 3,
+            DeviceType::Other => 2,
+            DeviceType::Cpu => 1,
+            DeviceType::SoftwareGpu => 0,
+        }
+    }
+}
+
+/// How a device performs `atomic_add` on `f32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicF32Add {
+    /// One hardware instruction.
+    Native,
+    /// A compare-exchange loop on the bits (slow under contention).
+    CompareExchangeLoop,
+}
+
+/// Hand-written kernel languages (`RawKernel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RawLanguage {
+    Wgsl,
+    Cuda,
+}
+
+impl RawLanguage {
+    pub fn name(self) -> &'static str {
+        match self {
+            RawLanguage::Wgsl => "WGSL",
+            RawLanguage::Cuda => "CUDA C++",
+        }
+    }
+}
+
+/// What a device can do beyond the core contract, as typed fields (not feature strings).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// 64-bit floats in kernels.
+    pub f64: bool,
+    /// 64-bit integers in kernels.
+    pub i64: bool,
+    pub atomic_f32_add: AtomicF32Add,
+    /// Device timestamps for profiling (otherwise host wall time).
+    pub timestamps: bool,
+    /// Languages of hand-written kernels this device runs.
+    pub raw_languages: Vec<RawLanguage>,
+    /// Whether work on different streams can run at the same time on the device (CUDA).
+    /// Elsewhere streams are ordered views of one queue: correct, not concurrent.
+    pub concurrent_streams: bool,
+    /// Whether graphs are instantiated as the driver's own graphs (CUDA graphs); otherwise
+    /// the facade replays a graph's nodes itself.
+    pub native_graphs: bool,
+    /// Element types of the vendor matrix product ([`crate::Blas`]), empty without one.
+    pub blas: Vec<ScalarType>,
+}
+
+impl Capabilities {
+    /// The capabilities as short words, for `dotcompute devices`.
+    pub fn words(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.f64 {
+            w.push("f64".to_string());
+        }
+        if self.i64 {
+            w.push("i64".to_string());
+        }
+        w.push(match self.atomic_f32_add {
+            AtomicF32Add::Native => "atomic-f32-add".to_string(),
+            AtomicF32Add::CompareExchangeLoop => {
+                "atomic-f32-add (compare-exchange loop)".to_string()
+            }
+        });
+        if self.timestamps {
+            w.push("timestamp-query".into());
+        }
+        for l in &self.raw_languages {
+            w.push(format!("raw {}", l.name()));
+        }
+        if self.concurrent_streams {
+            w.push("concurrent-streams".into());
+        }
+        if self.native_graphs {
+            w.push("native-graphs".into());
+        }
+        if !self.blas.is_empty() {
+            let types: Vec<&str> = self.blas.iter().map(|t| t.name()).collect();
+            w.push(format!("vendor-matmul ({})", types.join(", ")));
+        }
+        w
+    }
+}
+
 /// What a device can run. Launches are checked against these before reaching a backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -64,6 +179,7 @@ pub struct Limits {
 pub struct DeviceInfo {
     pub backend: BackendKind,
     pub name: String,
+    pub device_type: DeviceType,
     /// Memory the device can allocate, in bytes (physical RAM for the CPU).
     pub memory_bytes: u64,
     /// Compute units (CPU threads, SMs, ...).
@@ -71,6 +187,5 @@ pub struct DeviceInfo {
     pub limits: Limits,
     /// Driver / runtime description.
     pub driver: String,
-    /// Optional capabilities such as `f64` or `atomic-f32-add`.
-    pub features: Vec<String>,
+    pub caps: Capabilities,
 }

@@ -101,6 +101,31 @@ pub enum Error {
     #[error("{backend} backend: {message}")]
     Backend { backend: String, message: String },
 
+    /// An object of one device (a buffer, an event, a stream, an executable graph) used
+    /// with another device.
+    #[error("{op}: {what} belongs to device {owner}, not to device {device}")]
+    ForeignObject {
+        op: &'static str,
+        what: String,
+        owner: String,
+        device: String,
+    },
+
+    /// A graph whose dependencies form a cycle; `nodes` names the nodes on it, in order.
+    #[error("the graph has a dependency cycle: {}", nodes.join(" -> "))]
+    GraphCycle { nodes: Vec<String> },
+
+    /// A graph built or used wrongly (a node or buffer handle of another graph, say).
+    #[error("graph: {detail}")]
+    Graph { detail: String },
+
+    /// A limited resource of a device is used up (streams, say).
+    #[error("{resource}: {detail}")]
+    Exhausted {
+        resource: &'static str,
+        detail: String,
+    },
+
     /// An operation this device cannot do (for example an f16 matrix product without a
     /// vendor library).
     #[error("{op} is not supported here: {detail}")]

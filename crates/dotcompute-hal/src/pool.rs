@@ -1,8 +1,14 @@
 //! A size-class memory pool shared by every backend: requests are rounded up to a class
 //! (powers of two split in quarters, so at most 25% is wasted), freed blocks are kept per
 //! class and handed out again, and statistics say how often the driver was really asked.
+//!
+//! Each free block carries the set of streams whose enqueued work may still use it (its
+//! *users*). The pool hands the set out with the block, so the new owner's first use on
+//! another stream waits for those streams: a block freed while a kernel on stream 2 still
+//! reads it can be written on stream 1 at once, and the write is ordered after the read.
 
 use crate::error::Result;
+use crate::stream::StreamSet;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -37,7 +43,7 @@ pub fn size_class(bytes: usize) -> usize {
 }
 
 struct Inner<H> {
-    free: BTreeMap<usize, Vec<H>>,
+    free: BTreeMap<usize, Vec<(H, StreamSet)>>,
     stats: MemoryStats,
 }
 
@@ -66,25 +72,26 @@ impl<H> SizeClassPool<H> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A block of at least `bytes`; returns it with its class size. On a miss `alloc` is
-    /// called with the class size; if it fails, the cache is trimmed with `free` and
-    /// `alloc` is tried once more before the error is returned.
+    /// A block of at least `bytes`; returns it with its class size and the streams that
+    /// may still use it. On a miss `alloc` is called with the class size; if it fails, the
+    /// cache is trimmed with `free` and `alloc` is tried once more before the error is
+    /// returned.
     pub fn acquire(
         &self,
         bytes: usize,
         mut alloc: impl FnMut(usize) -> Result<H>,
         free: impl FnMut(H),
-    ) -> Result<(H, usize)> {
+    ) -> Result<(H, usize, StreamSet)> {
         let class = size_class(bytes);
         {
             let mut inner = self.lock();
-            if let Some(h) = inner.free.get_mut(&class).and_then(|v| v.pop()) {
+            if let Some((h, users)) = inner.free.get_mut(&class).and_then(|v| v.pop()) {
                 let s = &mut inner.stats;
                 s.pool_hits += 1;
                 s.bytes_cached -= class as u64;
                 s.bytes_in_use += class as u64;
                 s.peak_bytes_in_use = s.peak_bytes_in_use.max(s.bytes_in_use);
-                return Ok((h, class));
+                return Ok((h, class, users));
             }
         }
         let h = match alloc(class) {
@@ -99,24 +106,26 @@ impl<H> SizeClassPool<H> {
         s.driver_allocations += 1;
         s.bytes_in_use += class as u64;
         s.peak_bytes_in_use = s.peak_bytes_in_use.max(s.bytes_in_use);
-        Ok((h, class))
+        Ok((h, class, StreamSet::EMPTY))
     }
 
-    /// Returns a block of class `class` for reuse.
-    pub fn release(&self, h: H, class: usize) {
+    /// Returns a block of class `class` for reuse; `users` may still use it.
+    pub fn release(&self, h: H, class: usize, users: StreamSet) {
         let mut inner = self.lock();
         inner.stats.bytes_in_use -= class as u64;
         inner.stats.bytes_cached += class as u64;
-        inner.free.entry(class).or_default().push(h);
+        inner.free.entry(class).or_default().push((h, users));
     }
 
-    /// Hands every cached block to `free` (the driver's deallocation).
+    /// Hands every cached block to `free` (the driver's deallocation). The caller has
+    /// waited for every stream first.
     pub fn trim(&self, mut free: impl FnMut(H)) {
         let blocks: Vec<H> = {
             let mut inner = self.lock();
             let blocks: Vec<H> = std::mem::take(&mut inner.free)
                 .into_values()
                 .flatten()
+                .map(|(h, _)| h)
                 .collect();
             inner.stats.driver_frees += blocks.len() as u64;
             inner.stats.bytes_cached = 0;
@@ -150,7 +159,7 @@ mod tests {
     fn reuse_counts_hits_and_returns_bytes() {
         let pool = SizeClassPool::<usize>::new();
         let mut next = 0;
-        let (a, ca) = pool
+        let (a, ca, _) = pool
             .acquire(
                 1000,
                 |c| {
@@ -160,9 +169,14 @@ mod tests {
                 |_| {},
             )
             .unwrap();
-        pool.release(a, ca);
-        let (_b, cb) = pool.acquire(1000, |_| panic!("must hit"), |_| {}).unwrap();
+        pool.release(a, ca, StreamSet(0b110));
+        let (_b, cb, users) = pool.acquire(1000, |_| panic!("must hit"), |_| {}).unwrap();
         assert_eq!(ca, cb);
+        assert_eq!(
+            users,
+            StreamSet(0b110),
+            "a reused block names the streams that used it"
+        );
         let s = pool.stats();
         assert_eq!((s.driver_allocations, s.pool_hits), (1, 1));
         assert_eq!(s.bytes_in_use, cb as u64);

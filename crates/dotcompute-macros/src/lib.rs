@@ -2,7 +2,7 @@
 //!
 //! Turns a Rust function written in the kernel subset into a module of the same name with:
 //!
-//! * `launch(&Device, Launch, args...)`: typed, so wrong argument types or counts are
+//! * `launch(&impl AsStream, Launch, args...)` (a `Device` or a `Stream`): typed, so wrong argument types or counts are
 //!   compile errors (`&[T]` takes `&Buffer<T>`, `&mut [T]` takes `&mut Buffer<T>`, a
 //!   scalar `T` takes a `T`);
 //! * `KERNEL`, the [`KernelDef`] backends receive, and `ir()`, the kernel's IR;

@@ -1249,8 +1249,10 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     }
     let params_doc = param_docs.join("\n");
     let launch_doc = format!(
-        "Runs `{name_str}` on `device` with the geometry `launch`.\n\nArguments, in order:\n{params_doc}\n\n\
-         Returns when the results are visible to later operations on the device. Errors \
+        "Runs `{name_str}` with the geometry `launch` on `queue`: a `Device` (its default \
+         stream) or a `Stream`.\n\nArguments, in order:\n{params_doc}\n\n\
+         Returns when the results are visible to later operations on the stream (and, \
+         through the buffers' use tracking, on every stream that uses them next). Errors \
          (never panics) on launch geometry beyond the device's limits, buffers of another \
          device, empty buffers, and out-of-bounds accesses the backend detects."
     );
@@ -1274,11 +1276,11 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
 
             #[doc = #launch_doc]
             pub fn launch(
-                __device: &::dotcompute::Device,
+                __queue: &impl ::dotcompute::AsStream,
                 __launch: ::dotcompute::Launch,
                 #(#launch_params),*
             ) -> ::dotcompute::Result<()> {
-                __device.launch_kernel(&KERNEL, __launch, &[#(#launch_args),*])
+                ::dotcompute::AsStream::launch_kernel(__queue, &KERNEL, __launch, &[#(#launch_args),*])
             }
 
             /// The kernel's IR (built and validated on first use).

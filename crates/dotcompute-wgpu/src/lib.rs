@@ -18,14 +18,22 @@
 //!
 //! Out-of-bounds accesses are *not* detected here: WGSL clamps or discards them (robust
 //! buffer access). The CPU backend reports them.
+//!
+//! ## Streams
+//!
+//! wgpu exposes one queue per device, and every submission runs in submission order. So
+//! every dotcompute stream of a wgpu device is an ordered view of that one queue: work is
+//! correct across streams without waits (waits between streams are no-ops, and a freed
+//! block can be reused at once), but streams do not run concurrently. Fences wait on the
+//! host when recorded. Graphs are replayed by the facade, node by node.
 
 use dotcompute_codegen::{naga_out, wgsl};
-use dotcompute_hal::Timing;
 use dotcompute_hal::{
-    Backend, BackendKind, BoundArg, DeviceInfo, Error, LaunchRequest, Limits, MemoryStats, Result,
-    SizeClassPool,
+    AtomicF32Add, Backend, BackendDescriptor, BackendKind, BoundArg, Capabilities, DeviceInfo,
+    DeviceType, Error, LaunchRequest, Limits, MemoryStats, Queue, RawLanguage, Result,
+    SizeClassPool, StreamId, StreamSet, Timing,
 };
-use dotcompute_ir::{Kernel, Param};
+use dotcompute_ir::Param;
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,7 +61,31 @@ struct Pipeline {
     module: wgsl::WgslModule,
 }
 
-type PipelineKey = ([u8; 32], [u32; 3], u32);
+/// Program key, group size, dynamic shared length (WGSL modules are specialised per size).
+type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32);
+
+/// The wgpu backend's entry in the registry: every compute-capable adapter.
+pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
+    kind: BackendKind::Wgpu,
+    probe: devices,
+    open: |ordinal| {
+        let mut list = adapters();
+        if ordinal >= list.len() {
+            return Err(Error::BackendUnavailable {
+                backend: BACKEND.into(),
+                reason: match list.len() {
+                    0 => devices().err().unwrap_or_default(),
+                    n => format!(
+                        "there is no device {ordinal}: {n} device{} present (numbered from 0)",
+                        if n == 1 { " is" } else { "s are" }
+                    ),
+                },
+            });
+        }
+        Ok(Box::new(WgpuBackend::open(list.swap_remove(ordinal))?)
+            as Box<dyn dotcompute_hal::DynBackend>)
+    },
+};
 
 /// One wgpu adapter opened as a dotcompute device.
 pub struct WgpuBackend {
@@ -67,6 +99,8 @@ pub struct WgpuBackend {
     /// Errors wgpu reported outside an error scope (instead of its default panic).
     uncaptured: Arc<Mutex<Option<String>>>,
     profiling: AtomicBool,
+    /// When profiling was turned on: the origin of timeline start times.
+    origin: Mutex<std::time::Instant>,
     timings: Mutex<Vec<Timing>>,
     /// Timestamp queries, when the adapter has them.
     stamps: Option<Mutex<Stamps>>,
@@ -122,13 +156,17 @@ pub fn devices() -> std::result::Result<Vec<DeviceInfo>, String> {
 
 fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
     let ai = adapter.get_info();
-    let mut features = vec!["atomic-f32-add (compare-exchange loop)".to_string()];
-    if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-        features.push("timestamp-query".into());
-    }
     DeviceInfo {
         backend: BackendKind::Wgpu,
         name: ai.name.clone(),
+        device_type: match ai.device_type {
+            wgpu::DeviceType::DiscreteGpu => DeviceType::DiscreteGpu,
+            wgpu::DeviceType::IntegratedGpu => DeviceType::IntegratedGpu,
+            wgpu::DeviceType::VirtualGpu => DeviceType::VirtualGpu,
+            // lavapipe, SwiftShader, WARP: Vulkan / DX12 emulated on the CPU.
+            wgpu::DeviceType::Cpu => DeviceType::SoftwareGpu,
+            wgpu::DeviceType::Other => DeviceType::Other,
+        },
         memory_bytes: limits.max_buffer_size,
         compute_units: 0,
         limits: Limits {
@@ -148,7 +186,16 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
             "{:?} {:?}, driver {} {}",
             ai.backend, ai.device_type, ai.driver, ai.driver_info
         ),
-        features,
+        caps: Capabilities {
+            f64: false,
+            i64: false,
+            atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
+            timestamps: adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY),
+            raw_languages: vec![RawLanguage::Wgsl],
+            concurrent_streams: false,
+            native_graphs: false,
+            blas: Vec::new(),
+        },
     }
 }
 
@@ -228,6 +275,7 @@ impl WgpuBackend {
         Ok(WgpuBackend {
             stamps,
             profiling: AtomicBool::new(false),
+            origin: Mutex::new(std::time::Instant::now()),
             timings: Mutex::new(Vec::new()),
             info: describe(&adapter, &limits),
             device,
@@ -298,8 +346,10 @@ impl WgpuBackend {
         &self,
         mut encoder: wgpu::CommandEncoder,
         stamps: &Stamps,
+        stream: StreamId,
         label: &str,
     ) -> Result<()> {
+        let start = std::time::Instant::now();
         encoder.resolve_query_set(&stamps.set, 0..2, &stamps.resolve, 0);
         encoder.copy_buffer_to_buffer(&stamps.resolve, 0, &stamps.readback, 0, 16);
         self.submit(encoder)?;
@@ -309,7 +359,9 @@ impl WgpuBackend {
         let t1 = u64::from_le_bytes(raw[8..16].try_into().unwrap());
         let ticks = t1.saturating_sub(t0);
         self.record(
+            stream,
             label,
+            start,
             std::time::Duration::from_nanos((ticks as f64 * stamps.period) as u64),
             true,
         );
@@ -338,7 +390,17 @@ impl WgpuBackend {
         Ok(())
     }
 
-    fn record(&self, label: &str, duration: std::time::Duration, device_time: bool) {
+    /// Records a timing; `start` is when the host submitted the work (the timeline
+    /// position; profiled work is waited for, so submissions do not overlap).
+    fn record(
+        &self,
+        stream: StreamId,
+        label: &str,
+        start: std::time::Instant,
+        duration: std::time::Duration,
+        device_time: bool,
+    ) {
+        let origin = *self.origin.lock().unwrap_or_else(|p| p.into_inner());
         self.timings
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -346,6 +408,8 @@ impl WgpuBackend {
                 label: label.to_string(),
                 duration,
                 device_time,
+                stream,
+                start: Some(start.saturating_duration_since(origin)),
             });
     }
 
@@ -355,11 +419,12 @@ impl WgpuBackend {
 
     fn pipeline(
         &self,
-        kernel: &Kernel,
+        program: &dotcompute_hal::Program,
         group: [u32; 3],
         dynamic_len: u32,
     ) -> Result<Arc<Pipeline>> {
-        let key = (kernel.content_hash(), group, dynamic_len);
+        let kernel = &*program.kernel;
+        let key = (program.key, group, dynamic_len);
         if let Some(p) = self
             .pipelines
             .lock()
@@ -478,11 +543,12 @@ impl WgpuBackend {
     /// see the dispatch as it is, so each dimension must fit the adapter's limit.
     fn raw_pipeline(
         &self,
-        kernel: &Kernel,
+        program: &dotcompute_hal::Program,
         raw: &dotcompute_hal::RawSource,
         groups: [u32; 3],
         scalars: &[dotcompute_ir::Literal],
     ) -> Result<(Arc<Pipeline>, [u32; 3], Vec<u8>)> {
+        let kernel = &*program.kernel;
         let max = self.limits.max_compute_workgroups_per_dimension;
         if let Some(d) = (0..3).find(|&d| groups[d] > max) {
             return Err(Error::GridTooLarge {
@@ -493,7 +559,7 @@ impl WgpuBackend {
                 ),
             });
         }
-        let key = (raw.hash, raw.workgroup_size.unwrap_or([0; 3]), u32::MAX);
+        let key = (program.key, raw.workgroup_size.unwrap_or([0; 3]), u32::MAX);
         let cached = self
             .pipelines
             .lock()
@@ -564,42 +630,66 @@ impl Backend for WgpuBackend {
         &self.info
     }
 
-    fn alloc(&self, bytes: usize) -> Result<WgpuBuffer> {
-        let (buffer, class) =
+    fn alloc(&self, bytes: usize) -> Result<(WgpuBuffer, StreamSet)> {
+        let (buffer, class, _) =
             self.pool
                 .acquire(bytes, |class| self.create_storage(class), |b| b.destroy())?;
-        Ok(WgpuBuffer { buffer, class })
+        // Every stream is the one queue: later uses are submitted after earlier ones.
+        Ok((WgpuBuffer { buffer, class }, StreamSet::EMPTY))
     }
 
-    fn free(&self, buffer: WgpuBuffer) {
+    fn free(&self, buffer: WgpuBuffer, _users: StreamSet) {
         // Reuse is safe while earlier work still uses the buffer: every later use is
         // submitted to the same queue, after that work.
-        self.pool.release(buffer.buffer, buffer.class);
+        self.pool
+            .release(buffer.buffer, buffer.class, StreamSet::EMPTY);
     }
 
-    fn write(&self, dst: &WgpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+    fn memory_stats(&self) -> MemoryStats {
+        self.pool.stats()
+    }
+
+    fn trim(&self) {
+        self.pool.trim(|b| b.destroy());
+    }
+
+    fn set_profiling(&self, on: bool) {
+        if on {
+            *self.origin.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+        }
+        self.profiling.store(on, Ordering::Relaxed);
+    }
+
+    fn take_timings(&self) -> Vec<Timing> {
+        std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl Queue for WgpuBackend {
+    fn write(&self, s: StreamId, dst: &WgpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
         if !word_aligned(offset, data.len()) {
             // 16-bit elements: widen to whole words, keeping the bytes around the range
             // (pool blocks are whole words, so the widened range is inside the block).
             let (start, end) = widen(offset, data.len());
             let mut words = vec![0u8; end - start];
-            self.read(dst, start, &mut words[..COPY_ALIGN])?;
+            self.read(s, dst, start, &mut words[..COPY_ALIGN])?;
             let last = words.len() - COPY_ALIGN;
             if last > 0 {
-                self.read(dst, end - COPY_ALIGN, &mut words[last..])?;
+                self.read(s, dst, end - COPY_ALIGN, &mut words[last..])?;
             }
             words[offset - start..offset - start + data.len()].copy_from_slice(data);
-            return self.write(dst, start, &words);
+            return self.write(s, dst, start, &words);
         }
         self.queue.write_buffer(&dst.buffer, offset as u64, data);
         self.check_uncaptured()
     }
 
-    fn read(&self, src: &WgpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+    fn read(&self, _: StreamId, src: &WgpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        // Every stream is the one queue (crate docs).
         if !word_aligned(offset, out.len()) {
             let (start, end) = widen(offset, out.len());
             let mut words = vec![0u8; end - start];
-            self.read(src, start, &mut words)?;
+            self.read(StreamId::DEFAULT, src, start, &mut words)?;
             out.copy_from_slice(&words[offset - start..offset - start + out.len()]);
             return Ok(());
         }
@@ -634,6 +724,7 @@ impl Backend for WgpuBackend {
 
     fn copy(
         &self,
+        s: StreamId,
         src: &WgpuBuffer,
         src_offset: usize,
         dst: &WgpuBuffer,
@@ -643,17 +734,17 @@ impl Backend for WgpuBackend {
         if !word_aligned(src_offset, bytes) || !word_aligned(dst_offset, bytes) {
             // Buffer copies move whole words: 16-bit ranges go through the host.
             let mut data = vec![0u8; bytes];
-            self.read(src, src_offset, &mut data)?;
-            return self.write(dst, dst_offset, &data);
+            self.read(s, src, src_offset, &mut data)?;
+            return self.write(s, dst, dst_offset, &data);
         }
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let stamps = match &self.stamps {
             Some(s) if self.profiling() => Some(s.lock().unwrap_or_else(|p| p.into_inner())),
             _ => None,
         };
-        let stamped = stamps.as_ref().filter(|s| s.inside_encoders);
-        if let Some(s) = stamped {
-            encoder.write_timestamp(&s.set, 0);
+        let stamped = stamps.as_ref().filter(|st| st.inside_encoders);
+        if let Some(st) = stamped {
+            encoder.write_timestamp(&st.set, 0);
         }
         encoder.copy_buffer_to_buffer(
             &src.buffer,
@@ -663,25 +754,32 @@ impl Backend for WgpuBackend {
             bytes as u64,
         );
         match stamped {
-            Some(s) => {
-                encoder.write_timestamp(&s.set, 1);
-                self.submit_timed(encoder, s, "copy")
+            Some(st) => {
+                encoder.write_timestamp(&st.set, 1);
+                self.submit_timed(encoder, st, s, "copy")
             }
             None if self.profiling() => {
                 let start = std::time::Instant::now();
                 self.submit(encoder)?;
                 self.wait()?;
-                self.record("copy", start.elapsed(), false);
+                self.record(s, "copy", start, start.elapsed(), false);
                 Ok(())
             }
             None => self.submit(encoder),
         }
     }
 
-    fn fill(&self, dst: &WgpuBuffer, offset: usize, bytes: usize, pattern: &[u8]) -> Result<()> {
+    fn fill(
+        &self,
+        s: StreamId,
+        dst: &WgpuBuffer,
+        offset: usize,
+        bytes: usize,
+        pattern: &[u8],
+    ) -> Result<()> {
         if !word_aligned(offset, bytes) {
             let data: Vec<u8> = pattern.iter().copied().cycle().take(bytes).collect();
-            return self.write(dst, offset, &data);
+            return self.write(s, dst, offset, &data);
         }
         // Written from a host chunk of the repeated pattern, at most 4 MiB at a time, in
         // whole words and whole patterns.
@@ -698,8 +796,9 @@ impl Backend for WgpuBackend {
         self.check_uncaptured()
     }
 
-    fn launch(&self, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<()> {
-        let kernel = &**request.kernel;
+    fn launch(&self, s: StreamId, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<()> {
+        let program = request.program;
+        let kernel = &*program.kernel;
         let g = request.geometry;
         let scalars: Vec<_> = request
             .args
@@ -709,13 +808,13 @@ impl Backend for WgpuBackend {
                 BoundArg::Buffer { .. } => None,
             })
             .collect();
-        let (pipeline, dispatch, uniform_bytes) = match request.raw {
+        let (pipeline, dispatch, uniform_bytes) = match program.raw_source() {
             None => (
-                self.pipeline(kernel, g.group, g.dynamic_shared_len)?,
+                self.pipeline(program, g.group, g.dynamic_shared_len)?,
                 self.fold(&kernel.name, g.total_groups())?,
                 wgsl::pack_uniforms(g.grid, g.groups, &scalars),
             ),
-            Some(raw) => self.raw_pipeline(kernel, raw, g.groups, &scalars)?,
+            Some(raw) => self.raw_pipeline(program, raw, g.groups, &scalars)?,
         };
         let uniforms = self
             .device
@@ -776,8 +875,8 @@ impl Backend for WgpuBackend {
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&kernel.name),
-                timestamp_writes: stamps.as_ref().map(|s| wgpu::ComputePassTimestampWrites {
-                    query_set: &s.set,
+                timestamp_writes: stamps.as_ref().map(|st| wgpu::ComputePassTimestampWrites {
+                    query_set: &st.set,
                     beginning_of_pass_write_index: Some(0),
                     end_of_pass_write_index: Some(1),
                 }),
@@ -787,28 +886,20 @@ impl Backend for WgpuBackend {
             pass.dispatch_workgroups(dispatch[0], dispatch[1], dispatch[2]);
         }
         match &stamps {
-            Some(s) => self.submit_timed(encoder, s, &kernel.name),
+            Some(st) => self.submit_timed(encoder, st, s, &kernel.name),
             None => self.submit(encoder),
         }
     }
 
-    fn synchronize(&self) -> Result<()> {
+    fn synchronize(&self, _: StreamId) -> Result<()> {
         self.wait()
     }
 
-    fn memory_stats(&self) -> MemoryStats {
-        self.pool.stats()
+    fn synchronize_all(&self) -> Result<()> {
+        self.wait()
     }
 
-    fn trim(&self) {
-        self.pool.trim(|b| b.destroy());
-    }
-
-    fn set_profiling(&self, on: bool) {
-        self.profiling.store(on, Ordering::Relaxed);
-    }
-
-    fn take_timings(&self) -> Vec<Timing> {
-        std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
+    fn wait_stream(&self, _: StreamId, _: StreamId) -> Result<()> {
+        Ok(()) // one queue: the signaller's work was submitted first and runs first
     }
 }

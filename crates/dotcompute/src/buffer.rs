@@ -1,7 +1,8 @@
 //! Typed device buffers and views.
 
 use crate::device::Device;
-use dotcompute_hal::{Error, RawBuffer, Result};
+use crate::tracking::Uses;
+use dotcompute_hal::{Error, RawBuffer, Result, StreamId};
 use dotcompute_ir::{Literal, ScalarType};
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
@@ -62,11 +63,13 @@ impl ScalarArg for bool {
 
 /// A typed array in a device's memory. Memory comes from the device's pool and goes back
 /// to it on drop. Launches borrow buffers (`&` for `&[T]` parameters, `&mut` for
-/// `&mut [T]`), so a buffer cannot be freed or written by the host while a launch uses it.
+/// `&mut [T]`), so a buffer cannot be freed or written by the host while a launch is
+/// being enqueued. Uses on different streams are ordered automatically ([`crate::Stream`]).
 pub struct Buffer<T: Element> {
     device: Device,
     raw: Option<RawBuffer>,
     len: usize,
+    uses: Uses,
     _t: PhantomData<T>,
 }
 
@@ -130,13 +133,18 @@ pub(crate) fn byte_len<T: Element>(device: &Device, len: usize) -> Result<usize>
 impl<T: Element> Buffer<T> {
     pub(crate) fn new(device: &Device, len: usize) -> Result<Buffer<T>> {
         let bytes = byte_len::<T>(device, len)?;
-        let raw = device.backend().alloc(bytes)?;
+        let (raw, previous_users) = device.backend().alloc(bytes)?;
         Ok(Buffer {
             device: device.clone(),
             raw: Some(raw),
             len,
+            uses: Uses::new(previous_users),
             _t: PhantomData,
         })
+    }
+
+    pub(crate) fn uses(&self) -> &Uses {
+        &self.uses
     }
 
     pub(crate) fn raw(&self) -> &RawBuffer {
@@ -218,7 +226,7 @@ impl<T: Element> Buffer<T> {
 impl<T: Element> Drop for Buffer<T> {
     fn drop(&mut self) {
         if let Some(raw) = self.raw.take() {
-            self.device.backend().free(raw);
+            self.device.backend().free(raw, self.uses.users());
         }
     }
 }
@@ -266,16 +274,25 @@ impl<'a, T: Element> BufferView<'a, T> {
         })
     }
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut out = vec![T::zeroed(); self.len];
-        self.read_into(&mut out)?;
-        Ok(out)
+        self.read_vec_on(StreamId::DEFAULT)
     }
     pub fn read_into(&self, out: &mut [T]) -> Result<()> {
+        self.read_into_on(StreamId::DEFAULT, out)
+    }
+    pub(crate) fn read_vec_on(&self, s: StreamId) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); self.len];
+        self.read_into_on(s, &mut out)?;
+        Ok(out)
+    }
+    pub(crate) fn read_into_on(&self, s: StreamId, out: &mut [T]) -> Result<()> {
         same_len("read_into", out.len(), self.len)?;
         if self.len == 0 {
             return Ok(());
         }
-        self.buffer.device.backend().read(
+        let device = &self.buffer.device;
+        device.before_use(&self.buffer.uses, s, false)?;
+        device.backend().read(
+            s,
             self.buffer.raw(),
             self.offset * elem_size::<T>(),
             bytemuck::cast_slice_mut(out),
@@ -305,37 +322,57 @@ impl<T: Element> BufferViewMut<'_, T> {
     }
     /// Overwrites the view with `data` (same length).
     pub fn write(&mut self, data: &[T]) -> Result<()> {
+        self.write_on(StreamId::DEFAULT, data)
+    }
+    /// Sets every element of the view to `value`.
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        self.fill_on(StreamId::DEFAULT, value)
+    }
+    /// Copies `src` (same length) into this view: device to device when both are on one
+    /// device, through host memory otherwise.
+    pub fn copy_from(&mut self, src: &BufferView<'_, T>) -> Result<()> {
+        self.copy_from_on(StreamId::DEFAULT, src)
+    }
+
+    pub(crate) fn write_on(&mut self, s: StreamId, data: &[T]) -> Result<()> {
         same_len("write", self.len, data.len())?;
         if self.len == 0 {
             return Ok(());
         }
-        self.buffer.device.backend().write(
+        let device = &self.buffer.device;
+        device.before_use(&self.buffer.uses, s, true)?;
+        device.backend().write(
+            s,
             self.buffer.raw(),
             self.offset * elem_size::<T>(),
             bytemuck::cast_slice(data),
         )
     }
-    /// Sets every element of the view to `value`.
-    pub fn fill(&mut self, value: T) -> Result<()> {
+    pub(crate) fn fill_on(&mut self, s: StreamId, value: T) -> Result<()> {
         if self.len == 0 {
             return Ok(());
         }
-        self.buffer.device.backend().fill(
+        let device = &self.buffer.device;
+        device.before_use(&self.buffer.uses, s, true)?;
+        device.backend().fill(
+            s,
             self.buffer.raw(),
             self.offset * elem_size::<T>(),
             self.len * elem_size::<T>(),
             bytemuck::bytes_of(&value),
         )
     }
-    /// Copies `src` (same length) into this view: device to device when both are on one
-    /// device, through host memory otherwise.
-    pub fn copy_from(&mut self, src: &BufferView<'_, T>) -> Result<()> {
+    pub(crate) fn copy_from_on(&mut self, s: StreamId, src: &BufferView<'_, T>) -> Result<()> {
         same_len("copy_from", self.len, src.len)?;
         if self.len == 0 {
             return Ok(());
         }
-        if self.buffer.device.id() == src.buffer.device.id() {
-            self.buffer.device.backend().copy(
+        if self.buffer.device.same(&src.buffer.device) {
+            let device = &self.buffer.device;
+            device.before_use(&src.buffer.uses, s, false)?;
+            device.before_use(&self.buffer.uses, s, true)?;
+            device.backend().copy(
+                s,
                 src.buffer.raw(),
                 src.offset * elem_size::<T>(),
                 self.buffer.raw(),
@@ -344,20 +381,22 @@ impl<T: Element> BufferViewMut<'_, T> {
             )
         } else {
             let staged = src.to_vec()?;
-            self.write(&staged)
+            self.write_on(s, &staged)
         }
     }
 }
 
 /// One kernel argument, for `Device::launch_kernel`. `#[kernel]` launch functions build
-/// these from their typed parameters.
+/// these from their typed parameters; build them with [`Arg::buffer`],
+/// [`Arg::buffer_mut`] and [`Arg::scalar`].
 pub enum Arg<'a> {
     Buffer {
-        device: u64,
+        device: &'a Device,
         raw: &'a RawBuffer,
         len: usize,
         elem: ScalarType,
         writable: bool,
+        uses: &'a Uses,
     },
     Scalar(Literal),
 }
@@ -366,21 +405,23 @@ impl<'a> Arg<'a> {
     /// A buffer bound read-only.
     pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
         Arg::Buffer {
-            device: b.device.id(),
+            device: &b.device,
             raw: b.raw(),
             len: b.len,
             elem: T::TYPE,
             writable: false,
+            uses: &b.uses,
         }
     }
     /// A buffer bound read-write.
     pub fn buffer_mut<T: Element>(b: &'a mut Buffer<T>) -> Arg<'a> {
         Arg::Buffer {
-            device: b.device.id(),
+            device: &b.device,
             raw: b.raw(),
             len: b.len,
             elem: T::TYPE,
             writable: true,
+            uses: &b.uses,
         }
     }
     /// A scalar by value.

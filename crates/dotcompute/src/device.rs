@@ -1,9 +1,12 @@
-//! Devices: discovery, selection, allocation and launches.
+//! Devices: discovery and selection through the registry, allocation, streams, launches.
 
 use crate::buffer::{Arg, Buffer, Element};
+use crate::registry::{descriptor, not_built, registry};
+use crate::stream::{AsStream, Stream};
+use crate::tracking::Uses;
 use dotcompute_hal::{
-    BackendKind, BoundArg, DeviceInfo, DynBackend, Error, KernelDef, Launch, LaunchRequest,
-    MemoryStats, Result,
+    registry::rank, BackendKind, BoundArg, DeviceInfo, DynBackend, Error, KernelDef, Launch,
+    LaunchRequest, MemoryStats, Program, Result, StreamId, StreamSet, MAX_STREAMS,
 };
 use dotcompute_ir::{Access, Param};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,17 +14,31 @@ use std::sync::Arc;
 
 static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The environment variable that overrides `Device::best()` (`cpu`, `cuda`, `wgpu`, `metal`).
+/// The environment variable that overrides `Device::best()` (`cpu`, `cuda`, `wgpu`,
+/// `metal`, optionally with a device number: `cuda:1`).
 pub const BACKEND_ENV: &str = "DOTCOMPUTE_BACKEND";
 
 struct Inner {
     id: u64,
     backend: Box<dyn DynBackend>,
+    /// Stream ids in use (bit 0: the default stream, always open).
+    open_streams: AtomicU64,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Every buffer, stream and event holds the device, so nothing uses it any more;
+        // wait for enqueued work before the backend releases its memory.
+        let _ = self.backend.synchronize_all();
+    }
 }
 
 /// A compute device. Cheap to clone (all clones are the same device). Each `Device`
 /// created by a constructor is a distinct device with its own memory pool: a buffer can
 /// only be bound to kernels on the device that allocated it.
+///
+/// Work given to a `Device` directly goes to its *default stream*; [`Device::stream`]
+/// opens more streams (see [`Stream`]).
 #[derive(Clone)]
 pub struct Device {
     inner: Arc<Inner>,
@@ -33,73 +50,23 @@ impl std::fmt::Debug for Device {
     }
 }
 
-/// Whether a backend is usable here, and why not.
-#[derive(Clone, Debug)]
-pub struct BackendStatus {
-    pub kind: BackendKind,
-    /// The devices found, or the reason the backend is unavailable.
-    pub devices: std::result::Result<Vec<DeviceInfo>, String>,
-}
-
-fn unavailable(kind: BackendKind) -> String {
-    match kind {
-        BackendKind::Cpu => unreachable!("the CPU backend is always built"),
-        BackendKind::Cuda if cfg!(feature = "cuda") => unreachable!("probed instead"),
-        BackendKind::Cuda => {
-            "not built into this binary (enable dotcompute's `cuda` feature)".into()
-        }
-        BackendKind::Wgpu if cfg!(feature = "wgpu") => unreachable!("probed instead"),
-        BackendKind::Wgpu => {
-            "not built into this binary (enable dotcompute's `wgpu` feature)".into()
-        }
-        BackendKind::Metal => "not implemented yet: the native Metal backend is planned".into(),
+fn out_of_range(kind: BackendKind, ordinal: usize, present: usize) -> Error {
+    Error::BackendUnavailable {
+        backend: kind.name().into(),
+        reason: format!(
+            "there is no device {ordinal}: {present} device{} present (numbered from 0)",
+            if present == 1 { " is" } else { "s are" }
+        ),
     }
 }
 
-#[cfg(feature = "wgpu")]
-fn wgpu_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
-    dotcompute_wgpu::devices()
-}
-#[cfg(not(feature = "wgpu"))]
-fn wgpu_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
-    Err(unavailable(BackendKind::Wgpu))
-}
-
-#[cfg(feature = "cuda")]
-fn cuda_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
-    dotcompute_cuda::devices()
-}
-#[cfg(not(feature = "cuda"))]
-fn cuda_devices() -> std::result::Result<Vec<DeviceInfo>, String> {
-    Err(unavailable(BackendKind::Cuda))
-}
-
-/// Every backend dotcompute knows, in preference order, with its devices or the reason it
-/// is unavailable.
-pub fn backends() -> Vec<BackendStatus> {
-    BackendKind::PREFERENCE
-        .iter()
-        .map(|&kind| BackendStatus {
-            kind,
-            devices: match kind {
-                BackendKind::Cpu => Ok(vec![dotcompute_hal::Backend::info(
-                    &dotcompute_cpu::CpuBackend::new(),
-                )
-                .clone()]),
-                BackendKind::Wgpu => wgpu_devices(),
-                BackendKind::Cuda => cuda_devices(),
-                other => Err(unavailable(other)),
-            },
-        })
-        .collect()
-}
-
 impl Device {
-    fn from_backend(backend: Box<dyn DynBackend>) -> Device {
+    pub(crate) fn from_backend(backend: Box<dyn DynBackend>) -> Device {
         Device {
             inner: Arc::new(Inner {
                 id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
                 backend,
+                open_streams: AtomicU64::new(1),
             }),
         }
     }
@@ -111,65 +78,24 @@ impl Device {
 
     /// The first device of backend `kind`, or why there is none.
     pub fn with_backend(kind: BackendKind) -> Result<Device> {
-        match kind {
-            BackendKind::Cpu => Ok(Device::cpu()),
-            #[cfg(feature = "wgpu")]
-            BackendKind::Wgpu => Ok(Device::from_backend(Box::new(
-                dotcompute_wgpu::WgpuBackend::new()?,
-            ))),
-            #[cfg(feature = "cuda")]
-            BackendKind::Cuda => Ok(Device::from_backend(Box::new(
-                dotcompute_cuda::CudaBackend::new()?,
-            ))),
-            other => Err(Error::BackendUnavailable {
-                backend: other.name().into(),
-                reason: unavailable(other),
-            }),
-        }
+        Device::with_backend_ordinal(kind, 0)
     }
 
-    /// Device number `ordinal` of backend `kind`, numbered as [`backends`] lists them
-    /// (CUDA: the driver's order; wgpu: best adapter first; the CPU has only device 0).
+    /// Device number `ordinal` of backend `kind`, numbered as [`crate::backends`] lists
+    /// them (CUDA: the driver's order; wgpu: best adapter first; the CPU has only device 0).
     pub fn with_backend_ordinal(kind: BackendKind, ordinal: usize) -> Result<Device> {
-        let out_of_range = |present: usize| Error::BackendUnavailable {
+        let d = descriptor(kind).ok_or_else(|| Error::BackendUnavailable {
             backend: kind.name().into(),
-            reason: format!(
-                "there is no device {ordinal}: {present} device{} present (numbered from 0)",
-                if present == 1 { " is" } else { "s are" }
-            ),
-        };
-        match kind {
-            BackendKind::Cpu if ordinal == 0 => Ok(Device::cpu()),
-            BackendKind::Cpu => Err(out_of_range(1)),
-            #[cfg(feature = "wgpu")]
-            BackendKind::Wgpu => {
-                let mut adapters = dotcompute_wgpu::adapters();
-                if ordinal >= adapters.len() {
-                    return Err(match adapters.len() {
-                        0 => Device::with_backend(kind).err().unwrap_or(out_of_range(0)),
-                        n => out_of_range(n),
-                    });
-                }
-                Ok(Device::from_backend(Box::new(
-                    dotcompute_wgpu::WgpuBackend::open(adapters.swap_remove(ordinal))?,
-                )))
-            }
-            #[cfg(feature = "cuda")]
-            BackendKind::Cuda => {
-                let present =
-                    dotcompute_cuda::devices().map_err(|reason| Error::BackendUnavailable {
-                        backend: kind.name().into(),
-                        reason,
-                    })?;
-                if ordinal >= present.len() {
-                    return Err(out_of_range(present.len()));
-                }
-                Ok(Device::from_backend(Box::new(
-                    dotcompute_cuda::CudaBackend::with_ordinal(ordinal as i32)?,
-                )))
-            }
-            other => Device::with_backend(other),
+            reason: not_built(kind),
+        })?;
+        let present = (d.probe)().map_err(|reason| Error::BackendUnavailable {
+            backend: kind.name().into(),
+            reason,
+        })?;
+        if ordinal >= present.len() {
+            return Err(out_of_range(kind, ordinal, present.len()));
         }
+        Ok(Device::from_backend((d.open)(ordinal)?))
     }
 
     /// A device by backend name (`cpu`, `cuda`, `wgpu`/`vulkan`, `metal`), optionally with
@@ -185,24 +111,33 @@ impl Device {
             None => (name, None),
         };
         let kind = BackendKind::parse(backend).ok_or_else(|| Error::UnknownBackend(name.into()))?;
-        match ordinal {
-            Some(n) => Device::with_backend_ordinal(kind, n),
-            None => Device::with_backend(kind),
-        }
+        Device::with_backend_ordinal(kind, ordinal.unwrap_or(0))
     }
 
-    /// The best device present: CUDA, then Metal, then wgpu, then the CPU. The environment
-    /// variable `DOTCOMPUTE_BACKEND` overrides the choice (and is an error if that backend
-    /// is unavailable).
+    /// The best device present, ranked by what it is (a discrete GPU, then an integrated
+    /// one, then the native CPU backend, then a GPU API emulated on the CPU such as
+    /// lavapipe) and then by backend (CUDA, Metal, wgpu): see
+    /// [`dotcompute_hal::registry::rank`]. The environment variable `DOTCOMPUTE_BACKEND`
+    /// overrides the choice (and is an error if that backend is unavailable).
     pub fn best() -> Result<Device> {
         if let Ok(name) = std::env::var(BACKEND_ENV) {
             if !name.trim().is_empty() {
                 return Device::by_name(&name);
             }
         }
-        for kind in BackendKind::PREFERENCE {
-            if let Ok(d) = Device::with_backend(kind) {
-                return Ok(d);
+        let mut candidates: Vec<(u32, &dotcompute_hal::BackendDescriptor, usize)> = Vec::new();
+        for d in registry() {
+            if let Ok(devices) = (d.probe)() {
+                for (ordinal, info) in devices.iter().enumerate() {
+                    candidates.push((rank(info), d, ordinal));
+                }
+            }
+        }
+        // Best first; ties keep registry order, then device order.
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+        for (_, d, ordinal) in candidates {
+            if let Ok(backend) = (d.open)(ordinal) {
+                return Ok(Device::from_backend(backend));
             }
         }
         Ok(Device::cpu())
@@ -218,7 +153,7 @@ impl Device {
     pub fn backend_kind(&self) -> BackendKind {
         self.info().backend
     }
-    /// `cpu#1 (model name)`.
+    /// `cpu#1 (model name)`: the one way errors name a device.
     pub fn label(&self) -> String {
         format!(
             "{}#{} ({})",
@@ -230,6 +165,61 @@ impl Device {
     pub(crate) fn backend(&self) -> &dyn DynBackend {
         &*self.inner.backend
     }
+    pub(crate) fn same(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// A new stream of this device (see [`Stream`]). A device has at most 64 streams open
+    /// at once, the default stream included.
+    pub fn stream(&self) -> Result<Stream> {
+        let open = &self.inner.open_streams;
+        let mut current = open.load(Ordering::Acquire);
+        let id = loop {
+            let free = !current;
+            if free == 0 {
+                return Err(Error::Exhausted {
+                    resource: "streams",
+                    detail: format!(
+                        "{} already has {MAX_STREAMS} streams open (the default stream included); drop one first",
+                        self.label()
+                    ),
+                });
+            }
+            let id = free.trailing_zeros();
+            match open.compare_exchange(
+                current,
+                current | (1 << id),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break StreamId(id),
+                Err(now) => current = now,
+            }
+        };
+        if let Err(e) = self.backend().open_stream(id) {
+            open.fetch_and(!(1 << id.0), Ordering::AcqRel);
+            return Err(e);
+        }
+        Ok(Stream::new(self.clone(), id))
+    }
+
+    /// Closes a stream opened by [`Device::stream`] (its work completes first).
+    pub(crate) fn close_stream(&self, id: StreamId) {
+        self.backend().close_stream(id);
+        self.inner
+            .open_streams
+            .fetch_and(!(1 << id.0), Ordering::AcqRel);
+    }
+
+    pub(crate) fn open_streams(&self) -> StreamSet {
+        StreamSet(self.inner.open_streams.load(Ordering::Acquire))
+    }
+
+    /// Orders a use of a buffer on stream `s` after the uses it conflicts with (see the
+    /// crate docs on streams).
+    pub(crate) fn before_use(&self, uses: &Uses, s: StreamId, write: bool) -> Result<()> {
+        uses.before_use(self.backend(), self.open_streams(), s, write)
+    }
 
     /// A host array of `len` zeroed elements for [`Buffer::upload_async`] and
     /// [`Buffer::download_async`]: page-locked on CUDA, ordinary memory elsewhere.
@@ -237,10 +227,10 @@ impl Device {
         crate::HostBuffer::new(self, len)
     }
 
-    /// An event that completes when everything enqueued on this device so far has (see
-    /// [`crate::Event`]). On backends without device events it waits now and is complete.
+    /// An event that completes when everything enqueued on the default stream so far has
+    /// (see [`crate::Event`]).
     pub fn record_event(&self) -> Result<crate::Event> {
-        crate::Event::record(self)
+        crate::Event::record(self, StreamId::DEFAULT)
     }
 
     /// A buffer of `len` elements with unspecified contents. `len == 0` gives a valid empty
@@ -261,9 +251,9 @@ impl Device {
         Ok(b)
     }
 
-    /// Waits for all work submitted to the device.
+    /// Waits for all work submitted to the device, on every stream.
     pub fn synchronize(&self) -> Result<()> {
-        self.backend().synchronize()
+        self.backend().synchronize_all()
     }
     /// Memory pool statistics.
     pub fn memory_stats(&self) -> MemoryStats {
@@ -274,9 +264,10 @@ impl Device {
         self.backend().trim()
     }
 
-    /// Turns profiling on or off. While on, every launch and device-to-device copy records
-    /// a [`Timing`](crate::Timing): GPU time from timestamp queries on wgpu adapters that
-    /// support them (launches then wait for their results), host wall time on the CPU.
+    /// Turns profiling on or off. While on, every launch, copy, fill, transfer and graph
+    /// records a [`Timing`](crate::Timing) with its stream and start time: GPU time from
+    /// CUDA events or wgpu timestamp queries (wgpu launches then wait for their results),
+    /// host wall time on the CPU. [`crate::trace`] writes them as a Perfetto timeline.
     pub fn set_profiling(&self, on: bool) {
         self.backend().set_profiling(on)
     }
@@ -290,29 +281,31 @@ impl Device {
     /// this fills the memory and disk compile caches). Backends that compile nothing
     /// return at once.
     pub fn prepare(&self, kernel: &KernelDef) -> Result<()> {
-        self.backend().prepare(kernel.ir()?)
+        self.backend().prepare(kernel.program()?)
     }
 
-    /// Launches `kernel` with untyped arguments. `#[kernel]` launch functions call this
-    /// with arguments that match by construction; direct callers get every mismatch as an
-    /// `Err` naming the argument: count, kind (buffer / scalar), element type, access,
-    /// device, empty buffers, and buffers too long for `u32` indices.
+    /// Launches `kernel` with untyped arguments on the default stream. `#[kernel]` launch
+    /// functions call this (through [`AsStream`]) with arguments that match by
+    /// construction; direct callers get every mismatch as an `Err` naming the argument:
+    /// count, kind (buffer / scalar), element type, access, device, empty buffers, and
+    /// buffers too long for `u32` indices.
     pub fn launch_kernel(
         &self,
         kernel: &KernelDef,
         launch: Launch,
         args: &[Arg<'_>],
     ) -> Result<()> {
-        let ir = kernel.ir()?;
-        let bound = self.bind_args(ir, args)?;
-        let geometry = launch.resolve(ir, &self.info().limits)?;
-        self.backend().launch(&LaunchRequest {
-            kernel: ir,
-            native: kernel.native(),
-            geometry,
-            args: bound,
-            raw: None,
-        })
+        self.launch_kernel_on(StreamId::DEFAULT, kernel, launch, args)
+    }
+
+    pub(crate) fn launch_kernel_on(
+        &self,
+        s: StreamId,
+        kernel: &KernelDef,
+        launch: Launch,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
+        self.launch_program(s, kernel.program()?, launch, args)
     }
 
     /// Launches a hand-written kernel (see [`RawKernel`](crate::RawKernel)) with the same
@@ -324,49 +317,58 @@ impl Device {
         launch: Launch,
         args: &[Arg<'_>],
     ) -> Result<()> {
-        let ir = kernel.signature();
+        self.launch_raw_on(StreamId::DEFAULT, kernel, launch, args)
+    }
+
+    pub(crate) fn launch_raw_on(
+        &self,
+        s: StreamId,
+        kernel: &crate::RawKernel,
+        launch: Launch,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
+        // Argument mistakes are reported first, as for `#[kernel]` launches.
+        self.bind_args(&kernel.program().kernel, args)?;
+        let launch = kernel.launch_for(self, launch)?;
+        self.launch_program(s, kernel.program(), launch, args)
+    }
+
+    /// Checks, orders and enqueues one launch of `program` on stream `s`.
+    pub(crate) fn launch_program(
+        &self,
+        s: StreamId,
+        program: &Program,
+        launch: Launch,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
+        let ir = &program.kernel;
         let bound = self.bind_args(ir, args)?;
-        let launch = match (kernel.source().workgroup_size, launch.group_size()) {
-            (None, _) => launch,
-            (Some([x, y, z]), None) => launch.group3d(x, y, z),
-            (Some(declared), Some(g)) if g == declared => launch,
-            (Some([x, y, z]), Some(g)) => {
-                return Err(Error::InvalidGroupSize {
-                    kernel: ir.name.clone(),
-                    detail: format!(
-                    "{g:?} was requested, but the shader declares @workgroup_size({x}, {y}, {z})"
-                ),
-                })
-            }
-        };
-        let runs_on = match kernel.language() {
-            "cuda" => BackendKind::Cuda,
-            _ => BackendKind::Wgpu,
-        };
-        if self.backend_kind() != runs_on {
-            return Err(Error::Backend {
-                backend: self.backend_kind().name().into(),
-                message: format!(
-                    "kernel `{}` is written in {} and runs only on {runs_on} devices",
-                    ir.name,
-                    kernel.language()
-                ),
-            });
-        }
         let geometry = launch.resolve(ir, &self.info().limits)?;
-        self.backend().launch(&LaunchRequest {
-            kernel: ir,
-            native: None,
-            geometry,
-            args: bound,
-            raw: Some(kernel.source()),
-        })
+        self.order_args(s, args)?;
+        self.backend().launch(
+            s,
+            &LaunchRequest {
+                program,
+                geometry,
+                args: bound,
+            },
+        )
+    }
+
+    /// Orders the launch's buffer uses on `s` after conflicting uses on other streams.
+    pub(crate) fn order_args(&self, s: StreamId, args: &[Arg<'_>]) -> Result<()> {
+        for arg in args {
+            if let Arg::Buffer { uses, writable, .. } = arg {
+                self.before_use(uses, s, *writable)?;
+            }
+        }
+        Ok(())
     }
 
     /// Checks `args` against the kernel's signature and binds them.
-    fn bind_args<'a>(
+    pub(crate) fn bind_args<'a>(
         &self,
-        ir: &std::sync::Arc<dotcompute_ir::Kernel>,
+        ir: &dotcompute_ir::Kernel,
         args: &'a [Arg<'a>],
     ) -> Result<Vec<BoundArg<'a, dotcompute_hal::RawBuffer>>> {
         if args.len() != ir.params.len() {
@@ -393,6 +395,7 @@ impl Device {
                         len,
                         elem: arg_elem,
                         writable,
+                        ..
                     },
                 ) => {
                     let want_write = *access == Access::ReadWrite;
@@ -405,11 +408,11 @@ impl Device {
                             ),
                         ));
                     }
-                    if *device != self.id() {
+                    if !device.same(self) {
                         return Err(Error::WrongDevice {
                             kernel: ir.name.clone(),
                             arg: param.name().to_string(),
-                            buffer_device: format!("#{device}"),
+                            buffer_device: device.label(),
                             device: self.label(),
                         });
                     }
@@ -454,5 +457,14 @@ impl Device {
             }
         }
         Ok(bound)
+    }
+}
+
+impl AsStream for Device {
+    fn device(&self) -> &Device {
+        self
+    }
+    fn stream_id(&self) -> StreamId {
+        StreamId::DEFAULT
     }
 }

@@ -11,31 +11,47 @@
 
 use crate::buffer::{same_len, Buffer, Element};
 use crate::device::Device;
-use dotcompute_hal::{Error, Fence, HostMemory, Result};
+use dotcompute_hal::{Error, Fence, HostMemory, Result, StreamId};
 use std::marker::PhantomData;
 use std::sync::{Mutex, PoisonError};
 
-/// The completion of the work a device had enqueued when the event was recorded
-/// ([`Device::record_event`]). Launches, copies and transfers of one device run in order,
-/// so once an event is complete everything enqueued before it is too.
+/// The completion of the work a stream had enqueued when the event was recorded
+/// ([`Device::record_event`] for the default stream, [`crate::Stream::record_event`]).
+/// Work on one stream runs in order, so once an event is complete everything enqueued
+/// on its stream before it is too. [`crate::Stream::wait_event`] makes another stream of
+/// the same device wait for it.
 pub struct Event {
     // Declared first: dropped before the device that owns the driver's event.
     fence: Box<dyn Fence>,
     device: Device,
+    stream: StreamId,
 }
 
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Event on {}", self.device.label())
+        write!(
+            f,
+            "Event on stream {} of {}",
+            self.stream.0,
+            self.device.label()
+        )
     }
 }
 
 impl Event {
-    pub(crate) fn record(device: &Device) -> Result<Event> {
+    pub(crate) fn record(device: &Device, stream: StreamId) -> Result<Event> {
         Ok(Event {
-            fence: device.backend().fence()?,
+            fence: device.backend().record(stream)?,
             device: device.clone(),
+            stream,
         })
+    }
+    pub(crate) fn fence(&self) -> &dyn Fence {
+        &*self.fence
+    }
+    /// The stream it was recorded on.
+    pub fn stream_id(&self) -> StreamId {
+        self.stream
     }
     /// Blocks until the work before the event is done. A failure of that work (a kernel
     /// that faulted) is reported here.
@@ -203,7 +219,7 @@ impl<T: Element> HostBuffer<T> {
 
     /// A transfer needs a buffer of the host buffer's own device.
     fn check_device(&self, op: &'static str, buffer_device: &Device) -> Result<()> {
-        if buffer_device.id() != self.device.id() {
+        if !buffer_device.same(&self.device) {
             return Err(Error::Range {
                 op,
                 detail: format!(
@@ -218,7 +234,7 @@ impl<T: Element> HostBuffer<T> {
 
     /// Records the event that covers a transfer just enqueued.
     fn set_pending(&self) -> Result<()> {
-        let event = Event::record(&self.device)?;
+        let event = Event::record(&self.device, StreamId::DEFAULT)?;
         *self.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(event);
         Ok(())
     }
@@ -241,14 +257,20 @@ impl<T: Element> Buffer<T> {
         if self.is_empty() {
             return Ok(());
         }
+        self.device()
+            .before_use(self.uses(), StreamId::DEFAULT, true)?;
         // A download into `host` may still be in flight: the stream runs in order, so the
         // copy below starts after it, and the new event covers both.
         // SAFETY: the range is the whole buffer; `host` stays alive and unwritten until the
         // event recorded next completes (its Drop and `as_mut_slice` wait for it).
         unsafe {
-            self.device()
-                .backend()
-                .write_async(self.raw(), 0, host.ptr(), self.size_bytes())?;
+            self.device().backend().write_async(
+                StreamId::DEFAULT,
+                self.raw(),
+                0,
+                host.ptr(),
+                self.size_bytes(),
+            )?;
         }
         host.set_pending()
     }
@@ -261,12 +283,18 @@ impl<T: Element> Buffer<T> {
         if self.is_empty() {
             return Ok(());
         }
+        self.device()
+            .before_use(self.uses(), StreamId::DEFAULT, false)?;
         // SAFETY: whole buffer; `&mut host` excludes other users now, and later ones wait
         // for the event recorded next.
         unsafe {
-            self.device()
-                .backend()
-                .read_async(self.raw(), 0, host.ptr_mut(), self.size_bytes())?;
+            self.device().backend().read_async(
+                StreamId::DEFAULT,
+                self.raw(),
+                0,
+                host.ptr_mut(),
+                self.size_bytes(),
+            )?;
         }
         host.set_pending()
     }

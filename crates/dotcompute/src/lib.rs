@@ -159,31 +159,39 @@ mod device;
 mod host;
 mod linalg;
 mod raw;
+mod registry;
+mod stream;
+pub mod trace;
+mod tracking;
 
 pub use buffer::{Arg, Buffer, BufferView, BufferViewMut, Element, ScalarArg};
-pub use device::{backends, BackendStatus, Device, BACKEND_ENV};
+pub use device::{Device, BACKEND_ENV};
 pub use dotcompute_hal::{
-    BackendKind, DeviceInfo, Error, KernelDef, Launch, Limits, MemoryStats, ResolvedLaunch, Result,
-    Timing,
+    AtomicF32Add, BackendDescriptor, BackendKind, Capabilities, DeviceInfo, DeviceType, Error,
+    KernelDef, Launch, Limits, MemoryStats, RawLanguage, ResolvedLaunch, Result, StreamId, Timing,
 };
 pub use dotcompute_macros::kernel;
 pub use half::{bf16, f16};
 pub use host::{Event, HostBuffer};
 pub use linalg::{MatmulElement, MatmulPath};
 pub use raw::{RawKernel, RawParam};
+pub use registry::{backends, registry, BackendStatus};
+pub use stream::{AsStream, Stream};
+/// A buffer's use-tracking state (which streams used it); opaque.
+pub use tracking::Uses;
 
 /// The kernel IR, for inspecting what `#[kernel]` produced or building kernels by hand.
 pub use dotcompute_ir as ir;
 
 /// Everything a typical program needs.
 pub mod prelude {
-    pub use crate::{kernel, Buffer, Device, Launch};
+    pub use crate::{kernel, AsStream, Buffer, Device, Launch, Stream};
 }
 
 /// Paths used by code that `#[kernel]` generates. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::Arg;
+    pub use crate::{Arg, AsStream};
     pub use dotcompute_cpu::ops;
     pub use dotcompute_hal::native::NativeLaunch;
     pub use dotcompute_hal::KernelDef;

@@ -2,7 +2,7 @@
 //! generated tiled kernel everywhere else (and on request).
 
 use crate::{kernel, Buffer, Device, Element, Launch};
-use dotcompute_hal::{Error, KernelDef, MatmulRequest, Result};
+use dotcompute_hal::{Error, KernelDef, MatmulRequest, Result, StreamId};
 
 /// Edge of the square tiles of the generated kernels (16×16 = 256 threads per group).
 const TILE: u32 = 16;
@@ -165,7 +165,12 @@ impl Device {
             k,
             elem: T::TYPE,
         };
-        if self.backend().matmul(&request)? {
+        if self.backend().has_blas(T::TYPE) {
+            let s = StreamId::DEFAULT;
+            self.before_use(a.uses(), s, false)?;
+            self.before_use(b.uses(), s, false)?;
+            self.before_use(c.uses(), s, true)?;
+            self.backend().gemm(s, &request)?;
             return Ok(MatmulPath::Vendor);
         }
         self.matmul_generated(a, b, c, m, n, k)?;

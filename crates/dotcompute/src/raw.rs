@@ -1,6 +1,6 @@
 //! Hand-written kernels for one backend.
 
-use dotcompute_hal::{Error, RawSource, Result};
+use dotcompute_hal::{Error, Launch, Program, RawLanguage, RawSource, Result};
 use dotcompute_ir::{Access, Kernel, Param, ScalarType, IR_VERSION};
 use std::sync::Arc;
 
@@ -79,8 +79,7 @@ impl RawParam {
 /// ```
 #[derive(Clone, Debug)]
 pub struct RawKernel {
-    signature: Arc<Kernel>,
-    source: RawSource,
+    program: Arc<Program>,
 }
 
 impl RawKernel {
@@ -185,18 +184,18 @@ impl RawKernel {
             body: Vec::new(),
         };
         dotcompute_ir::validate(&signature).map_err(|e| compile(e.to_string()))?;
-        let hash = content_hash(&["wgsl", entry, source]);
         Ok(RawKernel {
-            signature: Arc::new(signature),
-            source: RawSource {
-                language: "wgsl",
-                text: source.into(),
-                entry: entry.into(),
-                workgroup_size: Some(refl.workgroup_size),
-                buffer_bindings,
-                uniform_binding,
-                hash,
-            },
+            program: Arc::new(Program::raw(
+                Arc::new(signature),
+                RawSource {
+                    language: RawLanguage::Wgsl,
+                    text: source.into(),
+                    entry: entry.into(),
+                    workgroup_size: Some(refl.workgroup_size),
+                    buffer_bindings,
+                    uniform_binding,
+                },
+            )),
         })
     }
 
@@ -272,41 +271,65 @@ impl RawKernel {
         };
         dotcompute_ir::validate(&signature).map_err(|e| compile(e.to_string()))?;
         Ok(RawKernel {
-            signature: Arc::new(signature),
-            source: RawSource {
-                language: "cuda",
-                text: source.into(),
-                entry: entry.into(),
-                workgroup_size: None,
-                buffer_bindings: Vec::new(),
-                uniform_binding: None,
-                hash: content_hash(&["cuda", entry, source]),
-            },
+            program: Arc::new(Program::raw(
+                Arc::new(signature),
+                RawSource {
+                    language: RawLanguage::Cuda,
+                    text: source.into(),
+                    entry: entry.into(),
+                    workgroup_size: None,
+                    buffer_bindings: Vec::new(),
+                    uniform_binding: None,
+                },
+            )),
         })
     }
 
     pub fn name(&self) -> &str {
-        &self.signature.name
+        self.program.name()
     }
-    /// The kernel's language: `wgsl` or `cuda`.
-    pub fn language(&self) -> &'static str {
-        self.source.language
+    /// The kernel's language.
+    pub fn language(&self) -> RawLanguage {
+        self.source().language
     }
-    pub(crate) fn signature(&self) -> &Arc<Kernel> {
-        &self.signature
+    pub(crate) fn program(&self) -> &Program {
+        &self.program
     }
     pub(crate) fn source(&self) -> &RawSource {
-        &self.source
+        self.program
+            .raw_source()
+            .expect("a raw kernel's program is raw")
     }
-}
 
-/// SHA-256 of the parts, each length-prefixed so that boundaries cannot shift.
-fn content_hash(parts: &[&str]) -> [u8; 32] {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update((p.len() as u64).to_le_bytes());
-        h.update(p.as_bytes());
+    /// The launch as this kernel runs it on `device`: the shader's own group size (a
+    /// different one is an error), and only on devices that run its language.
+    pub(crate) fn launch_for(&self, device: &crate::Device, launch: Launch) -> Result<Launch> {
+        let name = self.name();
+        let launch = match (self.source().workgroup_size, launch.group_size()) {
+            (None, _) => launch,
+            (Some([x, y, z]), None) => launch.group3d(x, y, z),
+            (Some(declared), Some(g)) if g == declared => launch,
+            (Some([x, y, z]), Some(g)) => return Err(Error::InvalidGroupSize {
+                kernel: name.into(),
+                detail: format!(
+                    "{g:?} was requested, but the shader declares @workgroup_size({x}, {y}, {z})"
+                ),
+            }),
+        };
+        if !device.info().caps.raw_languages.contains(&self.language()) {
+            return Err(Error::Backend {
+                backend: device.backend_kind().name().into(),
+                message: format!(
+                    "kernel `{name}` is written in {} and runs only on {} devices; {} cannot run it",
+                    self.language().name(),
+                    match self.language() {
+                        RawLanguage::Wgsl => "wgpu",
+                        RawLanguage::Cuda => "cuda",
+                    },
+                    device.label()
+                ),
+            });
+        }
+        Ok(launch)
     }
-    h.finalize().into()
 }

@@ -25,11 +25,11 @@ fn compiles_once_then_hits_memory_then_disk_and_rebuilds_damaged_entries() {
     // Read when each backend is created; this test owns its process under nextest (and
     // the serial cargo-test fallback runs one test at a time).
     std::env::set_var("DOTCOMPUTE_CACHE_DIR", &dir);
-    let ir = cached_scale::KERNEL.ir().unwrap();
+    let ir = cached_scale::KERNEL.program().unwrap();
 
     let first = CudaBackend::new().unwrap();
-    assert_eq!(first.prepare_kernel(ir).unwrap(), CacheOutcome::Compiled);
-    assert_eq!(first.prepare_kernel(ir).unwrap(), CacheOutcome::Memory);
+    assert_eq!(first.prepare_program(ir).unwrap(), CacheOutcome::Compiled);
+    assert_eq!(first.prepare_program(ir).unwrap(), CacheOutcome::Memory);
     let entries: Vec<_> = std::fs::read_dir(dir.join("cuda"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -40,7 +40,7 @@ fn compiles_once_then_hits_memory_then_disk_and_rebuilds_damaged_entries() {
     drop(first);
 
     let second = CudaBackend::new().unwrap();
-    assert_eq!(second.prepare_kernel(ir).unwrap(), CacheOutcome::Disk);
+    assert_eq!(second.prepare_program(ir).unwrap(), CacheOutcome::Disk);
     drop(second);
 
     // Truncated, bit-flipped and garbage entries are each detected and rebuilt.
@@ -55,7 +55,7 @@ fn compiles_once_then_hits_memory_then_disk_and_rebuilds_damaged_entries() {
     ] {
         std::fs::write(&entry, &damaged).unwrap();
         let b = CudaBackend::new().unwrap();
-        assert_eq!(b.prepare_kernel(ir).unwrap(), CacheOutcome::Compiled);
+        assert_eq!(b.prepare_program(ir).unwrap(), CacheOutcome::Compiled);
         assert_eq!(b.compile_stats().corrupt_entries, 1);
         assert_eq!(
             std::fs::read(&entry).unwrap(),

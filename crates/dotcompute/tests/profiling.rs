@@ -27,7 +27,7 @@ fn check(d: &Device) {
     let labels: Vec<&str> = t.iter().map(|t| t.label.as_str()).collect();
     assert_eq!(labels, ["scale", "copy"], "{t:?}");
     assert!(t.iter().all(|t| t.duration.as_nanos() > 0), "{t:?}");
-    if d.info().features.iter().any(|f| f == "timestamp-query") {
+    if d.info().caps.timestamps {
         assert!(
             t[0].device_time,
             "the launch should be timed on the device: {t:?}"

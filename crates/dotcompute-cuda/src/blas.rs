@@ -1,0 +1,136 @@
+//! The cuBLAS extension: `Device::matmul`'s vendor path.
+
+use crate::driver::{self, bind, BACKEND};
+use crate::memory::CudaBuffer;
+use crate::{lock, CudaBackend};
+use cudarc::cublas::{result as blas, sys as blas_sys};
+use dotcompute_hal::{Blas, Error, MatmulRequest, Result, StreamId};
+use dotcompute_ir::ScalarType;
+
+/// Element types cuBLAS multiplies here: FP32 / FP64 GEMM, and 16-bit GemmEx with f32
+/// accumulation on tensor cores.
+pub(crate) const BLAS_TYPES: [ScalarType; 4] = [
+    ScalarType::F32,
+    ScalarType::F64,
+    ScalarType::F16,
+    ScalarType::BF16,
+];
+
+pub(crate) struct BlasHandle(pub blas_sys::cublasHandle_t);
+// SAFETY: a cuBLAS handle may be used from any thread, one call at a time; the backend
+// serialises calls with a mutex (the handle's stream is set per call).
+unsafe impl Send for BlasHandle {}
+unsafe impl Sync for BlasHandle {}
+
+impl CudaBackend {
+    /// The cuBLAS handle, created on first use.
+    pub(crate) fn blas_handle(&self) -> std::result::Result<&BlasHandle, String> {
+        self.blas
+            .get_or_init(|| {
+                if !driver::cublas_present() {
+                    return Err("cuBLAS library (libcublas.so) not found".into());
+                }
+                bind(self.ctx).map_err(|e| e.to_string())?;
+                let h = blas::create_handle().map_err(|e| format!("cublasCreate: {e:?}"))?;
+                Ok(BlasHandle(h))
+            })
+            .as_ref()
+            .map_err(|e| e.clone())
+    }
+}
+
+impl Blas<CudaBuffer> for CudaBackend {
+    fn gemm(&self, s: StreamId, r: &MatmulRequest<'_, CudaBuffer>) -> Result<()> {
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        let h = self
+            .blas_handle()
+            .map_err(|reason| Error::Unsupported {
+                op: "a vendor matrix product",
+                detail: reason,
+            })?
+            .0;
+        // One call at a time per handle: the handle's stream is set for this call.
+        let _serial = lock(&self.blas_calls);
+        let (m, n, k) = (r.m as i32, r.n as i32, r.k as i32);
+        let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
+        self.timed(s, stream, "matmul (cuBLAS)", || {
+            // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: swap the operands, keep the
+            // data.
+            // SAFETY: the facade checked that a, b, c hold m×k, k×n and m×n elements of
+            // `r.elem`; alpha and beta live across the (synchronous-to-enqueue) call; the
+            // handle and stream are live.
+            unsafe {
+                blas::set_stream(h, stream as _).and_then(|()| match r.elem {
+                    ScalarType::F32 => blas::sgemm(
+                        h,
+                        op,
+                        op,
+                        n,
+                        m,
+                        k,
+                        &1.0f32,
+                        r.b.ptr as _,
+                        n,
+                        r.a.ptr as _,
+                        k,
+                        &0.0f32,
+                        r.c.ptr as _,
+                        n,
+                    ),
+                    ScalarType::F64 => blas::dgemm(
+                        h,
+                        op,
+                        op,
+                        n,
+                        m,
+                        k,
+                        &1.0f64,
+                        r.b.ptr as _,
+                        n,
+                        r.a.ptr as _,
+                        k,
+                        &0.0f64,
+                        r.c.ptr as _,
+                        n,
+                    ),
+                    // 16-bit inputs and output, f32 accumulation (alpha and beta are then
+                    // f32), tensor cores where the device has them.
+                    half_type => {
+                        let t = if half_type == ScalarType::F16 {
+                            blas_sys::cudaDataType::CUDA_R_16F
+                        } else {
+                            blas_sys::cudaDataType::CUDA_R_16BF
+                        };
+                        let (one, zero) = (1.0f32, 0.0f32);
+                        blas::gemm_ex(
+                            h,
+                            op,
+                            op,
+                            n,
+                            m,
+                            k,
+                            (&one as *const f32).cast(),
+                            r.b.ptr as _,
+                            t,
+                            n,
+                            r.a.ptr as _,
+                            t,
+                            k,
+                            (&zero as *const f32).cast(),
+                            r.c.ptr as _,
+                            t,
+                            n,
+                            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+                        )
+                    }
+                })
+            }
+            .map_err(|e| Error::Backend {
+                backend: BACKEND.into(),
+                message: format!("cuBLAS gemm ({m}×{k} · {k}×{n}, {}): {e:?}", r.elem),
+            })
+        })
+    }
+}

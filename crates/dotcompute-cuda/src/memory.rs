@@ -1,0 +1,135 @@
+//! Device memory (a size-class pool over `cuMemAlloc`) and page-locked host memory.
+
+use crate::driver::{self, bind, driver_error};
+use crate::CudaBackend;
+use cudarc::driver::{result as cu, sys};
+use dotcompute_hal::{Error, HostMemory, Result, StreamSet};
+
+/// A pooled device allocation.
+pub struct CudaBuffer {
+    pub(crate) ptr: sys::CUdeviceptr,
+    pub(crate) class: usize,
+}
+
+impl CudaBuffer {
+    /// The device address (for interoperation with other CUDA code on the same context).
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+}
+
+impl CudaBackend {
+    pub(crate) fn alloc_block(&self, bytes: usize) -> Result<(CudaBuffer, StreamSet)> {
+        bind(self.ctx)?;
+        let (ptr, class, users) = self.pool.acquire(
+            bytes,
+            // SAFETY: plain allocation; the memory is owned by the pool from here on.
+            |class| unsafe { cu::malloc_sync(class) }.map_err(|e| self.alloc_error(bytes, e)),
+            self.driver_free(),
+        )?;
+        Ok((CudaBuffer { ptr, class }, users))
+    }
+
+    fn alloc_error(&self, bytes: usize, e: cudarc::driver::DriverError) -> Error {
+        if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            Error::OutOfMemory {
+                device: self.info.name.clone(),
+                requested: bytes as u64,
+                detail: format!("cuMemAlloc: {}", driver::describe(e)),
+            }
+        } else {
+            driver_error("cuMemAlloc", e)
+        }
+    }
+
+    /// A function that returns blocks to the driver once no stream uses them: it waits
+    /// for the whole device before the first block only (trim frees many at once).
+    pub(crate) fn driver_free(&self) -> impl FnMut(sys::CUdeviceptr) + '_ {
+        let mut drained = false;
+        move |ptr| {
+            // SAFETY: the context is current (callers bind it); the block is not owned by
+            // any buffer, and after the first wait no work that used it is pending.
+            unsafe {
+                if !drained {
+                    let _ = sys::cuCtxSynchronize();
+                    drained = true;
+                }
+                let _ = cu::free_sync(ptr);
+            }
+        }
+    }
+
+    pub(crate) fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn HostMemory>>> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        bind(self.ctx)?;
+        // PORTABLE: page-locked for every context, so a copy on any device is a DMA.
+        const PORTABLE: u32 = 0x01;
+        // SAFETY: plain allocation, freed by PinnedMemory's Drop.
+        let ptr = unsafe { cu::malloc_host(bytes, PORTABLE) }.map_err(|e| {
+            if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                Error::OutOfMemory {
+                    device: self.info.name.clone(),
+                    requested: bytes as u64,
+                    detail: format!(
+                        "cuMemHostAlloc (page-locked host memory): {}",
+                        driver::describe(e)
+                    ),
+                }
+            } else {
+                driver_error("cuMemHostAlloc", e)
+            }
+        })?;
+        Ok(Some(Box::new(PinnedMemory {
+            ptr: ptr.cast(),
+            len: bytes,
+            ctx: self.ctx,
+        })))
+    }
+}
+
+/// Page-locked host memory from `cuMemHostAlloc`.
+struct PinnedMemory {
+    ptr: *mut u8,
+    len: usize,
+    ctx: sys::CUcontext,
+}
+
+// SAFETY: plain memory; the facade serialises access to it.
+unsafe impl Send for PinnedMemory {}
+unsafe impl Sync for PinnedMemory {}
+
+impl HostMemory for PinnedMemory {
+    fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for PinnedMemory {
+    fn drop(&mut self) {
+        // The facade has waited for every transfer using the memory; the context is
+        // alive (the memory's owner holds the device).
+        if bind(self.ctx).is_ok() {
+            // SAFETY: allocated by cuMemHostAlloc, freed once.
+            let _ = unsafe { cu::free_host(self.ptr.cast()) };
+        }
+    }
+}
+
+/// Whether `ptr` is page-locked host memory known to the driver.
+pub(crate) fn is_page_locked(ptr: *const u8) -> bool {
+    let mut kind: u32 = 0;
+    // SAFETY: queries an attribute; fails (harmlessly) for ordinary pageable memory.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut kind as *mut u32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            ptr as sys::CUdeviceptr,
+        )
+    };
+    r == sys::CUresult::CUDA_SUCCESS && kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+}

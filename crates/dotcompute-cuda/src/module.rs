@@ -1,0 +1,181 @@
+//! Programs to loaded functions: the memory cache (keyed by the program's content key),
+//! the disk cache and NVRTC ([`crate::compile`]).
+
+use crate::compile::{CacheOutcome, CompileStats};
+use crate::driver::{bind, Check, BACKEND};
+use crate::{lock, CudaBackend};
+use cudarc::driver::{result as cu, sys};
+use dotcompute_codegen::cuda::ParamSlot;
+use dotcompute_hal::{Error, Program, ProgramSource, Result};
+use std::ffi::CString;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+
+/// Dynamic shared memory beyond this needs the function's opt-in attribute.
+pub(crate) const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
+
+/// A loaded program.
+pub(crate) struct Function {
+    pub func: sys::CUfunction,
+    /// The parameter slots every entry point of the module takes (from the code
+    /// generator, or one per declared parameter for hand-written kernels).
+    pub params: Vec<ParamSlot>,
+    /// The grid-stride twin of a generated kernel, where the code generator made one.
+    pub strided: Option<sys::CUfunction>,
+    /// The vector form of an elementwise generated kernel, and the logical threads each of
+    /// its iterations runs.
+    pub vector: Option<(sys::CUfunction, u32)>,
+    /// The dynamic shared memory the function is currently allowed (opt-in attribute).
+    pub shared_allowed: AtomicU32,
+}
+
+// SAFETY: a CUfunction is a driver handle usable from any thread with the context bound.
+unsafe impl Send for Function {}
+unsafe impl Sync for Function {}
+
+/// What `load` needs to know about a module's entry points.
+struct Entries<'a> {
+    entry: &'a str,
+    strided: Option<&'a str>,
+    vector: Option<(&'a str, u32)>,
+    params: Vec<ParamSlot>,
+}
+
+impl CudaBackend {
+    /// The driver handles behind a generated kernel and this backend's default stream,
+    /// for benchmarks that compare a launch through dotcompute with a raw driver launch
+    /// of the very same function. The handles live as long as the backend.
+    #[doc(hidden)]
+    pub fn raw_handles(&self, program: &Program) -> Result<(sys::CUfunction, sys::CUstream)> {
+        bind(self.ctx)?;
+        Ok((
+            self.function(program)?.0.func,
+            self.stream(dotcompute_hal::StreamId::DEFAULT)?,
+        ))
+    }
+
+    /// Compile-cache counters.
+    pub fn compile_stats(&self) -> CompileStats {
+        *lock(&self.stats)
+    }
+
+    /// Compiles (or finds in a cache) a program's module, and says where it came from.
+    pub fn prepare_program(&self, program: &Program) -> Result<CacheOutcome> {
+        bind(self.ctx)?;
+        self.function(program).map(|(_, outcome)| outcome)
+    }
+
+    /// The loaded function of `program`, from the memory cache (keyed by the program's
+    /// content key, computed once when the program was built) or compiled now.
+    pub(crate) fn function(&self, program: &Program) -> Result<(Arc<Function>, CacheOutcome)> {
+        if let Some(f) = lock(&self.functions).get(&program.key) {
+            let f = f.clone();
+            lock(&self.stats).memory_hits += 1;
+            return Ok((f, CacheOutcome::Memory));
+        }
+        let kernel = &*program.kernel;
+        let (f, outcome) = match &program.source {
+            ProgramSource::Ir { .. } => {
+                let module = dotcompute_codegen::cuda::generate(kernel);
+                self.load(
+                    &kernel.name,
+                    &module.source,
+                    Entries {
+                        entry: &module.entry,
+                        strided: module.strided_entry.as_deref(),
+                        vector: module.vector_entry.as_ref().map(|(e, w)| (e.as_str(), *w)),
+                        params: module.params.clone(),
+                    },
+                    false,
+                )?
+            }
+            ProgramSource::Raw(raw) => self.load(
+                &kernel.name,
+                &raw.text,
+                Entries {
+                    entry: &raw.entry,
+                    strided: None,
+                    vector: None,
+                    // Hand-written kernels take exactly their declared parameters.
+                    params: (0..kernel.params.len() as u32)
+                        .map(ParamSlot::Arg)
+                        .collect(),
+                },
+                true,
+            )?,
+        };
+        let f = lock(&self.functions)
+            .entry(program.key)
+            .or_insert(f)
+            .clone();
+        Ok((f, outcome))
+    }
+
+    /// Disk cache, else NVRTC; then loads the module (context bound by the caller).
+    fn load(
+        &self,
+        name: &str,
+        source: &str,
+        entries: Entries<'_>,
+        raw: bool,
+    ) -> Result<(Arc<Function>, CacheOutcome)> {
+        let key = self.compiler.key(source, raw);
+        let cached = {
+            let mut stats = lock(&self.stats);
+            self.compiler.read_disk(&key, &mut stats)
+        };
+        if let Some(cubin) = cached {
+            match self.load_cubin(name, &cubin, &entries) {
+                Ok(f) => {
+                    lock(&self.stats).disk_hits += 1;
+                    return Ok((f, CacheOutcome::Disk));
+                }
+                Err(e) => {
+                    lock(&self.stats).corrupt_entries += 1;
+                    tracing::warn!("cached module of `{name}` did not load ({e}); recompiling");
+                }
+            }
+        }
+        let cubin = self.compiler.nvrtc(name, source, raw)?;
+        lock(&self.stats).nvrtc_compiles += 1;
+        let f = self.load_cubin(name, &cubin, &entries)?;
+        self.compiler.write_disk(&key, &cubin);
+        Ok((f, CacheOutcome::Compiled))
+    }
+
+    fn load_cubin(&self, name: &str, cubin: &[u8], e: &Entries<'_>) -> Result<Arc<Function>> {
+        // SAFETY: the image is a whole CUBIN (checksummed on disk, or fresh from NVRTC).
+        let module =
+            unsafe { cu::module::load_data(cubin.as_ptr().cast()) }.during("cuModuleLoadData")?;
+        lock(&self.modules).push(module);
+        let entry_c = CString::new(e.entry).map_err(|_| Error::Compile {
+            kernel: name.into(),
+            backend: BACKEND.into(),
+            log: format!("entry point `{}` contains a NUL byte", e.entry),
+        })?;
+        // SAFETY: module was just loaded.
+        let func = unsafe { cu::module::get_function(module, entry_c) }.map_err(|_| {
+            Error::Compile {
+                kernel: name.into(),
+                backend: BACKEND.into(),
+                log: format!(
+                    "the module defines no kernel `{0}`: declare it `extern \"C\" __global__ void {0}(...)`",
+                    e.entry
+                ),
+            }
+        })?;
+        // SAFETY: module is loaded; a missing twin only means no such form.
+        let twin = |name: &str| {
+            CString::new(name)
+                .ok()
+                .and_then(|s| unsafe { cu::module::get_function(module, s) }.ok())
+        };
+        Ok(Arc::new(Function {
+            func,
+            params: e.params.clone(),
+            strided: e.strided.and_then(twin),
+            vector: e.vector.and_then(|(n, w)| Some((twin(n)?, w))),
+            shared_allowed: AtomicU32::new(DEFAULT_SHARED_BYTES),
+        }))
+    }
+}

@@ -1,0 +1,125 @@
+//! Profiling: each launch, copy, transfer and graph bracketed by CUDA events on its own
+//! stream; start times measured from an origin event recorded when profiling was turned
+//! on, so several streams' work lines up on one timeline.
+
+use crate::driver::{bind, Check};
+use crate::{lock, CudaBackend};
+use cudarc::driver::{result as cu, sys};
+use dotcompute_hal::{Result, StreamId, Timing};
+use std::time::Duration;
+
+/// Events of one timed operation.
+pub(crate) struct Pending {
+    pub label: String,
+    pub stream: StreamId,
+    pub start: sys::CUevent,
+    pub end: sys::CUevent,
+}
+
+/// The profiling state: the origin event while profiling is on.
+#[derive(Default)]
+pub(crate) struct Profiler {
+    pub origin: Option<Event>,
+    pub pending: Vec<Pending>,
+}
+
+/// An owned CUDA event handle.
+pub(crate) struct Event(pub sys::CUevent);
+// SAFETY: an event handle is usable from any thread with the context bound.
+unsafe impl Send for Event {}
+
+impl CudaBackend {
+    /// Enqueues `op` between two timing events on `stream` when profiling is on (and the
+    /// stream is not being captured into a graph).
+    pub(crate) fn timed<T>(
+        &self,
+        s: StreamId,
+        stream: sys::CUstream,
+        label: &str,
+        op: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        if !self.profiling_on() || self.is_capturing(s) {
+            return op();
+        }
+        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
+        let start = cu::event::create(flags).during("cuEventCreate")?;
+        let end = cu::event::create(flags).during("cuEventCreate")?;
+        // SAFETY: events and stream are live.
+        unsafe { cu::event::record(start, stream) }.during("cuEventRecord")?;
+        let out = op();
+        unsafe { cu::event::record(end, stream) }.during("cuEventRecord")?;
+        lock(&self.profiler).pending.push(Pending {
+            label: label.to_string(),
+            stream: s,
+            start,
+            end,
+        });
+        out
+    }
+
+    pub(crate) fn profiling_on(&self) -> bool {
+        self.profiling.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_profiling_on(&self, on: bool) {
+        if bind(self.ctx).is_err() {
+            return;
+        }
+        let mut p = lock(&self.profiler);
+        if on && p.origin.is_none() {
+            let origin = cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+                .ok()
+                .map(Event);
+            if let (Some(e), Ok(stream)) = (&origin, self.stream(StreamId::DEFAULT)) {
+                // The origin precedes everything enqueued from now on, on every stream:
+                // recorded on the default stream after waiting for the device, it
+                // completes before any later work starts.
+                // SAFETY: live handles.
+                unsafe {
+                    let _ = sys::cuCtxSynchronize();
+                    let _ = cu::event::record(e.0, stream);
+                }
+            }
+            p.origin = origin;
+        }
+        self.profiling
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn collect_timings(&self) -> Vec<Timing> {
+        let (pending, origin) = {
+            let mut p = lock(&self.profiler);
+            (
+                std::mem::take(&mut p.pending),
+                p.origin.as_ref().map(|e| e.0),
+            )
+        };
+        if pending.is_empty() || bind(self.ctx).is_err() {
+            return Vec::new();
+        }
+        // SAFETY: waits for every stream, so every event has completed.
+        if unsafe { sys::cuCtxSynchronize() } != sys::CUresult::CUDA_SUCCESS {
+            return Vec::new();
+        }
+        pending
+            .into_iter()
+            .filter_map(|p| {
+                // SAFETY: both events were recorded and have completed.
+                let ms = unsafe { cu::event::elapsed(p.start, p.end) };
+                let from_origin =
+                    origin.and_then(|o| unsafe { cu::event::elapsed(o, p.start) }.ok());
+                unsafe {
+                    let _ = cu::event::destroy(p.start);
+                    let _ = cu::event::destroy(p.end);
+                }
+                Some(Timing {
+                    label: p.label,
+                    duration: Duration::from_secs_f64(ms.ok()? as f64 / 1e3),
+                    device_time: true,
+                    stream: p.stream,
+                    start: from_origin.map(|ms| Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3)),
+                })
+            })
+            .collect()
+    }
+}

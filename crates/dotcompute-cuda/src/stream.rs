@@ -1,0 +1,364 @@
+//! Streams and the work enqueued on them: the [`Queue`] half of the backend.
+//!
+//! Stream ids index a table of non-blocking CUDA streams (id 0 is created with the
+//! backend). Waits between streams are CUDA events: `wait_stream` records one on the
+//! signalling stream and makes the waiting stream wait on it (`cuStreamWaitEvent`), so no
+//! host thread blocks.
+
+use crate::driver::{bind, driver_error, Check, BACKEND};
+use crate::memory::{is_page_locked, CudaBuffer};
+use crate::CudaBackend;
+use cudarc::driver::{result as cu, sys};
+use dotcompute_hal::{
+    Error, Fence, GraphExec, LaunchRequest, Queue, Result, StreamId, MAX_STREAMS,
+};
+use std::any::Any;
+use std::sync::RwLock;
+
+/// The backend's CUDA streams by id; null where no stream is open.
+pub(crate) struct Streams(RwLock<Vec<sys::CUstream>>);
+
+// SAFETY: stream handles are usable from any thread with the context bound.
+unsafe impl Send for Streams {}
+unsafe impl Sync for Streams {}
+
+impl Streams {
+    pub(crate) fn new(default: sys::CUstream) -> Streams {
+        let mut v = vec![std::ptr::null_mut(); MAX_STREAMS as usize];
+        v[0] = default;
+        Streams(RwLock::new(v))
+    }
+    pub(crate) fn all(&self) -> Vec<sys::CUstream> {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .filter(|s| !s.is_null())
+            .collect()
+    }
+}
+
+fn create_event() -> Result<sys::CUevent> {
+    cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).during("cuEventCreate")
+}
+
+impl CudaBackend {
+    /// The CUDA stream behind `s`.
+    pub(crate) fn stream(&self, s: StreamId) -> Result<sys::CUstream> {
+        let table = self.streams.0.read().unwrap_or_else(|p| p.into_inner());
+        match table.get(s.index()) {
+            Some(&h) if !h.is_null() => Ok(h),
+            _ => Err(Error::Backend {
+                backend: BACKEND.into(),
+                message: format!("stream {} is not open on this device", s.0),
+            }),
+        }
+    }
+
+    pub(crate) fn open_stream_slot(&self, s: StreamId) -> Result<()> {
+        bind(self.ctx)?;
+        let mut table = self.streams.0.write().unwrap_or_else(|p| p.into_inner());
+        let slot = table.get_mut(s.index()).ok_or_else(|| Error::Backend {
+            backend: BACKEND.into(),
+            message: format!("stream id {} is beyond the {MAX_STREAMS} a device has", s.0),
+        })?;
+        if slot.is_null() {
+            *slot =
+                cu::stream::create(cu::stream::StreamKind::NonBlocking).during("cuStreamCreate")?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn close_stream_slot(&self, s: StreamId) {
+        if s == StreamId::DEFAULT || bind(self.ctx).is_err() {
+            return;
+        }
+        let mut table = self.streams.0.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = table.get_mut(s.index()) {
+            if !slot.is_null() {
+                // Its work completes first: buffers freed with this stream among their
+                // users may name the id again once it is reused.
+                // SAFETY: the stream is live; destroyed once.
+                unsafe {
+                    let _ = cu::stream::synchronize(*slot);
+                    let _ = cu::stream::destroy(*slot);
+                }
+                *slot = std::ptr::null_mut();
+            }
+        }
+    }
+}
+
+/// A CUDA event recorded on one of the backend's streams.
+pub(crate) struct CudaFence {
+    event: sys::CUevent,
+    ctx: sys::CUcontext,
+}
+
+// SAFETY: events are driver handles usable from any thread with the context bound.
+unsafe impl Send for CudaFence {}
+unsafe impl Sync for CudaFence {}
+
+impl Fence for CudaFence {
+    fn wait(&self) -> Result<()> {
+        bind(self.ctx)?;
+        // SAFETY: the event is live.
+        unsafe { cu::event::synchronize(self.event) }
+            .during("waiting for an event (cuEventSynchronize; an earlier kernel may have failed)")
+    }
+    fn is_complete(&self) -> Result<bool> {
+        bind(self.ctx)?;
+        // SAFETY: the event is live.
+        match unsafe { cu::event::query(self.event) } {
+            Ok(()) => Ok(true),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            Err(e) => Err(driver_error("cuEventQuery", e)),
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for CudaFence {
+    fn drop(&mut self) {
+        if bind(self.ctx).is_ok() {
+            // SAFETY: destroyed once; the driver releases it after it completes.
+            let _ = unsafe { cu::event::destroy(self.event) };
+        }
+    }
+}
+
+impl Queue for CudaBackend {
+    fn write(&self, s: StreamId, dst: &CudaBuffer, offset: usize, data: &[u8]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        // SAFETY: the range is inside the buffer (facade contract). From pageable memory
+        // the driver has consumed `data` when the call returns; from page-locked memory
+        // it has not, so then we wait for the copy before `data` goes back to the caller.
+        unsafe {
+            sys::cuMemcpyHtoDAsync_v2(
+                dst.ptr + offset as u64,
+                data.as_ptr().cast(),
+                data.len(),
+                stream,
+            )
+            .during("cuMemcpyHtoDAsync")?;
+            if is_page_locked(data.as_ptr()) {
+                cu::stream::synchronize(stream).during("cuStreamSynchronize")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn read(&self, s: StreamId, src: &CudaBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        // SAFETY: range inside the buffer; we wait for the copy before returning.
+        unsafe {
+            sys::cuMemcpyDtoHAsync_v2(
+                out.as_mut_ptr().cast(),
+                src.ptr + offset as u64,
+                out.len(),
+                stream,
+            )
+            .during("cuMemcpyDtoHAsync")?;
+            cu::stream::synchronize(stream)
+                .during("reading a buffer (cuStreamSynchronize; an earlier kernel may have failed)")
+        }
+    }
+
+    fn copy(
+        &self,
+        s: StreamId,
+        src: &CudaBuffer,
+        src_offset: usize,
+        dst: &CudaBuffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        self.timed(s, stream, "copy", || {
+            // SAFETY: both ranges are inside their buffers (facade contract).
+            unsafe {
+                cu::memcpy_dtod_async(
+                    dst.ptr + dst_offset as u64,
+                    src.ptr + src_offset as u64,
+                    bytes,
+                    stream,
+                )
+            }
+            .during("cuMemcpyDtoDAsync")
+        })
+    }
+
+    fn fill(
+        &self,
+        s: StreamId,
+        dst: &CudaBuffer,
+        offset: usize,
+        bytes: usize,
+        pattern: &[u8],
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        let ptr = dst.ptr + offset as u64;
+        self.timed(s, stream, "fill", || {
+            // SAFETY: the range is inside the buffer and aligned to the pattern's size
+            // (the facade fills whole elements).
+            unsafe {
+                match *pattern {
+                    [b] => sys::cuMemsetD8Async(ptr, b, bytes, stream).during("cuMemsetD8Async"),
+                    [a, b] => {
+                        sys::cuMemsetD16Async(ptr, u16::from_le_bytes([a, b]), bytes / 2, stream)
+                            .during("cuMemsetD16Async")
+                    }
+                    [a, b, c, d] => sys::cuMemsetD32Async(
+                        ptr,
+                        u32::from_le_bytes([a, b, c, d]),
+                        bytes / 4,
+                        stream,
+                    )
+                    .during("cuMemsetD32Async"),
+                    [a, b, c, d, e, f, g, h] => {
+                        // Two strided 32-bit fills: the low words, then the high words.
+                        let lo = u32::from_le_bytes([a, b, c, d]);
+                        let hi = u32::from_le_bytes([e, f, g, h]);
+                        let n = bytes / 8;
+                        sys::cuMemsetD2D32Async(ptr, 8, lo, 1, n, stream)
+                            .during("cuMemsetD2D32Async")?;
+                        sys::cuMemsetD2D32Async(ptr + 4, 8, hi, 1, n, stream)
+                            .during("cuMemsetD2D32Async")
+                    }
+                    _ => Err(Error::Backend {
+                        backend: BACKEND.into(),
+                        message: format!(
+                            "fill patterns are 1, 2, 4 or 8 bytes, not {}",
+                            pattern.len()
+                        ),
+                    }),
+                }
+            }
+        })
+    }
+
+    fn launch(&self, s: StreamId, request: &LaunchRequest<'_, CudaBuffer>) -> Result<()> {
+        self.launch_on(s, request)
+    }
+
+    fn synchronize(&self, s: StreamId) -> Result<()> {
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        // SAFETY: the stream is live.
+        unsafe { cu::stream::synchronize(stream) }.during("cuStreamSynchronize")
+    }
+
+    fn synchronize_all(&self) -> Result<()> {
+        bind(self.ctx)?;
+        // SAFETY: the context is current.
+        unsafe { sys::cuCtxSynchronize() }.during("cuCtxSynchronize")
+    }
+
+    unsafe fn write_async(
+        &self,
+        s: StreamId,
+        dst: &CudaBuffer,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        self.timed(s, stream, "upload", || {
+            // SAFETY: the range is inside the buffer (facade contract); the caller keeps
+            // `src` alive and unchanged until a later fence completes. From pageable
+            // memory the driver has staged the data when the call returns.
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst.ptr + offset as u64, src.cast(), len, stream) }
+                .during("cuMemcpyHtoDAsync")
+        })
+    }
+
+    unsafe fn read_async(
+        &self,
+        s: StreamId,
+        src: &CudaBuffer,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        self.timed(s, stream, "download", || {
+            // SAFETY: the range is inside the buffer; the caller leaves `dst` alone until a
+            // later fence completes. Into pageable memory the call returns when done.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src.ptr + offset as u64, len, stream) }
+                .during("cuMemcpyDtoHAsync")
+        })
+    }
+
+    fn record(&self, s: StreamId) -> Result<Box<dyn Fence>> {
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        let fence = CudaFence {
+            event: create_event()?,
+            ctx: self.ctx,
+        };
+        // SAFETY: both handles are live.
+        unsafe { cu::event::record(fence.event, stream) }.during("cuEventRecord")?;
+        Ok(Box::new(fence))
+    }
+
+    fn wait_fence(&self, s: StreamId, fence: &dyn Fence) -> Result<()> {
+        let Some(cuda) = fence.as_any().downcast_ref::<CudaFence>() else {
+            return fence.wait(); // a completed fence, or another kind: wait on the host
+        };
+        bind(self.ctx)?;
+        let stream = self.stream(s)?;
+        // SAFETY: both handles are live; the event may be destroyed after the call.
+        unsafe { sys::cuStreamWaitEvent(stream, cuda.event, 0) }.during("cuStreamWaitEvent")
+    }
+
+    fn wait_stream(&self, waiter: StreamId, signaller: StreamId) -> Result<()> {
+        if waiter == signaller {
+            return Ok(());
+        }
+        let fence = self.record(signaller)?;
+        self.wait_fence(waiter, &*fence)
+    }
+
+    fn begin_capture(&self, s: StreamId) -> Result<bool> {
+        self.begin_capture_on(s)
+    }
+
+    fn end_capture(
+        &self,
+        s: StreamId,
+        update: Option<&dyn GraphExec>,
+    ) -> Result<Option<Box<dyn GraphExec>>> {
+        self.end_capture_on(s, update)
+    }
+
+    fn launch_graph(&self, s: StreamId, graph: &dyn GraphExec) -> Result<()> {
+        self.launch_graph_on(s, graph)
+    }
+}

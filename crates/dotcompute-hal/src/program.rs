@@ -1,0 +1,147 @@
+//! Programs: what a backend compiles and caches, keyed by content.
+//!
+//! A [`Program`] is a kernel's IR (or a hand-written kernel's signature and source) plus
+//! a content key computed once when the program is built: SHA-256 of the IR's canonical
+//! form, or of the language, entry and source text. Backends key every cache by that key
+//! (plus their specialisation: group size, dynamic shared length, device), never by a
+//! name or an address, and never hash per launch.
+
+use crate::device::RawLanguage;
+use crate::error::{Error, Result};
+use crate::native::NativeFn;
+use dotcompute_ir::{BuildError, Kernel};
+use std::sync::{Arc, OnceLock};
+
+/// A program's content key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProgramKey(pub [u8; 32]);
+
+impl ProgramKey {
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A kernel written by hand for one backend's language, with its reflected interface.
+#[derive(Clone, Debug)]
+pub struct RawSource {
+    pub language: RawLanguage,
+    pub text: String,
+    pub entry: String,
+    /// The entry point's fixed group size (WGSL); `None` when the launch chooses it (CUDA).
+    pub workgroup_size: Option<[u32; 3]>,
+    /// `(binding, read_only)` of each buffer parameter, in parameter order.
+    pub buffer_bindings: Vec<(u32, bool)>,
+    /// Binding of the uniform block holding the scalars (4 bytes each, in order).
+    pub uniform_binding: Option<u32>,
+}
+
+/// Where a program's code comes from.
+#[derive(Clone, Debug)]
+pub enum ProgramSource {
+    /// Generated from the IR; `native` is the CPU body `#[kernel]` compiled from the same
+    /// Rust text (absent for IR built by hand).
+    Ir { native: Option<NativeFn> },
+    /// Hand-written for one backend; the program's kernel is only its signature.
+    Raw(RawSource),
+}
+
+/// A kernel ready for any backend: IR or source, parameter list, and content key.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// The IR (for raw kernels, a signature with an empty body). Its parameters are the
+    /// launch's parameter list on every backend.
+    pub kernel: Arc<Kernel>,
+    pub key: ProgramKey,
+    pub source: ProgramSource,
+}
+
+impl Program {
+    /// A program generated from `kernel`, keyed by the IR's content hash.
+    pub fn from_ir(kernel: Arc<Kernel>, native: Option<NativeFn>) -> Program {
+        Program {
+            key: ProgramKey(kernel.content_hash()),
+            kernel,
+            source: ProgramSource::Ir { native },
+        }
+    }
+    /// A hand-written program; the key covers language, entry and text.
+    pub fn raw(signature: Arc<Kernel>, source: RawSource) -> Program {
+        let key = content_key(&[source.language.name(), &source.entry, &source.text]);
+        Program {
+            kernel: signature,
+            key,
+            source: ProgramSource::Raw(source),
+        }
+    }
+    pub fn name(&self) -> &str {
+        &self.kernel.name
+    }
+    pub fn native(&self) -> Option<NativeFn> {
+        match self.source {
+            ProgramSource::Ir { native } => native,
+            ProgramSource::Raw(_) => None,
+        }
+    }
+    pub fn raw_source(&self) -> Option<&RawSource> {
+        match &self.source {
+            ProgramSource::Raw(r) => Some(r),
+            ProgramSource::Ir { .. } => None,
+        }
+    }
+}
+
+/// SHA-256 of the parts, each length-prefixed so that boundaries cannot shift.
+pub fn content_key(parts: &[&str]) -> ProgramKey {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    ProgramKey(h.finalize().into())
+}
+
+/// A `#[kernel]` function as handed to devices: its program (IR built and hashed once,
+/// lazily) and the native CPU implementation compiled from the same Rust text.
+pub struct KernelDef {
+    name: &'static str,
+    build: fn() -> Result<Kernel, BuildError>,
+    native: Option<NativeFn>,
+    program: OnceLock<Result<Arc<Program>, BuildError>>,
+}
+
+impl KernelDef {
+    /// Used by `#[kernel]`; `build` produces the IR, `native` runs it on the CPU.
+    pub const fn new(
+        name: &'static str,
+        build: fn() -> Result<Kernel, BuildError>,
+        native: Option<NativeFn>,
+    ) -> KernelDef {
+        KernelDef {
+            name,
+            build,
+            native,
+            program: OnceLock::new(),
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+    /// The kernel's program: IR built, validated and hashed on first use, then cached.
+    pub fn program(&self) -> Result<&Arc<Program>> {
+        self.program
+            .get_or_init(|| {
+                (self.build)().map(|k| Arc::new(Program::from_ir(Arc::new(k), self.native)))
+            })
+            .as_ref()
+            .map_err(|e| Error::Build(e.clone()))
+    }
+    /// The kernel's IR, built and validated on first use.
+    pub fn ir(&self) -> Result<&Arc<Kernel>> {
+        self.program().map(|p| &p.kernel)
+    }
+    pub fn native(&self) -> Option<NativeFn> {
+        self.native
+    }
+}

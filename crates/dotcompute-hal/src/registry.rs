@@ -1,0 +1,32 @@
+//! The backend registry: each backend crate exports one [`BackendDescriptor`]; the facade
+//! lists them once (`dotcompute::registry()`), and `Device::best`, `dotcompute devices`,
+//! the CLI and the conformance suite iterate that list. Adding a backend is a crate that
+//! exports a descriptor, plus one line in that list.
+
+use crate::device::{BackendKind, DeviceInfo};
+use crate::dynamic::DynBackend;
+use crate::error::Result;
+
+/// How the facade finds and opens one backend's devices.
+pub struct BackendDescriptor {
+    pub kind: BackendKind,
+    /// The devices present, best first, or a one-line reason why there are none. Must not
+    /// panic when the backend's driver or libraries are missing.
+    pub probe: fn() -> std::result::Result<Vec<DeviceInfo>, String>,
+    /// Opens device number `ordinal` (as numbered by `probe`).
+    pub open: fn(ordinal: usize) -> Result<Box<dyn DynBackend>>,
+}
+
+/// How good a device is for running kernels, higher is better: the kind of hardware
+/// first (a discrete GPU beats an integrated one, which beats the native CPU backend,
+/// which beats a GPU API emulated on the CPU), then the backend (a native backend beats
+/// a portable one on the same hardware: CUDA, then Metal, then wgpu).
+pub fn rank(info: &DeviceInfo) -> u32 {
+    let backend = match info.backend {
+        BackendKind::Cuda => 3,
+        BackendKind::Metal => 2,
+        BackendKind::Wgpu => 1,
+        _ => 0,
+    };
+    info.device_type.score() * 10 + backend
+}
