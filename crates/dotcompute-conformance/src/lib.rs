@@ -1,8 +1,10 @@
 //! # dotcompute-conformance: one suite, every backend
 //!
 //! The seed cases (`shared/seed-cases.md`) and a few semantics cases, written once.
-//! `dotcompute validate` runs them and prints a table; each backend's test file
-//! instantiates them as `#[test]`s with [`conformance_tests!`].
+//! `dotcompute validate` runs them and prints a table; `tests/conformance.rs`
+//! instantiates them as `#[test]`s with [`conformance_tests!`], each running on every
+//! backend in `dotcompute::registry()` (a new backend is tested without a new test file),
+//! once on the default stream and once with its kernels on another stream.
 //!
 //! ## Rules every case follows
 //!
@@ -16,7 +18,7 @@
 
 pub mod kernels;
 
-use dotcompute::{BackendKind, Buffer, Device, Element, Error, Launch};
+use dotcompute::{AsStream, BackendKind, Buffer, Device, Element, Error, Launch, Stream, StreamId};
 use std::time::{Duration, Instant};
 
 /// The sizes of `seed-cases.md`.
@@ -74,7 +76,37 @@ fn fail<T>(message: impl Into<String>) -> Result<T, Failure> {
     })
 }
 
-type CaseFn = fn(&Device, Size, &mut fastrand::Rng) -> Result<Outcome, Failure>;
+type CaseFn = fn(&Target, Size, &mut fastrand::Rng) -> Result<Outcome, Failure>;
+
+/// Where a case runs its kernels: a device's default stream, or another stream of it.
+/// Buffers are allocated, written and read through the device (its default stream), so a
+/// case on another stream also checks that buffer uses are ordered across streams.
+pub struct Target<'a> {
+    device: &'a Device,
+    stream: Option<&'a Stream>,
+}
+
+impl<'a> Target<'a> {
+    pub fn new(device: &'a Device, stream: Option<&'a Stream>) -> Target<'a> {
+        Target { device, stream }
+    }
+}
+
+impl std::ops::Deref for Target<'_> {
+    type Target = Device;
+    fn deref(&self) -> &Device {
+        self.device
+    }
+}
+
+impl AsStream for Target<'_> {
+    fn device(&self) -> &Device {
+        self.device
+    }
+    fn stream_id(&self) -> StreamId {
+        self.stream.map_or(StreamId::DEFAULT, |s| s.id())
+    }
+}
 
 /// One conformance case.
 pub struct Case {
@@ -176,8 +208,14 @@ pub fn cases() -> Vec<Case> {
     ]
 }
 
-/// Runs one case at one size.
+/// Runs one case at one size on the device's default stream.
 pub fn run_case(device: &Device, case: &Case, size: Size, seed: u64) -> Report {
+    run_case_on(&Target::new(device, None), case, size, seed)
+}
+
+/// Runs one case at one size on `target`.
+pub fn run_case_on(target: &Target<'_>, case: &Case, size: Size, seed: u64) -> Report {
+    let device = target.device;
     // Each (case, size) draws from its own stream so a failure replays alone.
     let mut rng = fastrand::Rng::with_seed(
         seed ^ (size.dims[0] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -188,7 +226,7 @@ pub fn run_case(device: &Device, case: &Case, size: Size, seed: u64) -> Report {
     );
     let start = Instant::now();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        (case.run)(device, size, &mut rng)
+        (case.run)(target, size, &mut rng)
     }));
     let time = start.elapsed();
     let (passed, max_error, message) = match result {
@@ -232,16 +270,37 @@ pub fn required_backends() -> Result<Vec<BackendKind>, String> {
     }
 }
 
-/// Runs every size of case `name` on backend `kind`, panicking (with the seed) on failure.
-/// An unavailable backend skips, unless `DOTCOMPUTE_REQUIRE` lists it. Used by
-/// [`conformance_tests!`].
-pub fn run_test(kind: BackendKind, name: &str) {
+/// The backends the suite runs on: every backend in `dotcompute::registry()`, plus the
+/// required ones this binary lacks (so that their absence fails).
+pub fn suite_backends() -> Vec<BackendKind> {
     let required = required_backends().unwrap_or_else(|e| panic!("{e}"));
-    run_test_requiring(&required, kind, name)
+    let mut kinds: Vec<BackendKind> = dotcompute::registry().iter().map(|d| d.kind).collect();
+    for k in required {
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    kinds
 }
 
-/// [`run_test`] with the list of required backends given explicitly.
-pub fn run_test_requiring(required: &[BackendKind], kind: BackendKind, name: &str) {
+/// Runs every size of case `name` on every backend of [`suite_backends`], panicking (with
+/// the seed) on failure. An unavailable backend skips, unless `DOTCOMPUTE_REQUIRE` lists
+/// it. `on_stream` runs the kernels on a new stream instead of the default one. Used by
+/// [`conformance_tests!`].
+pub fn run_test(name: &str, on_stream: bool) {
+    let required = required_backends().unwrap_or_else(|e| panic!("{e}"));
+    for kind in suite_backends() {
+        run_test_requiring(&required, kind, name, on_stream);
+    }
+}
+
+/// Runs case `name` on backend `kind`, with the list of required backends given.
+pub fn run_test_requiring(
+    required: &[BackendKind],
+    kind: BackendKind,
+    name: &str,
+    on_stream: bool,
+) {
     let device = match Device::with_backend(kind) {
         Ok(d) => d,
         Err(e) if required.contains(&kind) => {
@@ -256,43 +315,65 @@ pub fn run_test_requiring(required: &[BackendKind], kind: BackendKind, name: &st
         .into_iter()
         .find(|c| c.name == name)
         .unwrap_or_else(|| panic!("no conformance case named {name}"));
+    let stream = on_stream.then(|| device.stream().expect("a new stream"));
+    let target = Target::new(&device, stream.as_ref());
     let seed = seed_from_env();
     for &size in &case.sizes {
-        let r = run_case(&device, &case, size, seed);
+        let r = run_case_on(&target, &case, size, seed);
         assert!(
             r.passed,
-            "{name} failed on {kind} at size {} (replay with DOTCOMPUTE_SEED={seed}): {}",
-            r.size, r.message
+            "{name} failed on {kind}{} at size {} (replay with DOTCOMPUTE_SEED={seed}): {}",
+            if on_stream {
+                " (on a non-default stream)"
+            } else {
+                ""
+            },
+            r.size,
+            r.message
         );
     }
 }
 
-/// Instantiates every conformance case as a `#[test]` for one backend:
-/// `dotcompute_conformance::conformance_tests!(dotcompute::BackendKind::Cpu);`
+/// Instantiates every conformance case as a `#[test]` that runs it on every registered
+/// backend (`name`), and again with its kernels on a non-default stream
+/// (`name_on_stream`): `dotcompute_conformance::conformance_tests!();`
 #[macro_export]
 macro_rules! conformance_tests {
-    ($kind:expr) => {
-        $crate::conformance_tests!(@each $kind;
-            thread_ids => "ThreadIds", vector_add => "VectorAdd",
-            vector_multiply => "VectorMultiply", reduction_sum => "ReductionSum",
-            matrix_multiply => "MatrixMultiply", unified_memory => "UnifiedMemory",
-            grid_ids_3d => "GridIds3D", shared_atomics => "SharedAtomics",
-            integer_semantics => "IntegerSemantics", atomic_ops => "AtomicOps",
-            math_functions => "MathFunctions", control_flow => "ControlFlow",
-            elementwise_masked => "ElementwiseMasked",
-            upload_download => "UploadDownload",
-            copy_and_views => "CopyAndViews", fill => "Fill", alloc_zero => "AllocZero",
-            alloc_too_large => "AllocTooLarge", pool_reuse => "PoolReuse");
+    () => {
+        $crate::conformance_tests!(@each
+            thread_ids, thread_ids_on_stream => "ThreadIds",
+            vector_add, vector_add_on_stream => "VectorAdd",
+            vector_multiply, vector_multiply_on_stream => "VectorMultiply",
+            reduction_sum, reduction_sum_on_stream => "ReductionSum",
+            matrix_multiply, matrix_multiply_on_stream => "MatrixMultiply",
+            unified_memory, unified_memory_on_stream => "UnifiedMemory",
+            grid_ids_3d, grid_ids_3d_on_stream => "GridIds3D",
+            shared_atomics, shared_atomics_on_stream => "SharedAtomics",
+            integer_semantics, integer_semantics_on_stream => "IntegerSemantics",
+            atomic_ops, atomic_ops_on_stream => "AtomicOps",
+            math_functions, math_functions_on_stream => "MathFunctions",
+            control_flow, control_flow_on_stream => "ControlFlow",
+            elementwise_masked, elementwise_masked_on_stream => "ElementwiseMasked",
+            upload_download, upload_download_on_stream => "UploadDownload",
+            copy_and_views, copy_and_views_on_stream => "CopyAndViews",
+            fill, fill_on_stream => "Fill",
+            alloc_zero, alloc_zero_on_stream => "AllocZero",
+            alloc_too_large, alloc_too_large_on_stream => "AllocTooLarge",
+            pool_reuse, pool_reuse_on_stream => "PoolReuse");
         #[test]
         fn every_case_is_instantiated() {
             assert_eq!($crate::cases().len(), 19, "add new cases to conformance_tests!");
         }
     };
-    (@each $kind:expr; $($test:ident => $name:literal),*) => {
+    (@each $($test:ident, $on_stream:ident => $name:literal),*) => {
         $(
             #[test]
             fn $test() {
-                $crate::run_test($kind, $name);
+                $crate::run_test($name, false);
+            }
+            #[test]
+            fn $on_stream() {
+                $crate::run_test($name, true);
             }
         )*
     };
@@ -341,7 +422,7 @@ fn groups_for(n: usize, group: usize) -> usize {
 
 // ------------------------------------------------------------------ kernel cases
 
-fn thread_ids(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn thread_ids(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let mut out = d.alloc_filled(n, POISON_U32)?;
     kernels::thread_ids::launch(d, Launch::threads(n), &mut out)?;
@@ -349,7 +430,7 @@ fn thread_ids(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, 
     Ok(Outcome::default())
 }
 
-fn vector_add(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn vector_add(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 2.5).collect();
     let b: Vec<f32> = (0..n).map(|i| i as f32 * 1.5).collect();
@@ -365,7 +446,7 @@ fn vector_add(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, 
     Ok(Outcome::default())
 }
 
-fn vector_multiply(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn vector_multiply(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.1).sin()).collect();
     let da = d.upload(&a)?;
@@ -392,7 +473,7 @@ fn vector_multiply(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outc
 const REDUCE_GROUPS: usize = 64;
 const REDUCE_GROUP: usize = 256;
 
-fn reduce_on(d: &Device, data: &[f32]) -> Result<f32, Failure> {
+fn reduce_on(d: &Target, data: &[f32]) -> Result<f32, Failure> {
     let x = d.upload(data)?;
     let mut total = d.alloc_filled(1, 0.0f32)?;
     let groups = groups_for(data.len(), REDUCE_GROUP).min(REDUCE_GROUPS);
@@ -403,7 +484,7 @@ fn reduce_on(d: &Device, data: &[f32]) -> Result<f32, Failure> {
     Ok(total.to_vec()?[0])
 }
 
-fn reduction_sum(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn reduction_sum(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let ones = reduce_on(d, &vec![1.0f32; n])?;
     if ones != n as f32 {
@@ -426,7 +507,7 @@ fn reduction_sum(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcom
     Ok(Outcome { max_error: rel })
 }
 
-fn matrix_multiply(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn matrix_multiply(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let [m, k, n] = size.dims;
     let a: Vec<f32> = (0..m * k).map(|_| rng.f32() * 2.0 - 1.0).collect();
     let b: Vec<f32> = (0..k * n).map(|_| rng.f32() * 2.0 - 1.0).collect();
@@ -471,7 +552,7 @@ fn matrix_multiply(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
     Ok(Outcome { max_error: rel })
 }
 
-fn unified_memory(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn unified_memory(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut buf = d.upload(&data)?;
@@ -482,7 +563,7 @@ fn unified_memory(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outco
 
 // ------------------------------------------------------------------ semantics cases
 
-fn grid_ids_3d(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn grid_ids_3d(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     // Two shapes, neither a multiple of its group in any dimension.
     let ((w, h, depth), (gx, gy, gz)) = if size.dims[0] == 1 {
         ((37, 19, 5), (8, 4, 2))
@@ -512,7 +593,7 @@ fn grid_ids_3d(d: &Device, size: Size, _: &mut fastrand::Rng) -> Result<Outcome,
     Ok(Outcome::default())
 }
 
-fn shared_atomics(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn shared_atomics(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let values: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
     let mut want = [0u32; 64];
@@ -562,7 +643,7 @@ fn int_reference(x: i32, y: i32, f: f32) -> [i32; 8] {
     ]
 }
 
-fn integer_semantics(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn integer_semantics(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let specials = [0, 1, -1, i32::MIN, i32::MAX, 31, 32, 33, -33];
     let pick = |rng: &mut fastrand::Rng| {
@@ -612,7 +693,7 @@ fn integer_semantics(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<
     Ok(Outcome::default())
 }
 
-fn atomic_ops(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn atomic_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let v: Vec<u32> = (0..n).map(|_| rng.u32(0..1000)).collect();
     let uinit = [
@@ -693,7 +774,7 @@ fn atomic_ops(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome
     Ok(Outcome::default())
 }
 
-fn math_functions(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn math_functions(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let x: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 20.0).collect();
     let y: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 8.0).collect();
@@ -790,7 +871,7 @@ fn control_flow_reference(n: u32) -> [u32; 4] {
     [acc, j, steps, signed as u32]
 }
 
-fn control_flow(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn control_flow(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let input: Vec<u32> = (0..n).map(|_| rng.u32(0..100_000)).collect();
     let di = d.upload(&input)?;
@@ -812,7 +893,7 @@ fn control_flow(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outco
 
 // ------------------------------------------------------------------ memory cases
 
-fn elementwise_masked(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn elementwise_masked(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let x: Vec<f32> = (0..n).map(|_| rng.f32() * 100.0 - 50.0).collect();
     let flags: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
@@ -859,7 +940,7 @@ fn round_trip<T: Element>(d: &Device, data: &[T]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn upload_download(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn upload_download(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     // Random bit patterns: NaN payloads and -0.0 must survive too.
     round_trip(
@@ -881,7 +962,7 @@ fn upload_download(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
     Ok(Outcome::default())
 }
 
-fn copy_and_views(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn copy_and_views(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let src: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
     let dsrc = d.upload(&src)?;
@@ -920,7 +1001,7 @@ fn copy_and_views(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Out
     Ok(Outcome::default())
 }
 
-fn fill(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn fill(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let n = size.dims[0];
     let value = rng.f32() * 100.0 - 50.0;
     let mut b = d.alloc_filled(n, f32::NAN)?;
@@ -940,7 +1021,7 @@ fn fill(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Fail
     Ok(Outcome::default())
 }
 
-fn alloc_zero(d: &Device, _: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn alloc_zero(d: &Target, _: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let mut empty = d.alloc::<f32>(0)?;
     if !empty.is_empty() || !empty.to_vec()?.is_empty() {
         return fail("an empty buffer is not empty");
@@ -957,7 +1038,7 @@ fn alloc_zero(d: &Device, _: Size, _: &mut fastrand::Rng) -> Result<Outcome, Fai
     Ok(Outcome::default())
 }
 
-fn alloc_too_large(d: &Device, _: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn alloc_too_large(d: &Target, _: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let too_many = (d.info().memory_bytes / 4 + 1) as usize * 2;
     match d.alloc::<f32>(too_many) {
         Err(Error::OutOfMemory { .. }) => {}
@@ -975,7 +1056,7 @@ fn alloc_too_large(d: &Device, _: Size, _: &mut fastrand::Rng) -> Result<Outcome
     Ok(Outcome::default())
 }
 
-fn pool_reuse(d: &Device, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+fn pool_reuse(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
     let cycles = size.dims[0];
     let sizes = [1usize, 100, 1000, 4096, 10_000, 65_536, 250_000];
     // Warm the pool with one buffer of each size, as a running program would have.
@@ -1043,17 +1124,22 @@ mod tests {
     #[should_panic(expected = "required by DOTCOMPUTE_REQUIRE but unavailable")]
     fn a_required_backend_that_is_absent_fails_the_run() {
         // No native Metal backend exists yet (anywhere), so requiring it must fail, not skip.
-        run_test_requiring(&[BackendKind::Metal], BackendKind::Metal, "ThreadIds");
+        run_test_requiring(
+            &[BackendKind::Metal],
+            BackendKind::Metal,
+            "ThreadIds",
+            false,
+        );
     }
 
     #[test]
     fn an_optional_backend_that_is_absent_is_skipped() {
-        run_test_requiring(&[], BackendKind::Metal, "ThreadIds");
+        run_test_requiring(&[], BackendKind::Metal, "ThreadIds", false);
     }
 
     #[test]
     #[should_panic(expected = "no conformance case named")]
     fn an_unknown_case_name_fails() {
-        run_test_requiring(&[], BackendKind::Cpu, "NoSuchCase");
+        run_test_requiring(&[], BackendKind::Cpu, "NoSuchCase", false);
     }
 }

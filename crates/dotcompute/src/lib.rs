@@ -156,6 +156,7 @@ extern crate self as dotcompute;
 
 mod buffer;
 mod device;
+mod graph;
 mod host;
 mod linalg;
 mod raw;
@@ -171,6 +172,7 @@ pub use dotcompute_hal::{
     KernelDef, Launch, Limits, MemoryStats, RawLanguage, ResolvedLaunch, Result, StreamId, Timing,
 };
 pub use dotcompute_macros::kernel;
+pub use graph::{ExecGraph, Graph, GraphArg, GraphBuffer, GraphBufferMut, NodeId};
 pub use half::{bf16, f16};
 pub use host::{Event, HostBuffer};
 pub use linalg::{MatmulElement, MatmulPath};

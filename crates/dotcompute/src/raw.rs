@@ -309,12 +309,14 @@ impl RawKernel {
             (None, _) => launch,
             (Some([x, y, z]), None) => launch.group3d(x, y, z),
             (Some(declared), Some(g)) if g == declared => launch,
-            (Some([x, y, z]), Some(g)) => return Err(Error::InvalidGroupSize {
-                kernel: name.into(),
-                detail: format!(
+            (Some([x, y, z]), Some(g)) => {
+                return Err(Error::InvalidGroupSize {
+                    kernel: name.into(),
+                    detail: format!(
                     "{g:?} was requested, but the shader declares @workgroup_size({x}, {y}, {z})"
                 ),
-            }),
+                })
+            }
         };
         if !device.info().caps.raw_languages.contains(&self.language()) {
             return Err(Error::Backend {

@@ -2,6 +2,7 @@
 //! have): NVRTC once, then the disk; damaged entries are detected and rebuilt. Skips
 //! without a CUDA driver unless DOTCOMPUTE_REQUIRE lists `cuda`.
 
+#[path = "it/common.rs"]
 mod common;
 
 use dotcompute::prelude::*;

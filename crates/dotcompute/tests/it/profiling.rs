@@ -1,6 +1,6 @@
 //! The profiling hook records one timing per launch and copy while on, none while off.
 
-mod common;
+use crate::common;
 
 use dotcompute::prelude::*;
 

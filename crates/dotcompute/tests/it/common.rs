@@ -41,3 +41,12 @@ pub fn seed() -> u64 {
     eprintln!("seed {seed} (set DOTCOMPUTE_SEED={seed} to replay)");
     seed
 }
+
+/// One device of every registered backend present (absent ones skip, unless
+/// `DOTCOMPUTE_REQUIRE` lists them, which fails the test).
+pub fn devices() -> Vec<Device> {
+    dotcompute::registry()
+        .iter()
+        .filter_map(|d| device_of(d.kind))
+        .collect()
+}

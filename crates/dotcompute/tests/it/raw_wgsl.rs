@@ -2,8 +2,7 @@
 //! syntax errors, group-size conflicts and CPU launches are clear errors.
 #![cfg(feature = "wgpu")]
 
-mod common;
-use common::wgpu_device;
+use crate::common::wgpu_device;
 
 use dotcompute::ir::ScalarType;
 use dotcompute::{Arg, Device, Error, Launch, RawKernel, RawParam};

@@ -3,7 +3,7 @@
 //! out-of-memory, and compile errors. Every test skips where no CUDA driver exists, unless
 //! DOTCOMPUTE_REQUIRE lists `cuda`.
 
-mod common;
+use crate::common;
 
 use dotcompute::ir::ScalarType;
 use dotcompute::prelude::*;

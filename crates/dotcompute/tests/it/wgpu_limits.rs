@@ -3,8 +3,7 @@
 //! lists wgpu.
 #![cfg(feature = "wgpu")]
 
-mod common;
-use common::wgpu_device;
+use crate::common::wgpu_device;
 
 use dotcompute::prelude::*;
 use dotcompute::Error;

@@ -2,7 +2,7 @@
 //! numbers, on every backend present (CPU always; wgpu and CUDA where available, required
 //! where `DOTCOMPUTE_REQUIRE` lists them).
 
-mod common;
+use crate::common;
 
 use dotcompute::{kernel, BackendKind, Device, Error, Launch};
 use std::time::Instant;

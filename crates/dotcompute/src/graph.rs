@@ -1,0 +1,768 @@
+//! Compute graphs: launches, copies and fills with explicit dependencies, instantiated
+//! once per device and replayed on any stream of it.
+//!
+//! ```
+//! use dotcompute::prelude::*;
+//! use dotcompute::{Graph, GraphArg};
+//! #[kernel]
+//! fn axpb(x: &mut [f32], a: f32, b: f32) {
+//!     let i = global_id().x;
+//!     if i < x.len() { x[i] = x[i] * a + b; }
+//! }
+//! let device = Device::cpu();
+//! let mut x = device.upload(&[1.0f32, 2.0, 3.0])?;
+//! let mut graph = Graph::new(&device);
+//! let gx = graph.buffer_mut(&mut x)?;
+//! let first = graph.launch(&axpb::KERNEL, Launch::threads(3),
+//!     &[gx.arg(), GraphArg::scalar(2.0f32), GraphArg::scalar(1.0f32)], &[])?;
+//! graph.launch(&axpb::KERNEL, Launch::threads(3),
+//!     &[gx.arg(), GraphArg::scalar(10.0f32), GraphArg::scalar(0.0f32)], &[first])?;
+//! let mut exec = graph.instantiate()?;
+//! exec.launch(&device)?;
+//! assert_eq!(exec.read(gx)?, vec![30.0, 50.0, 70.0]);
+//! exec.set_scalar(first, 1, 0.0f32)?; // replay with new scalars, no re-instantiation
+//! exec.launch(&device)?;
+//! assert_eq!(exec.read(gx)?, vec![10.0, 10.0, 10.0]);
+//! # Ok::<(), dotcompute::Error>(())
+//! ```
+//!
+//! * **CUDA**: the nodes are captured into a CUDA graph at `instantiate`, and replayed by
+//!   one `cuGraphLaunch`. A replay after `set_scalar` / `set_buffer` captures again and
+//!   updates the executable in place (`cuGraphExecUpdate`) where the driver allows it.
+//! * **CPU**: nodes run in dependency order; independent nodes of one level run in
+//!   parallel.
+//! * **wgpu**: nodes are submitted in dependency order to the device's one queue.
+//!
+//! A graph borrows its buffers for its whole life (`&mut` for written ones), so none can
+//! be freed or touched by the host while it exists; read results with
+//! [`ExecGraph::read`]. Buffer uses are ordered against other streams like any launch.
+
+use crate::buffer::{Buffer, Element, ScalarArg};
+use crate::device::Device;
+use crate::stream::{AsStream, Stream};
+use crate::tracking::Uses;
+use crate::RawKernel;
+use dotcompute_hal::{
+    BoundArg, Error, GraphExec, KernelDef, Launch, LaunchRequest, Program, RawBuffer,
+    ResolvedLaunch, Result, StreamId,
+};
+use dotcompute_ir::{Access, Literal, Param, ScalarType};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A buffer registered with a graph.
+struct Registered<'a> {
+    raw: &'a RawBuffer,
+    uses: &'a Uses,
+    len: usize,
+    elem: ScalarType,
+    writable: bool,
+}
+
+/// A read-only buffer of a graph ([`Graph::buffer`]).
+pub struct GraphBuffer<T> {
+    graph: u64,
+    index: usize,
+    _t: PhantomData<fn() -> T>,
+}
+/// A writable buffer of a graph ([`Graph::buffer_mut`]).
+pub struct GraphBufferMut<T> {
+    graph: u64,
+    index: usize,
+    _t: PhantomData<fn() -> T>,
+}
+impl<T> std::fmt::Debug for GraphBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GraphBuffer #{} of graph {}", self.index, self.graph)
+    }
+}
+impl<T> std::fmt::Debug for GraphBufferMut<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GraphBufferMut #{} of graph {}", self.index, self.graph)
+    }
+}
+impl<T> Clone for GraphBuffer<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for GraphBuffer<T> {}
+impl<T> Clone for GraphBufferMut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for GraphBufferMut<T> {}
+
+impl<T: Element> GraphBuffer<T> {
+    /// The buffer as a launch argument.
+    pub fn arg(self) -> GraphArg {
+        GraphArg::Buffer {
+            graph: self.graph,
+            index: self.index,
+        }
+    }
+}
+impl<T: Element> GraphBufferMut<T> {
+    /// The buffer as a launch argument (bound writable where the kernel writes).
+    pub fn arg(self) -> GraphArg {
+        GraphArg::Buffer {
+            graph: self.graph,
+            index: self.index,
+        }
+    }
+    /// The same buffer, read-only (a copy's source, say).
+    pub fn read_only(self) -> GraphBuffer<T> {
+        GraphBuffer {
+            graph: self.graph,
+            index: self.index,
+            _t: PhantomData,
+        }
+    }
+}
+
+/// One argument of a graph launch node.
+#[derive(Clone, Copy, Debug)]
+pub enum GraphArg {
+    Buffer { graph: u64, index: usize },
+    Scalar(Literal),
+}
+
+impl GraphArg {
+    pub fn scalar<T: ScalarArg>(v: T) -> GraphArg {
+        GraphArg::Scalar(v.literal())
+    }
+}
+
+/// A node of a graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NodeId {
+    graph: u64,
+    index: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum NodeArg {
+    Buffer(usize),
+    Scalar(Literal),
+}
+
+enum NodeKind {
+    Launch {
+        program: Arc<Program>,
+        geometry: ResolvedLaunch,
+        args: Vec<NodeArg>,
+    },
+    Copy {
+        src: usize,
+        dst: usize,
+        bytes: usize,
+    },
+    Fill {
+        dst: usize,
+        pattern: Vec<u8>,
+    },
+}
+
+struct Node {
+    label: String,
+    kind: NodeKind,
+}
+
+/// A graph being built: nodes and their dependencies, on one device.
+pub struct Graph<'a> {
+    id: u64,
+    device: Device,
+    buffers: Vec<Registered<'a>>,
+    nodes: Vec<Node>,
+    /// `(before, after)`: `after` starts once `before` is done.
+    edges: Vec<(usize, usize)>,
+}
+
+impl<'a> Graph<'a> {
+    pub fn new(device: &Device) -> Graph<'a> {
+        Graph {
+            id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
+            device: device.clone(),
+            buffers: Vec::new(),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        }
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn register<T: Element>(&mut self, b: &'a Buffer<T>, writable: bool) -> Result<usize> {
+        if !b.device().same(&self.device) {
+            return Err(Error::ForeignObject {
+                op: "Graph::buffer",
+                what: format!("a buffer of {} elements", b.len()),
+                owner: b.device().label(),
+                device: self.device.label(),
+            });
+        }
+        self.buffers.push(Registered {
+            raw: b.raw(),
+            uses: b.uses(),
+            len: b.len(),
+            elem: T::TYPE,
+            writable,
+        });
+        Ok(self.buffers.len() - 1)
+    }
+
+    /// Registers a buffer the graph only reads. A buffer of another device is an error.
+    pub fn buffer<T: Element>(&mut self, b: &'a Buffer<T>) -> Result<GraphBuffer<T>> {
+        Ok(GraphBuffer {
+            graph: self.id,
+            index: self.register(b, false)?,
+            _t: PhantomData,
+        })
+    }
+
+    /// Registers a buffer the graph may write. A buffer of another device is an error.
+    pub fn buffer_mut<T: Element>(&mut self, b: &'a mut Buffer<T>) -> Result<GraphBufferMut<T>> {
+        Ok(GraphBufferMut {
+            graph: self.id,
+            index: self.register(b, true)?,
+            _t: PhantomData,
+        })
+    }
+
+    fn node_index(&self, n: NodeId) -> Result<usize> {
+        if n.graph != self.id || n.index >= self.nodes.len() {
+            return Err(Error::Graph {
+                detail: "a node of another graph was named as a dependency".into(),
+            });
+        }
+        Ok(n.index)
+    }
+
+    fn buffer_index(&self, graph: u64, index: usize) -> Result<usize> {
+        if graph != self.id || index >= self.buffers.len() {
+            return Err(Error::Graph {
+                detail: "a buffer handle of another graph was used".into(),
+            });
+        }
+        Ok(index)
+    }
+
+    fn push(&mut self, label: String, kind: NodeKind, deps: &[NodeId]) -> Result<NodeId> {
+        let deps: Vec<usize> = deps
+            .iter()
+            .map(|&d| self.node_index(d))
+            .collect::<Result<_>>()?;
+        let index = self.nodes.len();
+        self.nodes.push(Node {
+            label: format!("#{index} {label}"),
+            kind,
+        });
+        self.edges.extend(deps.into_iter().map(|d| (d, index)));
+        Ok(NodeId {
+            graph: self.id,
+            index,
+        })
+    }
+
+    /// Adds a launch of a `#[kernel]` that starts after `deps`. Arguments are checked as
+    /// for a direct launch (count, kinds, element types, access, empty buffers) and the
+    /// geometry against the device's limits, now.
+    pub fn launch(
+        &mut self,
+        kernel: &KernelDef,
+        launch: Launch,
+        args: &[GraphArg],
+        deps: &[NodeId],
+    ) -> Result<NodeId> {
+        let program = kernel.program()?.clone();
+        self.launch_program(program, launch, args, deps)
+    }
+
+    /// Adds a launch of a hand-written kernel (see [`Graph::launch`]).
+    pub fn launch_raw(
+        &mut self,
+        kernel: &RawKernel,
+        launch: Launch,
+        args: &[GraphArg],
+        deps: &[NodeId],
+    ) -> Result<NodeId> {
+        let launch = kernel.launch_for(&self.device, launch)?;
+        self.launch_program(Arc::new(kernel.program().clone()), launch, args, deps)
+    }
+
+    fn launch_program(
+        &mut self,
+        program: Arc<Program>,
+        launch: Launch,
+        args: &[GraphArg],
+        deps: &[NodeId],
+    ) -> Result<NodeId> {
+        let ir = &program.kernel;
+        if args.len() != ir.params.len() {
+            return Err(Error::ArgumentCount {
+                kernel: ir.name.clone(),
+                expected: ir.params.len(),
+                found: args.len(),
+            });
+        }
+        let mut node_args = Vec::with_capacity(args.len());
+        for (param, arg) in ir.params.iter().zip(args) {
+            let mismatch = |expected: String, found: String| Error::ArgumentType {
+                kernel: ir.name.clone(),
+                arg: param.name().to_string(),
+                expected,
+                found,
+            };
+            node_args.push(match (param, *arg) {
+                (Param::Buffer { elem, access, .. }, GraphArg::Buffer { graph, index }) => {
+                    let i = self.buffer_index(graph, index)?;
+                    let b = &self.buffers[i];
+                    let want_write = *access == Access::ReadWrite;
+                    if *elem != b.elem || (want_write && !b.writable) {
+                        return Err(mismatch(
+                            format!("{}[{elem}]", if want_write { "&mut " } else { "&" }),
+                            format!(
+                                "a {} graph buffer of {}",
+                                if b.writable { "writable" } else { "read-only" },
+                                b.elem
+                            ),
+                        ));
+                    }
+                    if b.len == 0 {
+                        return Err(Error::EmptyBuffer {
+                            kernel: ir.name.clone(),
+                            arg: param.name().to_string(),
+                        });
+                    }
+                    NodeArg::Buffer(i)
+                }
+                (Param::Scalar { ty, .. }, GraphArg::Scalar(l)) => {
+                    if l.ty() != *ty {
+                        return Err(mismatch(ty.name().into(), format!("a {} scalar", l.ty())));
+                    }
+                    NodeArg::Scalar(l)
+                }
+                (Param::Buffer { elem, .. }, GraphArg::Scalar(l)) => {
+                    return Err(mismatch(
+                        format!("a buffer of {elem}"),
+                        format!("a {} scalar", l.ty()),
+                    ))
+                }
+                (Param::Scalar { ty, .. }, GraphArg::Buffer { .. }) => {
+                    return Err(mismatch(format!("a {ty} scalar"), "a buffer".into()))
+                }
+            });
+        }
+        let geometry = launch.resolve(ir, &self.device.info().limits)?;
+        let label = ir.name.clone();
+        self.push(
+            label,
+            NodeKind::Launch {
+                program,
+                geometry,
+                args: node_args,
+            },
+            deps,
+        )
+    }
+
+    /// Adds a device-to-device copy of `src` into `dst` (same length).
+    pub fn copy<T: Element>(
+        &mut self,
+        src: GraphBuffer<T>,
+        dst: GraphBufferMut<T>,
+        deps: &[NodeId],
+    ) -> Result<NodeId> {
+        let s = self.buffer_index(src.graph, src.index)?;
+        let d = self.buffer_index(dst.graph, dst.index)?;
+        crate::buffer::same_len("Graph::copy", self.buffers[d].len, self.buffers[s].len)?;
+        let bytes = self.buffers[d].len * std::mem::size_of::<T>();
+        self.push(
+            "copy".into(),
+            NodeKind::Copy {
+                src: s,
+                dst: d,
+                bytes,
+            },
+            deps,
+        )
+    }
+
+    /// Adds a fill of `dst` with `value`.
+    pub fn fill<T: Element>(
+        &mut self,
+        dst: GraphBufferMut<T>,
+        value: T,
+        deps: &[NodeId],
+    ) -> Result<NodeId> {
+        let d = self.buffer_index(dst.graph, dst.index)?;
+        self.push(
+            "fill".into(),
+            NodeKind::Fill {
+                dst: d,
+                pattern: bytemuck::bytes_of(&value).to_vec(),
+            },
+            deps,
+        )
+    }
+
+    /// Makes `after` start once `before` is done (an edge added after both exist; a
+    /// cycle is reported by [`Graph::instantiate`]).
+    pub fn depend(&mut self, before: NodeId, after: NodeId) -> Result<()> {
+        let (b, a) = (self.node_index(before)?, self.node_index(after)?);
+        self.edges.push((b, a));
+        Ok(())
+    }
+
+    /// The nodes in an order that respects every dependency, grouped in levels (a node's
+    /// level is one more than its latest dependency's), or the cycle that prevents it.
+    fn levels(&self) -> Result<Vec<Vec<usize>>> {
+        let n = self.nodes.len();
+        let mut indegree = vec![0usize; n];
+        let mut next: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(b, a) in &self.edges {
+            indegree[a] += 1;
+            next[b].push(a);
+        }
+        let mut level: Vec<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+        let mut levels = Vec::new();
+        let mut placed = 0;
+        while !level.is_empty() {
+            placed += level.len();
+            let mut following = Vec::new();
+            for &i in &level {
+                for &a in &next[i] {
+                    indegree[a] -= 1;
+                    if indegree[a] == 0 {
+                        following.push(a);
+                    }
+                }
+            }
+            following.sort_unstable();
+            levels.push(std::mem::replace(&mut level, following));
+        }
+        if placed < n {
+            return Err(Error::GraphCycle {
+                nodes: self.cycle(&indegree, &next),
+            });
+        }
+        Ok(levels)
+    }
+
+    /// The labels of one cycle among the nodes Kahn's algorithm could not place.
+    fn cycle(&self, indegree: &[usize], next: &[Vec<usize>]) -> Vec<String> {
+        let stuck = |i: usize| indegree[i] > 0;
+        let Some(start) = (0..self.nodes.len()).find(|&i| stuck(i)) else {
+            return Vec::new();
+        };
+        // Walk forward through stuck nodes until one repeats: that stretch is a cycle.
+        let mut path = vec![start];
+        let mut seen = vec![usize::MAX; self.nodes.len()];
+        seen[start] = 0;
+        let mut at = start;
+        while let Some(&n) = next[at].iter().find(|&&n| stuck(n)) {
+            if seen[n] != usize::MAX {
+                let mut cyc: Vec<String> = path[seen[n]..]
+                    .iter()
+                    .map(|&i| self.nodes[i].label.clone())
+                    .collect();
+                cyc.push(self.nodes[n].label.clone());
+                return cyc;
+            }
+            seen[n] = path.len();
+            path.push(n);
+            at = n;
+        }
+        path.iter().map(|&i| self.nodes[i].label.clone()).collect()
+    }
+
+    /// Checks the graph (a dependency cycle is an error naming its nodes), compiles its
+    /// kernels, and instantiates it for its device: on CUDA as a CUDA graph.
+    pub fn instantiate(self) -> Result<ExecGraph<'a>> {
+        let levels = self.levels()?;
+        for node in &self.nodes {
+            if let NodeKind::Launch { program, .. } = &node.kind {
+                self.device.backend().prepare(program)?;
+            }
+        }
+        let native = self.device.info().caps.native_graphs;
+        let mut exec = ExecGraph {
+            order: levels.iter().flatten().copied().collect(),
+            levels,
+            graph: self,
+            native: None,
+            capture_stream: None,
+            dirty: false,
+        };
+        if native {
+            exec.capture_stream = Some(exec.graph.device.stream()?);
+            exec.recapture()?;
+        }
+        Ok(exec)
+    }
+}
+
+/// An instantiated graph: replay it with [`ExecGraph::launch`] on any stream of its
+/// device, change scalars or buffers between replays without instantiating again.
+pub struct ExecGraph<'a> {
+    graph: Graph<'a>,
+    levels: Vec<Vec<usize>>,
+    order: Vec<usize>,
+    /// The driver's executable graph (CUDA).
+    native: Option<Box<dyn GraphExec>>,
+    /// The stream native graphs are captured on.
+    capture_stream: Option<Stream>,
+    /// Scalars or buffers changed since the last capture.
+    dirty: bool,
+}
+
+impl std::fmt::Debug for ExecGraph<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ExecGraph of {} nodes in {} levels on {}{}",
+            self.graph.nodes.len(),
+            self.levels.len(),
+            self.graph.device.label(),
+            if self.native.is_some() {
+                " (driver graph)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+impl<'a> ExecGraph<'a> {
+    pub fn device(&self) -> &Device {
+        &self.graph.device
+    }
+    /// Nodes per dependency level: independent nodes share a level.
+    pub fn levels(&self) -> Vec<usize> {
+        self.levels.iter().map(|l| l.len()).collect()
+    }
+    /// Whether replays run as one driver graph (CUDA).
+    pub fn is_native(&self) -> bool {
+        self.native.is_some()
+    }
+
+    /// Replays the graph on `on` (the device itself, or one of its streams): its nodes
+    /// run after the work already enqueued there, in dependency order.
+    pub fn launch(&mut self, on: &impl AsStream) -> Result<()> {
+        let device = on.device();
+        if !device.same(&self.graph.device) {
+            return Err(Error::ForeignObject {
+                op: "ExecGraph::launch",
+                what: "the executable graph".into(),
+                owner: self.graph.device.label(),
+                device: device.label(),
+            });
+        }
+        let s = on.stream_id();
+        if self.native.is_some() && self.dirty {
+            self.recapture()?;
+        }
+        // Order the graph's buffers on `s` after other streams' uses, as a launch would.
+        for b in &self.graph.buffers {
+            device.before_use(b.uses, s, b.writable)?;
+        }
+        match &self.native {
+            Some(exec) => device.backend().launch_graph(s, &**exec),
+            None => self.replay(s),
+        }
+    }
+
+    /// Enqueues every node on `s` in dependency order; on backends whose work completes
+    /// before it returns (the CPU), the nodes of one level run in parallel.
+    fn replay(&self, s: StreamId) -> Result<()> {
+        if self.graph.device.backend_kind() == dotcompute_hal::BackendKind::Cpu {
+            for level in &self.levels {
+                if level.len() == 1 {
+                    self.enqueue(level[0], s)?;
+                } else {
+                    use rayon::prelude::*;
+                    level.par_iter().try_for_each(|&i| self.enqueue(i, s))?;
+                }
+            }
+            return Ok(());
+        }
+        for &i in &self.order {
+            self.enqueue(i, s)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues node `i` on `s` (no cross-stream ordering: the caller did it).
+    fn enqueue(&self, i: usize, s: StreamId) -> Result<()> {
+        let backend = self.graph.device.backend();
+        let buffers = &self.graph.buffers;
+        match &self.graph.nodes[i].kind {
+            NodeKind::Launch {
+                program,
+                geometry,
+                args,
+            } => {
+                let ir = &program.kernel;
+                let bound = args
+                    .iter()
+                    .zip(&ir.params)
+                    .map(|(a, p)| match *a {
+                        NodeArg::Buffer(b) => BoundArg::Buffer {
+                            buffer: buffers[b].raw,
+                            offset: 0,
+                            len: buffers[b].len,
+                            elem: buffers[b].elem,
+                            writable: buffers[b].writable
+                                && matches!(
+                                    p,
+                                    Param::Buffer {
+                                        access: Access::ReadWrite,
+                                        ..
+                                    }
+                                ),
+                        },
+                        NodeArg::Scalar(l) => BoundArg::Scalar(l),
+                    })
+                    .collect();
+                backend.launch(
+                    s,
+                    &LaunchRequest {
+                        program,
+                        geometry: *geometry,
+                        args: bound,
+                    },
+                )
+            }
+            NodeKind::Copy { src, dst, bytes } => {
+                backend.copy(s, buffers[*src].raw, 0, buffers[*dst].raw, 0, *bytes)
+            }
+            NodeKind::Fill { dst, pattern } => {
+                let b = &buffers[*dst];
+                backend.fill(s, b.raw, 0, b.len * b.elem.size_bytes(), pattern)
+            }
+        }
+    }
+
+    /// Captures the nodes into the driver's graph: a new executable the first time, an
+    /// in-place update afterwards where the driver allows it.
+    fn recapture(&mut self) -> Result<()> {
+        let Some(stream) = &self.capture_stream else {
+            return Ok(());
+        };
+        let s = stream.id();
+        let backend = self.graph.device.backend();
+        if !backend.begin_capture(s)? {
+            return Ok(());
+        }
+        let mut enqueued = Ok(());
+        for &i in &self.order {
+            enqueued = self.enqueue(i, s);
+            if enqueued.is_err() {
+                break;
+            }
+        }
+        // The capture is ended even when a node failed, so the stream is usable again.
+        let ended = backend.end_capture(s, self.native.as_deref());
+        enqueued?;
+        if let Some(new) = ended? {
+            self.native = Some(new);
+        }
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Sets scalar argument `arg` (its position in the kernel's parameter list) of launch
+    /// node `node` for later replays.
+    pub fn set_scalar<T: ScalarArg>(&mut self, node: NodeId, arg: usize, value: T) -> Result<()> {
+        let i = self.graph.node_index(node)?;
+        let label = self.graph.nodes[i].label.clone();
+        let NodeKind::Launch { program, args, .. } = &mut self.graph.nodes[i].kind else {
+            return Err(Error::Graph {
+                detail: format!("node {label} is not a launch; it has no scalars"),
+            });
+        };
+        let value = value.literal();
+        match (args.get_mut(arg), program.kernel.params.get(arg)) {
+            (Some(NodeArg::Scalar(slot)), Some(Param::Scalar { ty, name })) => {
+                if value.ty() != *ty {
+                    return Err(Error::ArgumentType {
+                        kernel: program.kernel.name.clone(),
+                        arg: name.clone(),
+                        expected: ty.name().into(),
+                        found: format!("a {} scalar", value.ty()),
+                    });
+                }
+                *slot = value;
+                self.dirty = true;
+                Ok(())
+            }
+            _ => Err(Error::Graph {
+                detail: format!("argument {arg} of node {label} is not a scalar"),
+            }),
+        }
+    }
+
+    /// Replaces the buffer behind `handle` (same element type and length) for later
+    /// replays.
+    pub fn set_buffer<T: Element>(
+        &mut self,
+        handle: GraphBufferMut<T>,
+        buffer: &'a mut Buffer<T>,
+    ) -> Result<()> {
+        let i = self.graph.buffer_index(handle.graph, handle.index)?;
+        if !buffer.device().same(&self.graph.device) {
+            return Err(Error::ForeignObject {
+                op: "ExecGraph::set_buffer",
+                what: "the buffer".into(),
+                owner: buffer.device().label(),
+                device: self.graph.device.label(),
+            });
+        }
+        crate::buffer::same_len(
+            "ExecGraph::set_buffer",
+            self.graph.buffers[i].len,
+            buffer.len(),
+        )?;
+        let b = &mut self.graph.buffers[i];
+        b.raw = buffer.raw();
+        b.uses = buffer.uses();
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Copies a graph buffer to the host (on the default stream, after the graph's
+    /// replays that wrote it).
+    pub fn read<T: Element>(&self, handle: impl Into<GraphBuffer<T>>) -> Result<Vec<T>> {
+        let h = handle.into();
+        let i = self.graph.buffer_index(h.graph, h.index)?;
+        let b = &self.graph.buffers[i];
+        let device = &self.graph.device;
+        let mut out = vec![T::zeroed(); b.len];
+        if b.len == 0 {
+            return Ok(out);
+        }
+        device.before_use(b.uses, StreamId::DEFAULT, false)?;
+        device.backend().read(
+            StreamId::DEFAULT,
+            b.raw,
+            0,
+            bytemuck::cast_slice_mut(&mut out),
+        )?;
+        Ok(out)
+    }
+}
+
+impl<T> From<GraphBufferMut<T>> for GraphBuffer<T> {
+    fn from(h: GraphBufferMut<T>) -> GraphBuffer<T> {
+        GraphBuffer {
+            graph: h.graph,
+            index: h.index,
+            _t: PhantomData,
+        }
+    }
+}

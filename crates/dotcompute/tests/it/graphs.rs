@@ -1,0 +1,263 @@
+//! Compute graphs on every backend present: results equal the same work launched one by
+//! one, bit for bit; 1,000 replays with changing scalars; misuse.
+
+use crate::common;
+use dotcompute::prelude::*;
+use dotcompute::{Error, Graph, GraphArg};
+
+#[kernel]
+fn scale_into(src: &[f32], dst: &mut [f32], a: f32) {
+    let i = global_id().x;
+    if i < dst.len() {
+        dst[i] = src[i] * a + 0.5;
+    }
+}
+
+#[kernel]
+fn combine(x: &[f32], y: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = x[i] * y[i] - x[i];
+    }
+}
+
+#[kernel]
+fn lcg_step(x: &mut [u32], a: u32, c: u32) {
+    let i = global_id().x;
+    if i < x.len() {
+        x[i] = x[i] * a + c + i;
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn a_graph_gives_the_results_of_the_same_launches_one_by_one_bit_for_bit() {
+    let seed = common::seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for d in common::devices() {
+        for n in [1usize, 1000, (1 << 20) + 5] {
+            let input: Vec<f32> = (0..n).map(|_| rng.f32() * 8.0 - 4.0).collect();
+            // One by one.
+            let a = d.upload(&input).unwrap();
+            let (mut b, mut c, mut out, mut copy) = (
+                d.alloc_filled(n, f32::NAN).unwrap(),
+                d.alloc_filled(n, f32::NAN).unwrap(),
+                d.alloc_filled(n, f32::NAN).unwrap(),
+                d.alloc_filled(n, f32::NAN).unwrap(),
+            );
+            scale_into::launch(&d, Launch::threads(n), &a, &mut b, 1.5).unwrap();
+            scale_into::launch(&d, Launch::threads(n), &a, &mut c, -0.25).unwrap();
+            combine::launch(&d, Launch::threads(n), &b, &c, &mut out).unwrap();
+            copy.copy_from(&out).unwrap();
+            let expected = (bits(&out.to_vec().unwrap()), bits(&copy.to_vec().unwrap()));
+
+            // As a graph: two independent branches joined by `combine`, then a copy, after
+            // a fill that poisons the outputs.
+            let (mut gb, mut gc, mut gout, mut gcopy) = (
+                d.alloc::<f32>(n).unwrap(),
+                d.alloc::<f32>(n).unwrap(),
+                d.alloc::<f32>(n).unwrap(),
+                d.alloc::<f32>(n).unwrap(),
+            );
+            let mut g = Graph::new(&d);
+            let ha = g.buffer(&a).unwrap();
+            let hb = g.buffer_mut(&mut gb).unwrap();
+            let hc = g.buffer_mut(&mut gc).unwrap();
+            let hout = g.buffer_mut(&mut gout).unwrap();
+            let hcopy = g.buffer_mut(&mut gcopy).unwrap();
+            let poison = g.fill(hcopy, f32::NAN, &[]).unwrap();
+            let nb = g
+                .launch(
+                    &scale_into::KERNEL,
+                    Launch::threads(n),
+                    &[ha.arg(), hb.arg(), GraphArg::scalar(1.5f32)],
+                    &[],
+                )
+                .unwrap();
+            let nc = g
+                .launch(
+                    &scale_into::KERNEL,
+                    Launch::threads(n),
+                    &[ha.arg(), hc.arg(), GraphArg::scalar(-0.25f32)],
+                    &[],
+                )
+                .unwrap();
+            let nout = g
+                .launch(
+                    &combine::KERNEL,
+                    Launch::threads(n),
+                    &[hb.arg(), hc.arg(), hout.arg()],
+                    &[nb, nc],
+                )
+                .unwrap();
+            g.copy(hout.read_only(), hcopy, &[nout, poison]).unwrap();
+            let mut exec = g.instantiate().unwrap();
+            assert_eq!(exec.levels(), vec![3, 1, 1], "{}", d.label());
+            let s = d.stream().unwrap();
+            for replay in 0..3 {
+                exec.launch(&s).unwrap();
+                let got = (
+                    bits(&exec.read(hout).unwrap()),
+                    bits(&exec.read(hcopy).unwrap()),
+                );
+                assert!(
+                    got == expected,
+                    "{} n={n} replay {replay}: the graph differs from the launches one by one (seed {seed})",
+                    d.label()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_thousand_replays_with_changing_scalars_are_each_right() {
+    let seed = common::seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for d in common::devices() {
+        let n = 4099;
+        let start: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+        let mut host = start.clone();
+        let mut x = d.upload(&start).unwrap();
+        let mut g = Graph::new(&d);
+        let hx = g.buffer_mut(&mut x).unwrap();
+        let args = |a: u32, c: u32| [hx.arg(), GraphArg::scalar(a), GraphArg::scalar(c)];
+        let first = g
+            .launch(&lcg_step::KERNEL, Launch::threads(n), &args(3, 1), &[])
+            .unwrap();
+        let second = g
+            .launch(&lcg_step::KERNEL, Launch::threads(n), &args(5, 7), &[first])
+            .unwrap();
+        let mut exec = g.instantiate().unwrap();
+        for replay in 0..1000u32 {
+            let (a1, c1, a2) = (replay | 1, replay.wrapping_mul(7), rng.u32(..) | 1);
+            exec.set_scalar(first, 1, a1).unwrap();
+            exec.set_scalar(first, 2, c1).unwrap();
+            exec.set_scalar(second, 1, a2).unwrap();
+            exec.launch(&d).unwrap();
+            for (i, h) in host.iter_mut().enumerate() {
+                let i = i as u32;
+                *h = h.wrapping_mul(a1).wrapping_add(c1).wrapping_add(i);
+                *h = h.wrapping_mul(a2).wrapping_add(7).wrapping_add(i);
+            }
+            let got = exec.read(hx).unwrap();
+            if let Some(i) = (0..n).find(|&i| got[i] != host[i]) {
+                panic!(
+                    "{} replay {replay}: element {i} is {}, expected {} (seed {seed})",
+                    d.label(),
+                    got[i],
+                    host[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_buffer_can_be_swapped_between_replays() {
+    for d in common::devices() {
+        let mut x = d.upload(&[1u32, 2, 3]).unwrap();
+        let mut y = d.upload(&[10u32, 20, 30]).unwrap();
+        let mut g = Graph::new(&d);
+        let hx = g.buffer_mut(&mut x).unwrap();
+        g.launch(
+            &lcg_step::KERNEL,
+            Launch::threads(3),
+            &[hx.arg(), GraphArg::scalar(2u32), GraphArg::scalar(0u32)],
+            &[],
+        )
+        .unwrap();
+        let mut exec = g.instantiate().unwrap();
+        exec.launch(&d).unwrap();
+        assert_eq!(exec.read(hx).unwrap(), vec![2, 5, 8]);
+        exec.set_buffer(hx, &mut y).unwrap();
+        exec.launch(&d).unwrap();
+        assert_eq!(exec.read(hx).unwrap(), vec![20, 41, 62]);
+        drop(exec);
+        assert_eq!(
+            x.to_vec().unwrap(),
+            vec![2, 5, 8],
+            "the first buffer is left alone"
+        );
+    }
+}
+
+#[test]
+fn graph_misuse_is_an_error_and_the_device_keeps_working() {
+    let other = Device::cpu();
+    for d in common::devices() {
+        // A cycle, named by its nodes.
+        let mut x = d.upload(&[1u32, 2, 3]).unwrap();
+        let mut g = Graph::new(&d);
+        let hx = g.buffer_mut(&mut x).unwrap();
+        let step = |g: &mut Graph<'_>, deps: &[dotcompute::NodeId]| {
+            g.launch(
+                &lcg_step::KERNEL,
+                Launch::threads(3),
+                &[hx.arg(), GraphArg::scalar(1u32), GraphArg::scalar(0u32)],
+                deps,
+            )
+            .unwrap()
+        };
+        let n0 = step(&mut g, &[]);
+        let n1 = step(&mut g, &[n0]);
+        let n2 = step(&mut g, &[n1]);
+        g.depend(n2, n0).unwrap();
+        let e = g.instantiate().unwrap_err();
+        match &e {
+            Error::GraphCycle { nodes } => {
+                for label in ["#0 lcg_step", "#1 lcg_step", "#2 lcg_step"] {
+                    assert!(nodes.iter().any(|n| n == label), "{e}");
+                }
+            }
+            other => panic!("expected a cycle, got {other}"),
+        }
+        assert!(e.to_string().contains("#0 lcg_step"), "{e}");
+
+        // A buffer of another device.
+        let foreign = other.upload(&[1u32]).unwrap();
+        let mut g = Graph::new(&d);
+        let e = g.buffer(&foreign).unwrap_err();
+        assert!(matches!(e, Error::ForeignObject { .. }), "{e}");
+        assert!(e.to_string().contains(&other.label()), "{e}");
+
+        // Wrong arguments are caught when the node is added.
+        let mut y = d.upload(&[1u32, 2, 3]).unwrap();
+        let hy = g.buffer_mut(&mut y).unwrap();
+        let e = g
+            .launch(&lcg_step::KERNEL, Launch::threads(3), &[hy.arg()], &[])
+            .unwrap_err();
+        assert!(matches!(e, Error::ArgumentCount { .. }), "{e}");
+        let e = g
+            .launch(
+                &lcg_step::KERNEL,
+                Launch::threads(3),
+                &[hy.arg(), GraphArg::scalar(1.0f32), GraphArg::scalar(0u32)],
+                &[],
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::ArgumentType { .. }), "{e}");
+
+        // Replaying on another device.
+        let node = g
+            .launch(
+                &lcg_step::KERNEL,
+                Launch::threads(3),
+                &[hy.arg(), GraphArg::scalar(2u32), GraphArg::scalar(0u32)],
+                &[],
+            )
+            .unwrap();
+        let mut exec = g.instantiate().unwrap();
+        let e = exec.launch(&other).unwrap_err();
+        assert!(matches!(e, Error::ForeignObject { .. }), "{e}");
+        // A scalar of the wrong type, or a buffer where a scalar is.
+        assert!(exec.set_scalar(node, 1, 1.0f32).is_err());
+        assert!(exec.set_scalar(node, 0, 1u32).is_err());
+        // Still usable.
+        exec.launch(&d).unwrap();
+        assert_eq!(exec.read(hy).unwrap(), vec![2, 5, 8]);
+    }
+}

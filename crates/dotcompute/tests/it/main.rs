@@ -1,0 +1,12 @@
+//! dotcompute's integration tests, one binary (it links once and travels to the GPU
+//! machine as one file). Each module runs on every backend present.
+
+mod bad_input;
+mod common;
+mod cuda;
+mod graphs;
+mod host_transfers;
+mod profiling;
+mod raw_wgsl;
+mod streams;
+mod wgpu_limits;
