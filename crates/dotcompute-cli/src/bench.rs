@@ -31,8 +31,24 @@ fn time_pair<A: FnMut(), B: FnMut()>(reps: usize, mut a: A, mut b: B) -> (Durati
     (median(ta), median(tb))
 }
 
-pub fn run(name: &str, n: usize, reps: usize, backend: &str, group: Option<u32>) -> ExitCode {
+pub fn run(
+    name: &str,
+    n: usize,
+    reps: usize,
+    backend: &str,
+    group: Option<u32>,
+    trace: Option<&str>,
+) -> ExitCode {
     match (name, backend) {
+        ("streams" | "graph" | "stream-acquire" | "alloc", _) => {
+            match crate::bench_core::run(name, backend, reps.max(1), trace) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         (cuda, _) if cuda.starts_with("cuda-") => crate::bench_cuda::run(cuda, reps.max(1)),
         ("vector-add", "cpu") => vector_add(n, reps.max(1)),
         ("vector-add", other) => match Device::by_name(other) {
@@ -49,7 +65,7 @@ pub fn run(name: &str, n: usize, reps: usize, backend: &str, group: Option<u32>)
             }
         },
         (other, _) => {
-            eprintln!("error: unknown benchmark `{other}`; available: vector-add, cuda-launch, cuda-compile, cuda-pool");
+            eprintln!("error: unknown benchmark `{other}`; available: vector-add, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
             ExitCode::from(2)
         }
     }

@@ -2,6 +2,7 @@
 //! code, and run benchmarks.
 
 mod bench;
+mod bench_core;
 mod bench_cuda;
 
 use clap::{Parser, Subcommand};
@@ -50,7 +51,8 @@ enum Command {
     /// Runs a benchmark and prints figures as ratios against a reference measured in the
     /// same run.
     Bench {
-        /// vector-add (with --backend), cuda-launch, cuda-compile, cuda-pool or cuda-transfer.
+        /// vector-add (with --backend), streams, graph, stream-acquire, alloc (with
+        /// --backend), cuda-launch, cuda-compile, cuda-pool or cuda-transfer.
         #[arg(default_value = "vector-add")]
         name: String,
         /// Elements.
@@ -66,6 +68,9 @@ enum Command {
         /// Threads per group of the vector-add launch (default: the launch default, 256).
         #[arg(long)]
         group: Option<u32>,
+        /// Writes a Chrome / Perfetto trace of the benchmark (streams).
+        #[arg(long)]
+        trace: Option<String>,
     },
 }
 
@@ -85,7 +90,8 @@ fn main() -> ExitCode {
             reps,
             backend,
             group,
-        } => bench::run(&name, n, reps, &backend, group),
+            trace,
+        } => bench::run(&name, n, reps, &backend, group, trace.as_deref()),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Streams and the work enqueued on them: the [`Queue`] half of the backend.
 //!
 //! Stream ids index a table of non-blocking CUDA streams (id 0 is created with the
-//! backend). Waits between streams are CUDA events: `wait_stream` records one on the
+//! backend; the others on first use of their id, and kept for the next stream with it). Waits between streams are CUDA events: `wait_stream` records one on the
 //! signalling stream and makes the waiting stream wait on it (`cuStreamWaitEvent`), so no
 //! host thread blocks.
 
@@ -70,24 +70,11 @@ impl CudaBackend {
         Ok(())
     }
 
-    pub(crate) fn close_stream_slot(&self, s: StreamId) {
-        if s == StreamId::DEFAULT || bind(self.ctx).is_err() {
-            return;
-        }
-        let mut table = self.streams.0.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(slot) = table.get_mut(s.index()) {
-            if !slot.is_null() {
-                // Its work completes first: buffers freed with this stream among their
-                // users may name the id again once it is reused.
-                // SAFETY: the stream is live; destroyed once.
-                unsafe {
-                    let _ = cu::stream::synchronize(*slot);
-                    let _ = cu::stream::destroy(*slot);
-                }
-                *slot = std::ptr::null_mut();
-            }
-        }
-    }
+    /// A closed stream's CUDA stream stays in its slot for the next stream with that id:
+    /// acquiring a stream is then a table lookup (no `cuStreamCreate`), closing one does
+    /// not wait, and buffers whose users name the id still wait on the right handle.
+    /// Streams are destroyed with the backend.
+    pub(crate) fn close_stream_slot(&self, _s: StreamId) {}
 }
 
 /// A CUDA event recorded on one of the backend's streams.

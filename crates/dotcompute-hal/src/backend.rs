@@ -112,7 +112,9 @@ pub trait Backend: Send + Sync + 'static {
     fn open_stream(&self, _id: StreamId) -> Result<()> {
         Ok(())
     }
-    /// Releases stream `id` after its work has completed; the id may be reused.
+    /// Stream `id` is no longer used by the facade; the id may be opened again. Work
+    /// already enqueued on it still runs, and [`Queue::wait_stream`] on the id must still
+    /// wait for that work (keep the queue for the next stream with the id).
     fn close_stream(&self, _id: StreamId) {}
 
     /// Turns per-operation timing on or off (see [`Timing`]).

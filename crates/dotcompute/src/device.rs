@@ -6,7 +6,7 @@ use crate::stream::{AsStream, Stream};
 use crate::tracking::Uses;
 use dotcompute_hal::{
     registry::rank, BackendKind, BoundArg, DeviceInfo, DynBackend, Error, KernelDef, Launch,
-    LaunchRequest, MemoryStats, Program, Result, StreamId, StreamSet, MAX_STREAMS,
+    LaunchRequest, MemoryStats, Program, Result, StreamId, MAX_STREAMS,
 };
 use dotcompute_ir::{Access, Param};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -203,7 +203,7 @@ impl Device {
         Ok(Stream::new(self.clone(), id))
     }
 
-    /// Closes a stream opened by [`Device::stream`] (its work completes first).
+    /// Closes a stream opened by [`Device::stream`]; its enqueued work still runs.
     pub(crate) fn close_stream(&self, id: StreamId) {
         self.backend().close_stream(id);
         self.inner
@@ -211,14 +211,10 @@ impl Device {
             .fetch_and(!(1 << id.0), Ordering::AcqRel);
     }
 
-    pub(crate) fn open_streams(&self) -> StreamSet {
-        StreamSet(self.inner.open_streams.load(Ordering::Acquire))
-    }
-
     /// Orders a use of a buffer on stream `s` after the uses it conflicts with (see the
     /// crate docs on streams).
     pub(crate) fn before_use(&self, uses: &Uses, s: StreamId, write: bool) -> Result<()> {
-        uses.before_use(self.backend(), self.open_streams(), s, write)
+        uses.before_use(self.backend(), s, write)
     }
 
     /// A host array of `len` zeroed elements for [`Buffer::upload_async`] and

@@ -31,7 +31,9 @@ pub trait AsStream {
 ///   order work that shares no buffer, or let the host wait.
 /// * A buffer dropped while a stream still uses it keeps its memory away from work that
 ///   could overtake that use: the next owner's first use on another stream waits for it.
-/// * Dropping a stream waits for its work.
+/// * Dropping a stream does not wait: its work still runs, and buffers it used stay
+///   ordered after that work. Opening a stream is cheap (backends keep closed streams'
+///   queues for reuse).
 ///
 /// ```
 /// use dotcompute::prelude::*;

@@ -40,12 +40,12 @@ impl Uses {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Orders a use on `s` after the uses it conflicts with, and records it. Streams not
-    /// in `open` were closed, which waits for their work: nothing to wait for there.
+    /// Orders a use on `s` after the uses it conflicts with, and records it. (A stream
+    /// that was closed is still waited for: backends keep a closed stream's queue for the
+    /// next stream with its id, so the wait covers the old work.)
     pub(crate) fn before_use(
         &self,
         backend: &dyn DynBackend,
-        open: StreamSet,
         s: StreamId,
         write: bool,
     ) -> Result<()> {
@@ -54,7 +54,6 @@ impl Uses {
         if write {
             wait = wait.union(st.readers.without(s));
         }
-        let wait = StreamSet(wait.0 & open.0);
         for other in wait.iter() {
             backend.wait_stream(s, other)?;
         }

@@ -1,0 +1,303 @@
+//! Core v2 figures on any backend (`--backend`): streams, graphs, stream acquisition and
+//! pooled allocation with streams, each against a reference measured in the same run.
+//!
+//! * `streams`: 4 independent small kernels on 4 streams of one device, against the same
+//!   4 one after another on the default stream (and on 4 devices, the old way to get
+//!   concurrency). `--trace FILE` writes a Perfetto timeline of one round of each.
+//! * `graph`: a 100-node chain as one graph replay, against the same 100 launches one by
+//!   one; the figure is the cost per node.
+//! * `stream-acquire`: opening and dropping a stream, against a pooled alloc + free.
+//! * `alloc`: pooled alloc + free of 1 MiB while another stream is open and in use.
+
+use dotcompute::prelude::*;
+use dotcompute::{BackendKind, Graph, GraphArg};
+use std::time::{Duration, Instant};
+
+#[kernel]
+fn busy(x: &mut [u32], iters: u32) {
+    let i = global_id().x;
+    if i < x.len() {
+        let mut v = x[i];
+        for _k in 0..iters {
+            v = v * 1664525u32 + 1013904223u32;
+        }
+        x[i] = v;
+    }
+}
+
+#[kernel]
+fn chain_step(x: &mut [u32], a: u32) {
+    let i = global_id().x;
+    if i < x.len() {
+        x[i] = x[i] * a + i;
+    }
+}
+
+fn busy_ref(v: u32, iters: u32) -> u32 {
+    (0..iters).fold(v, |v, _| v.wrapping_mul(1664525).wrapping_add(1013904223))
+}
+
+type Res<T> = Result<T, String>;
+
+fn s<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Times `f` `reps` times after 3 warm-ups; returns the median.
+fn time(reps: usize, mut f: impl FnMut() -> Res<()>) -> Res<Duration> {
+    for _ in 0..3 {
+        f()?;
+    }
+    let mut v = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed());
+    }
+    Ok(median(v))
+}
+
+pub fn run(name: &str, backend: &str, reps: usize, trace: Option<&str>) -> Res<()> {
+    let device = Device::by_name(backend).map_err(s)?;
+    println!("device: {}", device.label());
+    match name {
+        "streams" => streams(&device, reps, trace),
+        "graph" => graph(&device, reps),
+        "stream-acquire" => stream_acquire(&device),
+        "alloc" => alloc(&device),
+        other => Err(format!("unknown benchmark `{other}`")),
+    }
+}
+
+/// Threads per small kernel and loop trips: a few groups, tens of microseconds on a GPU.
+const SMALL_THREADS: usize = 2048;
+
+fn streams(device: &Device, reps: usize, trace: Option<&str>) -> Res<()> {
+    let iters: u32 = match device.backend_kind() {
+        BackendKind::Cuda => 20_000,
+        _ => 2_000,
+    };
+    let n = SMALL_THREADS;
+    let streams: Vec<Stream> = (0..4)
+        .map(|_| device.stream())
+        .collect::<Result<_, _>>()
+        .map_err(s)?;
+    let mut bufs: Vec<Buffer<u32>> = (0..4)
+        .map(|k| device.upload(&(0..n as u32).map(|i| i ^ k).collect::<Vec<_>>()))
+        .collect::<Result<_, _>>()
+        .map_err(s)?;
+    let others: Vec<Device> = (0..4)
+        .map(|_| Device::by_name(&format!("{}", device.backend_kind())))
+        .collect::<Result<_, _>>()
+        .map_err(s)?;
+    let mut other_bufs: Vec<Buffer<u32>> = others
+        .iter()
+        .map(|d| d.upload(&vec![1u32; n]))
+        .collect::<Result<_, _>>()
+        .map_err(s)?;
+    let mut rounds = 0u32;
+    let serial = |bufs: &mut Vec<Buffer<u32>>| -> Res<()> {
+        for b in bufs.iter_mut() {
+            busy::launch(device, Launch::threads(n), b, iters).map_err(s)?;
+        }
+        device.synchronize().map_err(s)
+    };
+    let concurrent = |bufs: &mut Vec<Buffer<u32>>| -> Res<()> {
+        for (b, st) in bufs.iter_mut().zip(&streams) {
+            busy::launch(st, Launch::threads(n), b, iters).map_err(s)?;
+        }
+        device.synchronize().map_err(s)
+    };
+    let t_serial = time(reps, || {
+        rounds += 1;
+        serial(&mut bufs)
+    })?;
+    let t_streams = time(reps, || {
+        rounds += 1;
+        concurrent(&mut bufs)
+    })?;
+    let t_devices = time(reps, || {
+        for (b, d) in other_bufs.iter_mut().zip(&others) {
+            busy::launch(d, Launch::threads(n), b, iters).map_err(s)?;
+        }
+        for d in &others {
+            d.synchronize().map_err(s)?;
+        }
+        Ok(())
+    })?;
+    // Every element of every buffer went through the same number of rounds.
+    let total = rounds * iters;
+    for (k, b) in bufs.iter().enumerate() {
+        let got = b.to_vec().map_err(s)?;
+        if let Some(i) = (0..n).find(|&i| got[i] != busy_ref(i as u32 ^ k as u32, total)) {
+            return Err(format!(
+                "buffer {k} element {i} is wrong after {rounds} rounds"
+            ));
+        }
+    }
+    println!(
+        "4 independent kernels of {n} threads × {iters} iterations, median of {reps} after 3 warm-ups (wall time, enqueue to synchronize)"
+    );
+    println!(
+        "  one after another, default stream  {:>10.1} µs",
+        us(t_serial)
+    );
+    println!(
+        "  4 streams of one device            {:>10.1} µs",
+        us(t_streams)
+    );
+    println!(
+        "  4 devices (one stream each)        {:>10.1} µs",
+        us(t_devices)
+    );
+    println!(
+        "  speed-up, 4 streams / serial       {:>10.2}× (target ≥ 1.8 on CUDA)",
+        t_serial.as_secs_f64() / t_streams.as_secs_f64()
+    );
+    println!(
+        "  speed-up, 4 devices / serial       {:>10.2}×",
+        t_serial.as_secs_f64() / t_devices.as_secs_f64()
+    );
+    if let Some(path) = trace {
+        device.synchronize().map_err(s)?;
+        device.set_profiling(true);
+        serial(&mut bufs)?;
+        concurrent(&mut bufs)?;
+        let events = device.write_trace(path).map_err(s)?;
+        device.set_profiling(false);
+        println!("  trace: {events} events (one serial round, then one on 4 streams) in {path}");
+    }
+    Ok(())
+}
+
+fn graph(device: &Device, reps: usize) -> Res<()> {
+    const NODES: usize = 100;
+    let n = 256;
+    let start: Vec<u32> = (0..n as u32).collect();
+    let mut x_one = device.upload(&start).map_err(s)?;
+    let mut x_graph = device.upload(&start).map_err(s)?;
+    let a = |k: usize| (2 * k + 1) as u32;
+    let mut g = Graph::new(device);
+    let hx = g.buffer_mut(&mut x_graph).map_err(s)?;
+    let mut prev = None;
+    for k in 0..NODES {
+        let deps: Vec<_> = prev.into_iter().collect();
+        prev = Some(
+            g.launch(
+                &chain_step::KERNEL,
+                Launch::threads(n),
+                &[hx.arg(), GraphArg::scalar(a(k))],
+                &deps,
+            )
+            .map_err(s)?,
+        );
+    }
+    let mut exec = g.instantiate().map_err(s)?;
+    let one_by_one = |x: &mut Buffer<u32>| -> Res<()> {
+        for k in 0..NODES {
+            chain_step::launch(device, Launch::threads(n), x, a(k)).map_err(s)?;
+        }
+        device.synchronize().map_err(s)
+    };
+    // Equal results before timing: one replay against 100 launches from the same start.
+    one_by_one(&mut x_one)?;
+    exec.launch(device).map_err(s)?;
+    if exec.read(hx).map_err(s)? != x_one.to_vec().map_err(s)? {
+        return Err("the graph's result differs from the launches one by one".into());
+    }
+    let t_one = time(reps, || one_by_one(&mut x_one))?;
+    let t_graph = time(reps, || {
+        exec.launch(device).map_err(s)?;
+        device.synchronize().map_err(s)
+    })?;
+    let (per_launch, per_node) = (t_one / NODES as u32, t_graph / NODES as u32);
+    println!(
+        "a chain of {NODES} dependent launches of {n} threads, median of {reps} after 3 warm-ups ({})",
+        exec_kind(&exec)
+    );
+    println!(
+        "  100 launches one by one   {:>9.1} µs  ({:.3} µs per launch)",
+        us(t_one),
+        us(per_launch)
+    );
+    println!(
+        "  one graph replay          {:>9.1} µs  ({:.3} µs per node)",
+        us(t_graph),
+        us(per_node)
+    );
+    println!(
+        "  per node / per launch     {:>9.3}   (target ≤ 0.5 on CUDA)",
+        per_node.as_secs_f64() / per_launch.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn exec_kind(exec: &dotcompute::ExecGraph<'_>) -> &'static str {
+    if exec.is_native() {
+        "driver graph"
+    } else {
+        "replayed node by node"
+    }
+}
+
+fn stream_acquire(device: &Device) -> Res<()> {
+    const OPS: u32 = 10_000;
+    let mut acquire = || -> Res<()> {
+        for _ in 0..OPS {
+            let st = device.stream().map_err(s)?;
+            drop(st);
+        }
+        Ok(())
+    };
+    let mut alloc = || -> Res<()> {
+        for _ in 0..OPS {
+            drop(device.alloc::<f32>(1024).map_err(s)?);
+        }
+        Ok(())
+    };
+    let t_stream = time(15, &mut acquire)? / OPS;
+    let t_alloc = time(15, &mut alloc)? / OPS;
+    println!("median of 15 batches of {OPS}, after 3 warm-up batches");
+    println!("  open + drop a stream        {:>8.3} µs", us(t_stream));
+    println!(
+        "  pooled alloc + free (4 KiB) {:>8.3} µs (reference)",
+        us(t_alloc)
+    );
+    println!(
+        "  stream / alloc              {:>8.2}   (DotCompute claimed 0.62 µs for its command-buffer pool; not measured here)",
+        t_stream.as_secs_f64() / t_alloc.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn alloc(device: &Device) -> Res<()> {
+    const OPS: u32 = 10_000;
+    // Another stream open and busy, as in a program that uses streams.
+    let st = device.stream().map_err(s)?;
+    let mut x = device.upload(&vec![1u32; 1 << 16]).map_err(s)?;
+    busy::launch(&st, Launch::threads(1 << 16), &mut x, 100).map_err(s)?;
+    let t = time(15, || {
+        for _ in 0..OPS {
+            drop(device.alloc::<f32>(1 << 18).map_err(s)?);
+        }
+        Ok(())
+    })? / OPS;
+    let stats = device.memory_stats();
+    println!("pooled alloc + free of 1 MiB, median of 15 batches of {OPS}");
+    println!("  alloc + free   {:>8.3} µs (target ≤ 0.3)", us(t));
+    println!(
+        "  pool           {} driver allocations, {} hits",
+        stats.driver_allocations, stats.pool_hits
+    );
+    st.synchronize().map_err(s)?;
+    Ok(())
+}
