@@ -245,7 +245,7 @@ fn exec_kind(exec: &dotcompute::ExecGraph<'_>) -> &'static str {
     if exec.is_native() {
         "driver graph"
     } else {
-        "replayed node by node"
+        "replayed by the facade; wgpu batches consecutive launches into one submission"
     }
 }
 

@@ -173,6 +173,15 @@ pub trait Queue: Backend {
     /// Runs a program to completion, or enqueues it such that later work on the stream
     /// observes it.
     fn launch(&self, stream: StreamId, request: &LaunchRequest<'_, Self::Buffer>) -> Result<()>;
+    /// Enqueues several launches in order, as one submission where the backend can (one
+    /// command encoder on wgpu). The default launches them one by one.
+    fn launch_batch(
+        &self,
+        stream: StreamId,
+        requests: &[LaunchRequest<'_, Self::Buffer>],
+    ) -> Result<()> {
+        requests.iter().try_for_each(|r| self.launch(stream, r))
+    }
     /// Waits for the work enqueued on `stream`.
     fn synchronize(&self, stream: StreamId) -> Result<()>;
     /// Waits for the work of every stream.

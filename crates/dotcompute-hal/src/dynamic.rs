@@ -58,6 +58,7 @@ pub trait DynBackend: Send + Sync {
         pattern: &[u8],
     ) -> Result<()>;
     fn launch(&self, s: StreamId, request: &LaunchRequest<'_, RawBuffer>) -> Result<()>;
+    fn launch_batch(&self, s: StreamId, requests: &[LaunchRequest<'_, RawBuffer>]) -> Result<()>;
     fn synchronize(&self, s: StreamId) -> Result<()>;
     fn synchronize_all(&self) -> Result<()>;
     /// # Safety
@@ -235,6 +236,19 @@ impl<B: Backend + Queue> DynBackend for B {
                 args: downcast_args(self, &request.args)?,
             },
         )
+    }
+    fn launch_batch(&self, s: StreamId, requests: &[LaunchRequest<'_, RawBuffer>]) -> Result<()> {
+        let typed = requests
+            .iter()
+            .map(|r| {
+                Ok(LaunchRequest {
+                    program: r.program,
+                    geometry: r.geometry,
+                    args: downcast_args(self, &r.args)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Queue::launch_batch(self, s, &typed)
     }
     fn synchronize(&self, s: StreamId) -> Result<()> {
         Queue::synchronize(self, s)

@@ -62,6 +62,13 @@ struct Pipeline {
 }
 
 /// Program key, group size, dynamic shared length (WGSL modules are specialised per size).
+/// One prepared launch: what a compute pass needs to dispatch it.
+struct Dispatch {
+    pipeline: Arc<Pipeline>,
+    bind_group: wgpu::BindGroup,
+    groups: [u32; 3],
+}
+
 type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32);
 
 /// The wgpu backend's entry in the registry: every compute-capable adapter.
@@ -117,10 +124,17 @@ struct Stamps {
     inside_encoders: bool,
 }
 
-fn instance() -> wgpu::Instance {
-    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
-    wgpu::Instance::new(desc)
+/// The process's one wgpu instance. On the GPU machine's NVIDIA driver (580), creating
+/// a fresh `VkInstance` for each probe and each device made adapter enumeration come
+/// back empty after a few dozen (2026-11-22, H100: in a test binary opening ~15 devices,
+/// each probed and opened through its own instance); one shared instance avoids it.
+fn instance() -> &'static wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+        wgpu::Instance::new(desc)
+    })
 }
 
 fn rank(info: &wgpu::AdapterInfo) -> u8 {
@@ -134,15 +148,21 @@ fn rank(info: &wgpu::AdapterInfo) -> u8 {
 }
 
 /// Every compute-capable adapter, best first (discrete, integrated, virtual, other, CPU).
+/// Enumerated once per process (adapters do not come and go while it runs).
 pub fn adapters() -> Vec<wgpu::Adapter> {
-    let mut list = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()));
-    list.retain(|a| {
-        a.get_downlevel_capabilities()
-            .flags
-            .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
-    });
-    list.sort_by_key(|a| rank(&a.get_info()));
-    list
+    static ADAPTERS: std::sync::OnceLock<Vec<wgpu::Adapter>> = std::sync::OnceLock::new();
+    ADAPTERS
+        .get_or_init(|| {
+            let mut list = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()));
+            list.retain(|a| {
+                a.get_downlevel_capabilities()
+                    .flags
+                    .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+            });
+            list.sort_by_key(|a| rank(&a.get_info()));
+            list
+        })
+        .clone()
 }
 
 /// Descriptions of every adapter, or why there is none.
@@ -591,6 +611,85 @@ impl WgpuBackend {
         Ok((pipeline, groups, wgsl::pack_scalars(scalars)))
     }
 
+    /// The pipeline, bind group and dispatch of one launch.
+    fn prepare_dispatch(&self, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<Dispatch> {
+        let program = request.program;
+        let kernel = &*program.kernel;
+        let g = request.geometry;
+        let scalars: Vec<_> = request
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                BoundArg::Scalar(l) => Some(*l),
+                BoundArg::Buffer { .. } => None,
+            })
+            .collect();
+        let (pipeline, dispatch, uniform_bytes) = match program.raw_source() {
+            None => (
+                self.pipeline(program, g.group, g.dynamic_shared_len)?,
+                self.fold(&kernel.name, g.total_groups())?,
+                wgsl::pack_uniforms(g.grid, g.groups, &scalars),
+            ),
+            Some(raw) => self.raw_pipeline(program, raw, g.groups, &scalars)?,
+        };
+        let uniforms = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("dotcompute launch parameters"),
+                contents: &uniform_bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let max_binding = self.limits.max_storage_buffer_binding_size;
+        let mut entries = Vec::with_capacity(pipeline.module.buffers.len() + 1);
+        for &(param, binding, _) in &pipeline.module.buffers {
+            let BoundArg::Buffer {
+                buffer,
+                offset,
+                len,
+                elem,
+                ..
+            } = &request.args[param as usize]
+            else {
+                return Err(backend_err("internal: a buffer parameter got a scalar"));
+            };
+            let size = (*len * elem.size_bytes()) as u64;
+            if size > max_binding {
+                return Err(Error::ArgumentType {
+                    kernel: kernel.name.clone(),
+                    arg: kernel.params[param as usize].name().to_string(),
+                    expected: format!(
+                        "at most {max_binding} bytes (this adapter's largest storage binding)"
+                    ),
+                    found: format!("{size} bytes"),
+                });
+            }
+            entries.push(wgpu::BindGroupEntry {
+                binding,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &buffer.buffer,
+                    offset: *offset as u64,
+                    size: NonZeroU64::new(size),
+                }),
+            });
+        }
+        if pipeline.module.uniform_size > 0 {
+            entries.push(wgpu::BindGroupEntry {
+                binding: pipeline.module.uniform_binding,
+                resource: uniforms.as_entire_binding(),
+            });
+        }
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&kernel.name),
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
+        Ok(Dispatch {
+            pipeline,
+            bind_group,
+            groups: dispatch,
+        })
+    }
+
     /// Splits `total` groups into a dispatch of at most `max` per dimension.
     fn fold(&self, kernel: &str, total: u64) -> Result<[u32; 3]> {
         let max = self.limits.max_compute_workgroups_per_dimension.max(1) as u64;
@@ -797,96 +896,44 @@ impl Queue for WgpuBackend {
     }
 
     fn launch(&self, s: StreamId, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<()> {
-        let program = request.program;
-        let kernel = &*program.kernel;
-        let g = request.geometry;
-        let scalars: Vec<_> = request
-            .args
+        self.launch_batch(s, std::slice::from_ref(request))
+    }
+
+    /// One command encoder and one compute pass for all of `requests`: wgpu orders the
+    /// dispatches of a pass (a barrier between dependent ones), and one submission costs
+    /// what one launch did. With profiling on, the pass is timed as a whole (one launch:
+    /// the kernel's name; several: `graph (N launches)`).
+    fn launch_batch(&self, s: StreamId, requests: &[LaunchRequest<'_, WgpuBuffer>]) -> Result<()> {
+        let prepared = requests
             .iter()
-            .filter_map(|a| match a {
-                BoundArg::Scalar(l) => Some(*l),
-                BoundArg::Buffer { .. } => None,
-            })
-            .collect();
-        let (pipeline, dispatch, uniform_bytes) = match program.raw_source() {
-            None => (
-                self.pipeline(program, g.group, g.dynamic_shared_len)?,
-                self.fold(&kernel.name, g.total_groups())?,
-                wgsl::pack_uniforms(g.grid, g.groups, &scalars),
-            ),
-            Some(raw) => self.raw_pipeline(program, raw, g.groups, &scalars)?,
+            .map(|r| self.prepare_dispatch(r))
+            .collect::<Result<Vec<_>>>()?;
+        let label = match requests {
+            [one] => one.program.kernel.name.clone(),
+            many => format!("graph ({} launches)", many.len()),
         };
-        let uniforms = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("dotcompute launch parameters"),
-                contents: &uniform_bytes,
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let max_binding = self.limits.max_storage_buffer_binding_size;
-        let mut entries = Vec::with_capacity(pipeline.module.buffers.len() + 1);
-        for &(param, binding, _) in &pipeline.module.buffers {
-            let BoundArg::Buffer {
-                buffer,
-                offset,
-                len,
-                elem,
-                ..
-            } = &request.args[param as usize]
-            else {
-                return Err(backend_err("internal: a buffer parameter got a scalar"));
-            };
-            let size = (*len * elem.size_bytes()) as u64;
-            if size > max_binding {
-                return Err(Error::ArgumentType {
-                    kernel: kernel.name.clone(),
-                    arg: kernel.params[param as usize].name().to_string(),
-                    expected: format!(
-                        "at most {max_binding} bytes (this adapter's largest storage binding)"
-                    ),
-                    found: format!("{size} bytes"),
-                });
-            }
-            entries.push(wgpu::BindGroupEntry {
-                binding,
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &buffer.buffer,
-                    offset: *offset as u64,
-                    size: NonZeroU64::new(size),
-                }),
-            });
-        }
-        if pipeline.module.uniform_size > 0 {
-            entries.push(wgpu::BindGroupEntry {
-                binding: pipeline.module.uniform_binding,
-                resource: uniforms.as_entire_binding(),
-            });
-        }
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(&kernel.name),
-            layout: &pipeline.layout,
-            entries: &entries,
-        });
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let stamps = match &self.stamps {
-            Some(s) if self.profiling() => Some(s.lock().unwrap_or_else(|p| p.into_inner())),
+            Some(st) if self.profiling() => Some(st.lock().unwrap_or_else(|p| p.into_inner())),
             _ => None,
         };
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(&kernel.name),
+                label: Some(&label),
                 timestamp_writes: stamps.as_ref().map(|st| wgpu::ComputePassTimestampWrites {
                     query_set: &st.set,
                     beginning_of_pass_write_index: Some(0),
                     end_of_pass_write_index: Some(1),
                 }),
             });
-            pass.set_pipeline(&pipeline.pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(dispatch[0], dispatch[1], dispatch[2]);
+            for d in &prepared {
+                pass.set_pipeline(&d.pipeline.pipeline);
+                pass.set_bind_group(0, &d.bind_group, &[]);
+                pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+            }
         }
         match &stamps {
-            Some(st) => self.submit_timed(encoder, st, s, &kernel.name),
+            Some(st) => self.submit_timed(encoder, st, s, &label),
             None => self.submit(encoder),
         }
     }

@@ -591,53 +591,77 @@ impl<'a> ExecGraph<'a> {
             }
             return Ok(());
         }
+        // Consecutive launches go to the backend as one batch (one submission on wgpu);
+        // a copy or a fill ends the batch.
+        let mut batch = Vec::new();
         for &i in &self.order {
-            self.enqueue(i, s)?;
+            match self.launch_request(i) {
+                Some(r) => batch.push(r),
+                None => {
+                    self.flush(s, &mut batch)?;
+                    self.enqueue(i, s)?;
+                }
+            }
         }
-        Ok(())
+        self.flush(s, &mut batch)
+    }
+
+    fn flush(&self, s: StreamId, batch: &mut Vec<LaunchRequest<'_, RawBuffer>>) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let r = self.graph.device.backend().launch_batch(s, batch);
+        batch.clear();
+        r
+    }
+
+    /// The launch request of node `i`, if it is a launch.
+    fn launch_request(&self, i: usize) -> Option<LaunchRequest<'_, RawBuffer>> {
+        let NodeKind::Launch {
+            program,
+            geometry,
+            args,
+        } = &self.graph.nodes[i].kind
+        else {
+            return None;
+        };
+        let buffers = &self.graph.buffers;
+        let bound = args
+            .iter()
+            .zip(&program.kernel.params)
+            .map(|(a, p)| match *a {
+                NodeArg::Buffer(b) => BoundArg::Buffer {
+                    buffer: buffers[b].raw,
+                    offset: 0,
+                    len: buffers[b].len,
+                    elem: buffers[b].elem,
+                    writable: buffers[b].writable
+                        && matches!(
+                            p,
+                            Param::Buffer {
+                                access: Access::ReadWrite,
+                                ..
+                            }
+                        ),
+                },
+                NodeArg::Scalar(l) => BoundArg::Scalar(l),
+            })
+            .collect();
+        Some(LaunchRequest {
+            program,
+            geometry: *geometry,
+            args: bound,
+        })
     }
 
     /// Enqueues node `i` on `s` (no cross-stream ordering: the caller did it).
     fn enqueue(&self, i: usize, s: StreamId) -> Result<()> {
         let backend = self.graph.device.backend();
         let buffers = &self.graph.buffers;
+        if let Some(request) = self.launch_request(i) {
+            return backend.launch(s, &request);
+        }
         match &self.graph.nodes[i].kind {
-            NodeKind::Launch {
-                program,
-                geometry,
-                args,
-            } => {
-                let ir = &program.kernel;
-                let bound = args
-                    .iter()
-                    .zip(&ir.params)
-                    .map(|(a, p)| match *a {
-                        NodeArg::Buffer(b) => BoundArg::Buffer {
-                            buffer: buffers[b].raw,
-                            offset: 0,
-                            len: buffers[b].len,
-                            elem: buffers[b].elem,
-                            writable: buffers[b].writable
-                                && matches!(
-                                    p,
-                                    Param::Buffer {
-                                        access: Access::ReadWrite,
-                                        ..
-                                    }
-                                ),
-                        },
-                        NodeArg::Scalar(l) => BoundArg::Scalar(l),
-                    })
-                    .collect();
-                backend.launch(
-                    s,
-                    &LaunchRequest {
-                        program,
-                        geometry: *geometry,
-                        args: bound,
-                    },
-                )
-            }
             NodeKind::Copy { src, dst, bytes } => {
                 backend.copy(s, buffers[*src].raw, 0, buffers[*dst].raw, 0, *bytes)
             }
@@ -645,6 +669,7 @@ impl<'a> ExecGraph<'a> {
                 let b = &buffers[*dst];
                 backend.fill(s, b.raw, 0, b.len * b.elem.size_bytes(), pattern)
             }
+            NodeKind::Launch { .. } => unreachable!("launch nodes have a request"),
         }
     }
 
