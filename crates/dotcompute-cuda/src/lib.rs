@@ -66,13 +66,13 @@ use blas::BlasHandle;
 use compile::Compiler;
 use cudarc::driver::{result as cu, sys};
 use dotcompute_hal::{
-    BackendDescriptor, BackendKind, Blas, DeviceInfo, Error, HostMemory, MemoryStats, Program,
-    ProgramKey, Result, SizeClassPool, StreamId, StreamSet, Timing,
+    BackendDescriptor, BackendKind, Blas, DeviceInfo, Error, HostMemory, KeyMap, MemoryStats,
+    Program, ProgramKey, Result, SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::ScalarType;
 use driver::{bind, Check, BACKEND};
 use module::Function;
-use std::collections::HashMap;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -113,7 +113,7 @@ pub struct CudaBackend {
     pool: SizeClassPool<sys::CUdeviceptr>,
     compiler: Compiler,
     /// Loaded programs by content key (computed once per program, never per launch).
-    functions: Mutex<HashMap<ProgramKey, Arc<Function>>>,
+    functions: Mutex<KeyMap<ProgramKey, Arc<Function>>>,
     modules: Mutex<Vec<sys::CUmodule>>,
     stats: Mutex<CompileStats>,
     profiling: AtomicBool,
@@ -174,7 +174,7 @@ impl CudaBackend {
             streams: stream::Streams::new(default_stream),
             pool: SizeClassPool::new(),
             compiler: Compiler::new(cc, info::driver_version()),
-            functions: Mutex::new(HashMap::new()),
+            functions: Mutex::new(KeyMap::default()),
             modules: Mutex::new(Vec::new()),
             stats: Mutex::new(CompileStats::default()),
             profiling: AtomicBool::new(false),

@@ -48,6 +48,8 @@ pub use dynamic::{DynBackend, RawBuffer};
 pub use error::{Error, Result};
 pub use launch::{Launch, ResolvedLaunch};
 pub use pool::{MemoryStats, SizeClassPool};
-pub use program::{content_key, KernelDef, Program, ProgramKey, ProgramSource, RawSource};
+pub use program::{
+    content_key, KernelDef, KeyHasher, KeyMap, Program, ProgramKey, ProgramSource, RawSource,
+};
 pub use registry::BackendDescriptor;
 pub use stream::{Completed, Fence, StreamId, StreamSet, Timing, MAX_STREAMS};

@@ -145,3 +145,26 @@ impl KernelDef {
         self.native
     }
 }
+
+/// A hasher for maps keyed by [`ProgramKey`]s (already uniform SHA-256 bytes) and small
+/// tuples around them: the Fx multiply-rotate over 8-byte words, a few nanoseconds per
+/// lookup where SipHash took tens. Launch paths look programs up on every launch.
+#[derive(Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+}
+
+/// A map keyed by program keys (see [`KeyHasher`]).
+pub type KeyMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;

@@ -34,7 +34,7 @@ use dotcompute_hal::{
     SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::Param;
-use std::collections::HashMap;
+
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -101,7 +101,7 @@ pub struct WgpuBackend {
     queue: wgpu::Queue,
     limits: wgpu::Limits,
     pool: SizeClassPool<wgpu::Buffer>,
-    pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+    pipelines: Mutex<dotcompute_hal::KeyMap<PipelineKey, Arc<Pipeline>>>,
     staging: Mutex<Option<wgpu::Buffer>>,
     /// Errors wgpu reported outside an error scope (instead of its default panic).
     uncaptured: Arc<Mutex<Option<String>>>,
@@ -302,7 +302,7 @@ impl WgpuBackend {
             queue,
             limits,
             pool: SizeClassPool::new(),
-            pipelines: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(Default::default()),
             staging: Mutex::new(None),
             uncaptured,
         })

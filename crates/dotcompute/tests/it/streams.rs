@@ -86,24 +86,27 @@ fn a_consumer_on_another_stream_sees_the_producers_results() {
     }
 }
 
+/// Reads `src[i]` only after a long loop: the index depends on the loop's result
+/// (`zero` is 0 at run time, which no compiler can know), so the load cannot be hoisted
+/// to the kernel's start, and a write to `src` racing with the kernel changes the result.
 #[kernel]
-fn slow_sum(src: &[u32], out: &mut [u32], iters: u32) {
+fn slow_sum(src: &[u32], out: &mut [u32], iters: u32, zero: u32) {
     let i = global_id().x;
     if i < out.len() {
-        let mut acc = 0u32;
+        let mut acc = i;
         for _k in 0..iters {
-            acc = acc * 3u32 + src[i];
+            acc = acc * 1664525u32 + 1013904223u32;
         }
-        out[i] = acc;
+        out[i] = acc + src[i ^ (acc & zero)];
     }
 }
 
-fn slow_sum_ref(v: u32, iters: u32) -> u32 {
-    let mut acc = 0u32;
+fn slow_sum_ref(i: u32, v: u32, iters: u32) -> u32 {
+    let mut acc = i;
     for _ in 0..iters {
-        acc = acc.wrapping_mul(3).wrapping_add(v);
+        acc = acc.wrapping_mul(1664525).wrapping_add(1013904223);
     }
-    acc
+    acc.wrapping_add(v)
 }
 
 #[test]
@@ -117,7 +120,7 @@ fn a_buffer_dropped_while_another_stream_reads_it_keeps_its_data_until_the_read_
         let s2 = d.stream().unwrap();
         let input = d.upload(&data).unwrap();
         let mut result = d.alloc_filled(n, POISON).unwrap();
-        slow_sum::launch(&s2, Launch::threads(n), &input, &mut result, iters).unwrap();
+        slow_sum::launch(&s2, Launch::threads(n), &input, &mut result, iters, 0).unwrap();
         let hits = d.memory_stats().pool_hits;
         drop(input);
         // The same size class: the pool hands the dropped block out again at once, and a
@@ -132,7 +135,7 @@ fn a_buffer_dropped_while_another_stream_reads_it_keeps_its_data_until_the_read_
         reused.fill(POISON).unwrap();
         let got = result.to_vec().unwrap();
         check(&d.label(), seed as u32, &got, |i| {
-            slow_sum_ref(data[i as usize], iters)
+            slow_sum_ref(i, data[i as usize], iters)
         });
         assert_eq!(reused.to_vec().unwrap()[n - 1], POISON);
     }
