@@ -1,0 +1,801 @@
+//! The cases themselves: the seed cases of `shared/seed-cases.md`, semantics cases and
+//! memory cases, each a function from a [`Target`], a size and a seeded generator to an
+//! [`Outcome`] or a [`Failure`]. The harness that runs them is in the crate root.
+
+use crate::kernels;
+use crate::{fail, Case, Failure, Outcome, Size, Target, SEED_SIZES};
+use dotcompute::{BackendKind, Buffer, Device, Element, Error, Launch};
+
+fn seed_sizes() -> Vec<Size> {
+    SEED_SIZES.iter().map(|&n| Size::n(n)).collect()
+}
+
+/// Every case, in table order.
+pub fn cases() -> Vec<Case> {
+    let c = |name, group, sizes, run| Case {
+        name,
+        group,
+        sizes,
+        run,
+    };
+    vec![
+        c("ThreadIds", "kernel", seed_sizes(), thread_ids),
+        c("VectorAdd", "kernel", seed_sizes(), vector_add),
+        c("VectorMultiply", "kernel", seed_sizes(), vector_multiply),
+        c("ReductionSum", "kernel", seed_sizes(), reduction_sum),
+        c(
+            "MatrixMultiply",
+            "kernel",
+            [1, 17, 64, 256, 1000]
+                .iter()
+                .map(|&s| Size::mkn(s, s, s))
+                .chain([Size::mkn(64, 128, 32)])
+                .collect(),
+            matrix_multiply,
+        ),
+        c("UnifiedMemory", "kernel", seed_sizes(), unified_memory),
+        c(
+            "GridIds3D",
+            "semantics",
+            vec![Size::n(1), Size::n(2)],
+            grid_ids_3d,
+        ),
+        c("SharedAtomics", "semantics", seed_sizes(), shared_atomics),
+        c(
+            "IntegerSemantics",
+            "semantics",
+            vec![Size::n(4099)],
+            integer_semantics,
+        ),
+        c(
+            "AtomicOps",
+            "semantics",
+            vec![Size::n(1), Size::n(1000), Size::n(100_003)],
+            atomic_ops,
+        ),
+        c(
+            "MathFunctions",
+            "semantics",
+            vec![Size::n(4099)],
+            math_functions,
+        ),
+        c(
+            "ControlFlow",
+            "semantics",
+            vec![Size::n(1), Size::n(5003)],
+            control_flow,
+        ),
+        c(
+            "ElementwiseMasked",
+            "semantics",
+            [1, 3, 4, 5, 1023, 1_000_003]
+                .iter()
+                .map(|&n| Size::n(n))
+                .collect(),
+            elementwise_masked,
+        ),
+        c("UploadDownload", "memory", seed_sizes(), upload_download),
+        c("CopyAndViews", "memory", seed_sizes(), copy_and_views),
+        c("Fill", "memory", seed_sizes(), fill),
+        c("AllocZero", "memory", vec![Size::n(0)], alloc_zero),
+        c("AllocTooLarge", "memory", vec![Size::n(1)], alloc_too_large),
+        c("PoolReuse", "memory", vec![Size::n(10_000)], pool_reuse),
+    ]
+}
+
+// ------------------------------------------------------------------ helpers
+
+const POISON_U32: u32 = 0xDEAD_BEEF;
+
+fn poisoned_f32(device: &Device, n: usize) -> Result<Buffer<f32>, Failure> {
+    Ok(device.alloc_filled(n, f32::NAN)?)
+}
+
+/// Distance in units in the last place between two finite f32s (NaN → infinity).
+fn ulps(a: f32, b: f32) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::INFINITY;
+    }
+    let key = |x: f32| {
+        let i = x.to_bits() as i32;
+        if i < 0 {
+            i64::from(i32::MIN) - i64::from(i)
+        } else {
+            i64::from(i)
+        }
+    };
+    (key(a) - key(b)).unsigned_abs() as f64
+}
+
+fn first_mismatch<T: PartialEq + std::fmt::Debug>(
+    got: &[T],
+    want: impl Fn(usize) -> T,
+) -> Result<(), Failure> {
+    for (i, g) in got.iter().enumerate() {
+        let w = want(i);
+        if *g != w {
+            return fail(format!("element {i}: got {g:?}, expected {w:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn groups_for(n: usize, group: usize) -> usize {
+    n.div_ceil(group)
+}
+
+// ------------------------------------------------------------------ kernel cases
+
+fn thread_ids(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let mut out = d.alloc_filled(n, POISON_U32)?;
+    kernels::thread_ids::launch(d, Launch::threads(n), &mut out)?;
+    first_mismatch(&out.to_vec()?, |i| i as u32)?;
+    Ok(Outcome::default())
+}
+
+fn vector_add(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 2.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| i as f32 * 1.5).collect();
+    let (da, db) = (d.upload(&a)?, d.upload(&b)?);
+    let mut out = poisoned_f32(d, n)?;
+    kernels::vector_add::launch(d, Launch::threads(n), &da, &db, &mut out)?;
+    let got = out.to_vec()?;
+    if n > 1 && got[1] != 4.0 {
+        return fail(format!("out[1] = {}, expected 4.0", got[1]));
+    }
+    // f32 addition is correctly rounded on every backend: exact equality.
+    first_mismatch(&got, |i| a[i] + b[i])?;
+    Ok(Outcome::default())
+}
+
+fn vector_multiply(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.1).sin()).collect();
+    let da = d.upload(&a)?;
+    let mut out = poisoned_f32(d, n)?;
+    #[allow(clippy::approx_constant)] // seed-cases.md specifies 3.14, not π
+    let scale = 3.14f32;
+    kernels::vector_multiply::launch(d, Launch::threads(n), &da, scale, &mut out)?;
+    let got = out.to_vec()?;
+    let mut worst = 0.0f64;
+    for (i, &g) in got.iter().enumerate() {
+        let e = ulps(g, a[i] * scale);
+        if e > 1.0 {
+            return Err(Failure {
+                message: format!("element {i}: got {g}, expected {} ({e} ulp)", a[i] * scale),
+                max_error: e,
+            });
+        }
+        worst = worst.max(e);
+    }
+    Ok(Outcome { max_error: worst })
+}
+
+/// Groups the reduction uses at most; bounds the f32 rounding of the final atomic adds.
+const REDUCE_GROUPS: usize = 64;
+const REDUCE_GROUP: usize = 256;
+
+fn reduce_on(d: &Target, data: &[f32]) -> Result<f32, Failure> {
+    let x = d.upload(data)?;
+    let mut total = d.alloc_filled(1, 0.0f32)?;
+    let groups = groups_for(data.len(), REDUCE_GROUP).min(REDUCE_GROUPS);
+    let launch = Launch::threads(groups * REDUCE_GROUP)
+        .group(REDUCE_GROUP as u32)
+        .dynamic_shared(REDUCE_GROUP as u32);
+    kernels::reduce_sum::launch(d, launch, &x, &mut total)?;
+    Ok(total.to_vec()?[0])
+}
+
+fn reduction_sum(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let ones = reduce_on(d, &vec![1.0f32; n])?;
+    if ones != n as f32 {
+        return fail(format!("sum of {n} ones = {ones}"));
+    }
+    let sevens: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let want: f64 = sevens.iter().map(|&v| v as f64).sum();
+    let got = reduce_on(d, &sevens)? as f64;
+    let rel = if want == 0.0 {
+        got.abs()
+    } else {
+        ((got - want) / want).abs()
+    };
+    if rel.is_nan() || rel > 1e-6 {
+        return Err(Failure {
+            message: format!("sum(i % 7) = {got}, expected {want} (relative error {rel:e})"),
+            max_error: rel,
+        });
+    }
+    Ok(Outcome { max_error: rel })
+}
+
+fn matrix_multiply(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let [m, k, n] = size.dims;
+    let a: Vec<f32> = (0..m * k).map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let (da, db) = (d.upload(&a)?, d.upload(&b)?);
+    let mut dc = poisoned_f32(d, m * n)?;
+    let tile = kernels::TILE;
+    let launch = Launch::grid2d(n, m).group2d(tile, tile);
+    kernels::matmul_tiled::launch(d, launch, &da, &db, &mut dc, m as u32, n as u32, k as u32)?;
+    let c = dc.to_vec()?;
+    let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
+    for i in 0..m {
+        for j in 0..n {
+            let (mut r, mut mag) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                let t = a[i * k + p] as f64 * b[p * n + j] as f64;
+                r += t;
+                mag += t.abs();
+            }
+            let g = c[i * n + j] as f64;
+            let err = (g - r).abs();
+            // Per element: within the f32 dot-product bound (k · eps · Σ|a·b|), loosely.
+            let bound = 2.0 * k as f64 * f32::EPSILON as f64 * mag + 1e-30;
+            if err.is_nan() || err > bound {
+                return Err(Failure {
+                    message: format!(
+                        "C[{i}][{j}] = {g}, reference {r} (error {err:e} > bound {bound:e})"
+                    ),
+                    max_error: err,
+                });
+            }
+            diff2 += (g - r) * (g - r);
+            ref2 += r * r;
+        }
+    }
+    let rel = (diff2 / ref2.max(1e-300)).sqrt();
+    if rel >= 1e-5 {
+        return Err(Failure {
+            message: format!("‖C − R‖ / ‖R‖ = {rel:e} ≥ 1e-5"),
+            max_error: rel,
+        });
+    }
+    Ok(Outcome { max_error: rel })
+}
+
+fn unified_memory(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut buf = d.upload(&data)?;
+    kernels::double_in_place::launch(d, Launch::threads(n), &mut buf)?;
+    first_mismatch(&buf.to_vec()?, |i| 2.0 * data[i])?;
+    Ok(Outcome::default())
+}
+
+// ------------------------------------------------------------------ semantics cases
+
+fn grid_ids_3d(d: &Target, size: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    // Two shapes, neither a multiple of its group in any dimension.
+    let ((w, h, depth), (gx, gy, gz)) = if size.dims[0] == 1 {
+        ((37, 19, 5), (8, 4, 2))
+    } else {
+        ((300, 7, 3), (64, 2, 2))
+    };
+    let total = w * h * depth;
+    let mut out = d.alloc_filled(total * 2, POISON_U32)?;
+    let launch = Launch::grid3d(w, h, depth).group3d(gx, gy, gz);
+    kernels::grid_ids::launch(d, launch, &mut out, w as u32, h as u32)?;
+    let got = out.to_vec()?;
+    for z in 0..depth {
+        for y in 0..h {
+            for x in 0..w {
+                let idx = (z * h + y) * w + x;
+                let local = (x % gx as usize) + 100 * (y % gy as usize) + 10000 * (z % gz as usize);
+                if got[idx * 2] != idx as u32 || got[idx * 2 + 1] != local as u32 {
+                    return fail(format!(
+                        "thread ({x},{y},{z}): wrote ({}, {}), expected ({idx}, {local})",
+                        got[idx * 2],
+                        got[idx * 2 + 1]
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn shared_atomics(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let values: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let mut want = [0u32; 64];
+    for v in &values {
+        want[(v % 64) as usize] += 1;
+    }
+    let dv = d.upload(&values)?;
+    let mut hist = d.alloc_filled(64, 0u32)?;
+    kernels::histogram64::launch(d, Launch::threads(n).group(128), &dv, &mut hist)?;
+    first_mismatch(&hist.to_vec()?, |i| want[i])?;
+    Ok(Outcome::default())
+}
+
+/// The IR's integer rules, written independently of the CPU backend's `ops`.
+fn int_reference(x: i32, y: i32, f: f32) -> [i32; 8] {
+    let div = if y == 0 {
+        x
+    } else if x == i32::MIN && y == -1 {
+        i32::MIN
+    } else {
+        x / y
+    };
+    let rem = if y == 0 || (x == i32::MIN && y == -1) {
+        0
+    } else {
+        x % y
+    };
+    let sh = (y as u32) & 31;
+    let cast = if f.is_nan() {
+        0
+    } else if f >= 2147483648.0 {
+        i32::MAX
+    } else if f < -2147483648.0 {
+        i32::MIN
+    } else {
+        f.trunc() as i64 as i32
+    };
+    [
+        div,
+        rem,
+        ((x as i64 * y as i64) as u64 & 0xFFFF_FFFF) as u32 as i32,
+        ((x as i64 + y as i64 - 7) as u64 & 0xFFFF_FFFF) as u32 as i32,
+        ((x as u32) << sh) as i32,
+        x >> sh,
+        cast,
+        ((x as u32) >> 3) as i32,
+    ]
+}
+
+fn integer_semantics(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let specials = [0, 1, -1, i32::MIN, i32::MAX, 31, 32, 33, -33];
+    let pick = |rng: &mut fastrand::Rng| {
+        if rng.bool() {
+            specials[rng.usize(..specials.len())]
+        } else {
+            rng.i32(..)
+        }
+    };
+    let a: Vec<i32> = (0..n).map(|_| pick(rng)).collect();
+    let b: Vec<i32> = (0..n).map(|_| pick(rng)).collect();
+    let fspecial = [
+        f32::NAN,
+        f32::INFINITY,
+        -f32::INFINITY,
+        3e9,
+        -3e9,
+        -0.5,
+        2.9,
+        -2.9,
+    ];
+    let fl: Vec<f32> = (0..n)
+        .map(|_| {
+            if rng.bool() {
+                fspecial[rng.usize(..fspecial.len())]
+            } else {
+                (rng.f32() - 0.5) * 1e10
+            }
+        })
+        .collect();
+    let (da, db, df) = (d.upload(&a)?, d.upload(&b)?, d.upload(&fl)?);
+    let mut out = d.alloc_filled(n * 8, POISON_U32 as i32)?;
+    kernels::int_semantics::launch(d, Launch::threads(n), &da, &db, &df, &mut out)?;
+    let got = out.to_vec()?;
+    for i in 0..n {
+        let want = int_reference(a[i], b[i], fl[i]);
+        if got[i * 8..i * 8 + 8] != want {
+            return fail(format!(
+                "inputs ({}, {}, {}): got {:?}, expected {want:?} (div, rem, mul, add-7, shl, shr, f32 as i32, u32 shr)",
+                a[i],
+                b[i],
+                fl[i],
+                &got[i * 8..i * 8 + 8]
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn atomic_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let v: Vec<u32> = (0..n).map(|_| rng.u32(0..1000)).collect();
+    let uinit = [
+        7u32,
+        1 << 31,
+        u32::MAX,
+        0,
+        u32::MAX,
+        0,
+        0x5A5A_5A5A,
+        u32::MAX,
+        0,
+    ];
+    let iinit = [i32::MAX, i32::MIN, 12345];
+    let dv = d.upload(&v)?;
+    let mut uc = d.upload(&uinit)?;
+    let mut ic = d.upload(&iinit)?;
+    let mut old = d.alloc_filled(n * 9, POISON_U32)?;
+    kernels::atomic_ops::launch(
+        d,
+        Launch::threads(n).group(64),
+        &dv,
+        &mut uc,
+        &mut ic,
+        &mut old,
+    )?;
+    let (u, i, old) = (uc.to_vec()?, ic.to_vec()?, old.to_vec()?);
+    let signed: Vec<i32> = v.iter().map(|&x| x as i32 - 500).collect();
+    let mut bits = 0u32;
+    for x in &v {
+        bits |= 1 << (x % 32);
+    }
+    let want_u = [
+        v.iter().fold(uinit[0], |a, &x| a.wrapping_add(x)),
+        v.iter().fold(uinit[1], |a, &x| a.wrapping_sub(x)),
+        *v.iter().min().unwrap(),
+        *v.iter().max().unwrap(),
+        !bits,
+        bits,
+        v.iter().fold(uinit[6], |a, &x| a ^ x),
+    ];
+    if u[..7] != want_u {
+        return fail(format!("u32 counters {:?}, expected {want_u:?}", &u[..7]));
+    }
+    if u[7] >= n as u32 || u[8] != 1 {
+        return fail(format!(
+            "compare-exchange: winner {} and {} winners, expected one winner < {n}",
+            u[7], u[8]
+        ));
+    }
+    let (imin, imax) = (*signed.iter().min().unwrap(), *signed.iter().max().unwrap());
+    if i[0] != imin || i[1] != imax || !signed.contains(&i[2]) {
+        return fail(format!(
+            "i32 counters {i:?}, expected [{imin}, {imax}, one of the values]"
+        ));
+    }
+    // Old values: every thread wrote all nine (the add's old value is at most the total,
+    // far below the poison), the smallest add-old is the initial value, and min/max olds
+    // never lie beyond the final extremes.
+    let first_add = (0..n).map(|t| old[t * 9]).min().unwrap_or(uinit[0]);
+    if first_add != uinit[0] {
+        return fail(format!(
+            "the first atomic_add saw {first_add}, expected the initial {}",
+            uinit[0]
+        ));
+    }
+    for t in 0..n {
+        let o = &old[t * 9..t * 9 + 9];
+        if o[0] == POISON_U32 {
+            return fail(format!("thread {t} wrote no old values"));
+        }
+        if o[2] < u[2] || o[3] > u[3] || (o[7] as i32) < imin || (o[8] as i32) > imax {
+            return fail(format!(
+                "thread {t}: old values {o:?} are outside what min/max allow"
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn math_functions(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let x: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 20.0).collect();
+    let y: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 8.0).collect();
+    let (dx, dy) = (d.upload(&x)?, d.upload(&y)?);
+    let mut out = poisoned_f32(d, n * 14)?;
+    kernels::math_f32::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
+    let got = out.to_vec()?;
+    // The CPU and CUDA document a few ulp for these functions; Vulkan only looser bounds.
+    let cpu = matches!(d.backend_kind(), BackendKind::Cpu | BackendKind::Cuda);
+    let names = [
+        "sqrt", "sin", "cos", "tan", "exp", "ln", "powf", "abs", "min", "max", "mul_add", "floor",
+        "ceil", "clamp",
+    ];
+    let mut worst = 0.0f64;
+    for i in 0..n {
+        let (a, b) = (x[i] as f64, y[i] as f64);
+        let want = [
+            a.abs().sqrt(),
+            (a * 0.3f32 as f64).sin(),
+            (a * 0.3f32 as f64).cos(),
+            (a * 0.1f32 as f64).tan(),
+            (a * 0.5).exp(),
+            (a.abs() + 0.5).ln(),
+            (a.abs() + 0.1).powf(b * 0.5),
+            a.abs(),
+            a.min(b),
+            a.max(b),
+            a.mul_add(b, 0.5),
+            a.floor(),
+            b.ceil(),
+            a.clamp(-1.0, 1.0),
+        ];
+        for (f, w) in want.iter().enumerate() {
+            let g = got[i * 14 + f] as f64;
+            // Tolerances follow each backend's documented precision (dotcompute_ir docs):
+            // exact for abs/min/max/floor/ceil/clamp; 3 ulp for sqrt; the unfused bound for
+            // mul_add; for the transcendentals 4 ulp on the CPU and Vulkan's bounds on GPUs
+            // (2^-11 absolute for sin/cos on [-π, π], relative bounds for the others).
+            let ulp = f32::EPSILON as f64;
+            let tol = match f {
+                7 | 8 | 9 | 11 | 12 | 13 => 0.0,
+                0 => 3.0 * ulp * w.abs(),
+                // a·b rounded, then the sum rounded: half an ulp of each, doubled for slack.
+                10 => ulp * ((a * b).abs() + 0.5 + w.abs()),
+                _ if cpu => 4.0 * ulp * w.abs() + 2e-6,
+                _ => 1e-4 * w.abs() + 5e-4,
+            };
+            let err = (g - w).abs();
+            if err.is_nan() || err > tol + 1e-30 {
+                return Err(Failure {
+                    message: format!(
+                        "{}({}, {}) = {g}, expected {w} (error {err:e} > {tol:e})",
+                        names[f], x[i], y[i]
+                    ),
+                    max_error: err,
+                });
+            }
+            worst = worst.max(err);
+        }
+    }
+    Ok(Outcome { max_error: worst })
+}
+
+fn control_flow_reference(n: u32) -> [u32; 4] {
+    let limit = n % 50;
+    let acc: u32 = (0..limit).step_by(3).filter(|k| k % 2 == 1).sum();
+    let mut j = 0u32;
+    while j < limit {
+        j += 7;
+        if j > 30 {
+            break;
+        }
+    }
+    let (mut steps, mut v) = (0u32, n);
+    while !(v <= 1 || steps >= 40) {
+        v = if v % 2 == 0 {
+            v / 2
+        } else {
+            v.wrapping_mul(3).wrapping_add(1)
+        };
+        steps += 1;
+    }
+    let signed: i32 = (-3..limit as i32)
+        .map(|t| {
+            if t < 0 {
+                -t
+            } else if t > 10 {
+                1
+            } else {
+                t * 2
+            }
+        })
+        .sum();
+    [acc, j, steps, signed as u32]
+}
+
+fn control_flow(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let input: Vec<u32> = (0..n).map(|_| rng.u32(0..100_000)).collect();
+    let di = d.upload(&input)?;
+    let mut out = d.alloc_filled(n * 4, POISON_U32)?;
+    kernels::control_flow::launch(d, Launch::threads(n), &di, &mut out)?;
+    let got = out.to_vec()?;
+    for i in 0..n {
+        let want = control_flow_reference(input[i]);
+        if got[i * 4..i * 4 + 4] != want {
+            return fail(format!(
+                "input {}: got {:?}, expected {want:?} (acc, j, steps, signed)",
+                input[i],
+                &got[i * 4..i * 4 + 4]
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+// ------------------------------------------------------------------ memory cases
+
+fn elementwise_masked(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let x: Vec<f32> = (0..n).map(|_| rng.f32() * 100.0 - 50.0).collect();
+    let flags: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let y0: Vec<f32> = (0..n).map(|_| rng.f32() * 100.0 - 50.0).collect();
+    let c0: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
+    let (dx, dflags) = (d.upload(&x)?, d.upload(&flags)?);
+    let (mut dy, mut dc) = (d.upload(&y0)?, d.upload(&c0)?);
+    // Three threads more than elements: the kernel's own bounds check must stop them.
+    kernels::elementwise_masked::launch(d, Launch::threads(n + 3), &dx, &dflags, &mut dy, &mut dc)?;
+    // y * 2 is exact, so one rounding follows whether or not a backend fuses the add.
+    let want_y = |i: usize| match flags[i] % 4 {
+        0 => y0[i],
+        _ => y0[i] * 2.0 + x[i],
+    };
+    let want_c = |i: usize| match flags[i] % 4 {
+        1 => c0[i].wrapping_mul(7).wrapping_add(1),
+        _ => c0[i],
+    };
+    let got_y = dy.to_vec()?;
+    for (i, g) in got_y.iter().enumerate() {
+        if g.to_bits() != want_y(i).to_bits() {
+            return fail(format!(
+                "y[{i}] (flag {}): got {g}, expected {}",
+                flags[i] % 4,
+                want_y(i)
+            ));
+        }
+    }
+    first_mismatch(&dc.to_vec()?, want_c)?;
+    Ok(Outcome::default())
+}
+
+fn round_trip<T: Element>(d: &Device, data: &[T]) -> Result<(), Failure> {
+    let buf = d.upload(data)?;
+    let back = buf.to_vec()?;
+    let (a, b): (&[u8], &[u8]) = (bytemuck::cast_slice(data), bytemuck::cast_slice(&back));
+    if a != b {
+        let i = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(0) / std::mem::size_of::<T>();
+        return fail(format!(
+            "{}: element {i} differs after upload/to_vec",
+            std::any::type_name::<T>()
+        ));
+    }
+    Ok(())
+}
+
+fn upload_download(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    // Random bit patterns: NaN payloads and -0.0 must survive too.
+    round_trip(
+        d,
+        &(0..n)
+            .map(|_| f32::from_bits(rng.u32(..)))
+            .collect::<Vec<_>>(),
+    )?;
+    round_trip(d, &(0..n).map(|_| rng.i32(..)).collect::<Vec<_>>())?;
+    round_trip(d, &(0..n).map(|_| rng.u32(..)).collect::<Vec<_>>())?;
+    if d.info().caps.f64 {
+        round_trip(
+            d,
+            &(0..n)
+                .map(|_| f64::from_bits(rng.u64(..)))
+                .collect::<Vec<_>>(),
+        )?;
+    }
+    Ok(Outcome::default())
+}
+
+fn copy_and_views(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let src: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let dsrc = d.upload(&src)?;
+    // Whole-buffer device-to-device copy.
+    let mut ddst = d.alloc_filled(n, POISON_U32)?;
+    ddst.copy_from(&dsrc)?;
+    first_mismatch(&ddst.to_vec()?, |i| src[i])?;
+    // A partial copy between offsets, mirrored on host vectors.
+    let len = rng.usize(0..=n);
+    let so = rng.usize(0..=n - len);
+    let dof = rng.usize(0..=n - len);
+    let mut host = vec![POISON_U32; n];
+    host[dof..dof + len].copy_from_slice(&src[so..so + len]);
+    let mut ddst = d.alloc_filled(n, POISON_U32)?;
+    ddst.slice_mut(dof..dof + len)?
+        .copy_from(&dsrc.slice(so..so + len)?)?;
+    first_mismatch(&ddst.to_vec()?, |i| host[i])?;
+    // Reading a view, and a view of a view.
+    let view = dsrc.slice(so..so + len)?;
+    first_mismatch(&view.to_vec()?, |i| src[so + i])?;
+    let inner = view.slice(len / 3..len - len / 3)?;
+    first_mismatch(&inner.to_vec()?, |i| src[so + len / 3 + i])?;
+    // Writing through a view.
+    let patch: Vec<u32> = (0..len).map(|_| rng.u32(..)).collect();
+    host[dof..dof + len].copy_from_slice(&patch);
+    ddst.slice_mut(dof..dof + len)?.write(&patch)?;
+    first_mismatch(&ddst.to_vec()?, |i| host[i])?;
+    // Out-of-range views are errors, not panics.
+    if dsrc.slice(0..n + 1).is_ok() || ddst.slice_mut(n..n + 1).is_ok() {
+        return fail("a view past the end was accepted");
+    }
+    let mut short = d.alloc::<u32>(n.saturating_sub(1))?;
+    if short.copy_from(&dsrc).is_ok() {
+        return fail("a copy between buffers of different lengths was accepted");
+    }
+    Ok(Outcome::default())
+}
+
+fn fill(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let value = rng.f32() * 100.0 - 50.0;
+    let mut b = d.alloc_filled(n, f32::NAN)?;
+    b.fill(value)?;
+    first_mismatch(&b.to_vec()?, |_| value)?;
+    // A sub-range fill leaves the rest alone; an 8-byte pattern.
+    let mut w = d.alloc_filled(n, 7u64)?;
+    let (lo, hi) = (n / 4, n - n / 4);
+    w.slice_mut(lo..hi)?.fill(0x0123_4567_89AB_CDEF)?;
+    first_mismatch(&w.to_vec()?, |i| {
+        if (lo..hi).contains(&i) {
+            0x0123_4567_89AB_CDEF
+        } else {
+            7
+        }
+    })?;
+    Ok(Outcome::default())
+}
+
+fn alloc_zero(d: &Target, _: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let mut empty = d.alloc::<f32>(0)?;
+    if !empty.is_empty() || !empty.to_vec()?.is_empty() {
+        return fail("an empty buffer is not empty");
+    }
+    empty.fill(1.0)?;
+    match kernels::double_in_place::launch(d, Launch::threads(1), &mut empty) {
+        Err(Error::EmptyBuffer { .. }) => {}
+        other => {
+            return fail(format!(
+                "binding an empty buffer gave {other:?}, expected EmptyBuffer"
+            ))
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn alloc_too_large(d: &Target, _: Size, _: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let too_many = (d.info().memory_bytes / 4 + 1) as usize * 2;
+    match d.alloc::<f32>(too_many) {
+        Err(Error::OutOfMemory { .. }) => {}
+        Ok(_) => {
+            return fail(format!(
+                "allocating {too_many} f32 succeeded on a device of {} bytes",
+                d.info().memory_bytes
+            ))
+        }
+        Err(e) => return fail(format!("expected OutOfMemory, got: {e}")),
+    }
+    // The device keeps working.
+    let b = d.upload(&[1u32, 2, 3])?;
+    first_mismatch(&b.to_vec()?, |i| i as u32 + 1)?;
+    Ok(Outcome::default())
+}
+
+fn pool_reuse(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let cycles = size.dims[0];
+    let sizes = [1usize, 100, 1000, 4096, 10_000, 65_536, 250_000];
+    // Warm the pool with one buffer of each size, as a running program would have.
+    drop(
+        sizes
+            .iter()
+            .map(|&s| d.alloc::<f32>(s))
+            .collect::<Result<Vec<_>, _>>()?,
+    );
+    let before = d.memory_stats();
+    let mut live: Vec<Buffer<f32>> = Vec::new();
+    for _ in 0..cycles {
+        live.push(d.alloc::<f32>(sizes[rng.usize(..sizes.len())])?);
+        if live.len() > 4 || rng.bool() {
+            live.swap_remove(rng.usize(..live.len()));
+        }
+    }
+    drop(live);
+    let after = d.memory_stats();
+    let driver = after.driver_allocations - before.driver_allocations;
+    let hits = after.pool_hits - before.pool_hits;
+    let served = hits as f64 / (hits + driver) as f64;
+    if served < 0.9 {
+        return fail(format!(
+            "the pool served {:.1}% of {cycles} allocations (driver: {driver})",
+            served * 100.0
+        ));
+    }
+    if after.bytes_in_use != before.bytes_in_use {
+        return fail(format!(
+            "bytes in use went from {} to {}",
+            before.bytes_in_use, after.bytes_in_use
+        ));
+    }
+    Ok(Outcome {
+        max_error: 1.0 - served,
+    })
+}
