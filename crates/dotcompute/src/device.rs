@@ -1,5 +1,6 @@
 //! Devices: discovery and selection through the registry, allocation, streams, launches.
 
+use crate::args::{check_arg, check_count, ArgView};
 use crate::buffer::{Arg, Buffer, Element};
 use crate::registry::{descriptor, not_built, registry};
 use crate::stream::{AsStream, Stream};
@@ -8,7 +9,6 @@ use dotcompute_hal::{
     registry::rank, BackendKind, BoundArg, DeviceInfo, DynBackend, Error, KernelDef, Launch,
     LaunchRequest, MemoryStats, Program, Result, StreamId, MAX_STREAMS,
 };
-use dotcompute_ir::{Access, Param};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -367,43 +367,27 @@ impl Device {
         ir: &dotcompute_ir::Kernel,
         args: &'a [Arg<'a>],
     ) -> Result<Vec<BoundArg<'a, dotcompute_hal::RawBuffer>>> {
-        if args.len() != ir.params.len() {
-            return Err(Error::ArgumentCount {
-                kernel: ir.name.clone(),
-                expected: ir.params.len(),
-                found: args.len(),
-            });
-        }
+        check_count(ir, args.len())?;
         let mut bound = Vec::with_capacity(args.len());
         for (param, arg) in ir.params.iter().zip(args) {
-            let mismatch = |expected: String, found: String| Error::ArgumentType {
-                kernel: ir.name.clone(),
-                arg: param.name().to_string(),
-                expected,
-                found,
-            };
-            match (param, arg) {
-                (
-                    Param::Buffer { elem, access, .. },
-                    Arg::Buffer {
-                        device,
-                        raw,
-                        len,
-                        elem: arg_elem,
-                        writable,
-                        ..
-                    },
-                ) => {
-                    let want_write = *access == Access::ReadWrite;
-                    if elem != arg_elem || (want_write && !writable) {
-                        return Err(mismatch(
-                            format!("{}[{elem}]", if want_write { "&mut " } else { "&" }),
-                            format!(
-                                "a {} buffer of {arg_elem}",
-                                if *writable { "writable" } else { "read-only" }
-                            ),
-                        ));
-                    }
+            match arg {
+                Arg::Buffer {
+                    device,
+                    raw,
+                    len,
+                    elem,
+                    writable,
+                    ..
+                } => {
+                    let writable = check_arg(
+                        ir,
+                        param,
+                        ArgView::Buffer {
+                            elem: *elem,
+                            writable: *writable,
+                            len: *len,
+                        },
+                    )?;
                     if !device.same(self) {
                         return Err(Error::WrongDevice {
                             kernel: ir.name.clone(),
@@ -412,43 +396,17 @@ impl Device {
                             device: self.label(),
                         });
                     }
-                    if *len == 0 {
-                        return Err(Error::EmptyBuffer {
-                            kernel: ir.name.clone(),
-                            arg: param.name().to_string(),
-                        });
-                    }
-                    if *len > u32::MAX as usize {
-                        return Err(mismatch(
-                            format!("at most {} elements (indices are u32)", u32::MAX),
-                            format!("{len} elements"),
-                        ));
-                    }
                     bound.push(BoundArg::Buffer {
                         buffer: *raw,
                         offset: 0,
                         len: *len,
                         elem: *elem,
-                        writable: *writable && want_write,
+                        writable,
                     });
                 }
-                (Param::Scalar { ty, .. }, Arg::Scalar(l)) => {
-                    if l.ty() != *ty {
-                        return Err(mismatch(ty.name().into(), format!("a {} scalar", l.ty())));
-                    }
+                Arg::Scalar(l) => {
+                    check_arg(ir, param, ArgView::Scalar(*l))?;
                     bound.push(BoundArg::Scalar(*l));
-                }
-                (Param::Buffer { elem, .. }, Arg::Scalar(l)) => {
-                    return Err(mismatch(
-                        format!("a buffer of {elem}"),
-                        format!("a {} scalar", l.ty()),
-                    ))
-                }
-                (Param::Scalar { ty, .. }, Arg::Buffer { elem, .. }) => {
-                    return Err(mismatch(
-                        format!("a {ty} scalar"),
-                        format!("a buffer of {elem}"),
-                    ))
                 }
             }
         }

@@ -37,6 +37,7 @@
 //! be freed or touched by the host while it exists; read results with
 //! [`ExecGraph::read`]. Buffer uses are ordered against other streams like any launch.
 
+use crate::args::{check_arg, check_count, ArgView};
 use crate::buffer::{Buffer, Element, ScalarArg};
 use crate::device::Device;
 use crate::stream::{AsStream, Stream};
@@ -303,58 +304,27 @@ impl<'a> Graph<'a> {
         deps: &[NodeId],
     ) -> Result<NodeId> {
         let ir = &program.kernel;
-        if args.len() != ir.params.len() {
-            return Err(Error::ArgumentCount {
-                kernel: ir.name.clone(),
-                expected: ir.params.len(),
-                found: args.len(),
-            });
-        }
+        check_count(ir, args.len())?;
         let mut node_args = Vec::with_capacity(args.len());
         for (param, arg) in ir.params.iter().zip(args) {
-            let mismatch = |expected: String, found: String| Error::ArgumentType {
-                kernel: ir.name.clone(),
-                arg: param.name().to_string(),
-                expected,
-                found,
-            };
-            node_args.push(match (param, *arg) {
-                (Param::Buffer { elem, access, .. }, GraphArg::Buffer { graph, index }) => {
+            node_args.push(match *arg {
+                GraphArg::Buffer { graph, index } => {
                     let i = self.buffer_index(graph, index)?;
                     let b = &self.buffers[i];
-                    let want_write = *access == Access::ReadWrite;
-                    if *elem != b.elem || (want_write && !b.writable) {
-                        return Err(mismatch(
-                            format!("{}[{elem}]", if want_write { "&mut " } else { "&" }),
-                            format!(
-                                "a {} graph buffer of {}",
-                                if b.writable { "writable" } else { "read-only" },
-                                b.elem
-                            ),
-                        ));
-                    }
-                    if b.len == 0 {
-                        return Err(Error::EmptyBuffer {
-                            kernel: ir.name.clone(),
-                            arg: param.name().to_string(),
-                        });
-                    }
+                    check_arg(
+                        ir,
+                        param,
+                        ArgView::Buffer {
+                            elem: b.elem,
+                            writable: b.writable,
+                            len: b.len,
+                        },
+                    )?;
                     NodeArg::Buffer(i)
                 }
-                (Param::Scalar { ty, .. }, GraphArg::Scalar(l)) => {
-                    if l.ty() != *ty {
-                        return Err(mismatch(ty.name().into(), format!("a {} scalar", l.ty())));
-                    }
+                GraphArg::Scalar(l) => {
+                    check_arg(ir, param, ArgView::Scalar(l))?;
                     NodeArg::Scalar(l)
-                }
-                (Param::Buffer { elem, .. }, GraphArg::Scalar(l)) => {
-                    return Err(mismatch(
-                        format!("a buffer of {elem}"),
-                        format!("a {} scalar", l.ty()),
-                    ))
-                }
-                (Param::Scalar { ty, .. }, GraphArg::Buffer { .. }) => {
-                    return Err(mismatch(format!("a {ty} scalar"), "a buffer".into()))
                 }
             });
         }

@@ -154,6 +154,7 @@
 // Lets `#[kernel]` expansions inside this crate name it as `::dotcompute`.
 extern crate self as dotcompute;
 
+mod args;
 mod buffer;
 mod device;
 mod graph;

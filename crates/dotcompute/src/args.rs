@@ -1,0 +1,87 @@
+//! The argument checks shared by direct launches (`Device::launch_kernel`) and graph
+//! launch nodes (`Graph::launch`): one place decides what matches a kernel's signature.
+
+use dotcompute_hal::{Error, Result};
+use dotcompute_ir::{Access, Kernel, Literal, Param, ScalarType};
+
+/// What a caller passes for one parameter, as far as the signature cares.
+pub(crate) enum ArgView {
+    Buffer {
+        elem: ScalarType,
+        writable: bool,
+        len: usize,
+    },
+    Scalar(Literal),
+}
+
+/// `found` arguments for `kernel`'s parameters.
+pub(crate) fn check_count(kernel: &Kernel, found: usize) -> Result<()> {
+    if found != kernel.params.len() {
+        return Err(Error::ArgumentCount {
+            kernel: kernel.name.clone(),
+            expected: kernel.params.len(),
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// Checks one argument against its parameter: kind, element type, access (a `&mut [T]`
+/// parameter needs a writable buffer), empty buffers, buffers too long for `u32` indices.
+/// Returns whether a buffer is bound writable.
+pub(crate) fn check_arg(kernel: &Kernel, param: &Param, arg: ArgView) -> Result<bool> {
+    let mismatch = |expected: String, found: String| Error::ArgumentType {
+        kernel: kernel.name.clone(),
+        arg: param.name().to_string(),
+        expected,
+        found,
+    };
+    match (param, arg) {
+        (
+            Param::Buffer { elem, access, .. },
+            ArgView::Buffer {
+                elem: arg_elem,
+                writable,
+                len,
+            },
+        ) => {
+            let want_write = *access == Access::ReadWrite;
+            if *elem != arg_elem || (want_write && !writable) {
+                return Err(mismatch(
+                    format!("{}[{elem}]", if want_write { "&mut " } else { "&" }),
+                    format!(
+                        "a {} buffer of {arg_elem}",
+                        if writable { "writable" } else { "read-only" }
+                    ),
+                ));
+            }
+            if len == 0 {
+                return Err(Error::EmptyBuffer {
+                    kernel: kernel.name.clone(),
+                    arg: param.name().to_string(),
+                });
+            }
+            if len > u32::MAX as usize {
+                return Err(mismatch(
+                    format!("at most {} elements (indices are u32)", u32::MAX),
+                    format!("{len} elements"),
+                ));
+            }
+            Ok(writable && want_write)
+        }
+        (Param::Scalar { ty, .. }, ArgView::Scalar(l)) => {
+            if l.ty() != *ty {
+                return Err(mismatch(ty.name().into(), format!("a {} scalar", l.ty())));
+            }
+            Ok(false)
+        }
+        (Param::Buffer { elem, .. }, ArgView::Scalar(l)) => Err(mismatch(
+            format!("a buffer of {elem}"),
+            format!("a {} scalar", l.ty()),
+        )),
+        (Param::Scalar { ty, .. }, ArgView::Buffer { elem, .. }) => Err(mismatch(
+            format!("a {ty} scalar"),
+            format!("a buffer of {elem}"),
+        )),
+    }
+}
