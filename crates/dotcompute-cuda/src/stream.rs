@@ -13,28 +13,34 @@ use dotcompute_hal::{
     Error, Fence, GraphExec, LaunchRequest, Queue, Result, StreamId, MAX_STREAMS,
 };
 use std::any::Any;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// The backend's CUDA streams by id; null where no stream is open.
-pub(crate) struct Streams(RwLock<Vec<sys::CUstream>>);
-
-// SAFETY: stream handles are usable from any thread with the context bound.
-unsafe impl Send for Streams {}
-unsafe impl Sync for Streams {}
+/// The backend's CUDA streams by id; null where none was created yet. Lock-free: every
+/// launch looks its stream up, and a slot changes only from null to a stream.
+pub(crate) struct Streams(Box<[AtomicPtr<sys::CUstream_st>]>);
 
 impl Streams {
     pub(crate) fn new(default: sys::CUstream) -> Streams {
-        let mut v = vec![std::ptr::null_mut(); MAX_STREAMS as usize];
-        v[0] = default;
-        Streams(RwLock::new(v))
+        let slots: Vec<_> = (0..MAX_STREAMS)
+            .map(|i| {
+                AtomicPtr::new(if i == 0 {
+                    default
+                } else {
+                    std::ptr::null_mut()
+                })
+            })
+            .collect();
+        Streams(slots.into_boxed_slice())
+    }
+    fn get(&self, s: StreamId) -> Option<sys::CUstream> {
+        let h = self.0.get(s.index())?.load(Ordering::Acquire);
+        (!h.is_null()).then_some(h)
     }
     pub(crate) fn all(&self) -> Vec<sys::CUstream> {
         self.0
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .copied()
-            .filter(|s| !s.is_null())
+            .map(|h| h.load(Ordering::Acquire))
+            .filter(|h| !h.is_null())
             .collect()
     }
 }
@@ -46,26 +52,39 @@ fn create_event() -> Result<sys::CUevent> {
 impl CudaBackend {
     /// The CUDA stream behind `s`.
     pub(crate) fn stream(&self, s: StreamId) -> Result<sys::CUstream> {
-        let table = self.streams.0.read().unwrap_or_else(|p| p.into_inner());
-        match table.get(s.index()) {
-            Some(&h) if !h.is_null() => Ok(h),
-            _ => Err(Error::Backend {
-                backend: BACKEND.into(),
-                message: format!("stream {} is not open on this device", s.0),
-            }),
-        }
+        self.streams.get(s).ok_or_else(|| Error::Backend {
+            backend: BACKEND.into(),
+            message: format!("stream {} is not open on this device", s.0),
+        })
     }
 
     pub(crate) fn open_stream_slot(&self, s: StreamId) -> Result<()> {
         bind(self.ctx)?;
-        let mut table = self.streams.0.write().unwrap_or_else(|p| p.into_inner());
-        let slot = table.get_mut(s.index()).ok_or_else(|| Error::Backend {
-            backend: BACKEND.into(),
-            message: format!("stream id {} is beyond the {MAX_STREAMS} a device has", s.0),
-        })?;
-        if slot.is_null() {
-            *slot =
+        let slot = self
+            .streams
+            .0
+            .get(s.index())
+            .ok_or_else(|| Error::Backend {
+                backend: BACKEND.into(),
+                message: format!("stream id {} is beyond the {MAX_STREAMS} a device has", s.0),
+            })?;
+        if slot.load(Ordering::Acquire).is_null() {
+            let created =
                 cu::stream::create(cu::stream::StreamKind::NonBlocking).during("cuStreamCreate")?;
+            // The facade opens an id from one thread at a time; should two race anyway,
+            // the loser's stream is destroyed.
+            if slot
+                .compare_exchange(
+                    std::ptr::null_mut(),
+                    created,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                // SAFETY: the stream was just created and never used.
+                let _ = unsafe { cu::stream::destroy(created) };
+            }
         }
         Ok(())
     }
