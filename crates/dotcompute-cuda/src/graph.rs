@@ -4,7 +4,7 @@
 //! (`cuGraphExecUpdate`) instead of instantiating again.
 
 use crate::driver::{bind, Check};
-use crate::{lock, CudaBackend};
+use crate::CudaBackend;
 use cudarc::driver::sys;
 use dotcompute_hal::{Error, GraphExec, Result, StreamId};
 use std::any::Any;
@@ -43,10 +43,6 @@ fn not_ours() -> Error {
 }
 
 impl CudaBackend {
-    pub(crate) fn is_capturing(&self, s: StreamId) -> bool {
-        lock(&self.capturing).contains(s)
-    }
-
     pub(crate) fn begin_capture_on(&self, s: StreamId) -> Result<bool> {
         bind(self.ctx)?;
         let stream = self.stream(s)?;
@@ -61,7 +57,6 @@ impl CudaBackend {
             )
         }
         .during("cuStreamBeginCapture")?;
-        lock(&self.capturing).insert(s);
         Ok(true)
     }
 
@@ -73,10 +68,6 @@ impl CudaBackend {
         bind(self.ctx)?;
         let stream = self.stream(s)?;
         let mut graph: sys::CUgraph = std::ptr::null_mut();
-        {
-            let mut capturing = lock(&self.capturing);
-            *capturing = capturing.without(s);
-        }
         // SAFETY: the stream was capturing (begin_capture_on); the graph handle is ours.
         unsafe { sys::cuStreamEndCapture(stream, &mut graph) }.during("cuStreamEndCapture")?;
         struct Owned(sys::CUgraph);

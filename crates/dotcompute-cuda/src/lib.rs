@@ -118,8 +118,6 @@ pub struct CudaBackend {
     stats: Mutex<CompileStats>,
     profiling: AtomicBool,
     profiler: Mutex<profile::Profiler>,
-    /// Streams being captured into a graph (profiling events are not recorded there).
-    capturing: Mutex<StreamSet>,
     /// Threads the device keeps resident at once (SMs × threads per SM): a grid-stride
     /// launch uses one wave of that many.
     resident_threads: u32,
@@ -179,7 +177,6 @@ impl CudaBackend {
             stats: Mutex::new(CompileStats::default()),
             profiling: AtomicBool::new(false),
             profiler: Mutex::new(profile::Profiler::default()),
-            capturing: Mutex::new(StreamSet::EMPTY),
             resident_threads: (a(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
                 * a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?)
                 as u32,

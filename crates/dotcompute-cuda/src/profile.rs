@@ -8,6 +8,16 @@ use cudarc::driver::{result as cu, sys};
 use dotcompute_hal::{Result, StreamId, Timing};
 use std::time::Duration;
 
+/// Whether `stream` is being captured into a graph (directly, or as a forked branch of
+/// a capture): profiling events are not recorded there. Asked only while profiling.
+fn is_capturing(stream: sys::CUstream) -> bool {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the stream is live; writes one status.
+    let r = unsafe { sys::cuStreamIsCapturing(stream, &mut status) };
+    r != sys::CUresult::CUDA_SUCCESS
+        || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
 /// Events of one timed operation.
 pub(crate) struct Pending {
     pub label: String,
@@ -38,7 +48,7 @@ impl CudaBackend {
         label: &str,
         op: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
-        if !self.profiling_on() || self.is_capturing(s) {
+        if !self.profiling_on() || is_capturing(stream) {
             return op();
         }
         let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;

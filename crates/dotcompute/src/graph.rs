@@ -26,8 +26,9 @@
 //! # Ok::<(), dotcompute::Error>(())
 //! ```
 //!
-//! * **CUDA**: the nodes are captured into a CUDA graph at `instantiate`, and replayed by
-//!   one `cuGraphLaunch`. A replay after `set_scalar` / `set_buffer` captures again and
+//! * **CUDA**: the nodes are captured into a CUDA graph at `instantiate` (independent
+//!   nodes of a level on forked capture streams, so they are parallel branches of the
+//!   CUDA graph), and replayed by one `cuGraphLaunch`. A replay after `set_scalar` / `set_buffer` captures again and
 //!   updates the executable in place (`cuGraphExecUpdate`) where the driver allows it.
 //! * **CPU**: nodes run in dependency order; independent nodes of one level run in
 //!   parallel.
@@ -467,10 +468,16 @@ impl<'a> Graph<'a> {
             graph: self,
             native: None,
             capture_stream: None,
+            branches: Vec::new(),
             dirty: false,
         };
         if native {
             exec.capture_stream = Some(exec.graph.device.stream()?);
+            // Branch streams for the widest level (at most 8 branches at once).
+            let widest = exec.levels.iter().map(Vec::len).max().unwrap_or(1).min(8);
+            for _ in 1..widest {
+                exec.branches.push(exec.graph.device.stream()?);
+            }
             exec.recapture()?;
         }
         Ok(exec)
@@ -487,6 +494,8 @@ pub struct ExecGraph<'a> {
     native: Option<Box<dyn GraphExec>>,
     /// The stream native graphs are captured on.
     capture_stream: Option<Stream>,
+    /// More streams that independent nodes are captured on (a level's parallel branches).
+    branches: Vec<Stream>,
     /// Scalars or buffers changed since the last capture.
     dirty: bool,
 }
@@ -654,13 +663,7 @@ impl<'a> ExecGraph<'a> {
         if !backend.begin_capture(s)? {
             return Ok(());
         }
-        let mut enqueued = Ok(());
-        for &i in &self.order {
-            enqueued = self.enqueue(i, s);
-            if enqueued.is_err() {
-                break;
-            }
-        }
+        let enqueued = self.enqueue_forked(s);
         // The capture is ended even when a node failed, so the stream is usable again.
         let ended = backend.end_capture(s, self.native.as_deref());
         enqueued?;
@@ -668,6 +671,43 @@ impl<'a> ExecGraph<'a> {
             self.native = Some(new);
         }
         self.dirty = false;
+        Ok(())
+    }
+
+    /// Enqueues every node on the capturing stream `s`, level by level. The nodes of a
+    /// level with several run on the branch streams: each branch waits for an event
+    /// recorded on `s` (the fork) and `s` waits for an event of each branch (the join),
+    /// which the driver's capture turns into a graph whose independent nodes are
+    /// parallel branches.
+    fn enqueue_forked(&self, s: StreamId) -> Result<()> {
+        let backend = self.graph.device.backend();
+        // Events stay alive until the capture has ended.
+        let mut events = Vec::new();
+        for level in &self.levels {
+            if level.len() == 1 || self.branches.is_empty() {
+                for &i in level {
+                    self.enqueue(i, s)?;
+                }
+                continue;
+            }
+            let fork = backend.record(s)?;
+            let lanes: Vec<StreamId> = std::iter::once(s)
+                .chain(self.branches.iter().map(|b| b.id()))
+                .collect();
+            let used = level.len().min(lanes.len());
+            for &lane in &lanes[1..used] {
+                backend.wait_fence(lane, &*fork)?;
+            }
+            for (k, &i) in level.iter().enumerate() {
+                self.enqueue(i, lanes[k % used])?;
+            }
+            for &lane in &lanes[1..used] {
+                let join = backend.record(lane)?;
+                backend.wait_fence(s, &*join)?;
+                events.push(join);
+            }
+            events.push(fork);
+        }
         Ok(())
     }
 
