@@ -48,6 +48,12 @@ pub fn cases() -> Vec<Case> {
             integer_semantics,
         ),
         c(
+            "IntegerAbs",
+            "semantics",
+            vec![Size::n(4099), Size::n(1_000_003)],
+            integer_abs,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -391,6 +397,69 @@ fn integer_semantics(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<
                 b[i],
                 fl[i],
                 &got[i * 8..i * 8 + 8]
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn integer_abs(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    // Mostly negative values: the identity is right only for non-negative ones and MIN.
+    let specials = [
+        i32::MIN,
+        i32::MIN + 1,
+        -1000,
+        -1001,
+        -7,
+        -1,
+        0,
+        1,
+        999,
+        1001,
+        i32::MAX,
+    ];
+    let pick = |rng: &mut fastrand::Rng| {
+        if rng.u8(..4) == 0 {
+            specials[rng.usize(..specials.len())]
+        } else {
+            rng.i32(..)
+        }
+    };
+    let a: Vec<i32> = (0..n).map(|_| pick(rng)).collect();
+    let b: Vec<i32> = (0..n).map(|_| pick(rng)).collect();
+    let (da, db) = (d.upload(&a)?, d.upload(&b)?);
+    let mut out = d.alloc_filled(n * 4, POISON_U32 as i32)?;
+    kernels::int_abs_min_max::launch(d, Launch::threads(n), &da, &db, &mut out)?;
+    let got = out.to_vec()?;
+    for i in 0..n {
+        let (x, y) = (a[i], b[i]);
+        let want = [x.wrapping_abs(), x.min(y), x.max(y), x.clamp(-1000, 1000)];
+        if got[i * 4..i * 4 + 4] != want {
+            return fail(format!(
+                "inputs ({x}, {y}): got {:?}, expected {want:?} (abs, min, max, clamp(-1000, 1000))",
+                &got[i * 4..i * 4 + 4]
+            ));
+        }
+    }
+    if d.info().caps.i64 {
+        let a: Vec<i64> = (0..n)
+            .map(|k| match k % 5 {
+                0 => i64::MIN,
+                1 => -(rng.i64(1..)),
+                _ => rng.i64(..),
+            })
+            .collect();
+        let da = d.upload(&a)?;
+        let mut out = d.alloc_filled(n, POISON_U32 as i64)?;
+        kernels::int64_abs::launch(d, Launch::threads(n), &da, &mut out)?;
+        let got = out.to_vec()?;
+        if let Some(i) = (0..n).find(|&i| got[i] != a[i].wrapping_abs()) {
+            return fail(format!(
+                "i64 abs({}) gave {}, expected {}",
+                a[i],
+                got[i],
+                a[i].wrapping_abs()
             ));
         }
     }

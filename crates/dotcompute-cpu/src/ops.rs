@@ -63,22 +63,42 @@ macro_rules! int_ops {
             #[inline(always)] fn k_shr(self, n: u32) -> Self { self.wrapping_shr(n) }
         }
         impl Numeric for $t {
-            #[inline(always)] fn k_abs(self) -> Self { int_abs!(self, $t) }
+            #[inline(always)] fn k_abs(self) -> Self { IntAbs::int_abs(self) }
             #[inline(always)] fn k_min(self, o: Self) -> Self { Ord::min(self, o) }
             #[inline(always)] fn k_max(self, o: Self) -> Self { Ord::max(self, o) }
         }
     )*};
 }
-macro_rules! int_abs {
-    ($v:expr, i32) => {
-        $v.wrapping_abs()
-    };
-    ($v:expr, i64) => {
-        $v.wrapping_abs()
-    };
-    ($v:expr, $t:ty) => {
-        $v
-    };
+/// `abs` of an integer: wrapping for signed types (`abs(MIN) == MIN`), the value itself
+/// for unsigned ones. A trait, not a macro arm on the type's name: a `$t:ty` fragment
+/// never matches the literal `i32`, which made `abs` the identity for every integer type
+/// (`abs(-7) == -7`) until 2026-11-22.
+trait IntAbs {
+    fn int_abs(self) -> Self;
+}
+impl IntAbs for i32 {
+    #[inline(always)]
+    fn int_abs(self) -> Self {
+        self.wrapping_abs()
+    }
+}
+impl IntAbs for i64 {
+    #[inline(always)]
+    fn int_abs(self) -> Self {
+        self.wrapping_abs()
+    }
+}
+impl IntAbs for u32 {
+    #[inline(always)]
+    fn int_abs(self) -> Self {
+        self
+    }
+}
+impl IntAbs for u64 {
+    #[inline(always)]
+    fn int_abs(self) -> Self {
+        self
+    }
 }
 int_ops!(i32, u32, i64, u64);
 
@@ -286,6 +306,15 @@ mod tests {
         assert_eq!(shl(1u32, 33), 2);
         assert_eq!(shr(-8i32, 1), -4);
         assert_eq!(abs(i32::MIN), i32::MIN);
+        assert_eq!(
+            abs(-7i32),
+            7,
+            "the identity passes the line above; this one does not"
+        );
+        assert_eq!(abs(-7i64), 7);
+        assert_eq!(abs(i64::MIN), i64::MIN);
+        assert_eq!(abs(7i32), 7);
+        assert_eq!(abs(7u32), 7);
         assert_eq!(neg(i32::MIN), i32::MIN);
         assert_eq!(clamp(5.0f32, 3.0, 1.0), 1.0, "lo > hi must not panic");
         assert_eq!(min(f32::NAN, 2.0), 2.0);
