@@ -798,9 +798,12 @@ impl Gen<'_> {
             ExprKind::Cast(a) => self.cast(a, e.ty),
             ExprKind::Math(f, args) => {
                 let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                let t = e.ty;
+                // The argument's type picks the function (predicates return bool).
+                let t = args[0].ty;
                 let f32 = t == ScalarType::F32;
                 let name = match f {
+                    MathFn::IsNan => return format!("((bool)isnan({}))", a[0]),
+                    MathFn::IsFinite => return format!("((bool)isfinite({}))", a[0]),
                     MathFn::Abs if !t.is_float() => "dc_abs",
                     MathFn::Min if !t.is_float() => "dc_min",
                     MathFn::Max if !t.is_float() => "dc_max",

@@ -593,15 +593,23 @@ impl Gen<'_> {
                         format!("({x} {} ({y} & 31u))", op.symbol())
                     }
                     BinaryOp::BitXor if a.ty == ScalarType::Bool => format!("({x} != {y})"),
+                    // IEEE equality with NaN tested on the bits (see dotcompute_ir's
+                    // semantics): drivers may assume NaN-free floats and fold `x != x`.
+                    BinaryOp::Eq if a.ty.is_float() => format!("dc_feq({x}, {y})"),
+                    BinaryOp::Ne if a.ty.is_float() => format!("(!dc_feq({x}, {y}))"),
                     _ => format!("({x} {} {y})", op.symbol()),
                 }
             }
             ExprKind::Cast(a) => self.cast(a, e.ty),
             ExprKind::Math(f, args) => {
                 let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                if *f == MathFn::Clamp {
+                match f {
                     // min(max(x, lo), hi): WGSL's clamp requires lo <= hi for ints.
-                    return format!("min(max({}, {}), {})", a[0], a[1], a[2]);
+                    MathFn::Clamp => return format!("min(max({}, {}), {})", a[0], a[1], a[2]),
+                    // On the bits: WGSL has no isnan, and drivers fold `x != x`.
+                    MathFn::IsNan => return format!("dc_is_nan({})", a[0]),
+                    MathFn::IsFinite => return format!("dc_is_finite({})", a[0]),
+                    _ => {}
                 }
                 // The IR's function names are WGSL's builtin names.
                 let name = f.name();
@@ -638,6 +646,14 @@ impl Gen<'_> {
 const HELPERS: &str = "
 fn dc_is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn dc_is_finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+fn dc_feq(x: f32, y: f32) -> bool {
+    return !dc_is_nan(x) && !dc_is_nan(y) && x == y;
 }
 
 fn dc_f32_to_i32(x: f32) -> i32 {

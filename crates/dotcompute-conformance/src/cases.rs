@@ -54,6 +54,12 @@ pub fn cases() -> Vec<Case> {
             integer_abs,
         ),
         c(
+            "FloatNaN",
+            "semantics",
+            vec![Size::n(4099), Size::n(1_000_003)],
+            float_nan,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -461,6 +467,89 @@ fn integer_abs(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcom
                 got[i],
                 a[i].wrapping_abs()
             ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+/// What `nan_tests` computes, in Rust (IEEE comparisons).
+fn nan_flags<T: PartialOrd + Copy>(a: T, b: T, is_nan: bool, is_finite: bool) -> u32 {
+    // The kernel's own spelling, NaN-sensitive on purpose.
+    #[allow(clippy::eq_op, clippy::neg_cmp_op_on_partial_ord)]
+    let tests = [
+        a != a,
+        a == a,
+        is_nan,
+        is_finite,
+        a < b,
+        a != b,
+        a == b,
+        !(a >= b),
+    ];
+    tests
+        .iter()
+        .enumerate()
+        .map(|(k, &t)| (t as u32) << k)
+        .sum()
+}
+
+fn float_nan(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let specials = [
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7f80_0001), // a signalling NaN's bits
+        f32::from_bits(0xffc1_2345), // negative, with a payload
+        f32::INFINITY,
+        -f32::INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        f32::MAX,
+        f32::MIN_POSITIVE / 2.0, // subnormal
+    ];
+    let pick = |rng: &mut fastrand::Rng| {
+        if rng.bool() {
+            specials[rng.usize(..specials.len())]
+        } else {
+            (rng.f32() - 0.5) * 100.0
+        }
+    };
+    let x: Vec<f32> = (0..n).map(|_| pick(rng)).collect();
+    let y: Vec<f32> = (0..n)
+        .map(|i| if i % 7 == 0 { x[i] } else { pick(rng) })
+        .collect();
+    let (dx, dy) = (d.upload(&x)?, d.upload(&y)?);
+    let mut out = d.alloc_filled(n, POISON_U32)?;
+    kernels::nan_tests::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
+    let got = out.to_vec()?;
+    for i in 0..n {
+        let want = nan_flags(x[i], y[i], x[i].is_nan(), x[i].is_finite());
+        if got[i] != want {
+            return fail(format!(
+                "f32 inputs ({:?} = {:#x}, {:?}): flags {:#010b}, expected {want:#010b} (bits: x!=x, x==x, is_nan, is_finite, x<y, x!=y, x==y, !(x>=y))",
+                x[i],
+                x[i].to_bits(),
+                y[i],
+                got[i]
+            ));
+        }
+    }
+    if d.info().caps.f64 {
+        let x: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let y: Vec<f64> = y.iter().map(|&v| v as f64).collect();
+        let (dx, dy) = (d.upload(&x)?, d.upload(&y)?);
+        let mut out = d.alloc_filled(n, POISON_U32)?;
+        kernels::nan_tests64::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
+        let got = out.to_vec()?;
+        for i in 0..n {
+            let want = nan_flags(x[i], y[i], x[i].is_nan(), x[i].is_finite());
+            if got[i] != want {
+                return fail(format!(
+                    "f64 inputs ({:?}, {:?}): flags {:#010b}, expected {want:#010b}",
+                    x[i], y[i], got[i]
+                ));
+            }
         }
     }
     Ok(Outcome::default())

@@ -43,6 +43,8 @@ pub trait Float: Copy {
     fn k_fma(self, b: Self, c: Self) -> Self;
     fn k_floor(self) -> Self;
     fn k_ceil(self) -> Self;
+    fn k_is_nan(self) -> bool;
+    fn k_is_finite(self) -> bool;
 }
 
 macro_rules! int_ops {
@@ -143,6 +145,8 @@ macro_rules! float_ops {
             #[inline(always)] fn k_fma(self, b: Self, c: Self) -> Self { self.mul_add(b, c) }
             #[inline(always)] fn k_floor(self) -> Self { self.floor() }
             #[inline(always)] fn k_ceil(self) -> Self { self.ceil() }
+            #[inline(always)] fn k_is_nan(self) -> bool { self.is_nan() }
+            #[inline(always)] fn k_is_finite(self) -> bool { self.is_finite() }
         }
     )*};
 }
@@ -209,6 +213,14 @@ pub fn max<T: Numeric>(a: T, b: T) -> T {
 #[inline(always)]
 pub fn clamp<T: Numeric>(x: T, lo: T, hi: T) -> T {
     x.k_max(lo).k_min(hi)
+}
+#[inline(always)]
+pub fn is_nan<T: Float>(a: T) -> bool {
+    a.k_is_nan()
+}
+#[inline(always)]
+pub fn is_finite<T: Float>(a: T) -> bool {
+    a.k_is_finite()
 }
 #[inline(always)]
 pub fn sqrt<T: Float>(a: T) -> T {

@@ -500,7 +500,7 @@ impl Builder {
             return self.err(format!("{} is not defined on {ty}", f.name()));
         }
         Ok(V::Typed(Expr {
-            ty,
+            ty: f.result_type(ty),
             kind: ExprKind::Math(f, args),
         }))
     }

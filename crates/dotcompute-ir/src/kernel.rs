@@ -199,6 +199,10 @@ pub enum MathFn {
     Ceil,
     /// Any numeric type; defined as `min(max(x, lo), hi)`, never an error.
     Clamp,
+    /// Floats; `bool`: whether the value is a NaN (any sign, any payload).
+    IsNan,
+    /// Floats; `bool`: whether the value is neither infinite nor NaN.
+    IsFinite,
 }
 
 impl MathFn {
@@ -207,6 +211,18 @@ impl MathFn {
             MathFn::Pow | MathFn::Min | MathFn::Max => 2,
             MathFn::Fma | MathFn::Clamp => 3,
             _ => 1,
+        }
+    }
+    /// Whether the result is `bool` (a test on the argument) rather than the argument's type.
+    pub fn is_predicate(self) -> bool {
+        matches!(self, MathFn::IsNan | MathFn::IsFinite)
+    }
+    /// The result type for arguments of type `arg`.
+    pub fn result_type(self, arg: ScalarType) -> ScalarType {
+        if self.is_predicate() {
+            ScalarType::Bool
+        } else {
+            arg
         }
     }
     pub fn float_only(self) -> bool {
@@ -231,6 +247,8 @@ impl MathFn {
             MathFn::Floor => "floor",
             MathFn::Ceil => "ceil",
             MathFn::Clamp => "clamp",
+            MathFn::IsNan => "is_nan",
+            MathFn::IsFinite => "is_finite",
         }
     }
 }

@@ -43,6 +43,11 @@
 //!   `bool as int` is 0 or 1. There is no cast to `bool`.
 //! * Float `min`/`max` return the other operand when one is NaN (IEEE minNum/maxNum);
 //!   `clamp(x, lo, hi)` is `min(max(x, lo), hi)`.
+//! * Float comparisons follow IEEE 754: with a NaN operand `==`, `<`, `<=`, `>`, `>=` are
+//!   false and `!=` is true, so `x != x` is the portable NaN test; `is_nan()` and
+//!   `is_finite()` test the bits. GPU compilers may assume NaN-free floats (lavapipe
+//!   folded `x != x` to false), so generated WGSL tests `==` / `!=` operands for NaN on
+//!   their bits.
 //! * `for v in (a..b).step_by(s)` evaluates `a`, `b`, `s` once; a step of 0 runs no
 //!   iterations (Rust would panic).
 //! * Float `+ - *` are correctly rounded on every backend. `/` and `sqrt` are correctly

@@ -410,23 +410,31 @@ impl<'k> Validator<'k> {
                         args.len()
                     ));
                 }
+                let arg_ty = args.first().map_or(ty, |a| a.ty);
+                if f.result_type(arg_ty) != ty {
+                    return self.err(format!(
+                        "{} of {arg_ty} gives {}, but the expression says {ty}",
+                        f.name(),
+                        f.result_type(arg_ty)
+                    ));
+                }
                 for a in args {
                     self.expr(a)?;
-                    if a.ty != ty {
+                    if a.ty != arg_ty {
                         return self.err(format!(
-                            "{} argument is {} but the result is {ty}",
+                            "{} arguments are {} and {arg_ty}; they must agree",
                             f.name(),
                             a.ty
                         ));
                     }
                 }
                 let ok = if f.float_only() {
-                    ty.is_float()
+                    arg_ty.is_float()
                 } else {
-                    ty.is_numeric()
+                    arg_ty.is_numeric()
                 };
                 if !ok {
-                    return self.err(format!("{} is not defined on {ty}", f.name()));
+                    return self.err(format!("{} is not defined on {arg_ty}", f.name()));
                 }
             }
             ExprKind::Select {

@@ -42,7 +42,7 @@ const ATOMICS: [(&str, &str); 9] = [
     ("atomic_compare_exchange", "CompareExchange"),
 ];
 /// Method name, IR function, native op, arity (receiver included).
-const MATH: [(&str, &str, &str, usize); 14] = [
+const MATH: [(&str, &str, &str, usize); 16] = [
     ("sqrt", "Sqrt", "sqrt", 1),
     ("sin", "Sin", "sin", 1),
     ("cos", "Cos", "cos", 1),
@@ -57,6 +57,8 @@ const MATH: [(&str, &str, &str, usize); 14] = [
     ("floor", "Floor", "floor", 1),
     ("ceil", "Ceil", "ceil", 1),
     ("clamp", "Clamp", "clamp", 3),
+    ("is_nan", "IsNan", "is_nan", 1),
+    ("is_finite", "IsFinite", "is_finite", 1),
 ];
 
 struct Tx {
