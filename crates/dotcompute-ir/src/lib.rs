@@ -48,6 +48,9 @@
 //!   `is_finite()` test the bits. GPU compilers may assume NaN-free floats (lavapipe
 //!   folded `x != x` to false), so generated WGSL tests `==` / `!=` operands for NaN on
 //!   their bits.
+//! * Subnormal floats are kept on the CPU and CUDA (NVRTC without `-ftz`); Vulkan lets
+//!   drivers flush them to zero, and NVIDIA's does (on an H100, `0.0 == 5.9e-39` was
+//!   true through wgpu), so on wgpu a subnormal may behave as zero.
 //! * `for v in (a..b).step_by(s)` evaluates `a`, `b`, `s` once; a step of 0 runs no
 //!   iterations (Rust would panic).
 //! * Float `+ - *` are correctly rounded on every backend. `/` and `sqrt` are correctly
