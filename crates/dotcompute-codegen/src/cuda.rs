@@ -227,6 +227,28 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
     }
 }
 
+/// A bit operation on `x` of integer type `t` (Rust semantics: counts are `u32`, a zero
+/// input counts the full width).
+fn cuda_bits(f: MathFn, t: ScalarType, x: &str) -> String {
+    let wide = t.size_bytes() == 8;
+    let (u, bits) = if wide { ("u64", 64) } else { ("u32", 32) };
+    match f {
+        MathFn::CountOnes if wide => format!("((u32)__popcll(({u}){x}))"),
+        MathFn::CountOnes => format!("((u32)__popc(({u}){x}))"),
+        MathFn::LeadingZeros if wide => format!("((u32)__clzll((long long)({u}){x}))"),
+        MathFn::LeadingZeros => format!("((u32)__clz((int)({u}){x}))"),
+        // __ffs is 1 + the index of the lowest set bit, 0 for 0.
+        MathFn::TrailingZeros if wide => {
+            format!("(({u}){x} == 0 ? {bits}u : (u32)(__ffsll((long long)({u}){x}) - 1))")
+        }
+        MathFn::TrailingZeros => {
+            format!("(({u}){x} == 0 ? {bits}u : (u32)(__ffs((int)({u}){x}) - 1))")
+        }
+        MathFn::ReverseBits if wide => format!("(({})__brevll(({u}){x}))", cuda_type(t)),
+        _ => format!("(({})__brev(({u}){x}))", cuda_type(t)),
+    }
+}
+
 /// The C++ spelling of an IR type (typedefs of the prelude).
 pub fn cuda_type(ty: ScalarType) -> &'static str {
     match ty {
@@ -804,6 +826,14 @@ impl Gen<'_> {
                 let name = match f {
                     MathFn::IsNan => return format!("((bool)isnan({}))", a[0]),
                     MathFn::IsFinite => return format!("((bool)isfinite({}))", a[0]),
+                    MathFn::Recip if f32 => return format!("(1.0f / {})", a[0]),
+                    MathFn::Recip => return format!("(1.0 / {})", a[0]),
+                    // Bit operations on the unsigned bits (32 or 64 wide); the counts are
+                    // u32 like Rust's.
+                    MathFn::CountOnes
+                    | MathFn::LeadingZeros
+                    | MathFn::TrailingZeros
+                    | MathFn::ReverseBits => return cuda_bits(*f, t, &a[0]),
                     MathFn::Abs if !t.is_float() => "dc_abs",
                     MathFn::Min if !t.is_float() => "dc_min",
                     MathFn::Max if !t.is_float() => "dc_max",
@@ -823,6 +853,13 @@ impl Gen<'_> {
                     MathFn::Fma => pick(f32, "fmaf", "fma"),
                     MathFn::Floor => pick(f32, "floorf", "floor"),
                     MathFn::Ceil => pick(f32, "ceilf", "ceil"),
+                    MathFn::Exp2 => pick(f32, "exp2f", "exp2"),
+                    MathFn::Log2 => pick(f32, "log2f", "log2"),
+                    MathFn::Tanh => pick(f32, "tanhf", "tanh"),
+                    MathFn::Trunc => pick(f32, "truncf", "trunc"),
+                    // C's round: halves away from zero, as Rust's.
+                    MathFn::Round => pick(f32, "roundf", "round"),
+                    MathFn::Atan2 => pick(f32, "atan2f", "atan2"),
                 };
                 format!("{name}({})", a.join(", "))
             }

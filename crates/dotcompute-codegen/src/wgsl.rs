@@ -609,6 +609,13 @@ impl Gen<'_> {
                     // On the bits: WGSL has no isnan, and drivers fold `x != x`.
                     MathFn::IsNan => return format!("dc_is_nan({})", a[0]),
                     MathFn::IsFinite => return format!("dc_is_finite({})", a[0]),
+                    // WGSL's round sends halves to even; the IR's (Rust's) away from zero.
+                    MathFn::Round => return format!("dc_round({})", a[0]),
+                    MathFn::Recip => return format!("(1.0 / {})", a[0]),
+                    MathFn::CountOnes => return format!("u32(countOneBits({}))", a[0]),
+                    MathFn::LeadingZeros => return format!("u32(countLeadingZeros({}))", a[0]),
+                    MathFn::TrailingZeros => return format!("u32(countTrailingZeros({}))", a[0]),
+                    MathFn::ReverseBits => return format!("reverseBits({})", a[0]),
                     _ => {}
                 }
                 // The IR's function names are WGSL's builtin names.
@@ -654,6 +661,12 @@ fn dc_is_finite(x: f32) -> bool {
 
 fn dc_feq(x: f32, y: f32) -> bool {
     return !dc_is_nan(x) && !dc_is_nan(y) && x == y;
+}
+
+fn dc_round(x: f32) -> f32 {
+    let t = trunc(x);
+    if (abs(x - t) >= 0.5f) { return t + sign(x); }
+    return t;
 }
 
 fn dc_f32_to_i32(x: f32) -> i32 {

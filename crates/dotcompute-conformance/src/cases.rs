@@ -59,6 +59,13 @@ pub fn cases() -> Vec<Case> {
             vec![Size::n(4099), Size::n(1_000_003)],
             float_nan,
         ),
+        c("MoreMath", "semantics", vec![Size::n(4099)], math_more),
+        c(
+            "BitOps",
+            "semantics",
+            vec![Size::n(4099), Size::n(1_000_003)],
+            bit_ops,
+        ),
         c(
             "AtomicOps",
             "semantics",
@@ -700,6 +707,136 @@ fn math_functions(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Out
         }
     }
     Ok(Outcome { max_error: worst })
+}
+
+fn math_more(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let x: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 20.0).collect();
+    let y: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 8.0).collect();
+    let (dx, dy) = (d.upload(&x)?, d.upload(&y)?);
+    let mut out = poisoned_f32(d, n * 8)?;
+    kernels::math_more_f32::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
+    let got = out.to_vec()?;
+    let cpu = matches!(d.backend_kind(), BackendKind::Cpu | BackendKind::Cuda);
+    let names = [
+        "exp2",
+        "log2",
+        "tanh",
+        "trunc",
+        "round",
+        "round(half)",
+        "recip",
+        "atan2",
+    ];
+    let mut worst = 0.0f64;
+    for i in 0..n {
+        let (af, bf) = (x[i], y[i]);
+        // Exact results are computed in f32 as the kernel does; the others in f64.
+        let (a, b) = (af as f64, bf as f64);
+        let half = (af * 2.0).floor() * 0.5;
+        let want = [
+            (a * 0.5).exp2(),
+            (a.abs() + 0.5).log2(),
+            ((af * 0.2) as f64).tanh(),
+            af.trunc() as f64,
+            af.round() as f64,
+            half.round() as f64,
+            1.0 / ((bf + 5.0) as f64),
+            a.atan2(b),
+        ];
+        for (f, w) in want.iter().enumerate() {
+            let g = got[i * 8 + f] as f64;
+            let ulp = f32::EPSILON as f64;
+            // trunc and round are exact everywhere; recip is a division (2.5 ulp on
+            // Vulkan); the transcendentals follow the MathFunctions case's bounds.
+            let tol = match f {
+                3..=5 => 0.0,
+                6 => 3.0 * ulp * w.abs(),
+                _ if cpu => 4.0 * ulp * w.abs() + 2e-6,
+                _ => 1e-4 * w.abs() + 5e-4,
+            };
+            let err = (g - w).abs();
+            if err.is_nan() || err > tol + 1e-30 {
+                return Err(Failure {
+                    message: format!(
+                        "{}({}, {}) = {g}, expected {w} (error {err:e} > {tol:e})",
+                        names[f], x[i], y[i]
+                    ),
+                    max_error: err,
+                });
+            }
+            worst = worst.max(err);
+        }
+    }
+    Ok(Outcome { max_error: worst })
+}
+
+fn bit_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let specials = [0u32, 1, 2, 0x8000_0000, u32::MAX, 0x0001_0000, 0xF0F0_F0F0];
+    let pick = |rng: &mut fastrand::Rng| {
+        if rng.u8(..4) == 0 {
+            specials[rng.usize(..specials.len())]
+        } else {
+            // Varied widths, so leading/trailing zero counts vary.
+            rng.u32(..) >> rng.u32(0..32)
+        }
+    };
+    let u: Vec<u32> = (0..n).map(|_| pick(rng)).collect();
+    let s: Vec<i32> = (0..n).map(|_| pick(rng) as i32).collect();
+    let (du, ds) = (d.upload(&u)?, d.upload(&s)?);
+    let mut out = d.alloc_filled(n * 7, POISON_U32)?;
+    let mut rev = d.alloc_filled(n, POISON_U32 as i32)?;
+    kernels::bits32::launch(d, Launch::threads(n), &du, &ds, &mut out, &mut rev)?;
+    let (got, got_rev) = (out.to_vec()?, rev.to_vec()?);
+    for i in 0..n {
+        let (x, y) = (u[i], s[i]);
+        let want = [
+            x.count_ones(),
+            x.leading_zeros(),
+            x.trailing_zeros(),
+            x.reverse_bits(),
+            y.count_ones(),
+            y.leading_zeros(),
+            y.trailing_zeros(),
+        ];
+        if got[i * 7..i * 7 + 7] != want || got_rev[i] != y.reverse_bits() {
+            return fail(format!(
+                "inputs ({x:#x}, {y:#x}): got {:?} and {:#x}, expected {want:?} and {:#x} (u32 count_ones, leading_zeros, trailing_zeros, reverse_bits; the same on i32)",
+                &got[i * 7..i * 7 + 7],
+                got_rev[i],
+                y.reverse_bits()
+            ));
+        }
+    }
+    if d.info().caps.i64 {
+        let v: Vec<u64> = (0..n)
+            .map(|k| match k % 6 {
+                0 => 0,
+                1 => u64::MAX,
+                2 => 1 << 63,
+                _ => rng.u64(..) >> rng.u32(0..64),
+            })
+            .collect();
+        let dv = d.upload(&v)?;
+        let mut counts = d.alloc_filled(n * 3, POISON_U32)?;
+        let mut rev = d.alloc_filled(n, POISON_U32 as u64)?;
+        kernels::bits64::launch(d, Launch::threads(n), &dv, &mut counts, &mut rev)?;
+        let (got, got_rev) = (counts.to_vec()?, rev.to_vec()?);
+        for i in 0..n {
+            let x = v[i];
+            let want = [x.count_ones(), x.leading_zeros(), x.trailing_zeros()];
+            if got[i * 3..i * 3 + 3] != want || got_rev[i] != x.reverse_bits() {
+                return fail(format!(
+                    "u64 input {x:#x}: got {:?} and {:#x}, expected {want:?} and {:#x}",
+                    &got[i * 3..i * 3 + 3],
+                    got_rev[i],
+                    x.reverse_bits()
+                ));
+            }
+        }
+    }
+    Ok(Outcome::default())
 }
 
 fn control_flow_reference(n: u32) -> [u32; 4] {

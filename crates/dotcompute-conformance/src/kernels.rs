@@ -264,6 +264,59 @@ pub fn nan_tests64(x: &[f64], y: &[f64], out: &mut [u32]) {
     }
 }
 
+/// More float functions: `exp2 log2 tanh trunc round recip atan2`, with halves for
+/// `round` (Rust rounds them away from zero, WGSL's builtin to even).
+#[kernel]
+pub fn math_more_f32(x: &[f32], y: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < x.len() {
+        let a = x[i];
+        let b = y[i];
+        let o = i * 8;
+        out[o] = (a * 0.5).exp2();
+        out[o + 1] = (a.abs() + 0.5).log2();
+        out[o + 2] = (a * 0.2).tanh();
+        out[o + 3] = a.trunc();
+        out[o + 4] = a.round();
+        out[o + 5] = ((a * 2.0).floor() * 0.5).round();
+        out[o + 6] = (b + 5.0).recip();
+        out[o + 7] = a.atan2(b);
+    }
+}
+
+/// Bit operations on `u32` and `i32`: `count_ones leading_zeros trailing_zeros
+/// reverse_bits`.
+#[kernel]
+pub fn bits32(u: &[u32], s: &[i32], out: &mut [u32], rev: &mut [i32]) {
+    let i = global_id().x;
+    if i < u.len() {
+        let x = u[i];
+        let y = s[i];
+        let o = i * 7;
+        out[o] = x.count_ones();
+        out[o + 1] = x.leading_zeros();
+        out[o + 2] = x.trailing_zeros();
+        out[o + 3] = x.reverse_bits();
+        out[o + 4] = y.count_ones();
+        out[o + 5] = y.leading_zeros();
+        out[o + 6] = y.trailing_zeros();
+        rev[i] = y.reverse_bits();
+    }
+}
+
+/// The bit operations on `u64` (devices with 64-bit integers).
+#[kernel]
+pub fn bits64(u: &[u64], counts: &mut [u32], rev: &mut [u64]) {
+    let i = global_id().x;
+    if i < u.len() {
+        let x = u[i];
+        counts[i * 3] = x.count_ones();
+        counts[i * 3 + 1] = x.leading_zeros();
+        counts[i * 3 + 2] = x.trailing_zeros();
+        rev[i] = x.reverse_bits();
+    }
+}
+
 /// Every atomic operation on `u32` and `i32`: each thread applies its op to a counter and
 /// keeps the old value, so both the final counters and the set of old values are checked.
 #[kernel]

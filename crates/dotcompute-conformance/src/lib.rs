@@ -278,6 +278,8 @@ macro_rules! conformance_tests {
             integer_semantics, integer_semantics_on_stream => "IntegerSemantics",
             integer_abs, integer_abs_on_stream => "IntegerAbs",
             float_nan, float_nan_on_stream => "FloatNaN",
+            more_math, more_math_on_stream => "MoreMath",
+            bit_ops, bit_ops_on_stream => "BitOps",
             atomic_ops, atomic_ops_on_stream => "AtomicOps",
             math_functions, math_functions_on_stream => "MathFunctions",
             control_flow, control_flow_on_stream => "ControlFlow",
@@ -290,7 +292,7 @@ macro_rules! conformance_tests {
             pool_reuse, pool_reuse_on_stream => "PoolReuse");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 21, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 23, "add new cases to conformance_tests!");
         }
     };
     (@each $($test:ident, $on_stream:ident => $name:literal),*) => {

@@ -45,6 +45,78 @@ pub trait Float: Copy {
     fn k_ceil(self) -> Self;
     fn k_is_nan(self) -> bool;
     fn k_is_finite(self) -> bool;
+    fn k_exp2(self) -> Self;
+    fn k_log2(self) -> Self;
+    fn k_tanh(self) -> Self;
+    fn k_trunc(self) -> Self;
+    fn k_round(self) -> Self;
+    fn k_recip(self) -> Self;
+    fn k_atan2(self, x: Self) -> Self;
+}
+
+/// Bit operations on integers.
+pub trait Bits: Copy {
+    fn k_count_ones(self) -> u32;
+    fn k_leading_zeros(self) -> u32;
+    fn k_trailing_zeros(self) -> u32;
+    fn k_reverse_bits(self) -> Self;
+}
+
+macro_rules! bits_ops {
+    ($($t:ty),*) => {$(
+        impl Bits for $t {
+            #[inline(always)] fn k_count_ones(self) -> u32 { self.count_ones() }
+            #[inline(always)] fn k_leading_zeros(self) -> u32 { self.leading_zeros() }
+            #[inline(always)] fn k_trailing_zeros(self) -> u32 { self.trailing_zeros() }
+            #[inline(always)] fn k_reverse_bits(self) -> Self { self.reverse_bits() }
+        }
+    )*};
+}
+bits_ops!(i32, u32, i64, u64);
+
+#[inline(always)]
+pub fn count_ones<T: Bits>(a: T) -> u32 {
+    a.k_count_ones()
+}
+#[inline(always)]
+pub fn leading_zeros<T: Bits>(a: T) -> u32 {
+    a.k_leading_zeros()
+}
+#[inline(always)]
+pub fn trailing_zeros<T: Bits>(a: T) -> u32 {
+    a.k_trailing_zeros()
+}
+#[inline(always)]
+pub fn reverse_bits<T: Bits>(a: T) -> T {
+    a.k_reverse_bits()
+}
+#[inline(always)]
+pub fn exp2<T: Float>(a: T) -> T {
+    a.k_exp2()
+}
+#[inline(always)]
+pub fn log2<T: Float>(a: T) -> T {
+    a.k_log2()
+}
+#[inline(always)]
+pub fn tanh<T: Float>(a: T) -> T {
+    a.k_tanh()
+}
+#[inline(always)]
+pub fn trunc<T: Float>(a: T) -> T {
+    a.k_trunc()
+}
+#[inline(always)]
+pub fn round<T: Float>(a: T) -> T {
+    a.k_round()
+}
+#[inline(always)]
+pub fn recip<T: Float>(a: T) -> T {
+    a.k_recip()
+}
+#[inline(always)]
+pub fn atan2<T: Float>(y: T, x: T) -> T {
+    y.k_atan2(x)
 }
 
 macro_rules! int_ops {
@@ -147,6 +219,13 @@ macro_rules! float_ops {
             #[inline(always)] fn k_ceil(self) -> Self { self.ceil() }
             #[inline(always)] fn k_is_nan(self) -> bool { self.is_nan() }
             #[inline(always)] fn k_is_finite(self) -> bool { self.is_finite() }
+            #[inline(always)] fn k_exp2(self) -> Self { self.exp2() }
+            #[inline(always)] fn k_log2(self) -> Self { self.log2() }
+            #[inline(always)] fn k_tanh(self) -> Self { self.tanh() }
+            #[inline(always)] fn k_trunc(self) -> Self { self.trunc() }
+            #[inline(always)] fn k_round(self) -> Self { self.round() }
+            #[inline(always)] fn k_recip(self) -> Self { self.recip() }
+            #[inline(always)] fn k_atan2(self, x: Self) -> Self { self.atan2(x) }
         }
     )*};
 }

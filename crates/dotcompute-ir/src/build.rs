@@ -491,11 +491,7 @@ impl Builder {
             .into_iter()
             .map(|a| self.coerce(a, ty, &what))
             .collect::<R<Vec<_>>>()?;
-        let ok = if f.float_only() {
-            ty.is_float()
-        } else {
-            ty.is_numeric()
-        };
+        let ok = f.accepts(ty);
         if !ok {
             return self.err(format!("{} is not defined on {ty}", f.name()));
         }

@@ -199,6 +199,28 @@ pub enum MathFn {
     Ceil,
     /// Any numeric type; defined as `min(max(x, lo), hi)`, never an error.
     Clamp,
+    /// Floats: `2^x`.
+    Exp2,
+    /// Floats: base-2 logarithm.
+    Log2,
+    /// Floats: hyperbolic tangent.
+    Tanh,
+    /// Floats: round toward zero.
+    Trunc,
+    /// Floats: round to nearest, halves away from zero (Rust's `round`, not WGSL's).
+    Round,
+    /// Floats: `1 / x`.
+    Recip,
+    /// Floats: `atan2(y, x)` (Rust's `y.atan2(x)`), in `[-π, π]`.
+    Atan2,
+    /// Integers: set bits, as `u32`.
+    CountOnes,
+    /// Integers: zero bits above the highest set bit (the width for 0), as `u32`.
+    LeadingZeros,
+    /// Integers: zero bits below the lowest set bit (the width for 0), as `u32`.
+    TrailingZeros,
+    /// Integers: the bits in reverse order, same type.
+    ReverseBits,
     /// Floats; `bool`: whether the value is a NaN (any sign, any payload).
     IsNan,
     /// Floats; `bool`: whether the value is neither infinite nor NaN.
@@ -208,7 +230,7 @@ pub enum MathFn {
 impl MathFn {
     pub fn arity(self) -> usize {
         match self {
-            MathFn::Pow | MathFn::Min | MathFn::Max => 2,
+            MathFn::Pow | MathFn::Min | MathFn::Max | MathFn::Atan2 => 2,
             MathFn::Fma | MathFn::Clamp => 3,
             _ => 1,
         }
@@ -219,17 +241,35 @@ impl MathFn {
     }
     /// The result type for arguments of type `arg`.
     pub fn result_type(self, arg: ScalarType) -> ScalarType {
-        if self.is_predicate() {
-            ScalarType::Bool
-        } else {
-            arg
+        match self {
+            MathFn::IsNan | MathFn::IsFinite => ScalarType::Bool,
+            MathFn::CountOnes | MathFn::LeadingZeros | MathFn::TrailingZeros => ScalarType::U32,
+            _ => arg,
         }
     }
-    pub fn float_only(self) -> bool {
-        !matches!(
+    /// Bit operations: defined on integers only.
+    pub fn int_only(self) -> bool {
+        matches!(
             self,
-            MathFn::Abs | MathFn::Min | MathFn::Max | MathFn::Clamp
+            MathFn::CountOnes | MathFn::LeadingZeros | MathFn::TrailingZeros | MathFn::ReverseBits
         )
+    }
+    pub fn float_only(self) -> bool {
+        !self.int_only()
+            && !matches!(
+                self,
+                MathFn::Abs | MathFn::Min | MathFn::Max | MathFn::Clamp
+            )
+    }
+    /// Whether `ty` is a valid argument type.
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        if self.float_only() {
+            ty.is_float()
+        } else if self.int_only() {
+            ty.is_int()
+        } else {
+            ty.is_numeric()
+        }
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -247,6 +287,17 @@ impl MathFn {
             MathFn::Floor => "floor",
             MathFn::Ceil => "ceil",
             MathFn::Clamp => "clamp",
+            MathFn::Exp2 => "exp2",
+            MathFn::Log2 => "log2",
+            MathFn::Tanh => "tanh",
+            MathFn::Trunc => "trunc",
+            MathFn::Round => "round",
+            MathFn::Recip => "recip",
+            MathFn::Atan2 => "atan2",
+            MathFn::CountOnes => "count_ones",
+            MathFn::LeadingZeros => "leading_zeros",
+            MathFn::TrailingZeros => "trailing_zeros",
+            MathFn::ReverseBits => "reverse_bits",
             MathFn::IsNan => "is_nan",
             MathFn::IsFinite => "is_finite",
         }

@@ -428,11 +428,7 @@ impl<'k> Validator<'k> {
                         ));
                     }
                 }
-                let ok = if f.float_only() {
-                    arg_ty.is_float()
-                } else {
-                    arg_ty.is_numeric()
-                };
+                let ok = f.accepts(arg_ty);
                 if !ok {
                     return self.err(format!("{} is not defined on {arg_ty}", f.name()));
                 }

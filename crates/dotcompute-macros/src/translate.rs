@@ -42,7 +42,7 @@ const ATOMICS: [(&str, &str); 9] = [
     ("atomic_compare_exchange", "CompareExchange"),
 ];
 /// Method name, IR function, native op, arity (receiver included).
-const MATH: [(&str, &str, &str, usize); 16] = [
+const MATH: [(&str, &str, &str, usize); 27] = [
     ("sqrt", "Sqrt", "sqrt", 1),
     ("sin", "Sin", "sin", 1),
     ("cos", "Cos", "cos", 1),
@@ -57,6 +57,17 @@ const MATH: [(&str, &str, &str, usize); 16] = [
     ("floor", "Floor", "floor", 1),
     ("ceil", "Ceil", "ceil", 1),
     ("clamp", "Clamp", "clamp", 3),
+    ("exp2", "Exp2", "exp2", 1),
+    ("log2", "Log2", "log2", 1),
+    ("tanh", "Tanh", "tanh", 1),
+    ("trunc", "Trunc", "trunc", 1),
+    ("round", "Round", "round", 1),
+    ("recip", "Recip", "recip", 1),
+    ("atan2", "Atan2", "atan2", 2),
+    ("count_ones", "CountOnes", "count_ones", 1),
+    ("leading_zeros", "LeadingZeros", "leading_zeros", 1),
+    ("trailing_zeros", "TrailingZeros", "trailing_zeros", 1),
+    ("reverse_bits", "ReverseBits", "reverse_bits", 1),
     ("is_nan", "IsNan", "is_nan", 1),
     ("is_finite", "IsFinite", "is_finite", 1),
 ];

@@ -52,8 +52,10 @@
 //!   `atomic_min`, `atomic_max`, `atomic_and`, `atomic_or`, `atomic_xor`,
 //!   `atomic_exchange`, `atomic_compare_exchange(&a[i], expected, new)` on `u32`/`i32`;
 //!   `atomic_add` also on `f32`. Each returns the previous value.
-//! * **Math**: `sqrt sin cos tan exp ln powf floor ceil mul_add` on floats, and the tests
-//!   `is_nan()` / `is_finite()` (`bool`); `abs min max clamp` on every numeric type; `as`
+//! * **Math**: `sqrt sin cos tan tanh exp exp2 ln log2 powf atan2 floor ceil trunc round
+//!   recip mul_add` on floats (`round` sends halves away from zero, as Rust does), and the
+//!   tests `is_nan()` / `is_finite()` (`bool`); `abs min max clamp` on every numeric type;
+//!   `count_ones leading_zeros trailing_zeros` (`u32`) and `reverse_bits` on integers; `as`
 //!   casts between scalar types. Float comparisons are IEEE's on every backend: with a
 //!   NaN, `!=` is true and the others false, so `x != x` tests for NaN.
 //! * **Host constants**: any name that is not a local or parameter (a `const`,
