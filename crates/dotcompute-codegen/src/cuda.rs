@@ -835,6 +835,8 @@ impl Gen<'_> {
                     | MathFn::TrailingZeros
                     | MathFn::ReverseBits => return cuda_bits(*f, t, &a[0]),
                     MathFn::Abs if !t.is_float() => "dc_abs",
+                    MathFn::SaturatingAdd => "dc_sat_add",
+                    MathFn::SaturatingSub => "dc_sat_sub",
                     MathFn::Min if !t.is_float() => "dc_min",
                     MathFn::Max if !t.is_float() => "dc_max",
                     MathFn::Clamp if !t.is_float() => "dc_clamp",
@@ -951,6 +953,14 @@ DC_FN i32 dc_abs(i32 a) { return a < 0 ? dc_neg(a) : a; }
 DC_FN i64 dc_abs(i64 a) { return a < 0 ? dc_neg(a) : a; }
 DC_FN u32 dc_abs(u32 a) { return a; }
 DC_FN u64 dc_abs(u64 a) { return a; }
+DC_FN u32 dc_sat_add(u32 a, u32 b) { u32 r = a + b; return r < a ? 0xffffffffu : r; }
+DC_FN u64 dc_sat_add(u64 a, u64 b) { u64 r = a + b; return r < a ? ~0ull : r; }
+DC_FN u32 dc_sat_sub(u32 a, u32 b) { return a > b ? a - b : 0u; }
+DC_FN u64 dc_sat_sub(u64 a, u64 b) { return a > b ? a - b : 0ull; }
+DC_FN i32 dc_sat_add(i32 a, i32 b) { i32 r = (i32)((u32)a + (u32)b); return ((a ^ r) & (b ^ r)) < 0 ? (a < 0 ? (i32)0x80000000u : 0x7fffffff) : r; }
+DC_FN i64 dc_sat_add(i64 a, i64 b) { i64 r = (i64)((u64)a + (u64)b); return ((a ^ r) & (b ^ r)) < 0 ? (a < 0 ? (i64)0x8000000000000000ull : 0x7fffffffffffffffll) : r; }
+DC_FN i32 dc_sat_sub(i32 a, i32 b) { i32 r = (i32)((u32)a - (u32)b); return ((a ^ b) & (a ^ r)) < 0 ? (a < 0 ? (i32)0x80000000u : 0x7fffffff) : r; }
+DC_FN i64 dc_sat_sub(i64 a, i64 b) { i64 r = (i64)((u64)a - (u64)b); return ((a ^ b) & (a ^ r)) < 0 ? (a < 0 ? (i64)0x8000000000000000ull : 0x7fffffffffffffffll) : r; }
 template <typename T> DC_FN T dc_min(T a, T b) { return b < a ? b : a; }
 template <typename T> DC_FN T dc_max(T a, T b) { return a < b ? b : a; }
 template <typename T> DC_FN T dc_clamp(T x, T lo, T hi) { return dc_min(dc_max(x, lo), hi); }

@@ -616,6 +616,13 @@ impl Gen<'_> {
                     MathFn::LeadingZeros => return format!("u32(countLeadingZeros({}))", a[0]),
                     MathFn::TrailingZeros => return format!("u32(countTrailingZeros({}))", a[0]),
                     MathFn::ReverseBits => return format!("reverseBits({})", a[0]),
+                    // WGSL has no overloading: one helper per type (32-bit only here).
+                    MathFn::SaturatingAdd => {
+                        return format!("dc_sat_add_{}({}, {})", args[0].ty, a[0], a[1])
+                    }
+                    MathFn::SaturatingSub => {
+                        return format!("dc_sat_sub_{}({}, {})", args[0].ty, a[0], a[1])
+                    }
                     _ => {}
                 }
                 // The IR's function names are WGSL's builtin names.
@@ -661,6 +668,27 @@ fn dc_is_finite(x: f32) -> bool {
 
 fn dc_feq(x: f32, y: f32) -> bool {
     return !dc_is_nan(x) && !dc_is_nan(y) && x == y;
+}
+
+fn dc_sat_add_u32(a: u32, b: u32) -> u32 {
+    let r = a + b;
+    return select(r, 0xffffffffu, r < a);
+}
+
+fn dc_sat_sub_u32(a: u32, b: u32) -> u32 {
+    return select(0u, a - b, a > b);
+}
+
+fn dc_sat_add_i32(a: i32, b: i32) -> i32 {
+    let r = a + b;
+    let overflow = ((a ^ r) & (b ^ r)) < 0i;
+    return select(r, select(2147483647i, i32(-2147483648), a < 0i), overflow);
+}
+
+fn dc_sat_sub_i32(a: i32, b: i32) -> i32 {
+    let r = a - b;
+    let overflow = ((a ^ b) & (a ^ r)) < 0i;
+    return select(r, select(2147483647i, i32(-2147483648), a < 0i), overflow);
 }
 
 fn dc_round(x: f32) -> f32 {

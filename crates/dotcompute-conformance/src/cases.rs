@@ -61,6 +61,12 @@ pub fn cases() -> Vec<Case> {
         ),
         c("MoreMath", "semantics", vec![Size::n(4099)], math_more),
         c(
+            "WrapSaturate",
+            "semantics",
+            vec![Size::n(4099), Size::n(1_000_003)],
+            wrap_saturate,
+        ),
+        c(
             "BitOps",
             "semantics",
             vec![Size::n(4099), Size::n(1_000_003)],
@@ -832,6 +838,77 @@ fn bit_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, F
                     &got[i * 3..i * 3 + 3],
                     got_rev[i],
                     x.reverse_bits()
+                ));
+            }
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn wrap_saturate(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let specials = [i32::MIN, i32::MIN + 1, -1, 0, 1, i32::MAX - 1, i32::MAX];
+    let pick = |rng: &mut fastrand::Rng| {
+        if rng.bool() {
+            specials[rng.usize(..specials.len())]
+        } else {
+            rng.i32(..)
+        }
+    };
+    let a: Vec<i32> = (0..n).map(|_| pick(rng)).collect();
+    let b: Vec<i32> = (0..n).map(|_| pick(rng)).collect();
+    let (da, db) = (d.upload(&a)?, d.upload(&b)?);
+    let mut out = d.alloc_filled(n * 5, POISON_U32 as i32)?;
+    let mut uout = d.alloc_filled(n * 2, POISON_U32)?;
+    kernels::wrap_sat32::launch(d, Launch::threads(n), &da, &db, &mut out, &mut uout)?;
+    let (got, ugot) = (out.to_vec()?, uout.to_vec()?);
+    for i in 0..n {
+        let (x, y) = (a[i], b[i]);
+        let (ux, uy) = (x as u32, y as u32);
+        let want = [
+            x.wrapping_add(y),
+            x.wrapping_sub(y),
+            x.wrapping_mul(y),
+            x.saturating_add(y),
+            x.saturating_sub(y),
+        ];
+        let uwant = [ux.saturating_add(uy), ux.saturating_sub(uy)];
+        if got[i * 5..i * 5 + 5] != want || ugot[i * 2..i * 2 + 2] != uwant {
+            return fail(format!(
+                "inputs ({x}, {y}): got {:?} / {:?}, expected {want:?} / {uwant:?} (i32 wrapping add, sub, mul, saturating add, sub / u32 saturating add, sub)",
+                &got[i * 5..i * 5 + 5],
+                &ugot[i * 2..i * 2 + 2]
+            ));
+        }
+    }
+    if d.info().caps.i64 {
+        let s64 = [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX];
+        let pick = |rng: &mut fastrand::Rng| {
+            if rng.bool() {
+                s64[rng.usize(..s64.len())]
+            } else {
+                rng.i64(..)
+            }
+        };
+        let a: Vec<i64> = (0..n).map(|_| pick(rng)).collect();
+        let b: Vec<i64> = (0..n).map(|_| pick(rng)).collect();
+        let (da, db) = (d.upload(&a)?, d.upload(&b)?);
+        let mut out = d.alloc_filled(n * 2, POISON_U32 as i64)?;
+        let mut uout = d.alloc_filled(n * 2, POISON_U32 as u64)?;
+        kernels::sat64::launch(d, Launch::threads(n), &da, &db, &mut out, &mut uout)?;
+        let (got, ugot) = (out.to_vec()?, uout.to_vec()?);
+        for i in 0..n {
+            let (x, y) = (a[i], b[i]);
+            let want = [x.saturating_add(y), x.saturating_sub(y)];
+            let uwant = [
+                (x as u64).saturating_add(y as u64),
+                (x as u64).saturating_sub(y as u64),
+            ];
+            if got[i * 2..i * 2 + 2] != want || ugot[i * 2..i * 2 + 2] != uwant {
+                return fail(format!(
+                    "64-bit inputs ({x}, {y}): got {:?} / {:?}, expected {want:?} / {uwant:?}",
+                    &got[i * 2..i * 2 + 2],
+                    &ugot[i * 2..i * 2 + 2]
                 ));
             }
         }

@@ -317,6 +317,39 @@ pub fn bits64(u: &[u64], counts: &mut [u32], rev: &mut [u64]) {
     }
 }
 
+/// `wrapping_add/sub/mul` and `saturating_add/sub` on `i32` and `u32`.
+#[kernel]
+pub fn wrap_sat32(a: &[i32], b: &[i32], out: &mut [i32], uout: &mut [u32]) {
+    let i = global_id().x;
+    if i < a.len() {
+        let x = a[i];
+        let y = b[i];
+        let ux = x as u32;
+        let uy = y as u32;
+        out[i * 5] = x.wrapping_add(y);
+        out[i * 5 + 1] = x.wrapping_sub(y);
+        out[i * 5 + 2] = x.wrapping_mul(y);
+        out[i * 5 + 3] = x.saturating_add(y);
+        out[i * 5 + 4] = x.saturating_sub(y);
+        uout[i * 2] = ux.saturating_add(uy);
+        uout[i * 2 + 1] = ux.saturating_sub(uy);
+    }
+}
+
+/// `saturating_add/sub` on `i64` and `u64` (devices with 64-bit integers).
+#[kernel]
+pub fn sat64(a: &[i64], b: &[i64], out: &mut [i64], uout: &mut [u64]) {
+    let i = global_id().x;
+    if i < a.len() {
+        let x = a[i];
+        let y = b[i];
+        out[i * 2] = x.saturating_add(y);
+        out[i * 2 + 1] = x.saturating_sub(y);
+        uout[i * 2] = (x as u64).saturating_add(y as u64);
+        uout[i * 2 + 1] = (x as u64).saturating_sub(y as u64);
+    }
+}
+
 /// Every atomic operation on `u32` and `i32`: each thread applies its op to a counter and
 /// keeps the old value, so both the final counters and the set of old values are checked.
 #[kernel]

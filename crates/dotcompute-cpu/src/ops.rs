@@ -60,6 +60,8 @@ pub trait Bits: Copy {
     fn k_leading_zeros(self) -> u32;
     fn k_trailing_zeros(self) -> u32;
     fn k_reverse_bits(self) -> Self;
+    fn k_saturating_add(self, o: Self) -> Self;
+    fn k_saturating_sub(self, o: Self) -> Self;
 }
 
 macro_rules! bits_ops {
@@ -69,6 +71,8 @@ macro_rules! bits_ops {
             #[inline(always)] fn k_leading_zeros(self) -> u32 { self.leading_zeros() }
             #[inline(always)] fn k_trailing_zeros(self) -> u32 { self.trailing_zeros() }
             #[inline(always)] fn k_reverse_bits(self) -> Self { self.reverse_bits() }
+            #[inline(always)] fn k_saturating_add(self, o: Self) -> Self { self.saturating_add(o) }
+            #[inline(always)] fn k_saturating_sub(self, o: Self) -> Self { self.saturating_sub(o) }
         }
     )*};
 }
@@ -89,6 +93,14 @@ pub fn trailing_zeros<T: Bits>(a: T) -> u32 {
 #[inline(always)]
 pub fn reverse_bits<T: Bits>(a: T) -> T {
     a.k_reverse_bits()
+}
+#[inline(always)]
+pub fn saturating_add<T: Bits>(a: T, b: T) -> T {
+    a.k_saturating_add(b)
+}
+#[inline(always)]
+pub fn saturating_sub<T: Bits>(a: T, b: T) -> T {
+    a.k_saturating_sub(b)
 }
 #[inline(always)]
 pub fn exp2<T: Float>(a: T) -> T {

@@ -221,6 +221,10 @@ pub enum MathFn {
     TrailingZeros,
     /// Integers: the bits in reverse order, same type.
     ReverseBits,
+    /// Integers: `a + b` clamped to the type's range (Rust's `saturating_add`).
+    SaturatingAdd,
+    /// Integers: `a - b` clamped to the type's range (Rust's `saturating_sub`).
+    SaturatingSub,
     /// Floats; `bool`: whether the value is a NaN (any sign, any payload).
     IsNan,
     /// Floats; `bool`: whether the value is neither infinite nor NaN.
@@ -230,7 +234,12 @@ pub enum MathFn {
 impl MathFn {
     pub fn arity(self) -> usize {
         match self {
-            MathFn::Pow | MathFn::Min | MathFn::Max | MathFn::Atan2 => 2,
+            MathFn::Pow
+            | MathFn::Min
+            | MathFn::Max
+            | MathFn::Atan2
+            | MathFn::SaturatingAdd
+            | MathFn::SaturatingSub => 2,
             MathFn::Fma | MathFn::Clamp => 3,
             _ => 1,
         }
@@ -251,7 +260,12 @@ impl MathFn {
     pub fn int_only(self) -> bool {
         matches!(
             self,
-            MathFn::CountOnes | MathFn::LeadingZeros | MathFn::TrailingZeros | MathFn::ReverseBits
+            MathFn::CountOnes
+                | MathFn::LeadingZeros
+                | MathFn::TrailingZeros
+                | MathFn::ReverseBits
+                | MathFn::SaturatingAdd
+                | MathFn::SaturatingSub
         )
     }
     pub fn float_only(self) -> bool {
@@ -298,6 +312,8 @@ impl MathFn {
             MathFn::LeadingZeros => "leading_zeros",
             MathFn::TrailingZeros => "trailing_zeros",
             MathFn::ReverseBits => "reverse_bits",
+            MathFn::SaturatingAdd => "saturating_add",
+            MathFn::SaturatingSub => "saturating_sub",
             MathFn::IsNan => "is_nan",
             MathFn::IsFinite => "is_finite",
         }

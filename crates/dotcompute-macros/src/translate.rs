@@ -42,7 +42,7 @@ const ATOMICS: [(&str, &str); 9] = [
     ("atomic_compare_exchange", "CompareExchange"),
 ];
 /// Method name, IR function, native op, arity (receiver included).
-const MATH: [(&str, &str, &str, usize); 27] = [
+const MATH: [(&str, &str, &str, usize); 29] = [
     ("sqrt", "Sqrt", "sqrt", 1),
     ("sin", "Sin", "sin", 1),
     ("cos", "Cos", "cos", 1),
@@ -68,6 +68,8 @@ const MATH: [(&str, &str, &str, usize); 27] = [
     ("leading_zeros", "LeadingZeros", "leading_zeros", 1),
     ("trailing_zeros", "TrailingZeros", "trailing_zeros", 1),
     ("reverse_bits", "ReverseBits", "reverse_bits", 1),
+    ("saturating_add", "SaturatingAdd", "saturating_add", 2),
+    ("saturating_sub", "SaturatingSub", "saturating_sub", 2),
     ("is_nan", "IsNan", "is_nan", 1),
     ("is_finite", "IsFinite", "is_finite", 1),
 ];
@@ -870,8 +872,31 @@ impl Tx {
             };
             return (quote!(__b.len(#mem)), quote!(#mem.len()));
         }
+        // `wrapping_*` are the IR's own integer `+ - *` (which wrap).
+        let wrapping = match name.as_str() {
+            "wrapping_add" => Some(("Add", "add")),
+            "wrapping_sub" => Some(("Sub", "sub")),
+            "wrapping_mul" => Some(("Mul", "mul")),
+            _ => None,
+        };
+        if let Some((ir, native)) = wrapping {
+            if m.args.len() != 1 {
+                return self.fail(m.span(), format!("`{name}` takes 1 argument"));
+            }
+            let (lb, ln) = self.expr(&m.receiver);
+            let (rb, rn) = self.expr(&m.args[0]);
+            let (ir, native) = (format_ident!("{ir}"), format_ident!("{native}"));
+            return (
+                quote!({ let __l = #lb; let __r = #rb; __b.binary(__dc::ir::BinaryOp::#ir, __l, __r)? }),
+                quote!(__dc::ops::#native(#ln, #rn)),
+            );
+        }
         let Some(&(_, ir, native, arity)) = MATH.iter().find(|(n, ..)| *n == name) else {
-            let list: Vec<_> = MATH.iter().map(|m| m.0).collect();
+            let list: Vec<_> = MATH
+                .iter()
+                .map(|m| m.0)
+                .chain(["wrapping_add", "wrapping_sub", "wrapping_mul"])
+                .collect();
             return self.fail(
                 m.method.span(),
                 format!(

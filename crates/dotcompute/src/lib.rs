@@ -55,7 +55,8 @@
 //! * **Math**: `sqrt sin cos tan tanh exp exp2 ln log2 powf atan2 floor ceil trunc round
 //!   recip mul_add` on floats (`round` sends halves away from zero, as Rust does), and the
 //!   tests `is_nan()` / `is_finite()` (`bool`); `abs min max clamp` on every numeric type;
-//!   `count_ones leading_zeros trailing_zeros` (`u32`) and `reverse_bits` on integers; `as`
+//!   `count_ones leading_zeros trailing_zeros` (`u32`), `reverse_bits`, `wrapping_add/sub/mul`
+//!   and `saturating_add/sub` on integers; `as`
 //!   casts between scalar types. Float comparisons are IEEE's on every backend: with a
 //!   NaN, `!=` is true and the others false, so `x != x` tests for NaN.
 //! * **Host constants**: any name that is not a local or parameter (a `const`,
