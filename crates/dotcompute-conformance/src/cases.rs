@@ -665,40 +665,65 @@ fn math_functions(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Out
         "sqrt", "sin", "cos", "tan", "exp", "ln", "powf", "abs", "min", "max", "mul_add", "floor",
         "ceil", "clamp",
     ];
-    let mut worst = 0.0f64;
-    for i in 0..n {
-        let (a, b) = (x[i] as f64, y[i] as f64);
-        let want = [
-            a.abs().sqrt(),
-            (a * 0.3f32 as f64).sin(),
-            (a * 0.3f32 as f64).cos(),
-            (a * 0.1f32 as f64).tan(),
-            (a * 0.5).exp(),
-            (a.abs() + 0.5).ln(),
-            (a.abs() + 0.1).powf(b * 0.5),
-            a.abs(),
-            a.min(b),
-            a.max(b),
-            a.mul_add(b, 0.5),
-            a.floor(),
-            b.ceil(),
-            a.clamp(-1.0, 1.0),
-        ];
-        for (f, w) in want.iter().enumerate() {
-            let g = got[i * 14 + f] as f64;
+    compare_table(
+        &got,
+        &names,
+        &x,
+        &y,
+        |i| {
+            let (a, b) = (x[i] as f64, y[i] as f64);
+            vec![
+                a.abs().sqrt(),
+                (a * 0.3f32 as f64).sin(),
+                (a * 0.3f32 as f64).cos(),
+                (a * 0.1f32 as f64).tan(),
+                (a * 0.5).exp(),
+                (a.abs() + 0.5).ln(),
+                (a.abs() + 0.1).powf(b * 0.5),
+                a.abs(),
+                a.min(b),
+                a.max(b),
+                a.mul_add(b, 0.5),
+                a.floor(),
+                b.ceil(),
+                a.clamp(-1.0, 1.0),
+            ]
+        },
+        |f, i, w| {
             // Tolerances follow each backend's documented precision (dotcompute_ir docs):
             // exact for abs/min/max/floor/ceil/clamp; 3 ulp for sqrt; the unfused bound for
             // mul_add; for the transcendentals 4 ulp on the CPU and Vulkan's bounds on GPUs
             // (2^-11 absolute for sin/cos on [-π, π], relative bounds for the others).
+            let (a, b) = (x[i] as f64, y[i] as f64);
             let ulp = f32::EPSILON as f64;
-            let tol = match f {
+            match f {
                 7 | 8 | 9 | 11 | 12 | 13 => 0.0,
                 0 => 3.0 * ulp * w.abs(),
                 // a·b rounded, then the sum rounded: half an ulp of each, doubled for slack.
                 10 => ulp * ((a * b).abs() + 0.5 + w.abs()),
                 _ if cpu => 4.0 * ulp * w.abs() + 2e-6,
                 _ => 1e-4 * w.abs() + 5e-4,
-            };
+            }
+        },
+    )
+}
+
+/// Checks a table of `f32` outputs, `names.len()` per input: output `f` of input `i` against
+/// `want(i)[f]` within `tol(f, i, want)`. Returns the largest error.
+fn compare_table(
+    got: &[f32],
+    names: &[&str],
+    x: &[f32],
+    y: &[f32],
+    want: impl Fn(usize) -> Vec<f64>,
+    tol: impl Fn(usize, usize, f64) -> f64,
+) -> Result<Outcome, Failure> {
+    let width = names.len();
+    let mut worst = 0.0f64;
+    for i in 0..x.len() {
+        for (f, w) in want(i).into_iter().enumerate() {
+            let g = got[i * width + f] as f64;
+            let tol = tol(f, i, w);
             let err = (g - w).abs();
             if err.is_nan() || err > tol + 1e-30 {
                 return Err(Failure {
@@ -734,47 +759,39 @@ fn math_more(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome,
         "recip",
         "atan2",
     ];
-    let mut worst = 0.0f64;
-    for i in 0..n {
-        let (af, bf) = (x[i], y[i]);
-        // Exact results are computed in f32 as the kernel does; the others in f64.
-        let (a, b) = (af as f64, bf as f64);
-        let half = (af * 2.0).floor() * 0.5;
-        let want = [
-            (a * 0.5).exp2(),
-            (a.abs() + 0.5).log2(),
-            ((af * 0.2) as f64).tanh(),
-            af.trunc() as f64,
-            af.round() as f64,
-            half.round() as f64,
-            1.0 / ((bf + 5.0) as f64),
-            a.atan2(b),
-        ];
-        for (f, w) in want.iter().enumerate() {
-            let g = got[i * 8 + f] as f64;
-            let ulp = f32::EPSILON as f64;
+    compare_table(
+        &got,
+        &names,
+        &x,
+        &y,
+        |i| {
+            // Exact results are computed in f32 as the kernel does; the others in f64.
+            let (af, bf) = (x[i], y[i]);
+            let (a, b) = (af as f64, bf as f64);
+            let half = (af * 2.0).floor() * 0.5;
+            vec![
+                (a * 0.5).exp2(),
+                (a.abs() + 0.5).log2(),
+                ((af * 0.2) as f64).tanh(),
+                af.trunc() as f64,
+                af.round() as f64,
+                half.round() as f64,
+                1.0 / ((bf + 5.0) as f64),
+                a.atan2(b),
+            ]
+        },
+        |f, _, w| {
             // trunc and round are exact everywhere; recip is a division (2.5 ulp on
             // Vulkan); the transcendentals follow the MathFunctions case's bounds.
-            let tol = match f {
+            let ulp = f32::EPSILON as f64;
+            match f {
                 3..=5 => 0.0,
                 6 => 3.0 * ulp * w.abs(),
                 _ if cpu => 4.0 * ulp * w.abs() + 2e-6,
                 _ => 1e-4 * w.abs() + 5e-4,
-            };
-            let err = (g - w).abs();
-            if err.is_nan() || err > tol + 1e-30 {
-                return Err(Failure {
-                    message: format!(
-                        "{}({}, {}) = {g}, expected {w} (error {err:e} > {tol:e})",
-                        names[f], x[i], y[i]
-                    ),
-                    max_error: err,
-                });
             }
-            worst = worst.max(err);
-        }
-    }
-    Ok(Outcome { max_error: worst })
+        },
+    )
 }
 
 fn bit_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
