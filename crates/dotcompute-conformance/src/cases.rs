@@ -61,6 +61,12 @@ pub fn cases() -> Vec<Case> {
         ),
         c("MoreMath", "semantics", vec![Size::n(4099)], math_more),
         c(
+            "MatchInt",
+            "semantics",
+            vec![Size::n(4099), Size::n(1_000_003)],
+            match_int,
+        ),
+        c(
             "WrapSaturate",
             "semantics",
             vec![Size::n(4099), Size::n(1_000_003)],
@@ -928,6 +934,45 @@ fn wrap_saturate(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outc
                     &ugot[i * 2..i * 2 + 2]
                 ));
             }
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn match_int(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let v: Vec<i32> = (0..n)
+        .map(|k| match k % 4 {
+            0 => rng.i32(-8..12),
+            1 => rng.i32(990..1010),
+            _ => rng.i32(-100_000..100_000),
+        })
+        .collect();
+    let dv = d.upload(&v)?;
+    let mut out = d.alloc_filled(n * 2, POISON_U32 as i32)?;
+    kernels::match_int::launch(d, Launch::threads(n), &dv, &mut out)?;
+    let got = out.to_vec()?;
+    for i in 0..n {
+        let x = v[i];
+        let a = match x {
+            0 => 100,
+            1 | 2 => 200,
+            3..=9 => 300 + x,
+            -5..0 => -1,
+            _ if x > 1000 => 7,
+            _ => x.wrapping_mul(2),
+        };
+        let b = match x.wrapping_rem(3) {
+            0 => 10,
+            1 => 11,
+            _ => x,
+        };
+        if got[i * 2..i * 2 + 2] != [a, b] {
+            return fail(format!(
+                "input {x}: got {:?}, expected {:?} (match as a value, match as a statement)",
+                &got[i * 2..i * 2 + 2],
+                [a, b]
+            ));
         }
     }
     Ok(Outcome::default())

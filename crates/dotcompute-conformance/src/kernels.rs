@@ -350,6 +350,34 @@ pub fn sat64(a: &[i64], b: &[i64], out: &mut [i64], uout: &mut [u64]) {
     }
 }
 
+/// `match` on integers, as a value and as a statement: literals, `|`, inclusive and
+/// exclusive ranges (negative too), a guard, `_`.
+#[kernel]
+pub fn match_int(v: &[i32], out: &mut [i32]) {
+    let i = global_id().x;
+    if i < v.len() {
+        let x = v[i];
+        let a = match x {
+            0 => 100,
+            1 | 2 => 200,
+            3..=9 => 300 + x,
+            -5..0 => -1,
+            _ if x > 1000 => 7,
+            _ => x * 2,
+        };
+        match x % 3 {
+            0 => {
+                out[i * 2 + 1] = 10;
+            }
+            1 => out[i * 2 + 1] = 11,
+            _ => {
+                out[i * 2 + 1] = x;
+            }
+        }
+        out[i * 2] = a;
+    }
+}
+
 /// Every atomic operation on `u32` and `i32`: each thread applies its op to a counter and
 /// keeps the old value, so both the final counters and the set of old values are checked.
 #[kernel]

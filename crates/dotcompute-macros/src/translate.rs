@@ -85,6 +85,8 @@ struct Tx {
     top_level: bool,
     /// Arrays indexed by a `global_id().x` alias somewhere (for bounds-check elimination).
     gid_indexed: std::collections::BTreeSet<String>,
+    /// `match` expressions desugared so far (names their scrutinee locals).
+    matches: u32,
 }
 
 fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
@@ -398,6 +400,10 @@ impl Tx {
                 self.assign(&b.left, compound_op(&b.op), &b.right, b.span())
             }
             Expr::If(i) => self.if_stmt(i),
+            Expr::Match(m) => match self.desugar_match(m, false) {
+                Some(Expr::Block(b)) => self.block(&b.block.stmts),
+                _ => (quote!(), quote!()),
+            },
             Expr::ForLoop(f) => self.for_loop(f),
             Expr::While(w) => {
                 if let Some(l) = &w.label {
@@ -732,6 +738,10 @@ impl Tx {
             Expr::Field(f) => self.builtin(f),
             Expr::Call(c) => self.call(c),
             Expr::If(i) => self.if_value(i),
+            Expr::Match(m) => match self.desugar_match(m, true) {
+                Some(e) => self.expr(&e),
+                None => (quote!(), quote!()),
+            },
             Expr::Block(b) if b.label.is_none() => {
                 let (sb, vb, n) = self.value_block(&b.block, b.span());
                 (quote!({ #sb #vb }), n)
@@ -1023,6 +1033,120 @@ impl Tx {
         )
     }
 
+    /// `match` on an integer as the equivalent `if` chain, compiled by both halves (so the
+    /// CPU body and the IR agree by construction): `{ let dc_match_N = scrutinee; if .. }`.
+    /// Patterns: integer literals and constants, ranges (`a..b`, `a..=b`), `|`, `_`, and
+    /// guards. A `match` used as a value needs a final `_` arm (Rust would demand one for
+    /// integers too).
+    fn desugar_match(&mut self, m: &syn::ExprMatch, value: bool) -> Option<Expr> {
+        let var = format_ident!("dc_match_{}", self.matches);
+        self.matches += 1;
+        let scrutinee = &m.expr;
+        let mut chain: Option<Expr> = None;
+        for (k, arm) in m.arms.iter().enumerate().rev() {
+            let body = &arm.body;
+            let block: syn::Block = match &**body {
+                Expr::Block(b) if b.label.is_none() => b.block.clone(),
+                other if value => syn::parse_quote!({ #other }),
+                other => syn::parse_quote!({ #other; }),
+            };
+            let wild = matches!(arm.pat, Pat::Wild(_)) && arm.guard.is_none();
+            if wild {
+                if k + 1 != m.arms.len() {
+                    self.fail(
+                        arm.pat.span(),
+                        "in a kernel `match`, `_` must be the last arm",
+                    );
+                    return None;
+                }
+                chain = Some(Expr::Block(syn::ExprBlock {
+                    attrs: Vec::new(),
+                    label: None,
+                    block,
+                }));
+                continue;
+            }
+            let mut cond = self.pattern_cond(&arm.pat, &var)?;
+            if let Some((_, guard)) = &arm.guard {
+                cond = syn::parse_quote!((#cond) && (#guard));
+            }
+            let else_branch = chain
+                .take()
+                .map(|e| (syn::token::Else::default(), Box::new(e)));
+            chain = Some(Expr::If(syn::ExprIf {
+                attrs: Vec::new(),
+                if_token: Default::default(),
+                cond: Box::new(cond),
+                then_branch: block,
+                else_branch,
+            }));
+        }
+        let Some(chain) = chain else {
+            self.fail(m.span(), "a kernel `match` needs at least one arm");
+            return None;
+        };
+        if value
+            && m.arms
+                .last()
+                .is_none_or(|a| !matches!(a.pat, Pat::Wild(_)) || a.guard.is_some())
+        {
+            self.fail(
+                m.span(),
+                "a `match` used as a value in a kernel needs a final `_ =>` arm",
+            );
+            return None;
+        }
+        Some(syn::parse_quote!({ let #var = #scrutinee; #chain }))
+    }
+
+    /// The condition under which `var` matches `pat`.
+    fn pattern_cond(&mut self, pat: &Pat, var: &Ident) -> Option<Expr> {
+        match pat {
+            Pat::Lit(l) => Some(syn::parse_quote!(#var == #l)),
+            Pat::Path(p) => Some(syn::parse_quote!(#var == #p)),
+            Pat::Wild(_) => Some(syn::parse_quote!(true)),
+            Pat::Paren(p) => self.pattern_cond(&p.pat, var),
+            Pat::Range(r) => {
+                let lo = r
+                    .start
+                    .as_ref()
+                    .map(|a| -> Expr { syn::parse_quote!(#var >= #a) });
+                let hi = r.end.as_ref().map(|b| -> Expr {
+                    match r.limits {
+                        syn::RangeLimits::Closed(_) => syn::parse_quote!(#var <= #b),
+                        syn::RangeLimits::HalfOpen(_) => syn::parse_quote!(#var < #b),
+                    }
+                });
+                match (lo, hi) {
+                    (Some(l), Some(h)) => Some(syn::parse_quote!((#l) && (#h))),
+                    (Some(c), None) | (None, Some(c)) => Some(c),
+                    (None, None) => Some(syn::parse_quote!(true)),
+                }
+            }
+            Pat::Or(o) => {
+                let mut conds = Vec::new();
+                for case in &o.cases {
+                    conds.push(self.pattern_cond(case, var)?);
+                }
+                Some(syn::parse_quote!(#((#conds))||*))
+            }
+            // `-1` and other literal expressions syn keeps verbatim.
+            Pat::Verbatim(ts) => match syn::parse2::<Expr>(ts.clone()) {
+                Ok(e) => Some(syn::parse_quote!(#var == (#e))),
+                Err(_) => self.unsupported_pattern(pat),
+            },
+            _ => self.unsupported_pattern(pat),
+        }
+    }
+
+    fn unsupported_pattern(&mut self, pat: &Pat) -> Option<Expr> {
+        self.fail(
+            pat.span(),
+            "kernel `match` patterns are integer literals or constants, ranges (`a..b`, `a..=b`), `|` and `_`",
+        );
+        None
+    }
+
     fn if_value(&mut self, i: &syn::ExprIf) -> Pair {
         if let Expr::Let(l) = &*i.cond {
             return self.fail(l.span(), "`if let` is not supported in kernels");
@@ -1131,6 +1255,7 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         errors: Vec::new(),
         scopes: vec![HashMap::new()],
         shared_slots: 0,
+        matches: 0,
         barrier_sites: 0,
         short_circuit: 0,
         top_level: true,

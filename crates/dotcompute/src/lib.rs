@@ -38,8 +38,10 @@
 //!   by value), with `T` one of `i32 u32 i64 u64 f32 f64` (`bool` for scalars).
 //! * **Locals**: `let [mut] x [: T] = expr;` An untyped literal that nothing constrains
 //!   defaults to `i32` / `f64` as in Rust; annotate when you mean another type.
-//! * **Control flow**: `if`/`else` (also as a value), `for i in a..b`,
-//!   `for i in (a..b).step_by(s)`, `while`, `loop`, `break`, `continue`, `return`.
+//! * **Control flow**: `if`/`else` (also as a value), `match` on integers (also as a
+//!   value; patterns are literals or constants, ranges, `|`, `_` and guards),
+//!   `for i in a..b`, `for i in (a..b).step_by(s)`, `while`, `loop`, `break`, `continue`,
+//!   `return`.
 //! * **Arrays**: `a[i]`, `a[i] = v`, `a[i] += v`, `a.len()` (`u32`). Indices are `u32` (other
 //!   integer types are converted with `as u32`). Accesses are bounds-checked on the CPU.
 //! * **Builtins**: `global_id()`, `local_id()`, `group_id()`, `group_size()`,
