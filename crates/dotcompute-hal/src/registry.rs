@@ -30,3 +30,56 @@ pub fn rank(info: &DeviceInfo) -> u32 {
     };
     info.device_type.score() * 10 + backend
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{AtomicF32Add, Capabilities, DeviceType, Limits};
+
+    fn info(backend: BackendKind, device_type: DeviceType) -> DeviceInfo {
+        DeviceInfo {
+            backend,
+            name: "test".into(),
+            device_type,
+            memory_bytes: 0,
+            compute_units: 0,
+            limits: Limits {
+                max_group_threads: 1,
+                max_group_size: [1; 3],
+                max_groups: [1; 3],
+                max_shared_bytes: 0,
+                max_buffer_bytes: 0,
+            },
+            driver: String::new(),
+            caps: Capabilities {
+                f64: false,
+                i64: false,
+                atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
+                timestamps: false,
+                raw_languages: Vec::new(),
+                concurrent_streams: false,
+                native_graphs: false,
+                blas: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn devices_rank_by_hardware_first_then_by_backend() {
+        let cuda = rank(&info(BackendKind::Cuda, DeviceType::DiscreteGpu));
+        let vulkan_gpu = rank(&info(BackendKind::Wgpu, DeviceType::DiscreteGpu));
+        let integrated = rank(&info(BackendKind::Wgpu, DeviceType::IntegratedGpu));
+        let cpu = rank(&info(BackendKind::Cpu, DeviceType::Cpu));
+        let lavapipe = rank(&info(BackendKind::Wgpu, DeviceType::SoftwareGpu));
+        assert!(
+            cuda > vulkan_gpu,
+            "a native backend beats wgpu on the same GPU"
+        );
+        assert!(vulkan_gpu > integrated);
+        assert!(integrated > cpu);
+        assert!(
+            cpu > lavapipe,
+            "the native CPU backend beats Vulkan emulated on the CPU"
+        );
+    }
+}

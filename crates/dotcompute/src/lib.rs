@@ -168,7 +168,7 @@ mod graph;
 mod host;
 mod linalg;
 mod raw;
-mod registry;
+pub mod registry;
 mod stream;
 pub mod trace;
 mod tracking;

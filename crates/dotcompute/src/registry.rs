@@ -5,6 +5,7 @@
 //! suite iterate it. Adding a backend is a crate that exports a
 //! [`BackendDescriptor`](dotcompute_hal::BackendDescriptor) plus one line below.
 
+pub use dotcompute_hal::registry::rank;
 use dotcompute_hal::{BackendDescriptor, BackendKind, DeviceInfo};
 
 /// Every backend built into this binary.

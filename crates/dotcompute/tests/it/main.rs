@@ -8,5 +8,6 @@ mod graphs;
 mod host_transfers;
 mod profiling;
 mod raw_wgsl;
+mod registry;
 mod streams;
 mod wgpu_limits;
