@@ -148,6 +148,16 @@
 //! [`Buffer::upload_async`] / [`Buffer::download_async`]; the host buffer waits for its
 //! transfer before it hands out its contents.
 //!
+//! ## Streams, graphs and timelines
+//!
+//! [`Device::stream`] opens more in-order queues on a device ([`Stream`]); a typed launch
+//! takes a `Device` (its default stream) or a `Stream`. A buffer used on two streams is
+//! ordered automatically (see [`Stream`]), and events order work that shares no buffer.
+//! A [`Graph`] of launches, copies and fills with explicit dependencies is instantiated
+//! once ([`ExecGraph`]; a CUDA graph on CUDA) and replayed with new scalars or buffers.
+//! With profiling on, [`Device::write_trace`] writes a Perfetto timeline, one track per
+//! stream ([`trace`]).
+//!
 //! ## 16-bit floats
 //!
 //! [`f16`](struct@f16) and [`bf16`] buffers can be allocated, filled, copied and transferred on every
