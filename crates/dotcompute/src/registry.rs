@@ -3,7 +3,7 @@
 //! [`registry`] is the one list of backends: `Device::best`, `Device::with_backend`,
 //! [`backends`] (and so `dotcompute devices`), the CLI's `validate` and the conformance
 //! suite iterate it. Adding a backend is a crate that exports a
-//! [`BackendDescriptor`](dotcompute_hal::BackendDescriptor) plus one line below.
+//! [`BackendDescriptor`] plus one line below.
 
 pub use dotcompute_hal::registry::rank;
 use dotcompute_hal::{BackendDescriptor, BackendKind, DeviceInfo};
