@@ -50,12 +50,11 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
         if ordinal == 0 {
             Ok(Box::new(CpuBackend::new()) as Box<dyn DynBackend>)
         } else {
-            Err(Error::BackendUnavailable {
-                backend: "cpu".into(),
-                reason: format!(
-                    "there is no device {ordinal}: 1 device is present (numbered from 0)"
-                ),
-            })
+            Err(dotcompute_hal::registry::no_such_device(
+                BackendKind::Cpu,
+                ordinal,
+                1,
+            ))
         }
     },
 };

@@ -84,21 +84,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     kind: BackendKind::Cuda,
     probe: devices,
+    // The facade has checked `ordinal` against `probe`; a wrong one is a driver error here.
     open: |ordinal| {
-        let present = devices().map_err(|reason| Error::BackendUnavailable {
-            backend: BACKEND.into(),
-            reason,
-        })?;
-        if ordinal >= present.len() {
-            return Err(Error::BackendUnavailable {
-                backend: BACKEND.into(),
-                reason: format!(
-                    "there is no device {ordinal}: {} device{} present (numbered from 0)",
-                    present.len(),
-                    if present.len() == 1 { " is" } else { "s are" }
-                ),
-            });
-        }
         Ok(Box::new(CudaBackend::with_ordinal(ordinal as i32)?)
             as Box<dyn dotcompute_hal::DynBackend>)
     },
@@ -224,10 +211,6 @@ impl Backend for CudaBackend {
 
     fn open_stream(&self, id: StreamId) -> Result<()> {
         self.open_stream_slot(id)
-    }
-
-    fn close_stream(&self, id: StreamId) {
-        self.close_stream_slot(id)
     }
 
     fn set_profiling(&self, on: bool) {

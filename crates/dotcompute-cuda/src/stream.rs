@@ -1,9 +1,13 @@
 //! Streams and the work enqueued on them: the [`Queue`] half of the backend.
 //!
 //! Stream ids index a table of non-blocking CUDA streams (id 0 is created with the
-//! backend; the others on first use of their id, and kept for the next stream with it). Waits between streams are CUDA events: `wait_stream` records one on the
-//! signalling stream and makes the waiting stream wait on it (`cuStreamWaitEvent`), so no
-//! host thread blocks.
+//! backend; the others on first use of their id). Closing a stream keeps its CUDA stream
+//! in the slot for the next stream with that id (`Backend::close_stream` is the default
+//! no-op): acquiring a stream is then a table lookup, closing one does not wait, and
+//! buffers whose users name the id still wait on the right handle. Streams are destroyed
+//! with the backend. Waits between streams are CUDA events: `wait_stream` (the trait's
+//! default) records one on the signalling stream and `wait_fence` makes the waiting
+//! stream wait on it (`cuStreamWaitEvent`), so no host thread blocks.
 
 use crate::driver::{bind, driver_error, Check, BACKEND};
 use crate::memory::{is_page_locked, CudaBuffer};
@@ -88,12 +92,6 @@ impl CudaBackend {
         }
         Ok(())
     }
-
-    /// A closed stream's CUDA stream stays in its slot for the next stream with that id:
-    /// acquiring a stream is then a table lookup (no `cuStreamCreate`), closing one does
-    /// not wait, and buffers whose users name the id still wait on the right handle.
-    /// Streams are destroyed with the backend.
-    pub(crate) fn close_stream_slot(&self, _s: StreamId) {}
 }
 
 /// A CUDA event recorded on one of the backend's streams.
@@ -342,14 +340,6 @@ impl Queue for CudaBackend {
         let stream = self.stream(s)?;
         // SAFETY: both handles are live; the event may be destroyed after the call.
         unsafe { sys::cuStreamWaitEvent(stream, cuda.event, 0) }.during("cuStreamWaitEvent")
-    }
-
-    fn wait_stream(&self, waiter: StreamId, signaller: StreamId) -> Result<()> {
-        if waiter == signaller {
-            return Ok(());
-        }
-        let fence = self.record(signaller)?;
-        self.wait_fence(waiter, &*fence)
     }
 
     fn begin_capture(&self, s: StreamId) -> Result<bool> {

@@ -5,7 +5,7 @@
 
 use crate::device::{BackendKind, DeviceInfo};
 use crate::dynamic::DynBackend;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// How the facade finds and opens one backend's devices.
 pub struct BackendDescriptor {
@@ -13,8 +13,20 @@ pub struct BackendDescriptor {
     /// The devices present, best first, or a one-line reason why there are none. Must not
     /// panic when the backend's driver or libraries are missing.
     pub probe: fn() -> std::result::Result<Vec<DeviceInfo>, String>,
-    /// Opens device number `ordinal` (as numbered by `probe`).
+    /// Opens device number `ordinal` (as numbered by `probe`). The facade checks the
+    /// number against `probe` first ([`no_such_device`]).
     pub open: fn(ordinal: usize) -> Result<Box<dyn DynBackend>>,
+}
+
+/// The error for device number `ordinal` of `kind` when `present` devices exist.
+pub fn no_such_device(kind: BackendKind, ordinal: usize, present: usize) -> Error {
+    Error::BackendUnavailable {
+        backend: kind.name().into(),
+        reason: format!(
+            "there is no device {ordinal}: {present} device{} present (numbered from 0)",
+            if present == 1 { " is" } else { "s are" }
+        ),
+    }
 }
 
 /// How good a device is for running kernels, higher is better: the kind of hardware

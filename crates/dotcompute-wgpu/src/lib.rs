@@ -78,15 +78,12 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     open: |ordinal| {
         let mut list = adapters();
         if ordinal >= list.len() {
-            return Err(Error::BackendUnavailable {
-                backend: BACKEND.into(),
-                reason: match list.len() {
-                    0 => devices().err().unwrap_or_default(),
-                    n => format!(
-                        "there is no device {ordinal}: {n} device{} present (numbered from 0)",
-                        if n == 1 { " is" } else { "s are" }
-                    ),
+            return Err(match list.len() {
+                0 => Error::BackendUnavailable {
+                    backend: BACKEND.into(),
+                    reason: devices().err().unwrap_or_default(),
                 },
+                n => dotcompute_hal::registry::no_such_device(BackendKind::Wgpu, ordinal, n),
             });
         }
         Ok(Box::new(WgpuBackend::open(list.swap_remove(ordinal))?)

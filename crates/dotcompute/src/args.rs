@@ -1,7 +1,8 @@
 //! The argument checks shared by direct launches (`Device::launch_kernel`) and graph
 //! launch nodes (`Graph::launch`): one place decides what matches a kernel's signature.
 
-use dotcompute_hal::{Error, Result};
+use crate::Device;
+use dotcompute_hal::{Error, Program, RawLanguage, Result};
 use dotcompute_ir::{Access, Kernel, Literal, Param, ScalarType};
 
 /// What a caller passes for one parameter, as far as the signature cares.
@@ -84,4 +85,28 @@ pub(crate) fn check_arg(kernel: &Kernel, param: &Param, arg: ArgView) -> Result<
             format!("a buffer of {elem}"),
         )),
     }
+}
+
+/// A hand-written program runs only on devices that take its language; generated
+/// programs run everywhere.
+pub(crate) fn check_language(program: &Program, device: &Device) -> Result<()> {
+    let Some(raw) = program.raw_source() else {
+        return Ok(());
+    };
+    if device.info().caps.raw_languages.contains(&raw.language) {
+        return Ok(());
+    }
+    Err(Error::Backend {
+        backend: device.backend_kind().name().into(),
+        message: format!(
+            "kernel `{}` is written in {} and runs only on {} devices; {} cannot run it",
+            program.name(),
+            raw.language.name(),
+            match raw.language {
+                RawLanguage::Wgsl => "wgpu",
+                RawLanguage::Cuda => "cuda",
+            },
+            device.label()
+        ),
+    })
 }

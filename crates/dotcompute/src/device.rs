@@ -1,13 +1,14 @@
 //! Devices: discovery and selection through the registry, allocation, streams, launches.
 
-use crate::args::{check_arg, check_count, ArgView};
+use crate::args::{check_arg, check_count, check_language, ArgView};
 use crate::buffer::{Arg, Buffer, Element};
 use crate::registry::{descriptor, not_built, registry};
 use crate::stream::{AsStream, Stream};
 use crate::tracking::Uses;
 use dotcompute_hal::{
-    registry::rank, BackendKind, BoundArg, DeviceInfo, DynBackend, Error, KernelDef, Launch,
-    LaunchRequest, MemoryStats, Program, Result, StreamId, MAX_STREAMS,
+    registry::{no_such_device, rank},
+    BackendKind, BoundArg, DeviceInfo, DynBackend, Error, KernelDef, Launch, LaunchRequest,
+    MemoryStats, Program, Result, StreamId, MAX_STREAMS,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -50,16 +51,6 @@ impl std::fmt::Debug for Device {
     }
 }
 
-fn out_of_range(kind: BackendKind, ordinal: usize, present: usize) -> Error {
-    Error::BackendUnavailable {
-        backend: kind.name().into(),
-        reason: format!(
-            "there is no device {ordinal}: {present} device{} present (numbered from 0)",
-            if present == 1 { " is" } else { "s are" }
-        ),
-    }
-}
-
 impl Device {
     pub(crate) fn from_backend(backend: Box<dyn DynBackend>) -> Device {
         Device {
@@ -93,7 +84,7 @@ impl Device {
             reason,
         })?;
         if ordinal >= present.len() {
-            return Err(out_of_range(kind, ordinal, present.len()));
+            return Err(no_such_device(kind, ordinal, present.len()));
         }
         Ok(Device::from_backend((d.open)(ordinal)?))
     }
@@ -323,10 +314,13 @@ impl Device {
         launch: Launch,
         args: &[Arg<'_>],
     ) -> Result<()> {
-        // Argument mistakes are reported first, as for `#[kernel]` launches.
-        self.bind_args(&kernel.program().kernel, args)?;
-        let launch = kernel.launch_for(self, launch)?;
-        self.launch_program(s, kernel.program(), launch, args)
+        // Argument mistakes are reported first, as for `#[kernel]` launches, then the
+        // group size, then the language.
+        let program = kernel.program();
+        let bound = self.bind_args(&program.kernel, args)?;
+        let launch = kernel.group_for(launch)?;
+        check_language(program, self)?;
+        self.launch_bound(s, program, launch, args, bound)
     }
 
     /// Checks, orders and enqueues one launch of `program` on stream `s`.
@@ -337,9 +331,21 @@ impl Device {
         launch: Launch,
         args: &[Arg<'_>],
     ) -> Result<()> {
-        let ir = &program.kernel;
-        let bound = self.bind_args(ir, args)?;
-        let geometry = launch.resolve(ir, &self.info().limits)?;
+        let bound = self.bind_args(&program.kernel, args)?;
+        check_language(program, self)?;
+        self.launch_bound(s, program, launch, args, bound)
+    }
+
+    /// Enqueues a launch whose arguments `bind_args` has checked and bound.
+    fn launch_bound(
+        &self,
+        s: StreamId,
+        program: &Program,
+        launch: Launch,
+        args: &[Arg<'_>],
+        bound: Vec<BoundArg<'_, dotcompute_hal::RawBuffer>>,
+    ) -> Result<()> {
+        let geometry = launch.resolve(&program.kernel, &self.info().limits)?;
         self.order_args(s, args)?;
         self.backend().launch(
             s,

@@ -38,7 +38,7 @@
 //! be freed or touched by the host while it exists; read results with
 //! [`ExecGraph::read`]. Buffer uses are ordered against other streams like any launch.
 
-use crate::args::{check_arg, check_count, ArgView};
+use crate::args::{check_arg, check_count, check_language, ArgView};
 use crate::buffer::{Buffer, Element, ScalarArg};
 use crate::device::Device;
 use crate::stream::{AsStream, Stream};
@@ -293,8 +293,9 @@ impl<'a> Graph<'a> {
         args: &[GraphArg],
         deps: &[NodeId],
     ) -> Result<NodeId> {
-        let launch = kernel.launch_for(&self.device, launch)?;
-        self.launch_program(Arc::new(kernel.program().clone()), launch, args, deps)
+        let launch = kernel.group_for(launch)?;
+        check_language(kernel.program(), &self.device)?;
+        self.launch_program(kernel.program_arc(), launch, args, deps)
     }
 
     fn launch_program(
@@ -596,14 +597,23 @@ impl<'a> ExecGraph<'a> {
 
     /// The launch request of node `i`, if it is a launch.
     fn launch_request(&self, i: usize) -> Option<LaunchRequest<'_, RawBuffer>> {
-        let NodeKind::Launch {
-            program,
-            geometry,
-            args,
-        } = &self.graph.nodes[i].kind
-        else {
-            return None;
-        };
+        match &self.graph.nodes[i].kind {
+            NodeKind::Launch {
+                program,
+                geometry,
+                args,
+            } => Some(self.bind_node(program, *geometry, args)),
+            NodeKind::Copy { .. } | NodeKind::Fill { .. } => None,
+        }
+    }
+
+    /// A launch node's request, its buffer handles bound to the registered buffers.
+    fn bind_node<'s>(
+        &'s self,
+        program: &'s Program,
+        geometry: ResolvedLaunch,
+        args: &[NodeArg],
+    ) -> LaunchRequest<'s, RawBuffer> {
         let buffers = &self.graph.buffers;
         let bound = args
             .iter()
@@ -626,21 +636,23 @@ impl<'a> ExecGraph<'a> {
                 NodeArg::Scalar(l) => BoundArg::Scalar(l),
             })
             .collect();
-        Some(LaunchRequest {
+        LaunchRequest {
             program,
-            geometry: *geometry,
+            geometry,
             args: bound,
-        })
+        }
     }
 
     /// Enqueues node `i` on `s` (no cross-stream ordering: the caller did it).
     fn enqueue(&self, i: usize, s: StreamId) -> Result<()> {
         let backend = self.graph.device.backend();
         let buffers = &self.graph.buffers;
-        if let Some(request) = self.launch_request(i) {
-            return backend.launch(s, &request);
-        }
         match &self.graph.nodes[i].kind {
+            NodeKind::Launch {
+                program,
+                geometry,
+                args,
+            } => backend.launch(s, &self.bind_node(program, *geometry, args)),
             NodeKind::Copy { src, dst, bytes } => {
                 backend.copy(s, buffers[*src].raw, 0, buffers[*dst].raw, 0, *bytes)
             }
@@ -648,7 +660,6 @@ impl<'a> ExecGraph<'a> {
                 let b = &buffers[*dst];
                 backend.fill(s, b.raw, 0, b.len * b.elem.size_bytes(), pattern)
             }
-            NodeKind::Launch { .. } => unreachable!("launch nodes have a request"),
         }
     }
 

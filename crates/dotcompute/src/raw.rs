@@ -301,37 +301,26 @@ impl RawKernel {
             .expect("a raw kernel's program is raw")
     }
 
-    /// The launch as this kernel runs it on `device`: the shader's own group size (a
-    /// different one is an error), and only on devices that run its language.
-    pub(crate) fn launch_for(&self, device: &crate::Device, launch: Launch) -> Result<Launch> {
-        let name = self.name();
-        let launch = match (self.source().workgroup_size, launch.group_size()) {
+    /// The shared `Arc` of the kernel's program (graph nodes keep it).
+    pub(crate) fn program_arc(&self) -> Arc<Program> {
+        self.program.clone()
+    }
+
+    /// The launch as this kernel runs it: the shader's own group size (a different one
+    /// is an error).
+    pub(crate) fn group_for(&self, launch: Launch) -> Result<Launch> {
+        Ok(match (self.source().workgroup_size, launch.group_size()) {
             (None, _) => launch,
             (Some([x, y, z]), None) => launch.group3d(x, y, z),
             (Some(declared), Some(g)) if g == declared => launch,
             (Some([x, y, z]), Some(g)) => {
                 return Err(Error::InvalidGroupSize {
-                    kernel: name.into(),
+                    kernel: self.name().into(),
                     detail: format!(
                     "{g:?} was requested, but the shader declares @workgroup_size({x}, {y}, {z})"
                 ),
                 })
             }
-        };
-        if !device.info().caps.raw_languages.contains(&self.language()) {
-            return Err(Error::Backend {
-                backend: device.backend_kind().name().into(),
-                message: format!(
-                    "kernel `{name}` is written in {} and runs only on {} devices; {} cannot run it",
-                    self.language().name(),
-                    match self.language() {
-                        RawLanguage::Wgsl => "wgpu",
-                        RawLanguage::Cuda => "cuda",
-                    },
-                    device.label()
-                ),
-            });
-        }
-        Ok(launch)
+        })
     }
 }
