@@ -79,6 +79,18 @@ pub fn cases() -> Vec<Case> {
             bit_ops,
         ),
         c(
+            "KernelFunctions",
+            "language",
+            vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
+            kernel_functions,
+        ),
+        c(
+            "GenericKernels",
+            "language",
+            vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
+            generic_kernels,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -974,6 +986,139 @@ fn match_int(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome,
                 [a, b]
             ));
         }
+    }
+    Ok(Outcome::default())
+}
+
+fn kernel_functions(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    // Small integers and halves: every sum and product below is exact in f32.
+    let a: Vec<f32> = (0..n).map(|_| rng.i32(-64..64) as f32 * 0.5).collect();
+    let ints: Vec<u32> = (0..n).map(|_| rng.u32(0..100_000)).collect();
+    let (da, di) = (d.upload(&a)?, d.upload(&ints)?);
+    let mut out = poisoned_f32(d, 2 * n)?;
+    let mut counts = d.alloc_filled(2 * n, POISON_U32)?;
+    kernels::helper_calls::launch(d, Launch::threads(n), &da, &di, &mut out, &mut counts)?;
+    let (got, got_counts) = (out.to_vec()?, counts.to_vec()?);
+    let collatz = |mut x: u32| {
+        let mut steps = 0;
+        while x > 1 && steps < 100 {
+            x = if x % 2 == 0 {
+                x / 2
+            } else {
+                x.wrapping_mul(3).wrapping_add(1)
+            };
+            steps += 1;
+        }
+        steps
+    };
+    for i in 0..n {
+        let l = a[i] + (1.0 - a[i]) * 0.25;
+        let w: f32 = a[i..(i + 3).min(n)].iter().sum();
+        let v = l + w;
+        let want = [v, v * v];
+        // `l` is not exact (a multiply by 0.25 of a half is, the sum may round): allow
+        // the one rounding of a possibly contracted multiply-add.
+        let close = |g: f32, w: f32| (g - w).abs() <= 2.0 * f32::EPSILON * w.abs().max(1.0);
+        if !close(got[2 * i], want[0]) || !close(got[2 * i + 1], want[1]) {
+            return fail(format!(
+                "element {i} (a = {}): got {:?}, expected {want:?}",
+                a[i],
+                &got[2 * i..2 * i + 2]
+            ));
+        }
+        let want_counts = [collatz(ints[i]), (ints[i] % 1000) * (ints[i] % 1000)];
+        if got_counts[2 * i..2 * i + 2] != want_counts {
+            return fail(format!(
+                "element {i} (n = {}): got {:?}, expected {want_counts:?} (collatz steps, square)",
+                ints[i],
+                &got_counts[2 * i..2 * i + 2]
+            ));
+        }
+    }
+    // A kernel function with barriers over a shared array.
+    const GROUP: usize = 64;
+    let x: Vec<f32> = (0..n).map(|_| rng.i32(-100..100) as f32).collect();
+    let dx = d.upload(&x)?;
+    let mut sums = poisoned_f32(d, n)?;
+    kernels::helper_group_sums::launch(d, Launch::threads(n).group(GROUP as u32), &dx, &mut sums)?;
+    let got = sums.to_vec()?;
+    first_mismatch(&got, |i| {
+        let g = i / GROUP * GROUP;
+        let total: f32 = x[g..(g + GROUP).min(n)].iter().sum();
+        total - x[i]
+    })
+    .map_err(|f| Failure {
+        message: format!("group sums: {}", f.message),
+        ..f
+    })?;
+    Ok(Outcome::default())
+}
+
+/// Host twin of `kernels::window_generic` for values that stay exact.
+trait Exact: Copy + Element {
+    fn to_f64(self) -> f64;
+    fn from_i32(v: i32) -> Self;
+}
+macro_rules! exact {
+    ($($t:ty),*) => {$(
+        impl Exact for $t {
+            fn to_f64(self) -> f64 { self as f64 }
+            fn from_i32(v: i32) -> Self { v as $t }
+        }
+    )*};
+}
+exact!(i32, u32, i64, u64, f32, f64);
+
+fn window_on<T: Exact + dotcompute::Num, const W: u32>(
+    d: &Target,
+    n: usize,
+    rng: &mut fastrand::Rng,
+    lo: i32,
+) -> Result<(), Failure> {
+    let x: Vec<T> = (0..n).map(|_| T::from_i32(rng.i32(lo..1000))).collect();
+    let scale = T::from_i32(rng.i32(1..10));
+    let dx = d.upload(&x)?;
+    let mut out = d.alloc_filled(n, T::from_i32(77))?;
+    kernels::window_generic::launch::<T, W>(d, Launch::threads(n), &dx, scale, &mut out)?;
+    let got = out.to_vec()?;
+    for i in 0..n {
+        let sum: f64 = x[i..(i + W as usize).min(n)]
+            .iter()
+            .map(|v| v.to_f64())
+            .sum();
+        let want = sum * scale.to_f64() + 1.0 + (i % 7) as f64 + (i % 2) as f64;
+        if got[i].to_f64() != want {
+            return fail(format!(
+                "window_generic::<{}, {W}> element {i}: got {:?}, expected {want}",
+                T::TYPE,
+                got[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn generic_kernels(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    window_on::<i32, 3>(d, n, rng, -1000)?;
+    window_on::<u32, 1>(d, n, rng, 0)?;
+    window_on::<f32, 4>(d, n, rng, -1000)?;
+    window_on::<u32, 5>(d, n, rng, 0)?;
+    if d.info().caps.f64 {
+        window_on::<f64, 2>(d, n, rng, -1000)?;
+    }
+    if d.info().caps.i64 {
+        window_on::<i64, 3>(d, n, rng, -1000)?;
+        window_on::<u64, 2>(d, n, rng, 0)?;
+    }
+    // Each instantiation is a kernel of its own, named after its parameters.
+    let names = [
+        kernels::window_generic::kernel::<i32, 3>().name(),
+        kernels::window_generic::kernel::<u32, 5>().name(),
+    ];
+    if names != ["window_generic_i32_3", "window_generic_u32_5"] {
+        return fail(format!("instance names {names:?}"));
     }
     Ok(Outcome::default())
 }

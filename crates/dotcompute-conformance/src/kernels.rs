@@ -1,6 +1,6 @@
 //! The kernels of the seed cases, written once with `#[kernel]`.
 
-use dotcompute::kernel;
+use dotcompute::{kernel, kernel_fn, Num};
 
 /// Tile edge of the matrix multiply.
 pub const TILE: u32 = 16;
@@ -493,5 +493,114 @@ pub fn elementwise_masked(x: &[f32], flags: &[u32], y: &mut [f32], count: &mut [
     y[i] = y[i] * 2.0 + x[i];
     if f == 1 {
         count[i] = count[i] * 7 + 1;
+    }
+}
+
+// ------------------------------------------------------------------ kernel functions
+
+/// `a + (b - a) * t`.
+#[kernel_fn]
+pub fn lerp(a: f32, b: f32, t: f32) -> f32 {
+    a + (b - a) * t
+}
+
+/// `x * x` for any numeric type (wrapping for integers).
+#[kernel_fn]
+pub fn square<T: Num>(x: T) -> T {
+    x * x
+}
+
+/// The sum of `a[start..start + width]`, clipped to the array.
+#[kernel_fn]
+pub fn window_sum(a: &[f32], start: u32, width: u32) -> f32 {
+    let mut s: f32 = 0.0;
+    let end = (start + width).min(a.len());
+    for j in start..end {
+        s += a[j];
+    }
+    s
+}
+
+/// Stores `v` and its square (a helper calling a generic helper) at `2i` and `2i + 1`.
+#[kernel_fn]
+pub fn store_pair(out: &mut [f32], i: u32, v: f32) {
+    out[2 * i] = v;
+    out[2 * i + 1] = square(v);
+}
+
+/// Collatz steps from `n` to 1, at most 100.
+#[kernel_fn]
+pub fn collatz_steps(n: u32) -> u32 {
+    let mut x = n;
+    let mut steps = 0u32;
+    while x > 1 && steps < 100 {
+        x = if x % 2 == 0 { x / 2 } else { 3 * x + 1 };
+        steps += 1;
+    }
+    steps
+}
+
+/// The sum of `partial[0..group_size().x]` (a power of two), left in `partial[0]` and
+/// returned to every thread: a tree reduction with barriers inside a kernel function.
+#[kernel_fn]
+pub fn group_sum(partial: &mut [f32]) -> f32 {
+    let lid = local_id().x;
+    let mut s = group_size().x / 2;
+    while s > 0 {
+        if lid < s {
+            partial[lid] += partial[lid + s];
+        }
+        barrier();
+        s /= 2;
+    }
+    let total = partial[0];
+    barrier();
+    total
+}
+
+/// Kernel functions: scalar, generic, array-reading, array-writing and nested calls, with
+/// untyped literals taking the parameters' types.
+#[kernel]
+pub fn helper_calls(a: &[f32], ints: &[u32], out: &mut [f32], counts: &mut [u32]) {
+    let i = global_id().x;
+    if i < a.len() {
+        let l = lerp(a[i], 1.0, 0.25);
+        let w = window_sum(a, i, 3);
+        store_pair(out, i, l + w);
+        counts[2 * i] = collatz_steps(ints[i]);
+        counts[2 * i + 1] = square(ints[i] % 1000);
+    }
+}
+
+/// Each group's sum through `group_sum`, written by every thread of the group minus its
+/// own value (so every thread's copy of the result is checked).
+#[kernel]
+pub fn helper_group_sums(x: &[f32], out: &mut [f32]) {
+    let partial = shared::<f32, 64>();
+    let i = global_id().x;
+    let lid = local_id().x;
+    let v = if i < x.len() { x[i] } else { 0.0 };
+    partial[lid] = v;
+    barrier();
+    let total = group_sum(partial);
+    if i < x.len() {
+        out[i] = total - v;
+    }
+}
+
+/// A generic kernel with a const parameter: `out[i] = scale * sum(x[i..i + W]) + 1 +
+/// (i % 7)`, with `T::zero()`, `T::one()`, `T::cast()` and `as T`.
+#[kernel]
+pub fn window_generic<T: Num, const W: u32>(x: &[T], scale: T, out: &mut [T]) {
+    let i = global_id().x;
+    if i < out.len() {
+        let mut acc = T::zero();
+        for k in 0..W {
+            let j = i + k;
+            if j < x.len() {
+                acc += x[j];
+            }
+        }
+        out[i] = acc * scale + T::one() + T::cast(i % 7) + (i % 2) as T;
     }
 }

@@ -4,6 +4,84 @@
 //! in all builds, while a kernel must compute the same total function on every backend.
 //! Everything here is `#[inline(always)]` and compiles to the plain instruction for floats.
 
+use crate::runtime::KernelScalar;
+
+/// A value of any primitive numeric type, for casts between generic types.
+#[derive(Clone, Copy)]
+pub enum AnyNum {
+    Bool(bool),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+}
+
+/// Types a kernel can cast from: the kernel scalars and the host's other integers (a
+/// `const N: usize`). Widening to 64 bits first gives the same result as a direct `as`.
+pub trait CastSource: Copy {
+    fn to_any(self) -> AnyNum;
+}
+
+macro_rules! cast_source {
+    ($($t:ty => $v:ident as $w:ty),*) => {$(
+        impl CastSource for $t {
+            #[inline(always)]
+            fn to_any(self) -> AnyNum { AnyNum::$v(self as $w) }
+        }
+    )*};
+}
+cast_source!(i8 => I64 as i64, i16 => I64 as i64, i32 => I64 as i64, i64 => I64 as i64,
+    isize => I64 as i64, u8 => U64 as u64, u16 => U64 as u64, u32 => U64 as u64,
+    u64 => U64 as u64, usize => U64 as u64, f32 => F32 as f32, f64 => F64 as f64);
+impl CastSource for bool {
+    #[inline(always)]
+    fn to_any(self) -> AnyNum {
+        AnyNum::Bool(self)
+    }
+}
+
+/// Types a kernel can cast to, with `as` semantics (to `bool`: not zero).
+pub trait CastTarget: Copy {
+    fn from_any(v: AnyNum) -> Self;
+}
+
+macro_rules! cast_target {
+    ($($t:ty),*) => {$(
+        impl CastTarget for $t {
+            #[inline(always)]
+            fn from_any(v: AnyNum) -> Self {
+                match v {
+                    AnyNum::Bool(b) => b as u8 as $t,
+                    AnyNum::I64(x) => x as $t,
+                    AnyNum::U64(x) => x as $t,
+                    AnyNum::F32(x) => x as $t,
+                    AnyNum::F64(x) => x as $t,
+                }
+            }
+        }
+    )*};
+}
+cast_target!(i32, u32, i64, u64, f32, f64);
+impl CastTarget for bool {
+    #[inline(always)]
+    fn from_any(v: AnyNum) -> Self {
+        match v {
+            AnyNum::Bool(b) => b,
+            AnyNum::I64(x) => x != 0,
+            AnyNum::U64(x) => x != 0,
+            AnyNum::F32(x) => x != 0.0,
+            AnyNum::F64(x) => x != 0.0,
+        }
+    }
+}
+
+/// `value as T` where `T` or the value's type is generic (`as` cannot name either);
+/// monomorphised and inlined, it is the plain conversion.
+#[inline(always)]
+pub fn cast<T: KernelScalar + CastTarget, S: CastSource>(value: S) -> T {
+    T::from_any(value.to_any())
+}
+
 /// `+ - * / %` with wrapping integers and the IR's division-by-zero rule.
 pub trait Arith: Copy {
     fn k_add(self, o: Self) -> Self;

@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 /// Element and scalar types a kernel can use.
 pub trait KernelScalar: Copy + Default + Send + Sync + 'static {
-    const TYPE: ScalarType;
+    const SCALAR: ScalarType;
     fn from_literal(l: Literal) -> Option<Self>;
 }
 
 macro_rules! kernel_scalar {
     ($($t:ty => $st:ident, $pat:pat => $v:expr;)*) => {$(
         impl KernelScalar for $t {
-            const TYPE: ScalarType = ScalarType::$st;
+            const SCALAR: ScalarType = ScalarType::$st;
             fn from_literal(l: Literal) -> Option<Self> {
                 match l { $pat => Some($v), _ => None }
             }
@@ -123,7 +123,7 @@ impl<'a, T: KernelScalar, const W: bool> View<'a, T, W> {
         let mismatch = |found: String| Error::ArgumentType {
             kernel: launch.kernel.name.clone(),
             arg: arg_name(),
-            expected: format!("{}[{}]", if W { "&mut " } else { "&" }, T::TYPE),
+            expected: format!("{}[{}]", if W { "&mut " } else { "&" }, T::SCALAR),
             found,
         };
         match launch.args.get(index) {
@@ -133,7 +133,7 @@ impl<'a, T: KernelScalar, const W: bool> View<'a, T, W> {
                 elem,
                 writable,
             }) => {
-                if elem != T::TYPE || (W && !writable) {
+                if elem != T::SCALAR || (W && !writable) {
                     return Err(mismatch(format!(
                         "a {} buffer of {elem}",
                         if writable { "writable" } else { "read-only" }
@@ -333,7 +333,7 @@ pub fn scalar<T: KernelScalar>(launch: &NativeLaunch<'_>, index: usize) -> Resul
         Some(NativeArg::Scalar(l)) => T::from_literal(*l).ok_or_else(|| Error::ArgumentType {
             kernel: launch.kernel.name.clone(),
             arg: launch.kernel.params[index].name().to_string(),
-            expected: T::TYPE.name().into(),
+            expected: T::SCALAR.name().into(),
             found: l.ty().name().into(),
         }),
         Some(NativeArg::Buffer { elem, .. }) => Err(Error::ArgumentType {
@@ -343,7 +343,7 @@ pub fn scalar<T: KernelScalar>(launch: &NativeLaunch<'_>, index: usize) -> Resul
                 .params
                 .get(index)
                 .map_or("?".into(), |p| p.name().to_string()),
-            expected: T::TYPE.name().into(),
+            expected: T::SCALAR.name().into(),
             found: format!("a buffer of {elem}"),
         }),
         None => Err(Error::ArgumentCount {
@@ -400,7 +400,7 @@ impl<'a> ThreadCtx<'a> {
     #[inline(always)]
     pub fn shared<T: KernelScalar>(&self, slot: usize) -> SharedArr<'a, T> {
         let (offset, len) = self.mem.layout[slot];
-        debug_assert_eq!(self.mem.launch.kernel.shared[slot].elem, T::TYPE);
+        debug_assert_eq!(self.mem.launch.kernel.shared[slot].elem, T::SCALAR);
         View {
             // SAFETY: the offset lies inside the group's block (see GroupMem::new).
             ptr: unsafe { (self.mem.block.as_ptr() as *mut u8).add(offset) } as *mut T,

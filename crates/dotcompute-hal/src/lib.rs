@@ -49,7 +49,8 @@ pub use error::{Error, Result};
 pub use launch::{Launch, ResolvedLaunch};
 pub use pool::{MemoryStats, SizeClassPool};
 pub use program::{
-    content_key, KernelDef, KeyHasher, KeyMap, Program, ProgramKey, ProgramSource, RawSource,
+    content_key, instance_part, leak_name, Instances, KernelDef, KeyHasher, KeyMap, Program,
+    ProgramKey, ProgramSource, RawSource,
 };
 pub use registry::BackendDescriptor;
 pub use stream::{Completed, Fence, StreamId, StreamSet, Timing, MAX_STREAMS};

@@ -146,6 +146,56 @@ impl KernelDef {
     }
 }
 
+/// The definitions of a generic `#[kernel]`, one per instantiation, keyed by the
+/// `TypeId` of a marker type generic over the kernel's parameters. Each is made on first
+/// use and kept (leaked) for the process, like the static of a plain kernel; a lookup is
+/// a read lock and a scan of the few instantiations a program uses.
+pub struct Instances(std::sync::RwLock<Vec<(std::any::TypeId, &'static KernelDef)>>);
+
+impl Instances {
+    pub const fn new() -> Instances {
+        Instances(std::sync::RwLock::new(Vec::new()))
+    }
+
+    /// The definition of instantiation `id`, made by `make` the first time.
+    pub fn get(
+        &self,
+        id: std::any::TypeId,
+        make: impl FnOnce() -> KernelDef,
+    ) -> &'static KernelDef {
+        let find = |list: &[(std::any::TypeId, &'static KernelDef)]| {
+            list.iter().find(|(k, _)| *k == id).map(|(_, d)| *d)
+        };
+        // A poisoned lock only means a panic elsewhere mid-push; the list stays valid.
+        if let Some(d) = find(&self.0.read().unwrap_or_else(|e| e.into_inner())) {
+            return d;
+        }
+        let mut list = self.0.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = find(&list) {
+            return d;
+        }
+        let def: &'static KernelDef = Box::leak(Box::new(make()));
+        list.push((id, def));
+        def
+    }
+}
+
+impl Default for Instances {
+    fn default() -> Self {
+        Instances::new()
+    }
+}
+
+/// A generic kernel's instance name, kept for the process (instances are never dropped).
+pub fn leak_name(name: String) -> &'static str {
+    Box::leak(name.into_boxed_str())
+}
+
+/// A const generic argument as part of an instance name (an identifier: `-` becomes `m`).
+pub fn instance_part(value: impl std::fmt::Display) -> String {
+    value.to_string().replace('-', "m")
+}
+
 /// A hasher for maps keyed by [`ProgramKey`]s (already uniform SHA-256 bytes) and small
 /// tuples around them: the Fx multiply-rotate over 8-byte words, a few nanoseconds per
 /// lookup where SipHash took tens. Launch paths look programs up on every launch.

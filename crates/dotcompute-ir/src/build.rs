@@ -94,6 +94,13 @@ pub struct Mem {
     elem: ScalarType,
 }
 
+impl Mem {
+    /// The element type of the array.
+    pub fn elem(&self) -> ScalarType {
+        self.elem
+    }
+}
+
 /// The result slot of an `if` used as an expression.
 #[derive(Clone, Copy, Debug)]
 pub struct Slot {
@@ -241,6 +248,47 @@ impl Builder {
     }
 
     // ---- typing helpers ----
+
+    /// `v` as a value of type `ty` (an untyped literal takes it; a typed value must have
+    /// it): a `#[kernel_fn]`'s result, `T::zero()`.
+    pub fn typed(&self, v: V, ty: ScalarType, what: &str) -> R<V> {
+        Ok(V::Typed(self.coerce(v, ty, what)?))
+    }
+
+    /// The type a `#[kernel_fn]`'s type parameter `name` takes at one call: the element
+    /// type of its first array argument, else the type of its first typed value, else
+    /// the default type of its first literal.
+    pub fn infer_type(&self, name: &str, arrays: &[ScalarType], values: &[&V]) -> R<ScalarType> {
+        if let Some(&t) = arrays.first() {
+            return Ok(t);
+        }
+        if let Some(V::Typed(e)) = values.iter().find(|v| matches!(v, V::Typed(_))) {
+            return Ok(e.ty);
+        }
+        match values.first() {
+            Some(&v) => Ok(self.default_of(v.clone())?.ty),
+            None => self.err(format!("type parameter `{name}` cannot be inferred")),
+        }
+    }
+
+    /// Checks an array passed to a `#[kernel_fn]` parameter `name` of element `elem`
+    /// (writable if `writable`).
+    pub fn check_array(&self, mem: Mem, elem: ScalarType, writable: bool, name: &str) -> R<()> {
+        if mem.elem != elem {
+            return self.err(format!(
+                "argument `{name}` must be an array of {elem}, found an array of {}",
+                mem.elem
+            ));
+        }
+        let read_only = matches!(mem.mem, Memory::Buffer(i)
+            if matches!(self.kernel.params[i as usize], Param::Buffer { access: Access::Read, .. }));
+        if writable && read_only {
+            return self.err(format!(
+                "argument `{name}` must be writable (`&mut [{elem}]`), found a read-only buffer"
+            ));
+        }
+        Ok(())
+    }
 
     fn default_of(&self, v: V) -> R<Expr> {
         match v {

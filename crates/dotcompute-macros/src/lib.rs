@@ -24,15 +24,16 @@
 
 mod translate;
 
-use proc_macro::TokenStream;
-
-/// Compiles a Rust function into a dotcompute kernel. See the `dotcompute` crate docs for
-/// the kernel language.
-#[proc_macro_attribute]
-pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+/// Parses an item and runs one translator on it.
+fn expand(
+    attr: TokenStream,
+    item: TokenStream,
+    what: &str,
+    translate: fn(&syn::ItemFn) -> Result<proc_macro2::TokenStream, Vec<syn::Error>>,
+) -> TokenStream {
     let attr = proc_macro2::TokenStream::from(attr);
     if !attr.is_empty() {
-        return syn::Error::new_spanned(attr, "#[kernel] takes no arguments")
+        return syn::Error::new_spanned(attr, format!("#[{what}] takes no arguments"))
             .to_compile_error()
             .into();
     }
@@ -40,11 +41,30 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(f) => f,
         Err(e) => return e.to_compile_error().into(),
     };
-    match translate::kernel(&func) {
+    match translate(&func) {
         Ok(ts) => ts.into(),
         Err(errors) => {
             let errs = errors.iter().map(|e| e.to_compile_error());
             quote::quote!(#(#errs)*).into()
         }
     }
+}
+
+use proc_macro::TokenStream;
+
+/// Compiles a Rust function into a dotcompute kernel. See the `dotcompute` crate docs for
+/// the kernel language.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand(attr, item, "kernel", translate::kernel)
+}
+
+/// Compiles a Rust function in the kernel subset into a device function that kernels (and
+/// other kernel functions) call: inlined into their IR, called by their native CPU bodies.
+/// It takes scalars and arrays (`&[T]`, `&mut [T]`: a buffer parameter or a shared array,
+/// passed by name) and returns a scalar or nothing; its type parameters are inferred from
+/// the arguments. See the `dotcompute` crate docs.
+#[proc_macro_attribute]
+pub fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand(attr, item, "kernel_fn", translate::helper)
 }

@@ -2,7 +2,7 @@
 //! IR-builder code (`B`, evaluating to a `V` for expressions) and native Rust code (`N`).
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 use syn::{
@@ -87,10 +87,23 @@ struct Tx {
     gid_indexed: std::collections::BTreeSet<String>,
     /// `match` expressions desugared so far (names their scrutinee locals).
     matches: u32,
+    /// Generic type parameters of the function being translated.
+    type_params: Vec<Ident>,
+    /// The name of the `#[kernel_fn]` being translated; `None` in a kernel.
+    helper: Option<String>,
 }
 
 fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
     syn::Error::new(span, msg)
+}
+
+/// A kernel type as both halves see it: the IR's `ScalarType` (an expression, since a
+/// generic parameter's type is a run-time value in the builder) and the native Rust type.
+#[derive(Clone)]
+struct Ty {
+    name: String,
+    ir: TokenStream,
+    native: TokenStream,
 }
 
 fn scalar_type(ty: &Type) -> Option<(String, Ident)> {
@@ -140,20 +153,42 @@ impl Tx {
         self.scopes.last_mut().unwrap().insert(name.to_string(), b);
     }
 
-    fn type_name(&mut self, ty: &Type, what: &str) -> Option<(String, Ident)> {
+    fn ty(&mut self, ty: &Type, what: &str) -> Option<Ty> {
+        if let Some(param) = self.type_param(ty) {
+            return Some(Ty {
+                name: param.to_string(),
+                ir: ty_var(&param).to_token_stream(),
+                native: param.to_token_stream(),
+            });
+        }
         match scalar_type(ty) {
-            Some(t) => Some(t),
+            Some((name, id)) => Some(Ty {
+                ir: ir_type(&name),
+                native: id.to_token_stream(),
+                name,
+            }),
             None => {
                 self.errors.push(err(
                     ty.span(),
                     format!(
                         "unsupported type in {what}: kernels use the scalar types \
-                         bool, i32, u32, i64, u64, f32 and f64 (indices and lengths are u32)"
+                         bool, i32, u32, i64, u64, f32 and f64 (indices and lengths are u32) \
+                         and their generic type parameters"
                     ),
                 ));
                 None
             }
         }
+    }
+
+    /// The generic type parameter `ty` names, if it is one.
+    fn type_param(&self, ty: &Type) -> Option<Ident> {
+        let Type::Path(p) = ty else { return None };
+        let id = p.path.get_ident()?;
+        p.qself
+            .is_none()
+            .then(|| self.type_params.iter().find(|t| *t == id).cloned())
+            .flatten()
     }
 
     // ---------------------------------------------------------------- blocks
@@ -267,7 +302,7 @@ impl Tx {
             }
         }
         let ty_info = match ty {
-            Some(t) => match self.type_name(t, "a local's type") {
+            Some(t) => match self.ty(t, "a local's type") {
                 Some(t) => Some(t),
                 None => return (quote!(), quote!()),
             },
@@ -276,8 +311,10 @@ impl Tx {
         let (ib, inn) = self.expr(&init.expr);
         let mutable = pi.mutability.is_some();
         let mut_tok = pi.mutability;
+        // Helpers have no fast body, so no in-bounds assumption to record.
         let is_gid_x = !mutable
-            && ty_info.as_ref().is_none_or(|(t, _)| t == "u32")
+            && self.helper.is_none()
+            && ty_info.as_ref().is_none_or(|t| t.name == "u32")
             && is_global_id_x(&init.expr);
         self.bind(
             &name_str,
@@ -289,14 +326,17 @@ impl Tx {
         );
 
         let ty_b = match &ty_info {
-            Some((n, _)) => {
-                let t = ir_type(n);
+            Some(t) => {
+                let t = &t.ir;
                 quote!(Some(#t))
             }
             None => quote!(None),
         };
         let ty_n = match &ty_info {
-            Some((_, id)) => quote!(: #id),
+            Some(t) => {
+                let t = &t.native;
+                quote!(: #t)
+            }
             None => quote!(),
         };
         let assume = if is_gid_x {
@@ -360,10 +400,14 @@ impl Tx {
                 "the first argument must be the element type",
             );
         };
-        let Some((elem, elem_id)) = self.type_name(elem_ty, "a shared array") else {
+        let Some(Ty {
+            ir: t,
+            native: elem_id,
+            ..
+        }) = self.ty(elem_ty, "a shared array")
+        else {
             return (quote!(), quote!());
         };
-        let t = ir_type(&elem);
         let name_str = name.to_string();
         let slot = self.shared_slots;
         self.shared_slots += 1;
@@ -444,6 +488,11 @@ impl Tx {
                 }
                 (quote!(__b.cont();), quote!(continue;))
             }
+            Expr::Return(r) if self.helper.is_some() => self.fail(
+                r.span(),
+                "`return` is not supported in a #[kernel_fn]: end the body with its value \
+                 (an `if`/`else` can choose it)",
+            ),
             Expr::Return(r) => {
                 if r.expr.is_some() {
                     return self.fail(r.span(), "kernels return nothing: write `return;`");
@@ -465,10 +514,11 @@ impl Tx {
                     return self.fail(c.span(), "`barrier()` takes no arguments");
                 }
                 self.barrier_sites += 1;
-                let site = self.barrier_sites;
+                let site = self.barrier_site();
                 (quote!(__b.barrier();), quote!(__ctx.barrier(#site);))
             }
-            Expr::Call(c) if atomic_name(c).is_some() => {
+            Expr::Call(_) => {
+                // Atomics and #[kernel_fn] calls; `call` rejects the rest.
                 let (b, n) = self.expr(e);
                 (quote!({ let _ = #b; }), quote!(#n;))
             }
@@ -713,15 +763,21 @@ impl Tx {
             Expr::Binary(b) => self.binary(b),
             Expr::Unary(u) => self.unary(u),
             Expr::Cast(c) => {
-                let Some((name, id)) = self.type_name(&c.ty, "a cast") else {
+                let Some(Ty {
+                    ir: t, native: id, ..
+                }) = self.ty(&c.ty, "a cast")
+                else {
                     return (quote!(), quote!());
                 };
-                let t = ir_type(&name);
                 let (b, n) = self.expr(&c.expr);
-                (
-                    quote!({ let __v = #b; __b.cast(__v, #t)? }),
-                    quote!(((#n) as #id)),
-                )
+                // `as` cannot name a generic type (nor take a generic value), so generic
+                // code casts through a trait with the same semantics.
+                let native = if self.type_params.is_empty() {
+                    quote!(((#n) as #id))
+                } else {
+                    quote!(__dc::ops::cast::<#id, _>(#n))
+                };
+                (quote!({ let __v = #b; __b.cast(__v, #t)? }), native)
             }
             Expr::Index(ix) => {
                 let Some(mem) = self.memory(&ix.expr) else {
@@ -977,12 +1033,11 @@ impl Tx {
                 "shared arrays are declared with `let name = shared::<T, LEN>();`",
             );
         }
+        if let Some(pair) = self.type_function(c) {
+            return pair;
+        }
         let Some((fname, op)) = atomic_name(c) else {
-            return self.fail(
-                c.func.span(),
-                "function calls are not supported in kernels (only builtins, atomics and math \
-                 methods such as `x.sqrt()`); inline the function's body",
-            );
+            return self.helper_call(c);
         };
         if self.short_circuit > 0 {
             return self.fail(c.span(), format!("`{fname}` on the right of `&&` or `||` is not supported: its side effect would not be conditional on every backend; use an `if`"));
@@ -1030,6 +1085,117 @@ impl Tx {
         (
             quote!({ let __i = #ib; #(let #tmps = #vbs;)* __b.atomic(__dc::ir::AtomicOp::#op, #mem, __i, vec![#(#tmps),*])? }),
             quote!(#mem.#method(#inn, #(#vns),*)),
+        )
+    }
+
+    /// Barrier sites number the barriers of one kernel for divergence checks; a helper's
+    /// are offset by a hash of its name so that they differ from its callers'.
+    fn barrier_site(&self) -> u32 {
+        match &self.helper {
+            None => self.barrier_sites,
+            Some(name) => {
+                let hash = name.bytes().fold(0x811c_9dc5u32, |h, b| {
+                    (h ^ b as u32).wrapping_mul(0x0100_0193)
+                });
+                0x8000_0000 | (hash & 0x7fff_0000) | (self.barrier_sites & 0xffff)
+            }
+        }
+    }
+
+    /// `T::zero()`, `T::one()` and `T::cast(x)` on a generic or scalar type `T`.
+    fn type_function(&mut self, c: &syn::ExprCall) -> Option<Pair> {
+        let Expr::Path(p) = &*c.func else { return None };
+        let segs = &p.path.segments;
+        if p.qself.is_some() || segs.len() != 2 || !segs[1].arguments.is_empty() {
+            return None;
+        }
+        let ty: Type = Type::Path(syn::TypePath {
+            qself: None,
+            path: segs[0].ident.clone().into(),
+        });
+        if self.type_param(&ty).is_none() && scalar_type(&ty).is_none() {
+            return None;
+        }
+        let f = segs[1].ident.to_string();
+        let arity = match f.as_str() {
+            "zero" | "one" => 0,
+            "cast" => 1,
+            _ => {
+                return Some(self.fail(
+                    segs[1].span(),
+                    format!("`{}::{f}` is not supported in kernels; types offer `zero()`, `one()` and `cast(x)` (an `as` conversion)", segs[0].ident),
+                ))
+            }
+        };
+        if c.args.len() != arity {
+            return Some(self.fail(c.span(), format!("`{f}` takes {arity} argument(s)")));
+        }
+        let Ty { ir, native, .. } = self.ty(&ty, "a type function")?;
+        Some(if arity == 0 {
+            let v: i32 = if f == "one" { 1 } else { 0 };
+            (
+                quote!(__b.typed(__dc::ir::V::Int(#v as i128), #ir, #f)?),
+                quote!(__dc::ops::cast::<#native, i32>(#v)),
+            )
+        } else {
+            let (b, n) = self.expr(&c.args[0]);
+            (
+                quote!({ let __v = #b; __b.cast(__v, #ir)? }),
+                quote!(__dc::ops::cast::<#native, _>(#n)),
+            )
+        })
+    }
+
+    /// A call of a `#[kernel_fn]`: inlined into the IR by its builder function, called
+    /// natively. Arrays are passed whole by naming them.
+    fn helper_call(&mut self, c: &syn::ExprCall) -> Pair {
+        let Expr::Path(p) = &*c.func else {
+            return self.fail(
+                c.func.span(),
+                "only named functions (`#[kernel_fn]`s) can be called in kernels",
+            );
+        };
+        if p.qself.is_some() || p.path.segments.iter().any(|s| !s.arguments.is_empty()) {
+            return self.fail(
+                p.span(),
+                "generic arguments on a #[kernel_fn] call are not supported: its type \
+                 parameters are inferred from the arguments",
+            );
+        }
+        if self.short_circuit > 0 {
+            return self.fail(
+                c.span(),
+                "a #[kernel_fn] call on the right of `&&` or `||` is not supported: its \
+                 statements would not be conditional on every backend; call it in a `let` \
+                 before, or use an `if`",
+            );
+        }
+        let mut bs = Vec::new();
+        let mut ns = Vec::new();
+        for a in &c.args {
+            if let Expr::Path(ap) = a {
+                if let Some(id) = ap.path.get_ident() {
+                    if matches!(
+                        self.lookup(&id.to_string()),
+                        Some(Binding::Buffer | Binding::Shared)
+                    ) {
+                        bs.push(quote!(#id));
+                        ns.push(quote!(#id));
+                        continue;
+                    }
+                }
+            }
+            let (b, n) = self.expr(a);
+            bs.push(b);
+            ns.push(n);
+        }
+        let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
+        let path = &p.path;
+        let build = quote_spanned!(path.span()=> #path::__dc_build);
+        let native = quote_spanned!(path.span()=> #path::__dc_native);
+        (
+            quote!({ #(let #tmps = #bs;)* #build(__b, #(#tmps),*)? }),
+            quote!(#native(__ctx, #(#ns),*)),
         )
     }
 
@@ -1199,6 +1365,10 @@ fn is_call_to(c: &syn::ExprCall, name: &str) -> bool {
     matches!(&*c.func, Expr::Path(p) if p.path.is_ident(name))
 }
 
+fn ty_var(param: &Ident) -> Ident {
+    format_ident!("__dc_ty_{param}")
+}
+
 fn atomic_name(c: &syn::ExprCall) -> Option<(&'static str, &'static str)> {
     ATOMICS.iter().copied().find(|(n, _)| is_call_to(c, n))
 }
@@ -1249,42 +1419,76 @@ fn describe(e: &Expr) -> &'static str {
     }
 }
 
+impl Tx {
+    fn new(helper: Option<String>) -> Tx {
+        Tx {
+            errors: Vec::new(),
+            scopes: vec![HashMap::new()],
+            shared_slots: 0,
+            matches: 0,
+            barrier_sites: 0,
+            short_circuit: 0,
+            top_level: helper.is_none(),
+            gid_indexed: Default::default(),
+            type_params: Vec::new(),
+            helper,
+        }
+    }
+
+    /// Checks what a kernel and a helper signature have in common and records the generic
+    /// type parameters (const parameters are host values to both halves).
+    fn signature(&mut self, sig: &syn::Signature, what: &str) {
+        for g in &sig.generics.params {
+            match g {
+                syn::GenericParam::Type(t) => self.type_params.push(t.ident.clone()),
+                syn::GenericParam::Const(_) => {}
+                syn::GenericParam::Lifetime(l) => self.errors.push(err(
+                    l.span(),
+                    format!("a {what} cannot have lifetime parameters"),
+                )),
+            }
+        }
+        if let Some(a) = &sig.asyncness {
+            self.errors
+                .push(err(a.span(), format!("a {what} cannot be `async`")));
+        }
+        if let Some(u) = &sig.unsafety {
+            self.errors
+                .push(err(u.span(), format!("a {what} cannot be `unsafe`")));
+        }
+        if let Some(c) = &sig.constness {
+            self.errors
+                .push(err(c.span(), format!("a {what} cannot be `const`")));
+        }
+        if let Some(v) = &sig.variadic {
+            self.errors
+                .push(err(v.span(), format!("a {what} cannot be variadic")));
+        }
+    }
+}
+
+/// Attributes other than doc comments are refused (they would apply to only one half).
+fn check_attrs(f: &ItemFn, what: &str) -> Result<(), Vec<syn::Error>> {
+    match f.attrs.iter().find(|a| !a.path().is_ident("doc")) {
+        Some(a) => Err(vec![err(
+            a.span(),
+            format!("attributes other than doc comments are not supported on {what}s"),
+        )]),
+        None => Ok(()),
+    }
+}
+
 /// Translates the whole kernel function into its module.
 pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
-    let mut tx = Tx {
-        errors: Vec::new(),
-        scopes: vec![HashMap::new()],
-        shared_slots: 0,
-        matches: 0,
-        barrier_sites: 0,
-        short_circuit: 0,
-        top_level: true,
-        gid_indexed: Default::default(),
-    };
+    check_attrs(f, "kernel")?;
+    let mut tx = Tx::new(None);
     let sig = &f.sig;
-    if !sig.generics.params.is_empty() {
-        tx.errors.push(err(
-            sig.generics.span(),
-            "generic kernels are not supported; specialise with host constants instead",
-        ));
-    }
-    if let Some(a) = &sig.asyncness {
-        tx.errors.push(err(a.span(), "a kernel cannot be `async`"));
-    }
-    if let Some(u) = &sig.unsafety {
-        tx.errors.push(err(u.span(), "a kernel cannot be `unsafe`"));
-    }
-    if let Some(c) = &sig.constness {
-        tx.errors.push(err(c.span(), "a kernel cannot be `const`"));
-    }
+    tx.signature(sig, "kernel");
     if let ReturnType::Type(_, t) = &sig.output {
         tx.errors.push(err(
             t.span(),
             "a kernel returns nothing: write results into a `&mut [T]` parameter",
         ));
-    }
-    if let Some(v) = &sig.variadic {
-        tx.errors.push(err(v.span(), "a kernel cannot be variadic"));
     }
 
     let name = &sig.ident;
@@ -1323,7 +1527,12 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     ));
                     continue;
                 };
-                let Some((elem, elem_id)) = tx.type_name(&slice.elem, "a buffer element") else {
+                let Some(Ty {
+                    name: elem,
+                    ir: t,
+                    native: elem_id,
+                }) = tx.ty(&slice.elem, "a buffer element")
+                else {
                     continue;
                 };
                 if elem == "bool" {
@@ -1333,7 +1542,6 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     ));
                     continue;
                 }
-                let t = ir_type(&elem);
                 let writable = r.mutability.is_some();
                 let ir_access = if writable {
                     quote!(ReadWrite)
@@ -1364,10 +1572,14 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 ));
             }
             ty => {
-                let Some((sname, sid)) = tx.type_name(ty, "a scalar parameter") else {
+                let Some(Ty {
+                    name: sname,
+                    ir: t,
+                    native: sid,
+                }) = tx.ty(ty, "a scalar parameter")
+                else {
                     continue;
                 };
-                let t = ir_type(&sname);
                 build_params.extend(quote!(let #pname = __b.scalar(#pname_str, #t);));
                 bind_params
                     .extend(quote!(let #pname: #sid = __dc::cpu::scalar::<#sid>(__l, #index)?;));
@@ -1399,17 +1611,6 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         .iter()
         .filter(|a| a.path().is_ident("doc"))
         .collect();
-    let other_attrs: Vec<_> = f
-        .attrs
-        .iter()
-        .filter(|a| !a.path().is_ident("doc"))
-        .collect();
-    if let Some(a) = other_attrs.first() {
-        return Err(vec![err(
-            a.span(),
-            "attributes other than doc comments are not supported on kernels",
-        )]);
-    }
     let params_doc = param_docs.join("\n");
     let launch_doc = format!(
         "Runs `{name_str}` with the geometry `launch` on `queue`: a `Device` (its default \
@@ -1425,6 +1626,69 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         .iter()
         .map(|n| format_ident!("{n}"))
         .collect();
+    let generics = Generics::of(sig, &tx.type_params);
+    let Generics {
+        decl,
+        turbofish,
+        bare,
+        bare_args,
+        ty_vars,
+        ..
+    } = &generics;
+    let where_clause = &generics.where_clause;
+    // A generic kernel has one definition per instantiation, made on first use; a plain
+    // one keeps its `KERNEL` static.
+    let (definition, def) = if sig.generics.params.is_empty() {
+        (
+            quote! {
+                /// The kernel definition handed to backends.
+                pub static KERNEL: __dc::KernelDef =
+                    __dc::KernelDef::new(#name_str, __build, ::core::option::Option::Some(__native));
+                fn __instance_name() -> ::std::string::String { #name_str.into() }
+            },
+            quote!((&KERNEL)),
+        )
+    } else {
+        let parts = sig.generics.params.iter().map(|g| match g {
+            syn::GenericParam::Type(t) => {
+                let id = &t.ident;
+                quote!(<#id as __dc::cpu::KernelScalar>::SCALAR.name().to_string())
+            }
+            syn::GenericParam::Const(c) => {
+                let id = &c.ident;
+                quote!(__dc::instance_part(#id))
+            }
+            syn::GenericParam::Lifetime(_) => quote!(),
+        });
+        (
+            quote! {
+                /// Marks one instantiation (its `TypeId` keys the definitions).
+                pub struct __Instance<#bare>(::core::marker::PhantomData<fn() -> (#(#bare_args,)*)>);
+
+                /// The kernel definition of one instantiation, handed to backends (made
+                /// on first use and kept for the process).
+                pub fn kernel #decl () -> &'static __dc::KernelDef #where_clause {
+                    static INSTANCES: __dc::Instances = __dc::Instances::new();
+                    INSTANCES.get(::core::any::TypeId::of::<__Instance #turbofish>(), || {
+                        __dc::KernelDef::new(
+                            __dc::leak_name(__instance_name #turbofish ()),
+                            __build #turbofish,
+                            ::core::option::Option::Some(__native #turbofish),
+                        )
+                    })
+                }
+
+                /// The kernel's name for this instantiation, as its IR and generated code
+                /// give it: the parameters appended (`matmul_f32_16`).
+                fn __instance_name #decl () -> ::std::string::String #where_clause {
+                    let mut __n = ::std::string::String::from(#name_str);
+                    #( __n.push('_'); __n.push_str(&#parts); )*
+                    __n
+                }
+            },
+            quote!(kernel #turbofish ()),
+        )
+    };
     Ok(quote_spanned! {span=>
         #(#docs)*
         #[allow(non_snake_case, unused_imports, dead_code, unused_variables, unused_mut, unused_braces, unused_parens, clippy::all)]
@@ -1433,26 +1697,25 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
             #[allow(unused_imports)]
             use ::dotcompute::__private as __dc;
 
-            /// The kernel definition handed to backends.
-            pub static KERNEL: __dc::KernelDef =
-                __dc::KernelDef::new(#name_str, __build, ::core::option::Option::Some(__native));
+            #definition
 
             #[doc = #launch_doc]
-            pub fn launch(
+            pub fn launch #decl (
                 __queue: &impl ::dotcompute::AsStream,
                 __launch: ::dotcompute::Launch,
                 #(#launch_params),*
-            ) -> ::dotcompute::Result<()> {
-                ::dotcompute::AsStream::launch_kernel(__queue, &KERNEL, __launch, &[#(#launch_args),*])
+            ) -> ::dotcompute::Result<()> #where_clause {
+                ::dotcompute::AsStream::launch_kernel(__queue, #def, __launch, &[#(#launch_args),*])
             }
 
             /// The kernel's IR (built and validated on first use).
-            pub fn ir() -> ::dotcompute::Result<::std::sync::Arc<__dc::ir::Kernel>> {
-                KERNEL.ir().cloned()
+            pub fn ir #decl () -> ::dotcompute::Result<::std::sync::Arc<__dc::ir::Kernel>> #where_clause {
+                #def.ir().cloned()
             }
 
-            fn __build() -> ::core::result::Result<__dc::ir::Kernel, __dc::ir::BuildError> {
-                let mut __builder = __dc::ir::Builder::new(#name_str);
+            fn __build #decl () -> ::core::result::Result<__dc::ir::Kernel, __dc::ir::BuildError> #where_clause {
+                #( let #ty_vars = <#bare_args as __dc::cpu::KernelScalar>::SCALAR; )*
+                let mut __builder = __dc::ir::Builder::new(&__instance_name #turbofish ());
                 {
                     let __b = &mut __builder;
                     #build_params
@@ -1461,7 +1724,7 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 __builder.finish()
             }
 
-            fn __native(__l: &__dc::NativeLaunch<'_>) -> ::dotcompute::Result<()> {
+            fn __native #decl (__l: &__dc::NativeLaunch<'_>) -> ::dotcompute::Result<()> #where_clause {
                 #bind_params
                 // Threads with global_id().x below this bound index every array listed in
                 // the fast body's assumption in bounds.
@@ -1487,6 +1750,260 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                         #body_n
                     },
                 )
+            }
+        }
+    })
+}
+
+/// The pieces of a function's generics that the generated items repeat.
+struct Generics {
+    /// `<T: Float, const N: u32>` as declared (empty without generics).
+    decl: TokenStream,
+    /// `::<T, N>` (empty without generics).
+    turbofish: TokenStream,
+    /// `T, const N: u32`: the parameters without bounds, for the instance marker.
+    bare: TokenStream,
+    /// The type parameters, in order.
+    bare_args: Vec<Ident>,
+    /// The builder's run-time variable holding each type parameter's IR type.
+    ty_vars: Vec<Ident>,
+    /// The declared where clause plus `T: KernelScalar` for every type parameter.
+    where_clause: TokenStream,
+}
+
+impl Generics {
+    fn of(sig: &syn::Signature, type_params: &[Ident]) -> Generics {
+        let g = &sig.generics;
+        let params: Vec<_> = g.params.iter().collect();
+        let decl = if params.is_empty() {
+            quote!()
+        } else {
+            let params = params.iter().map(|p| match p {
+                // Defaults are not allowed on functions; strip nothing else.
+                syn::GenericParam::Type(t) => {
+                    let mut t = t.clone();
+                    t.default = None;
+                    t.eq_token = None;
+                    t.to_token_stream()
+                }
+                other => other.to_token_stream(),
+            });
+            quote!(<#(#params),*>)
+        };
+        let args: Vec<TokenStream> = params
+            .iter()
+            .filter_map(|p| match p {
+                syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
+                syn::GenericParam::Const(c) => Some(c.ident.to_token_stream()),
+                syn::GenericParam::Lifetime(_) => None,
+            })
+            .collect();
+        let turbofish = if args.is_empty() {
+            quote!()
+        } else {
+            quote!(::<#(#args),*>)
+        };
+        let bare_params = params.iter().filter_map(|p| match p {
+            syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
+            syn::GenericParam::Const(c) => {
+                let (id, ty) = (&c.ident, &c.ty);
+                Some(quote!(const #id: #ty))
+            }
+            syn::GenericParam::Lifetime(_) => None,
+        });
+        let bare = quote!(#(#bare_params),*);
+        let mut predicates: Vec<TokenStream> = g
+            .where_clause
+            .iter()
+            .flat_map(|w| w.predicates.iter().map(|p| p.to_token_stream()))
+            .collect();
+        predicates.extend(
+            type_params
+                .iter()
+                .map(|t| quote!(#t: __dc::cpu::KernelScalar)),
+        );
+        let where_clause = if predicates.is_empty() {
+            quote!()
+        } else {
+            quote!(where #(#predicates),*)
+        };
+        Generics {
+            decl,
+            turbofish,
+            bare,
+            bare_args: type_params.to_vec(),
+            ty_vars: type_params.iter().map(ty_var).collect(),
+            where_clause,
+        }
+    }
+}
+
+/// Translates a `#[kernel_fn]` into its module: `__dc_build` inlines the body into the
+/// calling kernel's IR (so backends never see a call), `__dc_native` is the native body.
+/// Type parameters are run-time IR types in the builder, inferred from the arguments; in
+/// the native body they are ordinary generics.
+pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
+    check_attrs(f, "#[kernel_fn]")?;
+    let sig = &f.sig;
+    let name = &sig.ident;
+    let mut tx = Tx::new(Some(name.to_string()));
+    tx.signature(sig, "#[kernel_fn]");
+    let mut build_params = Vec::new();
+    let mut native_params = Vec::new();
+    let mut access_generics = Vec::new();
+    let mut bind = TokenStream::new();
+    // Per type parameter: the arrays and values whose type it is.
+    let mut sources: HashMap<String, (Vec<TokenStream>, Vec<Ident>)> = HashMap::new();
+    for (k, input) in sig.inputs.iter().enumerate() {
+        let FnArg::Typed(pt) = input else {
+            tx.errors
+                .push(err(input.span(), "a #[kernel_fn] cannot take `self`"));
+            continue;
+        };
+        let Pat::Ident(pi) = &*pt.pat else {
+            tx.errors.push(err(
+                pt.pat.span(),
+                "#[kernel_fn] parameters must be plain names",
+            ));
+            continue;
+        };
+        let pname = &pi.ident;
+        let pname_str = pname.to_string();
+        match &*pt.ty {
+            Type::Reference(r) => {
+                let Type::Slice(slice) = &*r.elem else {
+                    tx.errors.push(err(
+                        r.span(),
+                        "array parameters are slices: `&[T]` or `&mut [T]`",
+                    ));
+                    continue;
+                };
+                let Some(Ty { ir, native, .. }) = tx.ty(&slice.elem, "an array parameter") else {
+                    continue;
+                };
+                let writable = r.mutability.is_some();
+                build_params.push(quote!(#pname: __dc::ir::Mem));
+                bind.extend(quote!(__b.check_array(#pname, #ir, #writable, #pname_str)?;));
+                // A `&[T]` parameter accepts read-only buffers and writable arrays alike.
+                let access = if writable {
+                    quote!(true)
+                } else {
+                    let w = format_ident!("__DC_W{k}");
+                    access_generics.push(quote!(const #w: bool));
+                    quote!(#w)
+                };
+                native_params.push(quote!(#pname: __dc::cpu::View<'_, #native, #access>));
+                if let Some(t) = tx.type_param(&slice.elem) {
+                    sources
+                        .entry(t.to_string())
+                        .or_default()
+                        .0
+                        .push(quote!(#pname.elem()));
+                }
+                tx.bind(&pname_str, Binding::Buffer);
+            }
+            ty => {
+                let Some(Ty { ir, native, .. }) = tx.ty(ty, "a #[kernel_fn] parameter") else {
+                    continue;
+                };
+                let mutable = pi.mutability.is_some();
+                let mut_tok = pi.mutability;
+                build_params.push(quote!(#pname: __dc::ir::V));
+                bind.extend(
+                    quote!(let #pname = __b.let_(#pname_str, Some(#ir), #mutable, #pname)?;),
+                );
+                native_params.push(quote!(#mut_tok #pname: #native));
+                if let Some(t) = tx.type_param(ty) {
+                    sources
+                        .entry(t.to_string())
+                        .or_default()
+                        .1
+                        .push(pname.clone());
+                }
+                tx.bind(&pname_str, Binding::Local);
+            }
+        }
+    }
+    let mut infer = TokenStream::new();
+    for t in tx.type_params.clone() {
+        let var = ty_var(&t);
+        let t_str = t.to_string();
+        let Some((arrays, values)) = sources.get(&t_str) else {
+            tx.errors.push(err(
+                t.span(),
+                format!(
+                    "type parameter `{t}` must be the type of a parameter: a #[kernel_fn]'s \
+                     type parameters are inferred from its arguments"
+                ),
+            ));
+            continue;
+        };
+        infer
+            .extend(quote!(let #var = __b.infer_type(#t_str, &[#(#arrays),*], &[#(&#values),*])?;));
+    }
+    let ret = match &sig.output {
+        ReturnType::Default => None,
+        ReturnType::Type(_, t) => tx.ty(t, "a return type"),
+    };
+    let (body_b, body_n, ret_b, ret_n) = match &ret {
+        Some(Ty { ir, native, .. }) => {
+            let (sb, vb, n) = tx.value_block(&f.block, f.block.span());
+            let what = format!("the value returned by `{name}`");
+            (
+                quote!(#sb let __r = #vb; __b.typed(__r, #ir, #what)),
+                n,
+                quote!(__dc::ir::V),
+                native.clone(),
+            )
+        }
+        None => {
+            let (bb, bn) = tx.block(&f.block.stmts);
+            (quote!(#bb Ok(())), bn, quote!(()), quote!(()))
+        }
+    };
+    if !tx.errors.is_empty() {
+        return Err(tx.errors);
+    }
+    let vis = &f.vis;
+    let docs: Vec<_> = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let generics = Generics::of(sig, &tx.type_params);
+    let where_clause = &generics.where_clause;
+    let declared = sig.generics.params.iter();
+    let span = name.span();
+    Ok(quote_spanned! {span=>
+        #(#docs)*
+        ///
+        /// A device function (`#[kernel_fn]`): call it from kernels and other kernel
+        /// functions, where it is inlined.
+        #[allow(non_snake_case, unused_imports, dead_code, unused_variables, unused_mut, unused_braces, unused_parens, clippy::all)]
+        #vis mod #name {
+            use super::*;
+            #[allow(unused_imports)]
+            use ::dotcompute::__private as __dc;
+
+            /// Emits the body into the calling kernel's IR and returns its value.
+            #[doc(hidden)]
+            pub fn __dc_build(
+                __b: &mut __dc::ir::Builder,
+                #(#build_params),*
+            ) -> ::core::result::Result<#ret_b, __dc::ir::BuildError> {
+                #infer
+                #bind
+                #body_b
+            }
+
+            /// The native body, called by the native bodies of kernels.
+            #[doc(hidden)]
+            #[inline(always)]
+            pub fn __dc_native<#(#declared,)* #(#access_generics),*>(
+                __ctx: &__dc::cpu::ThreadCtx<'_>,
+                #(#native_params),*
+            ) -> #ret_n #where_clause {
+                #body_n
             }
         }
     })

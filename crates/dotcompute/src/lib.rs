@@ -176,6 +176,7 @@ mod buffer;
 mod device;
 mod graph;
 mod host;
+pub mod lang;
 mod linalg;
 mod raw;
 pub mod registry;
@@ -189,10 +190,11 @@ pub use dotcompute_hal::{
     AtomicF32Add, BackendDescriptor, BackendKind, Capabilities, DeviceInfo, DeviceType, Error,
     KernelDef, Launch, Limits, MemoryStats, RawLanguage, ResolvedLaunch, Result, StreamId, Timing,
 };
-pub use dotcompute_macros::kernel;
+pub use dotcompute_macros::{kernel, kernel_fn};
 pub use graph::{ExecGraph, Graph, GraphArg, GraphBuffer, GraphBufferMut, NodeId};
 pub use half::{bf16, f16};
 pub use host::{Event, HostBuffer};
+pub use lang::{Float, Int, Num};
 pub use linalg::{MatmulElement, MatmulPath};
 pub use raw::{RawKernel, RawParam};
 pub use registry::{backends, registry, BackendStatus};
@@ -205,7 +207,7 @@ pub use dotcompute_ir as ir;
 
 /// Everything a typical program needs.
 pub mod prelude {
-    pub use crate::{kernel, AsStream, Buffer, Device, Launch, Stream};
+    pub use crate::{kernel, kernel_fn, AsStream, Buffer, Device, Float, Int, Launch, Num, Stream};
 }
 
 /// Paths used by code that `#[kernel]` generates. Not a public API.
@@ -214,11 +216,11 @@ pub mod __private {
     pub use crate::{Arg, AsStream};
     pub use dotcompute_cpu::ops;
     pub use dotcompute_hal::native::NativeLaunch;
-    pub use dotcompute_hal::KernelDef;
+    pub use dotcompute_hal::{instance_part, leak_name, Instances, KernelDef};
     pub use dotcompute_ir as ir;
     pub mod cpu {
         pub use dotcompute_cpu::runtime::{
-            execute, scalar, GlobalMut, GlobalRef, SharedArr, ThreadCtx,
+            execute, scalar, GlobalMut, GlobalRef, KernelScalar, SharedArr, ThreadCtx, View,
         };
     }
 }

@@ -1,7 +1,7 @@
 //! Matrix products: a vendor library where the backend has one (cuBLAS on CUDA), the
 //! generated tiled kernel everywhere else (and on request).
 
-use crate::{kernel, Buffer, Device, Element, Launch};
+use crate::{kernel, Buffer, Device, Element, Float, Launch};
 use dotcompute_hal::{Error, KernelDef, MatmulRequest, Result, StreamId};
 
 /// Edge of the square tiles of the generated kernels (16×16 = 256 threads per group).
@@ -25,12 +25,12 @@ pub trait MatmulElement: Element {
 }
 impl MatmulElement for f32 {
     fn kernel() -> Option<&'static KernelDef> {
-        Some(&matmul_f32::KERNEL)
+        Some(matmul_tiled::kernel::<f32, TILE>())
     }
 }
 impl MatmulElement for f64 {
     fn kernel() -> Option<&'static KernelDef> {
-        Some(&matmul_f64::KERNEL)
+        Some(matmul_tiled::kernel::<f64, TILE>())
     }
 }
 impl MatmulElement for half::f16 {
@@ -58,16 +58,17 @@ fn no_half_kernel<T: Element>(device: &Device) -> Error {
     }
 }
 
-/// `c = a · b` for row-major `a` (m×k), `b` (k×n), `c` (m×n), tiled through shared memory.
+/// `c = a · b` for row-major `a` (m×k), `b` (k×n), `c` (m×n), tiled through shared
+/// memory; one instantiation per float type.
 #[kernel]
-fn matmul_f32(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
-    let ta = shared::<f32, { TILE * TILE }>();
-    let tb = shared::<f32, { TILE * TILE }>();
+fn matmul_tiled<T: Float, const TILE: u32>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u32) {
+    let ta = shared::<T, { TILE * TILE }>();
+    let tb = shared::<T, { TILE * TILE }>();
     let col = global_id().x;
     let row = global_id().y;
     let lx = local_id().x;
     let ly = local_id().y;
-    let mut acc: f32 = 0.0;
+    let mut acc = T::zero();
     let tiles = (k + TILE - 1) / TILE;
     for t in 0..tiles {
         let ak = t * TILE + lx;
@@ -75,47 +76,12 @@ fn matmul_f32(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
         ta[ly * TILE + lx] = if row < m && ak < k {
             a[row * k + ak]
         } else {
-            0.0
+            T::zero()
         };
         tb[ly * TILE + lx] = if bk < k && col < n {
             b[bk * n + col]
         } else {
-            0.0
-        };
-        barrier();
-        for kk in 0..TILE {
-            acc += ta[ly * TILE + kk] * tb[kk * TILE + lx];
-        }
-        barrier();
-    }
-    if row < m && col < n {
-        c[row * n + col] = acc;
-    }
-}
-
-/// The `f64` twin of `matmul_f32` (kernels are not generic yet).
-#[kernel]
-fn matmul_f64(a: &[f64], b: &[f64], c: &mut [f64], m: u32, n: u32, k: u32) {
-    let ta = shared::<f64, { TILE * TILE }>();
-    let tb = shared::<f64, { TILE * TILE }>();
-    let col = global_id().x;
-    let row = global_id().y;
-    let lx = local_id().x;
-    let ly = local_id().y;
-    let mut acc: f64 = 0.0;
-    let tiles = (k + TILE - 1) / TILE;
-    for t in 0..tiles {
-        let ak = t * TILE + lx;
-        let bk = t * TILE + ly;
-        ta[ly * TILE + lx] = if row < m && ak < k {
-            a[row * k + ak]
-        } else {
-            0.0
-        };
-        tb[ly * TILE + lx] = if bk < k && col < n {
-            b[bk * n + col]
-        } else {
-            0.0
+            T::zero()
         };
         barrier();
         for kk in 0..TILE {

@@ -1,5 +1,7 @@
 use dotcompute::prelude::*;
 
+// A plain function: kernels call only `#[kernel_fn]`s, and rustc says it is not one.
+
 fn helper(x: f32) -> f32 {
     x * 2.0
 }
