@@ -862,6 +862,7 @@ impl Gen<'_> {
                     // C's round: halves away from zero, as Rust's.
                     MathFn::Round => pick(f32, "roundf", "round"),
                     MathFn::Atan2 => pick(f32, "atan2f", "atan2"),
+                    MathFn::Rsqrt => pick(f32, "rsqrtf", "rsqrt"),
                 };
                 format!("{name}({})", a.join(", "))
             }

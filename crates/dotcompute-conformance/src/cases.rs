@@ -763,7 +763,7 @@ fn math_more(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome,
     let x: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 20.0).collect();
     let y: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 8.0).collect();
     let (dx, dy) = (d.upload(&x)?, d.upload(&y)?);
-    let mut out = poisoned_f32(d, n * 8)?;
+    let mut out = poisoned_f32(d, n * 10)?;
     kernels::math_more_f32::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
     let got = out.to_vec()?;
     let cpu = matches!(d.backend_kind(), BackendKind::Cpu | BackendKind::Cuda);
@@ -776,6 +776,8 @@ fn math_more(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome,
         "round(half)",
         "recip",
         "atan2",
+        "rsqrt",
+        "powi",
     ];
     compare_table(
         &got,
@@ -796,20 +798,44 @@ fn math_more(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome,
                 half.round() as f64,
                 1.0 / ((bf + 5.0) as f64),
                 a.atan2(b),
+                1.0 / (af.abs() + 0.5).sqrt() as f64,
+                // Repeated squaring in f32, as the kernel language defines powi.
+                powi_reference(bf, (i % 16) as i32 - 6) as f64,
             ]
         },
-        |f, _, w| {
+        |f, i, w| {
             // trunc and round are exact everywhere; recip is a division (2.5 ulp on
             // Vulkan); the transcendentals follow the MathFunctions case's bounds.
             let ulp = f32::EPSILON as f64;
             match f {
-                3..=5 => 0.0,
-                6 => 3.0 * ulp * w.abs(),
+                // powi is the same sequence of f32 multiplications everywhere, then for
+                // a negative exponent a division (2.5 ulp on Vulkan).
+                9 if i % 16 < 6 => 3.0 * ulp * w.abs(),
+                3..=5 | 9 => 0.0,
+                6 | 8 => 3.0 * ulp * w.abs(),
                 _ if cpu => 4.0 * ulp * w.abs() + 2e-6,
                 _ => 1e-4 * w.abs() + 5e-4,
             }
         },
     )
+}
+
+/// `x^n` by repeated squaring in f32: the kernel language's definition of `powi`, written
+/// out here so that the reference does not depend on the code under test.
+fn powi_reference(x: f32, n: i32) -> f32 {
+    let (mut result, mut base, mut k) = (1.0f32, x, n.unsigned_abs());
+    while k > 0 {
+        if k & 1 == 1 {
+            result *= base;
+        }
+        base *= base;
+        k >>= 1;
+    }
+    if n < 0 {
+        1.0 / result
+    } else {
+        result
+    }
 }
 
 fn bit_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {

@@ -272,7 +272,7 @@ pub fn math_more_f32(x: &[f32], y: &[f32], out: &mut [f32]) {
     if i < x.len() {
         let a = x[i];
         let b = y[i];
-        let o = i * 8;
+        let o = i * 10;
         out[o] = (a * 0.5).exp2();
         out[o + 1] = (a.abs() + 0.5).log2();
         out[o + 2] = (a * 0.2).tanh();
@@ -281,6 +281,8 @@ pub fn math_more_f32(x: &[f32], y: &[f32], out: &mut [f32]) {
         out[o + 5] = ((a * 2.0).floor() * 0.5).round();
         out[o + 6] = (b + 5.0).recip();
         out[o + 7] = a.atan2(b);
+        out[o + 8] = (a.abs() + 0.5).rsqrt();
+        out[o + 9] = b.powi((i % 16) as i32 - 6);
     }
 }
 

@@ -130,6 +130,8 @@ pub trait Float: Copy {
     fn k_round(self) -> Self;
     fn k_recip(self) -> Self;
     fn k_atan2(self, x: Self) -> Self;
+    fn k_rsqrt(self) -> Self;
+    fn k_powi(self, n: i32) -> Self;
 }
 
 /// Bit operations on integers.
@@ -203,6 +205,16 @@ pub fn round<T: Float>(a: T) -> T {
 #[inline(always)]
 pub fn recip<T: Float>(a: T) -> T {
     a.k_recip()
+}
+#[inline(always)]
+pub fn rsqrt<T: Float>(a: T) -> T {
+    a.k_rsqrt()
+}
+/// `x^n` by repeated squaring, the algorithm `Builder::powi` emits for GPUs (so the two
+/// agree bit for bit; std's `powi` leaves its algorithm to LLVM).
+#[inline(always)]
+pub fn powi<T: Float>(a: T, n: i32) -> T {
+    a.k_powi(n)
 }
 #[inline(always)]
 pub fn atan2<T: Float>(y: T, x: T) -> T {
@@ -316,6 +328,18 @@ macro_rules! float_ops {
             #[inline(always)] fn k_round(self) -> Self { self.round() }
             #[inline(always)] fn k_recip(self) -> Self { self.recip() }
             #[inline(always)] fn k_atan2(self, x: Self) -> Self { self.atan2(x) }
+            #[inline(always)] fn k_rsqrt(self) -> Self { 1.0 / self.sqrt() }
+            #[inline(always)] fn k_powi(self, n: i32) -> Self {
+                let (mut result, mut base, mut k) = (1.0, self, n.unsigned_abs());
+                while k > 0 {
+                    if k & 1 == 1 {
+                        result *= base;
+                    }
+                    base *= base;
+                    k >>= 1;
+                }
+                if n < 0 { 1.0 / result } else { result }
+            }
         }
     )*};
 }

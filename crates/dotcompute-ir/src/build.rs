@@ -549,6 +549,47 @@ impl Builder {
         }))
     }
 
+    /// `x.powi(n)`: `x` to the `i32` power `n` by repeated squaring, emitted as a loop
+    /// (the CPU backend runs the same algorithm, so results agree bit for bit).
+    pub fn powi(&mut self, x: V, n: V) -> R<V> {
+        let x = match x {
+            V::Typed(e) => e,
+            other => self.default_of(other)?,
+        };
+        if !x.ty.is_float() {
+            return self.err(format!("powi is defined on floats, found {}", x.ty));
+        }
+        let ty = x.ty;
+        let n = self.coerce(n, ScalarType::I32, "the exponent of powi")?;
+        let n = self.let_("powi_n", None, false, V::Typed(n))?;
+        let result = self.let_("powi_r", Some(ty), true, V::Int(1))?;
+        let base = self.let_("powi_b", None, true, V::Typed(x))?;
+        // |n| as u32: abs wraps at i32::MIN, whose bits are then 2^31 as u32.
+        let abs = self.math(MathFn::Abs, vec![self.get(n)])?;
+        let abs = self.cast(abs, ScalarType::U32)?;
+        let k = self.let_("powi_k", None, true, abs)?;
+        self.begin_loop();
+        let more = self.binary(BinaryOp::Gt, self.get(k), V::Int(0))?;
+        self.break_unless(more)?;
+        let bit = self.binary(BinaryOp::BitAnd, self.get(k), V::Int(1))?;
+        let odd = self.binary(BinaryOp::Eq, bit, V::Int(1))?;
+        self.begin_if(odd)?;
+        let product = self.binary(BinaryOp::Mul, self.get(result), self.get(base))?;
+        self.assign(result, product)?;
+        self.end_if()?;
+        let square = self.binary(BinaryOp::Mul, self.get(base), self.get(base))?;
+        self.assign(base, square)?;
+        let half = self.binary(BinaryOp::Shr, self.get(k), V::Int(1))?;
+        self.assign(k, half)?;
+        self.end_loop()?;
+        let negative = self.binary(BinaryOp::Lt, self.get(n), V::Int(0))?;
+        self.begin_if(negative)?;
+        let inverse = self.binary(BinaryOp::Div, V::Int(1), self.get(result))?;
+        self.assign(result, inverse)?;
+        self.end_if()?;
+        Ok(self.get(result))
+    }
+
     /// An atomic read-modify-write; returns the previous value.
     pub fn atomic(&mut self, op: AtomicOp, mem: Mem, index: V, args: Vec<V>) -> R<V> {
         if !op.supports(mem.elem) {

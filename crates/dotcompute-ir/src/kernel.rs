@@ -227,6 +227,10 @@ pub enum MathFn {
     SaturatingSub,
     /// Floats; `bool`: whether the value is a NaN (any sign, any payload).
     IsNan,
+    /// Floats: `1 / sqrt(x)`, within 2 ulp (the GPUs' reciprocal square root instruction).
+    /// WGSL's `inverseSqrt` leaves `x <= 0` undefined; the IR defines it as the CPU does
+    /// (`+inf` at 0, NaN below), which CUDA gives, and conformance tests only `x > 0`.
+    Rsqrt,
     /// Floats; `bool`: whether the value is neither infinite nor NaN.
     IsFinite,
 }
@@ -315,6 +319,7 @@ impl MathFn {
             MathFn::SaturatingAdd => "saturating_add",
             MathFn::SaturatingSub => "saturating_sub",
             MathFn::IsNan => "is_nan",
+            MathFn::Rsqrt => "inverseSqrt",
             MathFn::IsFinite => "is_finite",
         }
     }

@@ -42,7 +42,7 @@ const ATOMICS: [(&str, &str); 9] = [
     ("atomic_compare_exchange", "CompareExchange"),
 ];
 /// Method name, IR function, native op, arity (receiver included).
-const MATH: [(&str, &str, &str, usize); 29] = [
+const MATH: [(&str, &str, &str, usize); 30] = [
     ("sqrt", "Sqrt", "sqrt", 1),
     ("sin", "Sin", "sin", 1),
     ("cos", "Cos", "cos", 1),
@@ -63,6 +63,7 @@ const MATH: [(&str, &str, &str, usize); 29] = [
     ("trunc", "Trunc", "trunc", 1),
     ("round", "Round", "round", 1),
     ("recip", "Recip", "recip", 1),
+    ("rsqrt", "Rsqrt", "rsqrt", 1),
     ("atan2", "Atan2", "atan2", 2),
     ("count_ones", "CountOnes", "count_ones", 1),
     ("leading_zeros", "LeadingZeros", "leading_zeros", 1),
@@ -945,6 +946,17 @@ impl Tx {
             "wrapping_mul" => Some(("Mul", "mul")),
             _ => None,
         };
+        if name == "powi" {
+            if m.args.len() != 1 {
+                return self.fail(m.span(), "`powi` takes 1 argument (an i32 exponent)");
+            }
+            let (xb, xn) = self.expr(&m.receiver);
+            let (nb, nn) = self.expr(&m.args[0]);
+            return (
+                quote!({ let __x = #xb; let __n = #nb; __b.powi(__x, __n)? }),
+                quote!(__dc::ops::powi(#xn, #nn)),
+            );
+        }
         if let Some((ir, native)) = wrapping {
             if m.args.len() != 1 {
                 return self.fail(m.span(), format!("`{name}` takes 1 argument"));
@@ -961,7 +973,7 @@ impl Tx {
             let list: Vec<_> = MATH
                 .iter()
                 .map(|m| m.0)
-                .chain(["wrapping_add", "wrapping_sub", "wrapping_mul"])
+                .chain(["powi", "wrapping_add", "wrapping_sub", "wrapping_mul"])
                 .collect();
             return self.fail(
                 m.method.span(),

@@ -54,15 +54,31 @@
 //!   `atomic_min`, `atomic_max`, `atomic_and`, `atomic_or`, `atomic_xor`,
 //!   `atomic_exchange`, `atomic_compare_exchange(&a[i], expected, new)` on `u32`/`i32`;
 //!   `atomic_add` also on `f32`. Each returns the previous value.
-//! * **Math**: `sqrt sin cos tan tanh exp exp2 ln log2 powf atan2 floor ceil trunc round
+//! * **Math**: `sqrt rsqrt sin cos tan tanh exp exp2 ln log2 powf powi atan2 floor ceil trunc round
 //!   recip mul_add` on floats (`round` sends halves away from zero, as Rust does), and the
 //!   tests `is_nan()` / `is_finite()` (`bool`); `abs min max clamp` on every numeric type;
 //!   `count_ones leading_zeros trailing_zeros` (`u32`), `reverse_bits`, `wrapping_add/sub/mul`
 //!   and `saturating_add/sub` on integers; `as`
 //!   casts between scalar types. Float comparisons are IEEE's on every backend: with a
 //!   NaN, `!=` is true and the others false, so `x != x` tests for NaN.
+//!   `powi(n: i32)` is repeated squaring (then one division for `n < 0`) on every
+//!   backend, so results agree bit for bit; `rsqrt` is within 2 ulp.
 //! * **Host constants**: any name that is not a local or parameter (a `const`,
 //!   `f32::MAX`) is read from the host when the kernel is built, which specialises it.
+//! * **Kernel functions**: a kernel calls functions marked [`#[kernel_fn]`](kernel_fn),
+//!   written in the same subset. They take scalars and arrays (`&[T]`, `&mut [T]`: pass a
+//!   buffer parameter or a shared array by name) and return a scalar or nothing; they may
+//!   use builtins, atomics, `barrier()` and other kernel functions, but not `return`
+//!   (end with the value) or shared-array declarations. Each call is inlined into the
+//!   kernel's IR, so backends see one function. Their type parameters are inferred from
+//!   the arguments (no turbofish). Calling a plain Rust function is a compile error.
+//! * **Generic kernels**: `fn k<T: Float, const TILE: u32>(..)` ([`Num`], [`Float`],
+//!   [`Int`] bound the type parameters; const parameters are host constants). Each
+//!   instantiation is its own kernel (`k::launch::<f32, 16>(..)`, type parameters
+//!   inferred from the arguments when no const parameter needs naming), built on first
+//!   use and named `k_f32_16`. In generic code `T::zero()`, `T::one()`, `T::cast(x)` and
+//!   `x as T` give `T` values; an untyped literal cannot be a `T`, as in Rust. See
+//!   [`lang`].
 //!
 //! Arithmetic follows one definition on every backend (wrapping integers, `x / 0 == x`,
 //! shifts modulo the width, saturating float-to-int casts): see `dotcompute_ir`.
