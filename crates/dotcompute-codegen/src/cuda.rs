@@ -280,6 +280,7 @@ impl Gen<'_> {
         match mem {
             Memory::Buffer(i) => format!("p_{}", self.k.params[i as usize].name()),
             Memory::Shared(i) => format!("s_{}", self.k.shared[i as usize].name),
+            Memory::Local(i) => format!("a_{}_{i}", self.k.local_arrays[i as usize].name),
         }
     }
 
@@ -288,6 +289,7 @@ impl Gen<'_> {
         match mem {
             Memory::Buffer(i) => self.k.params[i as usize].name(),
             Memory::Shared(i) => &self.k.shared[i as usize].name,
+            Memory::Local(i) => &self.k.local_arrays[i as usize].name,
         }
     }
 
@@ -394,6 +396,16 @@ impl Gen<'_> {
                     );
                 }
             }
+        }
+        // Thread-private arrays: declared once, filled where the kernel declares them.
+        for (i, a) in k.local_arrays.iter().enumerate() {
+            let _ = writeln!(
+                self.out,
+                "    {} a_{}_{i}[{}];",
+                cuda_type(a.elem),
+                a.name,
+                a.len
+            );
         }
         self.block(&k.body, 1);
         self.out.push_str("}\n");
@@ -783,6 +795,7 @@ impl Gen<'_> {
                     SharedLen::Static(n) => format!("{n}u"),
                     SharedLen::Dynamic => "dc_dyn_len".into(),
                 },
+                Memory::Local(i) => format!("{}u", self.k.local_arrays[*i as usize].len),
             },
             ExprKind::Load { mem, index } => self.place(*mem, &self.expr(index)),
             ExprKind::Unary(op, a) => {

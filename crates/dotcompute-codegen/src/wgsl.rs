@@ -179,6 +179,11 @@ impl Gen<'_> {
                 return Err(bad(format!("shared array `{}`", s.name), s.elem));
             }
         }
+        for a in &self.k.local_arrays {
+            if wgsl_type(a.elem).is_none() {
+                return Err(bad(format!("local array `{}`", a.name), a.elem));
+            }
+        }
         for l in &self.k.locals {
             if wgsl_type(l.ty).is_none() {
                 return Err(bad(format!("local `{}`", l.name), l.ty));
@@ -195,6 +200,7 @@ impl Gen<'_> {
         match mem {
             Memory::Buffer(i) => format!("p_{}", self.k.params[i as usize].name()),
             Memory::Shared(i) => format!("s_{}", self.k.shared[i as usize].name),
+            Memory::Local(i) => format!("a_{}_{i}", self.k.local_arrays[i as usize].name),
         }
     }
 
@@ -288,6 +294,16 @@ impl Gen<'_> {
         );
         if !k.uses_barrier() {
             self.out.push_str("    if (dc_global.x >= dc_params.grid_x || dc_global.y >= dc_params.grid_y || dc_global.z >= dc_params.grid_z) {\n        return;\n    }\n");
+        }
+        // Thread-private arrays: declared once, filled where the kernel declares them.
+        for (i, a) in k.local_arrays.iter().enumerate() {
+            let _ = writeln!(
+                self.out,
+                "    var a_{}_{i}: array<{}, {}>;",
+                a.name,
+                self.ty(a.elem),
+                a.len
+            );
         }
         self.block(&k.body, 1);
         self.out.push_str("}\n");
@@ -563,6 +579,7 @@ impl Gen<'_> {
                     SharedLen::Static(n) => format!("{n}u"),
                     SharedLen::Dynamic => format!("{}u", self.dynamic_shared_len),
                 },
+                Memory::Local(i) => format!("{}u", self.k.local_arrays[*i as usize].len),
             },
             ExprKind::Load { mem, index } => {
                 let idx = self.expr(index);

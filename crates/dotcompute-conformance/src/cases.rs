@@ -91,6 +91,12 @@ pub fn cases() -> Vec<Case> {
             generic_kernels,
         ),
         c(
+            "LocalArrays",
+            "language",
+            vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
+            local_arrays,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -1145,6 +1151,45 @@ fn generic_kernels(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
     ];
     if names != ["window_generic_i32_3", "window_generic_u32_5"] {
         return fail(format!("instance names {names:?}"));
+    }
+    Ok(Outcome::default())
+}
+
+fn local_arrays(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    // Small integers: every sum below is exact in f32.
+    let x: Vec<f32> = (0..n).map(|_| rng.i32(-50..50) as f32).collect();
+    let keys: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let (dx, dk) = (d.upload(&x)?, d.upload(&keys)?);
+    let mut sums = poisoned_f32(d, 4 * n)?;
+    let mut hist = d.alloc_filled(n, POISON_U32)?;
+    kernels::local_arrays::launch(d, Launch::threads(n), &dx, &dk, &mut sums, &mut hist)?;
+    let (got_sums, got_hist) = (sums.to_vec()?, hist.to_vec()?);
+    for i in 0..n {
+        let window: f32 = (0..8).map(|j| x[(i + j) % n]).sum();
+        let want: Vec<f32> = (0..4)
+            .map(|k| window * (k + 1) as f32 * 0.5 + 1.5)
+            .collect();
+        if got_sums[4 * i..4 * i + 4] != want[..] {
+            return fail(format!(
+                "thread {i}: accumulators {:?}, expected {want:?}",
+                &got_sums[4 * i..4 * i + 4]
+            ));
+        }
+        let mut total = 0u32;
+        for r in 0..2u32 {
+            let mut h = [r; 16];
+            for j in 0..8 {
+                h[(keys[(i + j) % n] % 16) as usize] += 1;
+            }
+            total += h[(keys[i] % 16) as usize] + h[((keys[i] + 1) % 16) as usize] * 100;
+        }
+        if got_hist[i] != total {
+            return fail(format!(
+                "thread {i}: histogram total {}, expected {total}",
+                got_hist[i]
+            ));
+        }
     }
     Ok(Outcome::default())
 }

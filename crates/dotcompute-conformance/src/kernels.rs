@@ -606,3 +606,43 @@ pub fn window_generic<T: Num, const W: u32>(x: &[T], scale: T, out: &mut [T]) {
         out[i] = acc * scale + T::one() + T::cast(i % 7) + (i % 2) as T;
     }
 }
+
+/// Multiplies every element of `a` by `s` (a local array passed to a kernel function).
+#[kernel_fn]
+pub fn scale_all(a: &mut [f32], s: f32) {
+    for k in 0..a.len() {
+        a[k] *= s;
+    }
+}
+
+/// Thread-private arrays: a register block of 4 accumulators (static indices after
+/// unrolling), a 16-bin histogram indexed by data, declared inside a loop (so filled
+/// afresh each iteration), an immutable array, and one passed to a kernel function.
+#[kernel]
+pub fn local_arrays(x: &[f32], keys: &[u32], sums: &mut [f32], hist: &mut [u32]) {
+    let i = global_id().x;
+    if i < x.len() {
+        let mut acc = [0.0f32; 4];
+        let weights = [1.5f32; 4];
+        for j in 0..8u32 {
+            let v = x[(i + j) % x.len()];
+            for k in 0..acc.len() {
+                acc[k] += v * (k + 1) as f32;
+            }
+        }
+        scale_all(acc, 0.5);
+        for k in 0..4u32 {
+            sums[i * 4 + k] = acc[k] + weights[k];
+        }
+        let mut total: u32 = 0;
+        for r in 0..2u32 {
+            let mut h: [u32; 16] = [r; 16];
+            for j in 0..8u32 {
+                let key = keys[(i + j) % keys.len()] % 16;
+                h[key] += 1;
+            }
+            total += h[keys[i] % 16] + h[(keys[i] + 1) % 16] * 100;
+        }
+        hist[i] = total;
+    }
+}

@@ -413,6 +413,26 @@ impl<'a> ThreadCtx<'a> {
         }
     }
 
+    /// A view of a thread-private array (`let mut acc = [0.0f32; 8];`) stored in
+    /// `storage` on the thread's stack; `slot` is its index in `Kernel::local_arrays`
+    /// (declaration order), which names it in out-of-bounds errors.
+    #[inline(always)]
+    pub fn local_array<'s, T: KernelScalar>(
+        &'s self,
+        storage: &'s mut [T],
+        slot: usize,
+    ) -> View<'s, T, true> {
+        View {
+            ptr: storage.as_mut_ptr(),
+            len: u32::try_from(storage.len()).unwrap_or(u32::MAX),
+            origin: Origin {
+                launch: self.mem.launch,
+                mem: Memory::Local(slot as u32),
+            },
+            _t: PhantomData,
+        }
+    }
+
     /// Waits until every thread of the group reaches barrier number `site`.
     #[inline]
     pub fn barrier(&self, site: u32) {

@@ -139,6 +139,9 @@ pub struct Builder {
 
 type R<T> = Result<T, BuildError>;
 
+/// The most elements of one local array: they are meant to live in registers.
+pub const LOCAL_ARRAY_MAX: u32 = 1024;
+
 impl Builder {
     pub fn new(name: &str) -> Builder {
         Builder {
@@ -148,6 +151,7 @@ impl Builder {
                 params: Vec::new(),
                 shared: Vec::new(),
                 locals: Vec::new(),
+                local_arrays: Vec::new(),
                 body: Vec::new(),
             },
             defaulted: Vec::new(),
@@ -232,6 +236,54 @@ impl Builder {
             return self.err("a kernel may have at most one shared_dynamic array");
         }
         Ok(self.push_shared(name, elem, SharedLen::Dynamic))
+    }
+
+    /// `let name = [init; len];`: a thread-private array, every element set to `init`
+    /// here (a loop the backends unroll).
+    pub fn local_array(&mut self, name: &str, elem: Option<ScalarType>, len: V, init: V) -> R<Mem> {
+        let len = match len {
+            V::Int(n) => n,
+            V::Typed(Expr {
+                kind: ExprKind::Literal(l),
+                ..
+            }) => l.as_i128().unwrap_or(-1),
+            _ => return self.err("a local array's length must be a constant"),
+        };
+        if !(1..=LOCAL_ARRAY_MAX as i128).contains(&len) {
+            return self.err(format!(
+                "local array `{name}` length {len} is outside 1..={LOCAL_ARRAY_MAX} (local \
+                 arrays live in registers; use shared memory or a buffer for more)"
+            ));
+        }
+        let init = match elem {
+            Some(ty) => self.coerce(init, ty, &format!("the elements of `{name}`"))?,
+            None => self.default_of(init)?,
+        };
+        if init.ty == ScalarType::Bool {
+            return self.err("local arrays of bool are not supported; use u32");
+        }
+        let elem = init.ty;
+        let i = self.kernel.local_arrays.len() as u32;
+        self.kernel.local_arrays.push(LocalArray {
+            name: name.into(),
+            elem,
+            len: len as u32,
+        });
+        let mem = Mem {
+            mem: Memory::Local(i),
+            elem,
+        };
+        let value = self.let_(&format!("{name}_init"), Some(elem), false, V::Typed(init))?;
+        let k = self.begin_for(
+            &format!("{name}_k"),
+            V::host(0u32),
+            V::host(len as u32),
+            None,
+        )?;
+        let (index, value) = (self.get(k), self.get(value));
+        self.store(mem, index, value)?;
+        self.end_for()?;
+        Ok(mem)
     }
 
     fn push_shared(&mut self, name: &str, elem: ScalarType, len: SharedLen) -> Mem {

@@ -61,13 +61,25 @@ pub struct Local {
     pub mutable: bool,
 }
 
-/// An addressable array: a buffer parameter or a shared array.
+/// A thread-private array of constant length (`let mut acc = [0.0f32; 8];`), for
+/// register blocking. Each thread has its own; its contents are set where it is declared
+/// (the builder emits the fill), so backends declare it once at the top of the kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LocalArray {
+    pub name: String,
+    pub elem: ScalarType,
+    pub len: u32,
+}
+
+/// An addressable array: a buffer parameter, a shared array or a thread-private array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Memory {
     /// Index into `Kernel::params` (must be a `Param::Buffer`).
     Buffer(u32),
     /// Index into `Kernel::shared`.
     Shared(u32),
+    /// Index into `Kernel::local_arrays`. Not an atomic target.
+    Local(u32),
 }
 
 /// Per-thread launch coordinates. Each is a 3-vector read one axis at a time, as `u32`.
@@ -474,6 +486,10 @@ pub struct Kernel {
     pub params: Vec<Param>,
     pub shared: Vec<SharedArray>,
     pub locals: Vec<Local>,
+    /// Thread-private arrays (absent from the serialized form when there are none, so
+    /// kernels without them keep their content keys).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_arrays: Vec<LocalArray>,
     pub body: Vec<Stmt>,
 }
 
@@ -584,6 +600,7 @@ impl Kernel {
                 Param::Scalar { .. } => None,
             },
             Memory::Shared(i) => self.shared.get(i as usize).map(|s| s.elem),
+            Memory::Local(i) => self.local_arrays.get(i as usize).map(|a| a.elem),
         }
     }
 
@@ -592,6 +609,7 @@ impl Kernel {
         match mem {
             Memory::Buffer(i) => self.params.get(i as usize).map_or("?", |p| p.name()),
             Memory::Shared(i) => self.shared.get(i as usize).map_or("?", |s| &s.name),
+            Memory::Local(i) => self.local_arrays.get(i as usize).map_or("?", |a| &a.name),
         }
     }
 }

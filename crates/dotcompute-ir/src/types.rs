@@ -100,6 +100,16 @@ pub enum Literal {
 }
 
 impl Literal {
+    /// The value of an integer literal.
+    pub fn as_i128(self) -> Option<i128> {
+        match self {
+            Literal::I32(v) => Some(v as i128),
+            Literal::U32(v) => Some(v as i128),
+            Literal::I64(v) => Some(v as i128),
+            Literal::U64(v) => Some(v as i128),
+            _ => None,
+        }
+    }
     pub fn ty(self) -> ScalarType {
         match self {
             Literal::Bool(_) => ScalarType::Bool,

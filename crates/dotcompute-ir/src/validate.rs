@@ -125,6 +125,28 @@ impl<'k> Validator<'k> {
                 "{dynamic} dynamic shared arrays; a kernel may have at most one"
             ));
         }
+        for a in &k.local_arrays {
+            if !is_identifier(&a.name) {
+                return self.err(format!(
+                    "local array name `{}` is not an identifier",
+                    a.name
+                ));
+            }
+            if a.elem == ScalarType::Bool || a.elem.is_storage_only() {
+                return self.err(format!(
+                    "local array `{}` has element type {}",
+                    a.name, a.elem
+                ));
+            }
+            if !(1..=crate::build::LOCAL_ARRAY_MAX).contains(&a.len) {
+                return self.err(format!(
+                    "local array `{}` has length {} (1..={} allowed)",
+                    a.name,
+                    a.len,
+                    crate::build::LOCAL_ARRAY_MAX
+                ));
+            }
+        }
         for l in &k.locals {
             if !is_identifier(&l.name) {
                 return self.err(format!("local name `{}` is not an identifier", l.name));
@@ -196,6 +218,10 @@ impl<'k> Validator<'k> {
                 Some(s) => Ok(s.elem),
                 None => self.err(format!("shared array {i} does not exist")),
             },
+            Memory::Local(i) => match self.kernel.local_arrays.get(i as usize) {
+                Some(a) => Ok(a.elem),
+                None => self.err(format!("local array {i} does not exist")),
+            },
         }
     }
 
@@ -244,6 +270,13 @@ impl<'k> Validator<'k> {
                 result,
             } => {
                 let elem = self.memory(*mem, true)?;
+                if let Memory::Local(_) = mem {
+                    return self.err(format!(
+                        "atomic {} on a local array: local arrays are private to a thread; \
+                         use a plain read and write",
+                        op.name()
+                    ));
+                }
                 if !op.supports(elem) {
                     return self.err(format!(
                         "atomic {} is not defined on {elem} (u32 and i32 support all \

@@ -34,6 +34,7 @@ fn base() -> Kernel {
         }],
         shared: vec![],
         locals: vec![],
+        local_arrays: vec![],
         body: vec![Stmt::Store {
             mem: Memory::Buffer(0),
             index: gid(),

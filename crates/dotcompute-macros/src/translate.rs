@@ -18,8 +18,24 @@ enum Binding {
     /// An immutable local that is exactly `global_id().x`.
     GidX,
     Scalar,
+    /// A writable buffer parameter (`&mut [T]`).
     Buffer,
+    /// A read-only buffer parameter (`&[T]`).
+    ReadOnlyBuffer,
+    /// A writable array that is not a kernel parameter: a shared array, a `mut` local
+    /// array, a kernel function's `&mut [T]`.
     Shared,
+    /// An immutable local array, or a kernel function's `&[T]`.
+    ReadOnlyArray,
+}
+
+impl Binding {
+    fn is_array(self) -> bool {
+        matches!(
+            self,
+            Binding::Buffer | Binding::ReadOnlyBuffer | Binding::Shared | Binding::ReadOnlyArray
+        )
+    }
 }
 
 const SCALARS: [&str; 7] = ["bool", "i32", "u32", "i64", "u64", "f32", "f64"];
@@ -88,6 +104,8 @@ struct Tx {
     gid_indexed: std::collections::BTreeSet<String>,
     /// `match` expressions desugared so far (names their scrutinee locals).
     matches: u32,
+    /// Local arrays declared so far (their index in `Kernel::local_arrays`).
+    local_arrays: usize,
     /// Generic type parameters of the function being translated.
     type_params: Vec<Ident>,
     /// The name of the `#[kernel_fn]` being translated; `None` in a kernel.
@@ -292,6 +310,9 @@ impl Tx {
         if init.diverge.is_some() {
             return self.fail(local.span(), "`let ... else` is not supported in kernels");
         }
+        if let Expr::Repeat(rep) = &*init.expr {
+            return self.local_array(name, pi.mutability.is_some(), ty, rep, local.span());
+        }
         // Shared arrays.
         if let Expr::Call(call) = &*init.expr {
             if let Expr::Path(p) = &*call.func {
@@ -350,6 +371,65 @@ impl Tx {
         (
             quote!(let #name = { let __v = #ib; __b.let_(#name_str, #ty_b, #mutable, __v)? };),
             quote!(let #mut_tok #name #ty_n = #inn; #assume),
+        )
+    }
+
+    /// `let mut acc = [init; LEN];` (optionally `: [T; LEN]`): a thread-private array.
+    /// Natively a Rust array on the thread's stack behind a checked view.
+    fn local_array(
+        &mut self,
+        name: &Ident,
+        mutable: bool,
+        ty: Option<&Type>,
+        rep: &syn::ExprRepeat,
+        span: Span,
+    ) -> Pair {
+        if self.helper.is_some() {
+            return self.fail(
+                span,
+                "local arrays are declared in kernels; pass one to a #[kernel_fn] as `&mut [T]`",
+            );
+        }
+        let elem = match ty {
+            None => None,
+            Some(Type::Array(a)) => match self.ty(&a.elem, "a local array") {
+                Some(t) => Some(t),
+                None => return (quote!(), quote!()),
+            },
+            Some(other) => {
+                return self.fail(other.span(), "a local array's type is `[T; LEN]`");
+            }
+        };
+        let (ib, inn) = self.expr(&rep.expr);
+        // The length is a host expression (a literal or a constant, `usize` as Rust
+        // requires), evaluated when the kernel is built.
+        let len = &rep.len;
+        let name_str = name.to_string();
+        let slot = self.local_arrays;
+        self.local_arrays += 1;
+        self.bind(
+            &name_str,
+            if mutable {
+                Binding::Shared
+            } else {
+                Binding::ReadOnlyArray
+            },
+        );
+        let elem_b = match &elem {
+            Some(t) => {
+                let t = &t.ir;
+                quote!(Some(#t))
+            }
+            None => quote!(None),
+        };
+        let ty_n = match ty {
+            Some(t) => quote!(: #t),
+            None => quote!(),
+        };
+        let storage = format_ident!("__dc_storage_{name}");
+        (
+            quote!(let #name = { let __v = #ib; __b.local_array(#name_str, #elem_b, __dc::ir::V::host(#len), __v)? };),
+            quote!(let mut #storage #ty_n = [#inn; #len]; let #name = __ctx.local_array(&mut #storage, #slot);),
         )
     }
 
@@ -569,7 +649,7 @@ impl Tx {
                 }
             }
             Expr::Index(ix) => {
-                let Some(mem) = self.memory(&ix.expr) else {
+                let Some(mem) = self.writable_memory(&ix.expr) else {
                     return (quote!(), quote!());
                 };
                 self.note_index(&mem, &ix.index);
@@ -704,7 +784,10 @@ impl Tx {
     fn note_index(&mut self, mem: &Ident, index: &Expr) {
         if let Expr::Path(p) = index {
             if let Some(id) = p.path.get_ident() {
-                let is_buffer = self.lookup(&mem.to_string()) == Some(Binding::Buffer);
+                let is_buffer = matches!(
+                    self.lookup(&mem.to_string()),
+                    Some(Binding::Buffer | Binding::ReadOnlyBuffer)
+                );
                 if is_buffer && self.lookup(&id.to_string()) == Some(Binding::GidX) {
                     self.gid_indexed.insert(mem.to_string());
                 }
@@ -717,7 +800,7 @@ impl Tx {
         if let Expr::Path(p) = e {
             if let Some(id) = p.path.get_ident() {
                 match self.lookup(&id.to_string()) {
-                    Some(Binding::Buffer | Binding::Shared) => return Some(id.clone()),
+                    Some(b) if b.is_array() => return Some(id.clone()),
                     Some(_) => {
                         self.errors.push(err(
                             id.span(),
@@ -736,6 +819,24 @@ impl Tx {
         None
     }
 
+    /// Like `memory`, for a write: a read-only array is a compile error, as in Rust.
+    fn writable_memory(&mut self, e: &Expr) -> Option<Ident> {
+        let mem = self.memory(e)?;
+        let msg = match self.lookup(&mem.to_string()) {
+            Some(Binding::ReadOnlyBuffer) => format!(
+                "cannot write to `{mem}`: it is a read-only buffer (`&[T]`); declare the \
+                 parameter `&mut [T]`"
+            ),
+            Some(Binding::ReadOnlyArray) => format!(
+                "cannot write to `{mem}`: it is not mutable; declare it `let mut` (a local \
+                 array) or `&mut [T]` (a kernel function's parameter)"
+            ),
+            _ => return Some(mem),
+        };
+        self.errors.push(err(mem.span(), msg));
+        None
+    }
+
     fn expr(&mut self, e: &Expr) -> Pair {
         match e {
             Expr::Lit(l) => self.literal(&l.lit),
@@ -749,10 +850,10 @@ impl Tx {
                     match self.lookup(&id.to_string()) {
                         Some(Binding::Local | Binding::GidX) => return (quote!(__b.get(#id)), quote!(#id)),
                         Some(Binding::Scalar) => return (quote!(#id.clone()), quote!(#id)),
-                        Some(Binding::Buffer | Binding::Shared) => {
+                        Some(_) => {
                             return self.fail(
                                 id.span(),
-                                format!("`{id}` is an array: use it as `{id}[i]`, `{id}.len()` or in an atomic"),
+                                format!("`{id}` is an array: use it as `{id}[i]`, `{id}.len()`, in an atomic or as a kernel function's argument"),
                             )
                         }
                         None => {}
@@ -1079,7 +1180,7 @@ impl Tx {
                 ),
             );
         };
-        let Some(mem) = self.memory(&ix.expr) else {
+        let Some(mem) = self.writable_memory(&ix.expr) else {
             return (quote!(), quote!());
         };
         self.note_index(&mem, &ix.index);
@@ -1187,10 +1288,7 @@ impl Tx {
         for a in &c.args {
             if let Expr::Path(ap) = a {
                 if let Some(id) = ap.path.get_ident() {
-                    if matches!(
-                        self.lookup(&id.to_string()),
-                        Some(Binding::Buffer | Binding::Shared)
-                    ) {
+                    if self.lookup(&id.to_string()).is_some_and(Binding::is_array) {
                         bs.push(quote!(#id));
                         ns.push(quote!(#id));
                         continue;
@@ -1442,6 +1540,7 @@ impl Tx {
             short_circuit: 0,
             top_level: helper.is_none(),
             gid_indexed: Default::default(),
+            local_arrays: 0,
             type_params: Vec::new(),
             helper,
         }
@@ -1577,7 +1676,14 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     launch_params.push(quote!(#pname: &::dotcompute::Buffer<#elem_id>));
                     launch_args.push(quote!(__dc::Arg::buffer(#pname)));
                 }
-                tx.bind(&pname_str, Binding::Buffer);
+                tx.bind(
+                    &pname_str,
+                    if writable {
+                        Binding::Buffer
+                    } else {
+                        Binding::ReadOnlyBuffer
+                    },
+                );
                 param_docs.push(format!(
                     "* `{pname_str}`: `{}[{elem}]`",
                     if writable { "&mut " } else { "&" }
@@ -1912,7 +2018,14 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                         .0
                         .push(quote!(#pname.elem()));
                 }
-                tx.bind(&pname_str, Binding::Buffer);
+                tx.bind(
+                    &pname_str,
+                    if writable {
+                        Binding::Shared
+                    } else {
+                        Binding::ReadOnlyArray
+                    },
+                );
             }
             ty => {
                 let Some(Ty { ir, native, .. }) = tx.ty(ty, "a #[kernel_fn] parameter") else {

@@ -181,6 +181,7 @@ impl RawKernel {
             params: ir_params,
             shared: Vec::new(),
             locals: Vec::new(),
+            local_arrays: Vec::new(),
             body: Vec::new(),
         };
         dotcompute_ir::validate(&signature).map_err(|e| compile(e.to_string()))?;
@@ -267,6 +268,7 @@ impl RawKernel {
             params: ir_params,
             shared: Vec::new(),
             locals: Vec::new(),
+            local_arrays: Vec::new(),
             body: Vec::new(),
         };
         dotcompute_ir::validate(&signature).map_err(|e| compile(e.to_string()))?;

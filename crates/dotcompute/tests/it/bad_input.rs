@@ -300,3 +300,44 @@ fn unknown_and_unavailable_backends_are_errors() {
     let e = Device::by_name("metal").unwrap_err();
     assert!(matches!(e, Error::BackendUnavailable { .. }), "{e:?}");
 }
+
+/// Reads `acc[k]` for a `k` from the data: past the end for `k >= 4`.
+#[kernel]
+fn local_array_index(ks: &[u32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        let mut acc = [1.0f32; 4];
+        acc[ks[i] % 4] = 2.0;
+        out[i] = acc[ks[i]];
+    }
+}
+
+#[test]
+fn local_array_out_of_bounds_names_the_array_on_the_cpu() {
+    let d = Device::cpu();
+    let n = 64;
+    // Every index in bounds: no error, every element checked.
+    let ks: Vec<u32> = (0..n).map(|i| i % 4).collect();
+    let dk = d.upload(&ks).unwrap();
+    let mut out = d.alloc_filled(n as usize, f32::NAN).unwrap();
+    local_array_index::launch(&d, Launch::threads(n as usize), &dk, &mut out).unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|&v| v == 2.0));
+    // One thread reads acc[9].
+    let mut bad = ks.clone();
+    bad[17] = 9;
+    let dk = d.upload(&bad).unwrap();
+    let e = local_array_index::launch(&d, Launch::threads(n as usize), &dk, &mut out).unwrap_err();
+    match &e {
+        Error::OutOfBounds {
+            kernel,
+            arg,
+            index,
+            len,
+        } => assert_eq!(
+            (kernel.as_str(), arg.as_str(), *index, *len),
+            ("local_array_index", "acc", 9, 4)
+        ),
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    still_works(&d);
+}
