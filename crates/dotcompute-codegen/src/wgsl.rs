@@ -35,6 +35,11 @@ pub struct WgslOptions {
     pub group_size: [u32; 3],
     /// Length of the dynamic shared array (ignored when the kernel has none).
     pub dynamic_shared_len: u32,
+    /// Buffers are bound at offsets aligned down to the adapter's storage-offset alignment
+    /// and the kernel adds each one's remaining element offset (`off_<name>` in the
+    /// uniform block, after the scalars, packed by [`pack_uniforms`]'s `offsets`): the
+    /// variant used when a launch passes a view at an unaligned offset.
+    pub view_offsets: bool,
 }
 
 /// How the generated module expects its resources.
@@ -62,12 +67,18 @@ const GEOMETRY_WORDS: usize = 7;
 
 /// Packs the uniform block of generated kernels: grid (3), groups (3), total groups,
 /// then each scalar parameter as one 4-byte word (`bool` as 0/1), padded to 16 bytes.
-pub fn pack_uniforms(grid: [u32; 3], groups: [u32; 3], scalars: &[Literal]) -> Vec<u8> {
+pub fn pack_uniforms(
+    grid: [u32; 3],
+    groups: [u32; 3],
+    scalars: &[Literal],
+    offsets: &[u32],
+) -> Vec<u8> {
     let mut words: Vec<u32> = Vec::with_capacity(GEOMETRY_WORDS + scalars.len());
     words.extend(grid);
     words.extend(groups);
     words.push(groups[0].wrapping_mul(groups[1]).wrapping_mul(groups[2]));
     words.extend(scalars.iter().map(|&s| scalar_word(s)));
+    words.extend(offsets);
     pad_to_bytes(words)
 }
 
@@ -122,6 +133,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
         atomic: crate::atomic_memories(&kernel.body),
         tmp: 0,
         dynamic_shared_len: opts.dynamic_shared_len.max(1),
+        view_offsets: opts.view_offsets,
     };
     g.check_types()?;
     g.module(opts);
@@ -155,6 +167,7 @@ struct Gen<'k> {
     atomic: BTreeSet<Memory>,
     tmp: u32,
     dynamic_shared_len: u32,
+    view_offsets: bool,
 }
 
 impl Gen<'_> {
@@ -233,6 +246,13 @@ impl Gen<'_> {
                     self.ty(*ty)
                 };
                 let _ = writeln!(self.out, "    p_{name}: {t},");
+            }
+        }
+        if self.view_offsets {
+            for p in &k.params {
+                if let Param::Buffer { name, .. } = p {
+                    let _ = writeln!(self.out, "    off_{name}: u32,");
+                }
             }
         }
         self.out.push_str("}\n\n");
@@ -328,9 +348,21 @@ impl Gen<'_> {
         format!("dc_t{}", self.tmp)
     }
 
+    /// `mem[index]`; with view offsets a buffer's index starts at its view.
+    fn element(&self, mem: Memory, index: &str) -> String {
+        match mem {
+            Memory::Buffer(i) if self.view_offsets => format!(
+                "{}[dc_params.off_{} + {index}]",
+                self.mem_name(mem),
+                self.k.params[i as usize].name()
+            ),
+            _ => format!("{}[{index}]", self.mem_name(mem)),
+        }
+    }
+
     /// `&mem[index]` for atomics.
     fn addr(&self, mem: Memory, index: &Expr) -> String {
-        format!("&{}[{}]", self.mem_name(mem), self.expr(index))
+        format!("&{}", self.element(mem, &self.expr(index)))
     }
 
     fn stmt(&mut self, s: &Stmt, d: usize) {
@@ -360,9 +392,8 @@ impl Gen<'_> {
                     format!("atomicStore({}, {v});", self.addr(*mem, index))
                 } else {
                     format!(
-                        "{}[{}] = {};",
-                        self.mem_name(*mem),
-                        self.expr(index),
+                        "{} = {};",
+                        self.element(*mem, &self.expr(index)),
                         self.expr(value)
                     )
                 };
@@ -573,6 +604,11 @@ impl Gen<'_> {
                 format!("{v}.{}", a.name())
             }
             ExprKind::Len(mem) => match mem {
+                Memory::Buffer(i) if self.view_offsets => format!(
+                    "(arrayLength(&{}) - dc_params.off_{})",
+                    self.mem_name(*mem),
+                    self.k.params[*i as usize].name()
+                ),
                 Memory::Buffer(_) => format!("arrayLength(&{})", self.mem_name(*mem)),
                 // Shared lengths are constants of this specialisation.
                 Memory::Shared(i) => match self.k.shared[*i as usize].len {
@@ -584,14 +620,14 @@ impl Gen<'_> {
             ExprKind::Load { mem, index } => {
                 let idx = self.expr(index);
                 if self.atomic.contains(mem) {
-                    let load = format!("atomicLoad(&{}[{idx}])", self.mem_name(*mem));
+                    let load = format!("atomicLoad(&{})", self.element(*mem, &idx));
                     if e.ty == ScalarType::F32 {
                         format!("bitcast<f32>({load})")
                     } else {
                         load
                     }
                 } else {
-                    format!("{}[{idx}]", self.mem_name(*mem))
+                    self.element(*mem, &idx)
                 }
             }
             ExprKind::Unary(op, a) => {
@@ -742,7 +778,7 @@ mod tests {
     #[test]
     fn uniform_layouts_are_word_per_scalar_padded_to_16_bytes() {
         let s = [Literal::f32(1.5), Literal::Bool(true), Literal::I32(-2)];
-        let generated = pack_uniforms([10, 1, 1], [3, 2, 1], &s);
+        let generated = pack_uniforms([10, 1, 1], [3, 2, 1], &s, &[]);
         assert_eq!(
             words(&generated),
             vec![

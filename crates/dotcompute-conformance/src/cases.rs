@@ -97,6 +97,12 @@ pub fn cases() -> Vec<Case> {
             local_arrays,
         ),
         c(
+            "ViewArgs",
+            "language",
+            vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
+            view_args,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -1188,6 +1194,60 @@ fn local_arrays(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outco
             return fail(format!(
                 "thread {i}: histogram total {}, expected {total}",
                 got_hist[i]
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn view_args(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    // Views at 3 elements (12 bytes: below any storage-offset alignment) and at 64
+    // elements (256 bytes: aligned on every adapter).
+    let src: Vec<f32> = (0..n + 100).map(|_| rng.i32(-1000..1000) as f32).collect();
+    let dsrc = d.upload(&src)?;
+    let mut out = poisoned_f32(d, n + 50)?;
+    const COUNTS: usize = 17;
+    let mut counts = d.alloc_filled(40, 1000u32)?;
+    {
+        let a = dsrc.slice(3..3 + n)?;
+        let b = dsrc.slice(64..64 + n)?;
+        let mut c = counts.slice_mut(7..7 + COUNTS)?;
+        kernels::view_args::launch(
+            d,
+            Launch::threads(n),
+            &a,
+            &b,
+            &mut out.slice_mut(5..5 + n)?,
+            &mut c,
+        )?;
+    }
+    let (got, got_counts) = (out.to_vec()?, counts.to_vec()?);
+    for (i, &g) in got.iter().enumerate() {
+        let want = if (5..5 + n).contains(&i) {
+            let k = i - 5;
+            src[3 + k] + src[64 + k] * 2.0
+        } else {
+            f32::NAN // the poison, untouched
+        };
+        if g.to_bits() != want.to_bits() {
+            return fail(format!(
+                "out[{i}] = {g}, expected {want} (the view is out[5..{}])",
+                5 + n
+            ));
+        }
+    }
+    for (i, &g) in got_counts.iter().enumerate() {
+        let want = if (7..7 + COUNTS).contains(&i) {
+            let j = i - 7;
+            1000 + (n / COUNTS + usize::from(j < n % COUNTS)) as u32
+        } else {
+            1000
+        };
+        if g != want {
+            return fail(format!(
+                "counts[{i}] = {g}, expected {want} (the view is counts[7..{}])",
+                7 + COUNTS
             ));
         }
     }

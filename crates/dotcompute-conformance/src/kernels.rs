@@ -646,3 +646,14 @@ pub fn local_arrays(x: &[f32], keys: &[u32], sums: &mut [f32], hist: &mut [u32])
         hist[i] = total;
     }
 }
+
+/// `out[i] = a[i] + 2 b[i]` and a count per `i % counts.len()`: launched on views at
+/// offsets (aligned and not), which the kernel indexes from 0.
+#[kernel]
+pub fn view_args(a: &[f32], b: &[f32], out: &mut [f32], counts: &mut [u32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = a[i] + b[i] * 2.0;
+        atomic_add(&counts[i % counts.len()], 1u32);
+    }
+}

@@ -1669,12 +1669,17 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 );
                 bind_params
                     .extend(quote!(let #pname = __dc::cpu::#view::<#elem_id>::bind(__l, #index)?;));
+                // A buffer or a view of one (indexed from the view's start), by reference
+                // so that a `&mut Buffer` variable is reborrowed, not moved.
                 if writable {
-                    launch_params.push(quote!(#pname: &mut ::dotcompute::Buffer<#elem_id>));
-                    launch_args.push(quote!(__dc::Arg::buffer_mut(#pname)));
+                    launch_params.push(
+                        quote!(#pname: &'__dc_a mut impl ::dotcompute::KernelBufferMut<#elem_id>),
+                    );
+                    launch_args.push(quote!(::dotcompute::KernelBufferMut::arg_mut(#pname)));
                 } else {
-                    launch_params.push(quote!(#pname: &::dotcompute::Buffer<#elem_id>));
-                    launch_args.push(quote!(__dc::Arg::buffer(#pname)));
+                    launch_params
+                        .push(quote!(#pname: &'__dc_a impl ::dotcompute::KernelBuffer<#elem_id>));
+                    launch_args.push(quote!(::dotcompute::KernelBuffer::arg(#pname)));
                 }
                 tx.bind(
                     &pname_str,
@@ -1754,6 +1759,9 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         ..
     } = &generics;
     let where_clause = &generics.where_clause;
+    // The launch function's lifetime ties its arguments together (`Arg<'a>`).
+    let declared = &generics.params;
+    let launch_decl = quote!(<'__dc_a, #(#declared),*>);
     // A generic kernel has one definition per instantiation, made on first use; a plain
     // one keeps its `KERNEL` static.
     let (definition, def) = if sig.generics.params.is_empty() {
@@ -1818,7 +1826,7 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
             #definition
 
             #[doc = #launch_doc]
-            pub fn launch #decl (
+            pub fn launch #launch_decl (
                 __queue: &impl ::dotcompute::AsStream,
                 __launch: ::dotcompute::Launch,
                 #(#launch_params),*
@@ -1875,6 +1883,8 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
 
 /// The pieces of a function's generics that the generated items repeat.
 struct Generics {
+    /// `T: Float, const N: u32`: the declared parameters (defaults dropped).
+    params: Vec<TokenStream>,
     /// `<T: Float, const N: u32>` as declared (empty without generics).
     decl: TokenStream,
     /// `::<T, N>` (empty without generics).
@@ -1892,11 +1902,10 @@ struct Generics {
 impl Generics {
     fn of(sig: &syn::Signature, type_params: &[Ident]) -> Generics {
         let g = &sig.generics;
-        let params: Vec<_> = g.params.iter().collect();
-        let decl = if params.is_empty() {
-            quote!()
-        } else {
-            let params = params.iter().map(|p| match p {
+        let declared: Vec<TokenStream> = g
+            .params
+            .iter()
+            .map(|p| match p {
                 // Defaults are not allowed on functions; strip nothing else.
                 syn::GenericParam::Type(t) => {
                     let mut t = t.clone();
@@ -1905,9 +1914,14 @@ impl Generics {
                     t.to_token_stream()
                 }
                 other => other.to_token_stream(),
-            });
-            quote!(<#(#params),*>)
+            })
+            .collect();
+        let decl = if declared.is_empty() {
+            quote!()
+        } else {
+            quote!(<#(#declared),*>)
         };
+        let params: Vec<_> = g.params.iter().collect();
         let args: Vec<TokenStream> = params
             .iter()
             .filter_map(|p| match p {
@@ -1946,6 +1960,7 @@ impl Generics {
             quote!(where #(#predicates),*)
         };
         Generics {
+            params: declared,
             decl,
             turbofish,
             bare,

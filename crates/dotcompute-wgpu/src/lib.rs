@@ -69,7 +69,8 @@ struct Dispatch {
     groups: [u32; 3],
 }
 
-type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32);
+/// (program, group size, dynamic shared length, view offsets).
+type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool);
 
 /// The wgpu backend's entry in the registry: every compute-capable adapter.
 pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
@@ -439,9 +440,10 @@ impl WgpuBackend {
         program: &dotcompute_hal::Program,
         group: [u32; 3],
         dynamic_len: u32,
+        view_offsets: bool,
     ) -> Result<Arc<Pipeline>> {
         let kernel = &*program.kernel;
-        let key = (program.key, group, dynamic_len);
+        let key = (program.key, group, dynamic_len, view_offsets);
         if let Some(p) = self
             .pipelines
             .lock()
@@ -460,6 +462,7 @@ impl WgpuBackend {
             &wgsl::WgslOptions {
                 group_size: group,
                 dynamic_shared_len: dynamic_len,
+                view_offsets,
             },
         )
         .map_err(|e| compile_err(e.message))?;
@@ -576,7 +579,12 @@ impl WgpuBackend {
                 ),
             });
         }
-        let key = (program.key, raw.workgroup_size.unwrap_or([0; 3]), u32::MAX);
+        let key = (
+            program.key,
+            raw.workgroup_size.unwrap_or([0; 3]),
+            u32::MAX,
+            false,
+        );
         let cached = self
             .pipelines
             .lock()
@@ -621,11 +629,39 @@ impl WgpuBackend {
                 BoundArg::Buffer { .. } => None,
             })
             .collect();
+        // A view at an offset the adapter cannot bind at is bound from the aligned offset
+        // below it; the kernel variant with view offsets adds the rest (in elements).
+        let align = self.limits.min_storage_buffer_offset_alignment.max(1) as usize;
+        let unaligned = |a: &BoundArg<'_, WgpuBuffer>| matches!(a, BoundArg::Buffer { offset, .. } if offset % align != 0);
+        let view_offsets = program.raw_source().is_none() && request.args.iter().any(unaligned);
+        if program.raw_source().is_some() && request.args.iter().any(unaligned) {
+            return Err(Error::Unsupported {
+                op: "launch_raw",
+                detail: format!(
+                    "a raw WGSL kernel's buffer views must start at a multiple of {align} bytes \
+                     on this adapter (min_storage_buffer_offset_alignment)"
+                ),
+            });
+        }
+        let element_offsets: Vec<u32> = if view_offsets {
+            request
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    BoundArg::Buffer { offset, elem, .. } => {
+                        Some(((offset % align) / elem.size_bytes()) as u32)
+                    }
+                    BoundArg::Scalar(_) => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let (pipeline, dispatch, uniform_bytes) = match program.raw_source() {
             None => (
-                self.pipeline(program, g.group, g.dynamic_shared_len)?,
+                self.pipeline(program, g.group, g.dynamic_shared_len, view_offsets)?,
                 self.fold(&kernel.name, g.total_groups())?,
-                wgsl::pack_uniforms(g.grid, g.groups, &scalars),
+                wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets),
             ),
             Some(raw) => self.raw_pipeline(program, raw, g.groups, &scalars)?,
         };
@@ -649,7 +685,9 @@ impl WgpuBackend {
             else {
                 return Err(backend_err("internal: a buffer parameter got a scalar"));
             };
-            let size = (*len * elem.size_bytes()) as u64;
+            // With view offsets the binding starts at the aligned offset below the view.
+            let skipped = if view_offsets { offset % align } else { 0 };
+            let size = (skipped + *len * elem.size_bytes()) as u64;
             if size > max_binding {
                 return Err(Error::ArgumentType {
                     kernel: kernel.name.clone(),
@@ -664,7 +702,7 @@ impl WgpuBackend {
                 binding,
                 resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                     buffer: &buffer.buffer,
-                    offset: *offset as u64,
+                    offset: (offset - skipped) as u64,
                     size: NonZeroU64::new(size),
                 }),
             });

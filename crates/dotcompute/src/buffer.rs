@@ -393,6 +393,8 @@ pub enum Arg<'a> {
     Buffer {
         device: &'a Device,
         raw: &'a RawBuffer,
+        /// The first element the kernel sees (a view's offset; 0 for a whole buffer).
+        offset: usize,
         len: usize,
         elem: ScalarType,
         writable: bool,
@@ -407,10 +409,35 @@ impl<'a> Arg<'a> {
         Arg::Buffer {
             device: &b.device,
             raw: b.raw(),
+            offset: 0,
             len: b.len,
             elem: T::TYPE,
             writable: false,
             uses: &b.uses,
+        }
+    }
+    /// A view bound read-only: the kernel sees its elements as indices `0..len`.
+    pub fn view<T: Element>(v: BufferView<'a, T>) -> Arg<'a> {
+        Arg::Buffer {
+            device: &v.buffer.device,
+            raw: v.buffer.raw(),
+            offset: v.offset,
+            len: v.len,
+            elem: T::TYPE,
+            writable: false,
+            uses: &v.buffer.uses,
+        }
+    }
+    /// A writable view bound read-write: the kernel sees its elements as `0..len`.
+    pub fn view_mut<T: Element>(v: &'a mut BufferViewMut<'_, T>) -> Arg<'a> {
+        Arg::Buffer {
+            device: &v.buffer.device,
+            raw: v.buffer.raw(),
+            offset: v.offset,
+            len: v.len,
+            elem: T::TYPE,
+            writable: true,
+            uses: &v.buffer.uses,
         }
     }
     /// A buffer bound read-write.
@@ -418,6 +445,7 @@ impl<'a> Arg<'a> {
         Arg::Buffer {
             device: &b.device,
             raw: b.raw(),
+            offset: 0,
             len: b.len,
             elem: T::TYPE,
             writable: true,
@@ -427,5 +455,51 @@ impl<'a> Arg<'a> {
     /// A scalar by value.
     pub fn scalar<T: ScalarArg>(v: T) -> Arg<'a> {
         Arg::Scalar(v.literal())
+    }
+}
+
+/// What a `&[T]` kernel parameter accepts by reference: a [`Buffer`], a [`BufferView`] or
+/// a [`BufferViewMut`] (read only). The kernel indexes a view from 0.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed to a `&[{T}]` kernel parameter",
+    label = "expected `&Buffer<{T}>` or `&BufferView<{T}>`"
+)]
+pub trait KernelBuffer<T: Element> {
+    fn arg(&self) -> Arg<'_>;
+}
+
+/// What a `&mut [T]` kernel parameter accepts by `&mut`: a [`Buffer`] or a
+/// [`BufferViewMut`]. The kernel indexes a view from 0.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed to a `&mut [{T}]` kernel parameter",
+    label = "expected `&mut Buffer<{T}>` or `&mut BufferViewMut<{T}>`"
+)]
+pub trait KernelBufferMut<T: Element> {
+    fn arg_mut(&mut self) -> Arg<'_>;
+}
+
+impl<T: Element> KernelBuffer<T> for Buffer<T> {
+    fn arg(&self) -> Arg<'_> {
+        Arg::buffer(self)
+    }
+}
+impl<T: Element> KernelBuffer<T> for BufferView<'_, T> {
+    fn arg(&self) -> Arg<'_> {
+        Arg::view(*self)
+    }
+}
+impl<T: Element> KernelBuffer<T> for BufferViewMut<'_, T> {
+    fn arg(&self) -> Arg<'_> {
+        Arg::view(self.as_view())
+    }
+}
+impl<T: Element> KernelBufferMut<T> for Buffer<T> {
+    fn arg_mut(&mut self) -> Arg<'_> {
+        Arg::buffer_mut(self)
+    }
+}
+impl<T: Element> KernelBufferMut<T> for BufferViewMut<'_, T> {
+    fn arg_mut(&mut self) -> Arg<'_> {
+        Arg::view_mut(self)
     }
 }

@@ -380,6 +380,7 @@ impl Device {
                 Arg::Buffer {
                     device,
                     raw,
+                    offset,
                     len,
                     elem,
                     writable,
@@ -404,7 +405,7 @@ impl Device {
                     }
                     bound.push(BoundArg::Buffer {
                         buffer: *raw,
-                        offset: 0,
+                        offset: offset * elem.size_bytes(),
                         len: *len,
                         elem: *elem,
                         writable,

@@ -200,7 +200,9 @@ mod stream;
 pub mod trace;
 mod tracking;
 
-pub use buffer::{Arg, Buffer, BufferView, BufferViewMut, Element, ScalarArg};
+pub use buffer::{
+    Arg, Buffer, BufferView, BufferViewMut, Element, KernelBuffer, KernelBufferMut, ScalarArg,
+};
 pub use device::{Device, BACKEND_ENV};
 pub use dotcompute_hal::{
     AtomicF32Add, BackendDescriptor, BackendKind, Capabilities, DeviceInfo, DeviceType, Error,
