@@ -92,10 +92,11 @@ pub fn grid_stride_eligible(k: &Kernel) -> bool {
     walk_stmts(&k.body, &mut |s| {
         ok &= !matches!(s, Stmt::Barrier);
         for e in s.exprs() {
-            e.walk(&mut |e| {
-                if let ExprKind::Builtin(b, _) = e.kind {
-                    ok &= b == Builtin::GlobalId;
-                }
+            e.walk(&mut |e| match e.kind {
+                ExprKind::Builtin(b, _) => ok &= b == Builtin::GlobalId,
+                // A subgroup is made of particular threads: the mapping is observable.
+                ExprKind::Subgroup(..) => ok = false,
+                _ => {}
             });
         }
     });
@@ -364,6 +365,9 @@ impl Gen<'_> {
             k.name, k.version
         );
         self.out.push_str(PRELUDE);
+        if k.uses_subgroups() {
+            self.out.push_str(SUBGROUP_PRELUDE);
+        }
         let params = self.entry_params();
         let args: Vec<String> = params
             .iter()
@@ -424,7 +428,7 @@ impl Gen<'_> {
         self.out.push_str(
             "    const uint3 dc_lid = threadIdx;\n    const uint3 dc_group = blockIdx;\n    const uint3 dc_gsize = blockDim;\n    const uint3 dc_ngroups = gridDim;\n    const uint3 dc_global = make_uint3(dc_group.x * dc_gsize.x + dc_lid.x, dc_group.y * dc_gsize.y + dc_lid.y, dc_group.z * dc_gsize.z + dc_lid.z);\n",
         );
-        if !k.uses_barrier() {
+        if !k.runs_whole_groups() {
             // Threads of the last group that stick out of the grid do not run (launch rule).
             // Compared in 64 bits: in the padding of a grid near 2^32 the u32 id wraps.
             self.out.push_str("    if ((u64)dc_group.x * dc_gsize.x + dc_lid.x >= dc_grid_x || (u64)dc_group.y * dc_gsize.y + dc_lid.y >= dc_grid_y || (u64)dc_group.z * dc_gsize.z + dc_lid.z >= dc_grid_z) {\n        return;\n    }\n");
@@ -879,6 +883,21 @@ impl Gen<'_> {
                 };
                 format!("{name}({})", a.join(", "))
             }
+            ExprKind::Subgroup(op, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                match op {
+                    SubgroupOp::Size => "32u".into(),
+                    SubgroupOp::Lane => "dc_sg_lane()".into(),
+                    SubgroupOp::Ballot => format!("__ballot_sync(dc_sg_mask(), {})", a[0]),
+                    SubgroupOp::Any => format!("((bool)__any_sync(dc_sg_mask(), {}))", a[0]),
+                    SubgroupOp::All => format!("((bool)__all_sync(dc_sg_mask(), {}))", a[0]),
+                    _ => {
+                        // `subgroup_add` -> `dc_sg_add` (prelude overloads per type).
+                        let name = op.name().trim_start_matches("subgroup_");
+                        format!("dc_sg_{name}({})", a.join(", "))
+                    }
+                }
+            }
             ExprKind::Select {
                 cond,
                 then,
@@ -999,6 +1018,47 @@ template <typename T> DC_FN bool dc_advance(T& v, T step, T end) {
     v = next;
     return go;
 }
+"#;
+
+/// Subgroup operations as warp intrinsics, emitted only for kernels that use them (so the
+/// code of other kernels is unchanged). A warp is 32 consecutive threads in linear order;
+/// the last warp of a group is partial when the group size is not a multiple of 32, so
+/// every operation runs on the mask of the lanes that exist, and reductions skip the
+/// missing ones.
+const SUBGROUP_PRELUDE: &str = r#"
+DC_FN u32 dc_sg_linear() { return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+DC_FN u32 dc_sg_lane() { return dc_sg_linear() & 31u; }
+DC_FN u32 dc_sg_mask() {
+    u32 n = blockDim.x * blockDim.y * blockDim.z - (dc_sg_linear() & ~31u);
+    return n >= 32u ? 0xffffffffu : ((1u << n) - 1u);
+}
+template <typename T> DC_FN T dc_sg_shuffle(T x, u32 lane) { return __shfl_sync(dc_sg_mask(), x, (int)(lane & 31u)); }
+template <typename T> DC_FN T dc_sg_shuffle_xor(T x, u32 m) { return __shfl_xor_sync(dc_sg_mask(), x, (int)(m & 31u)); }
+template <typename T> DC_FN T dc_sg_shuffle_up(T x, u32 d) { T y = __shfl_up_sync(dc_sg_mask(), x, d < 32u ? d : 0u); return dc_sg_lane() >= d ? y : x; }
+template <typename T> DC_FN T dc_sg_shuffle_down(T x, u32 d) { T y = __shfl_down_sync(dc_sg_mask(), x, d < 32u ? d : 0u); return dc_sg_lane() + d < 32u ? y : x; }
+#define DC_SG_REDUCE(NAME, T, COMBINE) DC_FN T NAME(T v) { \
+    u32 mask = dc_sg_mask(), lane = dc_sg_lane(), n = __popc(mask); \
+    for (u32 o = 16u; o > 0u; o >>= 1) { T y = __shfl_down_sync(mask, v, o); if (lane + o < n) v = COMBINE; } \
+    return __shfl_sync(mask, v, 0); }
+#define DC_SG_SCAN(T, COMBINE) \
+DC_FN T dc_sg_inclusive_add(T v) { \
+    u32 mask = dc_sg_mask(), lane = dc_sg_lane(); \
+    for (u32 o = 1u; o < 32u; o <<= 1) { T y = __shfl_up_sync(mask, v, o); if (lane >= o) v = COMBINE; } \
+    return v; } \
+DC_FN T dc_sg_exclusive_add(T v) { \
+    T s = dc_sg_inclusive_add(v); T y = __shfl_up_sync(dc_sg_mask(), s, 1u); \
+    return dc_sg_lane() == 0u ? (T)0 : y; }
+DC_SG_REDUCE(dc_sg_add, i32, dc_add(v, y)) DC_SG_REDUCE(dc_sg_add, i64, dc_add(v, y))
+DC_SG_REDUCE(dc_sg_add, u32, v + y) DC_SG_REDUCE(dc_sg_add, u64, v + y)
+DC_SG_REDUCE(dc_sg_add, f32, v + y) DC_SG_REDUCE(dc_sg_add, f64, v + y)
+DC_SG_REDUCE(dc_sg_min, i32, (y < v ? y : v)) DC_SG_REDUCE(dc_sg_min, i64, (y < v ? y : v))
+DC_SG_REDUCE(dc_sg_min, u32, (y < v ? y : v)) DC_SG_REDUCE(dc_sg_min, u64, (y < v ? y : v))
+DC_SG_REDUCE(dc_sg_min, f32, fminf(v, y)) DC_SG_REDUCE(dc_sg_min, f64, fmin(v, y))
+DC_SG_REDUCE(dc_sg_max, i32, (y > v ? y : v)) DC_SG_REDUCE(dc_sg_max, i64, (y > v ? y : v))
+DC_SG_REDUCE(dc_sg_max, u32, (y > v ? y : v)) DC_SG_REDUCE(dc_sg_max, u64, (y > v ? y : v))
+DC_SG_REDUCE(dc_sg_max, f32, fmaxf(v, y)) DC_SG_REDUCE(dc_sg_max, f64, fmax(v, y))
+DC_SG_SCAN(i32, dc_add(v, y)) DC_SG_SCAN(i64, dc_add(v, y))
+DC_SG_SCAN(u32, v + y) DC_SG_SCAN(u64, v + y) DC_SG_SCAN(f32, v + y) DC_SG_SCAN(f64, v + y)
 "#;
 
 #[cfg(test)]

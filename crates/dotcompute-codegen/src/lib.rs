@@ -225,6 +225,10 @@ impl Printer<'_> {
             ExprKind::Scalar(i) => self.k.params[*i as usize].name().to_string(),
             ExprKind::Builtin(b, a) => format!("{}().{}", b.name(), a.name()),
             ExprKind::Len(m) => format!("{}.len()", self.k.memory_name(*m)),
+            ExprKind::Subgroup(op, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                format!("{}({})", op.name(), a.join(", "))
+            }
             ExprKind::Load { mem, index } => {
                 format!("{}[{}]", self.k.memory_name(*mem), self.expr(index))
             }

@@ -13,7 +13,11 @@ pub struct NagaModule {
 /// Parses and validates WGSL; errors quote the source around the problem.
 pub fn validate_wgsl(source: &str) -> Result<NagaModule, String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
-    let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
+    // Subgroup operations are allowed here; whether the device has them is checked when a
+    // kernel using them is launched.
+    let info = Validator::new(ValidationFlags::all(), Capabilities::SUBGROUP)
+        .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+        .subgroup_operations(naga::valid::SubgroupOperationSet::all())
         .validate(&module)
         .map_err(|e| e.emit_to_string(source))?;
     Ok(NagaModule { module, info })

@@ -236,6 +236,9 @@ impl Gen<'_> {
             "// dotcompute WGSL for kernel `{}` (IR v{}), group {:?}, dynamic shared {}",
             k.name, k.version, opts.group_size, opts.dynamic_shared_len
         );
+        // naga 30 takes the subgroup builtins without WGSL's `enable subgroups;` (and
+        // rejects the directive); the device feature SUBGROUP gates them.
+        let subgroups = k.uses_subgroups();
         // Uniform block.
         self.out.push_str("struct DcParams {\n    grid_x: u32,\n    grid_y: u32,\n    grid_z: u32,\n    groups_x: u32,\n    groups_y: u32,\n    groups_z: u32,\n    total_groups: u32,\n");
         for p in &k.params {
@@ -300,9 +303,14 @@ impl Gen<'_> {
         }
         self.out.push_str(HELPERS);
         let [gx, gy, gz] = opts.group_size;
+        let subgroup_builtins = if subgroups {
+            "    @builtin(subgroup_size) dc_sg_size: u32,\n    @builtin(subgroup_invocation_id) dc_sg_lane: u32,\n"
+        } else {
+            ""
+        };
         let _ = writeln!(
             self.out,
-            "\n@compute @workgroup_size({gx}, {gy}, {gz})\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n) {{"
+            "\n@compute @workgroup_size({gx}, {gy}, {gz})\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n{subgroup_builtins}) {{"
         );
         // Fold the dispatch: number groups linearly, skip the padding groups.
         self.out.push_str(
@@ -312,7 +320,7 @@ impl Gen<'_> {
             self.out,
             "    let dc_gsize = vec3<u32>({gx}u, {gy}u, {gz}u);\n    let dc_global = dc_group * dc_gsize + dc_lid;"
         );
-        if !k.uses_barrier() {
+        if !k.runs_whole_groups() {
             self.out.push_str("    if (dc_global.x >= dc_params.grid_x || dc_global.y >= dc_params.grid_y || dc_global.z >= dc_params.grid_z) {\n        return;\n    }\n");
         }
         // Thread-private arrays: declared once, filled where the kernel declares them.
@@ -681,6 +689,39 @@ impl Gen<'_> {
                 // The IR's function names are WGSL's builtin names.
                 let name = f.name();
                 format!("{name}({})", a.join(", "))
+            }
+            ExprKind::Subgroup(op, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                match op {
+                    SubgroupOp::Size => "dc_sg_size".into(),
+                    SubgroupOp::Lane => "dc_sg_lane".into(),
+                    // Lanes are taken modulo the (power-of-two) size, as on CUDA.
+                    SubgroupOp::Shuffle => {
+                        format!("subgroupShuffle({}, {} & (dc_sg_size - 1u))", a[0], a[1])
+                    }
+                    SubgroupOp::ShuffleXor => {
+                        format!("subgroupShuffleXor({}, {} & (dc_sg_size - 1u))", a[0], a[1])
+                    }
+                    // WGSL leaves lanes shifted out undefined; the IR keeps the own value.
+                    SubgroupOp::ShuffleUp => format!(
+                        "select({x}, subgroupShuffleUp({x}, {d}), dc_sg_lane >= {d})",
+                        x = a[0],
+                        d = a[1]
+                    ),
+                    SubgroupOp::ShuffleDown => format!(
+                        "select({x}, subgroupShuffleDown({x}, {d}), dc_sg_lane + {d} < dc_sg_size)",
+                        x = a[0],
+                        d = a[1]
+                    ),
+                    SubgroupOp::Add => format!("subgroupAdd({})", a[0]),
+                    SubgroupOp::Min => format!("subgroupMin({})", a[0]),
+                    SubgroupOp::Max => format!("subgroupMax({})", a[0]),
+                    SubgroupOp::ExclusiveAdd => format!("subgroupExclusiveAdd({})", a[0]),
+                    SubgroupOp::InclusiveAdd => format!("subgroupInclusiveAdd({})", a[0]),
+                    SubgroupOp::Ballot => format!("subgroupBallot({}).x", a[0]),
+                    SubgroupOp::Any => format!("subgroupAny({})", a[0]),
+                    SubgroupOp::All => format!("subgroupAll({})", a[0]),
+                }
             }
             ExprKind::Select {
                 cond,

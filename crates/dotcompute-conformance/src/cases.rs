@@ -103,6 +103,12 @@ pub fn cases() -> Vec<Case> {
             view_args,
         ),
         c(
+            "Subgroups",
+            "language",
+            vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
+            subgroups,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -1252,6 +1258,120 @@ fn view_args(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome,
         }
     }
     Ok(Outcome::default())
+}
+
+fn subgroups(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    if d.info().caps.subgroup_size.is_none() {
+        // The error a kernel with subgroup operations gets there is tested in `bad_input`.
+        return Ok(Outcome::default());
+    }
+    let n = size.dims[0];
+    // 64 threads per group: whole subgroups of 32 or fewer lanes; 100: the last subgroup
+    // of each group is partial wherever the size does not divide 100.
+    for group in [64usize, 100] {
+        subgroups_with(d, n, group, rng)?;
+    }
+    Ok(Outcome::default())
+}
+
+fn subgroups_with(
+    d: &Target,
+    n: usize,
+    group: usize,
+    rng: &mut fastrand::Rng,
+) -> Result<(), Failure> {
+    const W: usize = kernels::SUBGROUP_OUTPUTS as usize;
+    let x: Vec<i32> = (0..n).map(|_| rng.i32(-100..100)).collect();
+    let f: Vec<f32> = x.iter().map(|&v| v as f32 * 0.5).collect();
+    let (dx, df) = (d.upload(&x)?, d.upload(&f)?);
+    let mut out = d.alloc_filled(n * W, POISON_U32 as i32)?;
+    let mut fout = poisoned_f32(d, n * 2)?;
+    let launch = Launch::threads(n).group(group as u32);
+    kernels::subgroup_ops::launch(d, launch, &dx, &df, &mut out, &mut fout)?;
+    let (got, fgot) = (out.to_vec()?, fout.to_vec()?);
+    let size = got[0] as usize;
+    let [lo, hi] = d.info().caps.subgroup_size.unwrap_or([1, 1]);
+    if size == 0 || !(lo as usize..=hi as usize).contains(&size) {
+        return fail(format!(
+            "subgroup_size() = {size}, outside the device's [{lo}, {hi}]"
+        ));
+    }
+    // Values of every thread that ran, padding threads (past n) included as 0.
+    let value = |t: usize| if t < n { x[t] } else { 0 };
+    for i in 0..n {
+        let row = &got[i * W..i * W + W];
+        let local = i % group;
+        let lane = local % size;
+        let base = i - lane; // the subgroup's first thread
+        let end = (i - local + group).min(base + size); // past its last thread
+        let member = |l: usize| (base + l < end).then(|| value(base + l));
+        let members: Vec<i32> = (base..end).map(value).collect();
+        let mut want: [Option<i32>; W] = [None; W];
+        want[0] = Some(size as i32);
+        want[1] = Some(lane as i32);
+        want[2] = member((lane + 1) % size);
+        want[3] = member((lane ^ 1) % size);
+        want[4] = if lane < 1 {
+            Some(x[i])
+        } else {
+            member(lane - 1)
+        };
+        want[5] = if lane + 2 >= size {
+            Some(x[i])
+        } else {
+            member(lane + 2)
+        };
+        want[6] = Some(members.iter().fold(0i32, |a, &b| a.wrapping_add(b)));
+        want[7] = members.iter().min().copied();
+        want[8] = members.iter().max().copied();
+        want[9] = Some(members[..lane].iter().sum());
+        want[10] = Some(members[..=lane].iter().sum());
+        let ballot = (0..members.len().min(32))
+            .filter(|&l| members[l] > 0)
+            .fold(0u32, |m, l| m | 1 << l);
+        want[11] = Some(ballot as i32);
+        want[12] = Some(members.iter().any(|&v| v > 90) as i32);
+        want[13] = Some(members.iter().all(|&v| v > -90) as i32);
+        let names = [
+            "subgroup_size",
+            "subgroup_lane",
+            "shuffle(lane + 1)",
+            "shuffle_xor(1)",
+            "shuffle_up(1)",
+            "shuffle_down(2)",
+            "add",
+            "min",
+            "max",
+            "exclusive_add",
+            "inclusive_add",
+            "ballot(v > 0)",
+            "any(v > 90)",
+            "all(v > -90)",
+        ];
+        for k in 0..W {
+            // None: the operation read a lane the partial subgroup lacks (undefined).
+            if want[k].is_some_and(|w| w != row[k]) {
+                return fail(format!(
+                    "group size {group}, thread {i} (lane {lane} of {size}): {} = {}, \
+                     expected {} (subgroup values {members:?})",
+                    names[k],
+                    row[k],
+                    want[k].unwrap_or_default()
+                ));
+            }
+        }
+        let fsum: f32 = members.iter().map(|&v| v as f32 * 0.5).sum();
+        let fx = member((lane ^ 2) % size).map(|v| v as f32 * 0.5);
+        if fgot[2 * i] != fsum || fx.is_some_and(|w| w != fgot[2 * i + 1]) {
+            return fail(format!(
+                "group size {group}, thread {i}: f32 add {} (expected {fsum}), \
+                 shuffle_xor(2) {} (expected {fx:?})",
+                fgot[2 * i],
+                fgot[2 * i + 1]
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn control_flow_reference(n: u32) -> [u32; 4] {

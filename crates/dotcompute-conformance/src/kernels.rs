@@ -657,3 +657,50 @@ pub fn view_args(a: &[f32], b: &[f32], out: &mut [f32], counts: &mut [u32]) {
         atomic_add(&counts[i % counts.len()], 1u32);
     }
 }
+
+/// Outputs of `subgroup_ops` per thread (see the conformance case).
+pub const SUBGROUP_OUTPUTS: u32 = 14;
+
+/// Every subgroup operation on `i32` (and two on `f32`), written per thread. Threads past
+/// the end of the data take 0 (a kernel with subgroup operations runs whole groups).
+#[kernel]
+pub fn subgroup_ops(x: &[i32], f: &[f32], out: &mut [i32], fout: &mut [f32]) {
+    let i = global_id().x;
+    let v = if i < x.len() { x[i] } else { 0 };
+    let fv = if i < f.len() { f[i] } else { 0.0 };
+    let lane = subgroup_lane();
+    let size = subgroup_size();
+    let shuffled = subgroup_shuffle(v, lane + 1);
+    let xored = subgroup_shuffle_xor(v, 1);
+    let up = subgroup_shuffle_up(v, 1);
+    let down = subgroup_shuffle_down(v, 2);
+    let sum = subgroup_add(v);
+    let lo = subgroup_min(v);
+    let hi = subgroup_max(v);
+    let before = subgroup_exclusive_add(v);
+    let upto = subgroup_inclusive_add(v);
+    let ballot = subgroup_ballot(v > 0);
+    let any = subgroup_any(v > 90);
+    let all = subgroup_all(v > -90);
+    let fsum = subgroup_add(fv);
+    let fx = subgroup_shuffle_xor(fv, 2);
+    if i < x.len() {
+        let o = i * SUBGROUP_OUTPUTS;
+        out[o] = size as i32;
+        out[o + 1] = lane as i32;
+        out[o + 2] = shuffled;
+        out[o + 3] = xored;
+        out[o + 4] = up;
+        out[o + 5] = down;
+        out[o + 6] = sum;
+        out[o + 7] = lo;
+        out[o + 8] = hi;
+        out[o + 9] = before;
+        out[o + 10] = upto;
+        out[o + 11] = ballot as i32;
+        out[o + 12] = if any { 1 } else { 0 };
+        out[o + 13] = if all { 1 } else { 0 };
+        fout[i * 2] = fsum;
+        fout[i * 2 + 1] = fx;
+    }
+}

@@ -286,6 +286,7 @@ macro_rules! conformance_tests {
             generic_kernels, generic_kernels_on_stream => "GenericKernels",
             local_arrays, local_arrays_on_stream => "LocalArrays",
             view_args, view_args_on_stream => "ViewArgs",
+            subgroups, subgroups_on_stream => "Subgroups",
             atomic_ops, atomic_ops_on_stream => "AtomicOps",
             math_functions, math_functions_on_stream => "MathFunctions",
             control_flow, control_flow_on_stream => "ControlFlow",
@@ -298,7 +299,7 @@ macro_rules! conformance_tests {
             pool_reuse, pool_reuse_on_stream => "PoolReuse");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 29, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 30, "add new cases to conformance_tests!");
         }
     };
     (@each $($test:ident, $on_stream:ident => $name:literal),*) => {

@@ -155,6 +155,8 @@ impl CpuBackend {
                     concurrent_streams: false,
                     native_graphs: false,
                     blas: Vec::new(),
+                    // One lane: each operation sees only the calling thread.
+                    subgroup_size: Some([1, 1]),
                 },
             },
             pool: SizeClassPool::new(),

@@ -497,6 +497,68 @@ pub fn step_range<T: LoopInt>(start: T, end: T, step: T) -> impl Iterator<Item =
     })
 }
 
+// Subgroup operations on the CPU backend: a subgroup is one thread (`subgroup_size()` is
+// 1), so each operation sees only the caller's value. Kernels written for any subgroup
+// size (loops up to `subgroup_size()`) compute the same results as on a GPU.
+
+#[inline(always)]
+pub fn subgroup_size() -> u32 {
+    1
+}
+#[inline(always)]
+pub fn subgroup_lane() -> u32 {
+    0
+}
+#[inline(always)]
+pub fn subgroup_shuffle<T: Copy>(x: T, _lane: u32) -> T {
+    x
+}
+#[inline(always)]
+pub fn subgroup_shuffle_xor<T: Copy>(x: T, _mask: u32) -> T {
+    x
+}
+#[inline(always)]
+pub fn subgroup_shuffle_up<T: Copy>(x: T, _delta: u32) -> T {
+    x
+}
+#[inline(always)]
+pub fn subgroup_shuffle_down<T: Copy>(x: T, _delta: u32) -> T {
+    x
+}
+#[inline(always)]
+pub fn subgroup_add<T: Arith>(x: T) -> T {
+    x
+}
+#[inline(always)]
+pub fn subgroup_min<T: Numeric>(x: T) -> T {
+    x
+}
+#[inline(always)]
+pub fn subgroup_max<T: Numeric>(x: T) -> T {
+    x
+}
+/// The sum over no lanes: zero.
+#[inline(always)]
+pub fn subgroup_exclusive_add<T: Arith + Default>(_x: T) -> T {
+    T::default()
+}
+#[inline(always)]
+pub fn subgroup_inclusive_add<T: Arith>(x: T) -> T {
+    x
+}
+#[inline(always)]
+pub fn subgroup_ballot(b: bool) -> u32 {
+    b as u32
+}
+#[inline(always)]
+pub fn subgroup_any(b: bool) -> bool {
+    b
+}
+#[inline(always)]
+pub fn subgroup_all(b: bool) -> bool {
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -493,7 +493,7 @@ where
     let uses_barrier = kernel.uses_barrier();
     let workers = rayon::current_num_threads() as u64;
     let one_dimensional = g.grid[1] == 1 && g.grid[2] == 1 && g.group[1] == 1 && g.group[2] == 1;
-    if !uses_barrier && kernel.shared.is_empty() && one_dimensional {
+    if !kernel.runs_whole_groups() && kernel.shared.is_empty() && one_dimensional {
         run_1d(launch, fast_limit, &checked, &fast);
     } else {
         let total = g.total_groups();
@@ -597,9 +597,17 @@ where
         group_id.y * g.group[1],
         group_id.z * g.group[2],
     ];
-    // Threads outside the grid do not run (Launch's documented rule for barrier-free
-    // kernels); the bounds are hoisted so the inner loop is a plain counted loop.
-    let end = [0, 1, 2].map(|d| (g.grid[d] - base[d]).min(g.group[d]));
+    // Threads outside the grid do not run (Launch's documented rule for kernels without
+    // barriers or subgroup operations; those run whole groups). The bounds are hoisted so
+    // the inner loop is a plain counted loop.
+    let whole = launch.kernel.runs_whole_groups();
+    let end = [0, 1, 2].map(|d| {
+        if whole {
+            g.group[d]
+        } else {
+            (g.grid[d] - base[d]).min(g.group[d])
+        }
+    });
     let mut ctx = ThreadCtx {
         global_id: UVec3::default(),
         local_id: UVec3::default(),

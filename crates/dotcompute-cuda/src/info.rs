@@ -86,6 +86,7 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
             } else {
                 Vec::new()
             },
+            subgroup_size: Some([32, 32]),
         },
     })
 }

@@ -121,6 +121,9 @@ pub struct Capabilities {
     pub native_graphs: bool,
     /// Element types of the vendor matrix product ([`crate::Blas`]), empty without one.
     pub blas: Vec<ScalarType>,
+    /// Subgroup operations (`subgroup_shuffle` and friends) and the subgroup size range
+    /// `[min, max]`; `None` where kernels cannot use them.
+    pub subgroup_size: Option<[u32; 2]>,
 }
 
 impl Capabilities {
@@ -150,6 +153,13 @@ impl Capabilities {
         }
         if self.native_graphs {
             w.push("native-graphs".into());
+        }
+        if let Some([lo, hi]) = self.subgroup_size {
+            w.push(if lo == hi {
+                format!("subgroups (size {lo})")
+            } else {
+                format!("subgroups (size {lo}-{hi})")
+            });
         }
         if !self.blas.is_empty() {
             let types: Vec<&str> = self.blas.iter().map(|t| t.name()).collect();

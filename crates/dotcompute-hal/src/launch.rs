@@ -11,9 +11,10 @@ use dotcompute_ir::Kernel;
 /// * The group size, when not given, is 256 (1D), 16×16 (2D) or 8×8×4 (3D), clamped to the
 ///   device's limits.
 /// * Groups cover the grid, so the last group in a dimension may stick out. In a kernel
-///   without `barrier()` the threads outside the grid do not run at all. In a kernel with
-///   `barrier()` every thread of every group runs (barriers must be reached by the whole
-///   group), so such kernels must bound their own accesses, for example with `len()`.
+///   without `barrier()` or subgroup operations the threads outside the grid do not run
+///   at all. In a kernel with either, every thread of every group runs (barriers must be
+///   reached by the whole group, subgroup operations by the whole subgroup), so such
+///   kernels must bound their own accesses, for example with `len()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Launch {
     grid: [u64; 3],

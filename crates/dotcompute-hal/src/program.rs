@@ -54,6 +54,8 @@ pub struct Program {
     pub kernel: Arc<Kernel>,
     pub key: ProgramKey,
     pub source: ProgramSource,
+    /// Whether the kernel uses subgroup operations (a device capability).
+    pub uses_subgroups: bool,
 }
 
 impl Program {
@@ -61,6 +63,7 @@ impl Program {
     pub fn from_ir(kernel: Arc<Kernel>, native: Option<NativeFn>) -> Program {
         Program {
             key: ProgramKey(kernel.content_hash()),
+            uses_subgroups: kernel.uses_subgroups(),
             kernel,
             source: ProgramSource::Ir { native },
         }
@@ -72,6 +75,7 @@ impl Program {
             kernel: signature,
             key,
             source: ProgramSource::Raw(source),
+            uses_subgroups: false,
         }
     }
     pub fn name(&self) -> &str {

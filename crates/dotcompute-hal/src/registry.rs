@@ -72,6 +72,7 @@ mod tests {
                 concurrent_streams: false,
                 native_graphs: false,
                 blas: Vec::new(),
+                subgroup_size: None,
             },
         }
     }

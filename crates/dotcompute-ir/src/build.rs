@@ -642,6 +642,50 @@ impl Builder {
         Ok(self.get(result))
     }
 
+    /// A subgroup operation (see [`SubgroupOp`]).
+    pub fn subgroup(&mut self, op: SubgroupOp, args: Vec<V>) -> R<V> {
+        if args.len() != op.arity() {
+            return self.err(format!(
+                "{} takes {} argument(s), found {}",
+                op.name(),
+                op.arity(),
+                args.len()
+            ));
+        }
+        let mut args = args.into_iter();
+        let mut exprs = Vec::new();
+        if let Some(x) = args.next() {
+            let x = if op.takes_bool() {
+                self.coerce(
+                    x,
+                    ScalarType::Bool,
+                    &format!("the argument of {}", op.name()),
+                )?
+            } else {
+                match x {
+                    V::Typed(e) => e,
+                    other => self.default_of(other)?,
+                }
+            };
+            if !op.takes_bool() && !x.ty.is_numeric() {
+                return self.err(format!("{} is not defined on {}", op.name(), x.ty));
+            }
+            exprs.push(x);
+        }
+        if let Some(lane) = args.next() {
+            exprs.push(self.coerce(
+                lane,
+                ScalarType::U32,
+                &format!("the lane of {}", op.name()),
+            )?);
+        }
+        let ty = op.result_type(exprs.first().map_or(ScalarType::U32, |e| e.ty));
+        Ok(V::Typed(Expr {
+            ty,
+            kind: ExprKind::Subgroup(op, exprs),
+        }))
+    }
+
     /// An atomic read-modify-write; returns the previous value.
     pub fn atomic(&mut self, op: AtomicOp, mem: Mem, index: V, args: Vec<V>) -> R<V> {
         if !op.supports(mem.elem) {

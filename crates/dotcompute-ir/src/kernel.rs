@@ -337,6 +337,93 @@ impl MathFn {
     }
 }
 
+/// Subgroup (warp, SIMD-group) operations: the threads of a subgroup exchange values
+/// without memory. A subgroup is `subgroup_size()` consecutive threads of a group in
+/// linear order (`x` fastest); the last one of a group is partial when the group size is
+/// not a multiple of the subgroup size, and reading its missing lanes is undefined.
+/// Every thread of the subgroup must reach the operation (like `barrier()` for a group),
+/// so a kernel using them runs whole groups, like a kernel with barriers.
+///
+/// The size is the device's: 32 on CUDA, the adapter's on wgpu (4 to 128), and 1 on the
+/// CPU backend, where every operation sees only the calling thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SubgroupOp {
+    /// `u32`: threads per subgroup.
+    Size,
+    /// `u32`: the thread's index in its subgroup.
+    Lane,
+    /// `(x, lane: u32)`: `x` of thread `lane % size`.
+    Shuffle,
+    /// `(x, mask: u32)`: `x` of thread `(lane ^ mask) % size`.
+    ShuffleXor,
+    /// `(x, delta: u32)`: `x` of thread `lane - delta`, or the caller's own `x` where
+    /// `lane < delta`.
+    ShuffleUp,
+    /// `(x, delta: u32)`: `x` of thread `lane + delta`, or the caller's own `x` where
+    /// `lane + delta >= size`.
+    ShuffleDown,
+    /// `(x)`: the sum over the subgroup (wrapping for integers; float order unspecified).
+    Add,
+    /// `(x)`: the minimum over the subgroup.
+    Min,
+    /// `(x)`: the maximum over the subgroup.
+    Max,
+    /// `(x)`: the sum over the lanes below the caller's (0 for lane 0).
+    ExclusiveAdd,
+    /// `(x)`: the sum over the lanes up to and including the caller's.
+    InclusiveAdd,
+    /// `(b: bool) -> u32`: bit `i` set when lane `i` passed true (lanes 0 to 31).
+    Ballot,
+    /// `(b: bool) -> bool`: whether any lane passed true.
+    Any,
+    /// `(b: bool) -> bool`: whether every lane passed true.
+    All,
+}
+
+impl SubgroupOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            SubgroupOp::Size => "subgroup_size",
+            SubgroupOp::Lane => "subgroup_lane",
+            SubgroupOp::Shuffle => "subgroup_shuffle",
+            SubgroupOp::ShuffleXor => "subgroup_shuffle_xor",
+            SubgroupOp::ShuffleUp => "subgroup_shuffle_up",
+            SubgroupOp::ShuffleDown => "subgroup_shuffle_down",
+            SubgroupOp::Add => "subgroup_add",
+            SubgroupOp::Min => "subgroup_min",
+            SubgroupOp::Max => "subgroup_max",
+            SubgroupOp::ExclusiveAdd => "subgroup_exclusive_add",
+            SubgroupOp::InclusiveAdd => "subgroup_inclusive_add",
+            SubgroupOp::Ballot => "subgroup_ballot",
+            SubgroupOp::Any => "subgroup_any",
+            SubgroupOp::All => "subgroup_all",
+        }
+    }
+    /// Arguments taken.
+    pub fn arity(self) -> usize {
+        match self {
+            SubgroupOp::Size | SubgroupOp::Lane => 0,
+            SubgroupOp::Shuffle
+            | SubgroupOp::ShuffleXor
+            | SubgroupOp::ShuffleUp
+            | SubgroupOp::ShuffleDown => 2,
+            _ => 1,
+        }
+    }
+    /// Whether the (first) argument is `bool` rather than a number.
+    pub fn takes_bool(self) -> bool {
+        matches!(self, SubgroupOp::Ballot | SubgroupOp::Any | SubgroupOp::All)
+    }
+    /// The result type for a first argument of type `arg` (`U32` without arguments).
+    pub fn result_type(self, arg: ScalarType) -> ScalarType {
+        match self {
+            SubgroupOp::Size | SubgroupOp::Lane | SubgroupOp::Ballot => ScalarType::U32,
+            SubgroupOp::Any | SubgroupOp::All => ScalarType::Bool,
+            _ => arg,
+        }
+    }
+}
+
 /// Atomic read-modify-write operations; each returns the previous value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AtomicOp {
@@ -411,6 +498,8 @@ pub enum ExprKind {
     /// Conversion to `Expr::ty` with Rust `as` semantics (see the crate docs).
     Cast(Box<Expr>),
     Math(MathFn, Vec<Expr>),
+    /// A subgroup operation (see [`SubgroupOp`]); `Shuffle*` take a `u32` second operand.
+    Subgroup(SubgroupOp, Vec<Expr>),
     /// Both arms are evaluated; the result is `then` when `cond` is true.
     Select {
         cond: Box<Expr>,
@@ -541,7 +630,9 @@ impl Expr {
                 a.walk(f);
                 b.walk(f);
             }
-            ExprKind::Math(_, args) => args.iter().for_each(|a| a.walk(f)),
+            ExprKind::Math(_, args) | ExprKind::Subgroup(_, args) => {
+                args.iter().for_each(|a| a.walk(f))
+            }
             ExprKind::Select {
                 cond,
                 then,
@@ -567,6 +658,24 @@ impl Kernel {
         let mut found = false;
         walk_stmts(&self.body, &mut |s| found |= matches!(s, Stmt::Barrier));
         found
+    }
+
+    /// Whether any expression is a subgroup operation.
+    pub fn uses_subgroups(&self) -> bool {
+        let mut found = false;
+        walk_stmts(&self.body, &mut |s| {
+            for e in s.exprs() {
+                e.walk(&mut |e| found |= matches!(e.kind, ExprKind::Subgroup(..)));
+            }
+        });
+        found
+    }
+
+    /// Whether every thread of each group runs, the grid's padding included: kernels with
+    /// barriers or subgroup operations, which need their whole group or subgroup (see
+    /// the crate docs' launch rule).
+    pub fn runs_whole_groups(&self) -> bool {
+        self.uses_barrier() || self.uses_subgroups()
     }
 
     /// The dynamically sized shared array, if the kernel has one.

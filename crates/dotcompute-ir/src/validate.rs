@@ -394,6 +394,40 @@ impl<'k> Validator<'k> {
                     return self.err(format!("builtin {} is u32, labelled {ty}", b.name()));
                 }
             }
+            ExprKind::Subgroup(op, args) => {
+                if args.len() != op.arity() {
+                    return self.err(format!(
+                        "{} takes {} operand(s), found {}",
+                        op.name(),
+                        op.arity(),
+                        args.len()
+                    ));
+                }
+                for a in args {
+                    self.expr(a)?;
+                }
+                let arg = args.first().map_or(ScalarType::U32, |a| a.ty);
+                let arg_ok = match args.first() {
+                    None => true,
+                    Some(_) if op.takes_bool() => arg == ScalarType::Bool,
+                    Some(_) => arg.is_numeric(),
+                };
+                if !arg_ok {
+                    return self.err(format!("{} is not defined on {arg}", op.name()));
+                }
+                if let Some(b) = args.get(1) {
+                    if b.ty != ScalarType::U32 {
+                        return self.err(format!("{}'s lane operand must be u32", op.name()));
+                    }
+                }
+                if op.result_type(arg) != ty {
+                    return self.err(format!(
+                        "{} yields {}, labelled {ty}",
+                        op.name(),
+                        op.result_type(arg)
+                    ));
+                }
+            }
             ExprKind::Len(mem) => {
                 self.memory(*mem, false)?;
                 if ty != ScalarType::U32 {

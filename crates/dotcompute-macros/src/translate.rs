@@ -57,6 +57,23 @@ const ATOMICS: [(&str, &str); 9] = [
     ("atomic_exchange", "Exchange"),
     ("atomic_compare_exchange", "CompareExchange"),
 ];
+/// Subgroup functions: name (also the native `ops` function) and IR operation.
+const SUBGROUP: [(&str, &str); 14] = [
+    ("subgroup_size", "Size"),
+    ("subgroup_lane", "Lane"),
+    ("subgroup_shuffle", "Shuffle"),
+    ("subgroup_shuffle_xor", "ShuffleXor"),
+    ("subgroup_shuffle_up", "ShuffleUp"),
+    ("subgroup_shuffle_down", "ShuffleDown"),
+    ("subgroup_add", "Add"),
+    ("subgroup_min", "Min"),
+    ("subgroup_max", "Max"),
+    ("subgroup_exclusive_add", "ExclusiveAdd"),
+    ("subgroup_inclusive_add", "InclusiveAdd"),
+    ("subgroup_ballot", "Ballot"),
+    ("subgroup_any", "Any"),
+    ("subgroup_all", "All"),
+];
 /// Method name, IR function, native op, arity (receiver included).
 const MATH: [(&str, &str, &str, usize); 30] = [
     ("sqrt", "Sqrt", "sqrt", 1),
@@ -1148,6 +1165,24 @@ impl Tx {
         }
         if let Some(pair) = self.type_function(c) {
             return pair;
+        }
+        if let Some(&(name, op)) = SUBGROUP.iter().find(|(n, _)| is_call_to(c, n)) {
+            if self.short_circuit > 0 {
+                return self.fail(c.span(), format!("`{name}` on the right of `&&` or `||` is not supported: every thread of the subgroup must reach it; use an `if` around a value computed before"));
+            }
+            let mut bs = Vec::new();
+            let mut ns = Vec::new();
+            for a in &c.args {
+                let (b, n) = self.expr(a);
+                bs.push(b);
+                ns.push(n);
+            }
+            let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
+            let (op, native) = (format_ident!("{op}"), format_ident!("{name}"));
+            return (
+                quote!({ #(let #tmps = #bs;)* __b.subgroup(__dc::ir::SubgroupOp::#op, vec![#(#tmps),*])? }),
+                quote!(__dc::ops::#native(#(#ns),*)),
+            );
         }
         let Some((fname, op)) = atomic_name(c) else {
             return self.helper_call(c);

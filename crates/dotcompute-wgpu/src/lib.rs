@@ -208,13 +208,39 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
             f64: false,
             i64: false,
             atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
-            timestamps: adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY),
+            timestamps: usable_features(adapter).contains(wgpu::Features::TIMESTAMP_QUERY),
             raw_languages: vec![RawLanguage::Wgsl],
             concurrent_streams: false,
             native_graphs: false,
             blas: Vec::new(),
+            subgroup_size: usable_features(adapter)
+                .contains(wgpu::Features::SUBGROUP)
+                .then_some([ai.subgroup_min_size, ai.subgroup_max_size]),
         },
     }
+}
+
+/// The environment variable listing optional adapter features not to use, comma
+/// separated: `subgroups`, `timestamps`. The device then lacks them as a device without
+/// them would (capabilities, errors), which tests code meant to run everywhere.
+pub const DISABLE_ENV: &str = "DOTCOMPUTE_WGPU_DISABLE";
+
+/// The adapter's features minus those [`DISABLE_ENV`] names.
+fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
+    let mut features = adapter.features();
+    if let Ok(list) = std::env::var(DISABLE_ENV) {
+        for name in list.split(',').map(str::trim) {
+            match name {
+                "subgroups" => features.remove(wgpu::Features::SUBGROUP),
+                "timestamps" => features.remove(
+                    wgpu::Features::TIMESTAMP_QUERY
+                        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
+                ),
+                _ => {}
+            }
+        }
+    }
+    features
 }
 
 impl WgpuBackend {
@@ -237,8 +263,9 @@ impl WgpuBackend {
         for f in [
             wgpu::Features::TIMESTAMP_QUERY,
             wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
+            wgpu::Features::SUBGROUP,
         ] {
-            if adapter.features().contains(f) {
+            if usable_features(&adapter).contains(f) {
                 required_features |= f;
             }
         }

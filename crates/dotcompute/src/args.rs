@@ -87,9 +87,20 @@ pub(crate) fn check_arg(kernel: &Kernel, param: &Param, arg: ArgView) -> Result<
     }
 }
 
-/// A hand-written program runs only on devices that take its language; generated
-/// programs run everywhere.
-pub(crate) fn check_language(program: &Program, device: &Device) -> Result<()> {
+/// A hand-written program runs only on devices that take its language; a generated one
+/// on devices with the capabilities it uses (subgroup operations).
+pub(crate) fn check_program(program: &Program, device: &Device) -> Result<()> {
+    if program.uses_subgroups && device.info().caps.subgroup_size.is_none() {
+        return Err(Error::Unsupported {
+            op: "subgroup operations",
+            detail: format!(
+                "kernel `{}` uses subgroup operations, and {} has no subgroup support \
+                 (capability `subgroup_size`; on wgpu the adapter feature SUBGROUP)",
+                program.name(),
+                device.label()
+            ),
+        });
+    }
     let Some(raw) = program.raw_source() else {
         return Ok(());
     };

@@ -1,6 +1,6 @@
 //! Devices: discovery and selection through the registry, allocation, streams, launches.
 
-use crate::args::{check_arg, check_count, check_language, ArgView};
+use crate::args::{check_arg, check_count, check_program, ArgView};
 use crate::buffer::{Arg, Buffer, Element};
 use crate::registry::{descriptor, not_built, registry};
 use crate::stream::{AsStream, Stream};
@@ -319,7 +319,7 @@ impl Device {
         let program = kernel.program();
         let bound = self.bind_args(&program.kernel, args)?;
         let launch = kernel.group_for(launch)?;
-        check_language(program, self)?;
+        check_program(program, self)?;
         self.launch_bound(s, program, launch, args, bound)
     }
 
@@ -332,7 +332,7 @@ impl Device {
         args: &[Arg<'_>],
     ) -> Result<()> {
         let bound = self.bind_args(&program.kernel, args)?;
-        check_language(program, self)?;
+        check_program(program, self)?;
         self.launch_bound(s, program, launch, args, bound)
     }
 

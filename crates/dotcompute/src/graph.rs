@@ -38,7 +38,7 @@
 //! be freed or touched by the host while it exists; read results with
 //! [`ExecGraph::read`]. Buffer uses are ordered against other streams like any launch.
 
-use crate::args::{check_arg, check_count, check_language, ArgView};
+use crate::args::{check_arg, check_count, check_program, ArgView};
 use crate::buffer::{Buffer, Element, ScalarArg};
 use crate::device::Device;
 use crate::stream::{AsStream, Stream};
@@ -294,7 +294,6 @@ impl<'a> Graph<'a> {
         deps: &[NodeId],
     ) -> Result<NodeId> {
         let launch = kernel.group_for(launch)?;
-        check_language(kernel.program(), &self.device)?;
         self.launch_program(kernel.program_arc(), launch, args, deps)
     }
 
@@ -305,6 +304,7 @@ impl<'a> Graph<'a> {
         args: &[GraphArg],
         deps: &[NodeId],
     ) -> Result<NodeId> {
+        check_program(&program, &self.device)?;
         let ir = &program.kernel;
         check_count(ir, args.len())?;
         let mut node_args = Vec::with_capacity(args.len());

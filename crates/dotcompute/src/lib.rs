@@ -65,6 +65,16 @@
 //!   backend, so results agree bit for bit; `rsqrt` is within 2 ulp.
 //! * **Host constants**: any name that is not a local or parameter (a `const`,
 //!   `f32::MAX`) is read from the host when the kernel is built, which specialises it.
+//! * **Subgroups** (warps, SIMD-groups): `subgroup_size()`, `subgroup_lane()` (`u32`),
+//!   `subgroup_shuffle(x, lane)`, `subgroup_shuffle_xor(x, mask)`,
+//!   `subgroup_shuffle_up(x, delta)`, `subgroup_shuffle_down(x, delta)`,
+//!   `subgroup_add/min/max(x)`, `subgroup_exclusive_add(x)`, `subgroup_inclusive_add(x)`
+//!   on numbers, and `subgroup_ballot(b)` (`u32`, lanes 0-31), `subgroup_any(b)`,
+//!   `subgroup_all(b)`. A subgroup is `subgroup_size()` consecutive threads of a group:
+//!   32 on CUDA, the adapter's size on wgpu (capability `subgroup_size`; without it a
+//!   launch is `Error::Unsupported`), 1 on the CPU backend, where each operation sees only
+//!   its own thread. Every thread of a subgroup must reach each operation; write kernels
+//!   that work for any size. Semantics: `dotcompute_ir::SubgroupOp`.
 //! * **Kernel functions**: a kernel calls functions marked [`#[kernel_fn]`](kernel_fn),
 //!   written in the same subset. They take scalars and arrays (`&[T]`, `&mut [T]`: pass a
 //!   buffer parameter or a shared array by name) and return a scalar or nothing; they may
@@ -86,9 +96,9 @@
 //! ## Launches
 //!
 //! [`Launch`] counts *threads*, not groups: `Launch::threads(n)`,
-//! `Launch::grid2d(w, h).group2d(16, 16)`. In a kernel without `barrier()` threads outside
-//! the grid do not run; a kernel with `barrier()` runs whole groups and must bound its own
-//! accesses. Launch errors (empty grid, group or grid beyond the device's limits, too much
+//! `Launch::grid2d(w, h).group2d(16, 16)`. In a kernel without `barrier()` or subgroup
+//! operations threads outside the grid do not run; a kernel with either runs whole groups
+//! and must bound its own accesses. Launch errors (empty grid, group or grid beyond the device's limits, too much
 //! shared memory, wrong or foreign buffers) are `Err`s naming the problem, and the device
 //! stays usable.
 //!

@@ -2,7 +2,7 @@
 //! usable afterwards (each test ends by running a correct kernel on the same device).
 
 use dotcompute::prelude::*;
-use dotcompute::{Arg, Error};
+use dotcompute::{Arg, BackendKind, Error};
 
 #[kernel]
 fn vector_add(a: &[f32], b: &[f32], out: &mut [f32]) {
@@ -339,5 +339,82 @@ fn local_array_out_of_bounds_names_the_array_on_the_cpu() {
         ),
         other => panic!("expected OutOfBounds, got {other:?}"),
     }
+    still_works(&d);
+}
+
+/// The sum of each subgroup, per thread.
+#[kernel]
+fn subgroup_sums(x: &[u32], out: &mut [u32]) {
+    let i = global_id().x;
+    let v = if i < x.len() { x[i] } else { 0 };
+    let s = subgroup_add(v);
+    if i < out.len() {
+        out[i] = s;
+    }
+}
+
+/// Runs the ignored test `name` of this test binary in a child process with `env` set
+/// (for settings read when a device opens).
+fn run_in_child(name: &str, env: &[(&str, &str)]) {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([
+        "--ignored",
+        "--exact",
+        name,
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "child test {name} failed:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "child test {name} did not run:\n{text}"
+    );
+    let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
+    assert!(
+        !(text.contains("skipping: no wgpu adapter") && required.contains("wgpu")),
+        "wgpu is required (DOTCOMPUTE_REQUIRE) but the child found no adapter:\n{text}"
+    );
+}
+
+#[test]
+fn subgroup_kernel_on_a_device_without_subgroups_is_an_error() {
+    run_in_child(
+        "bad_input::subgroups_missing_child",
+        &[("DOTCOMPUTE_WGPU_DISABLE", "subgroups")],
+    );
+}
+
+#[test]
+#[ignore = "run by subgroup_kernel_on_a_device_without_subgroups_is_an_error"]
+fn subgroups_missing_child() {
+    if std::env::var("DOTCOMPUTE_WGPU_DISABLE").is_err() {
+        eprintln!("skipping: run by subgroup_kernel_on_a_device_without_subgroups_is_an_error");
+        return;
+    }
+    let Ok(d) = Device::with_backend(BackendKind::Wgpu) else {
+        eprintln!("skipping: no wgpu adapter");
+        return;
+    };
+    assert_eq!(d.info().caps.subgroup_size, None, "{d:?}");
+    let x = d.upload(&[1u32; 100]).unwrap();
+    let mut out = d.alloc_filled(100, 7u32).unwrap();
+    let e = subgroup_sums::launch(&d, Launch::threads(100), &x, &mut out).unwrap_err();
+    assert!(
+        matches!(&e, Error::Unsupported { op, .. } if *op == "subgroup operations"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("subgroup_sums"), "{e}");
+    // Nothing ran and the device still works.
+    assert_eq!(out.to_vec().unwrap(), vec![7u32; 100]);
     still_works(&d);
 }
