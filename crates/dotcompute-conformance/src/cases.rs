@@ -109,6 +109,16 @@ pub fn cases() -> Vec<Case> {
             subgroups,
         ),
         c(
+            "SharedArray2D",
+            "language",
+            vec![
+                Size::mkn(1, 1, 1),
+                Size::mkn(37, 53, 1),
+                Size::mkn(1000, 1031, 1),
+            ],
+            shared_array_2d,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -1372,6 +1382,24 @@ fn subgroups_with(
         }
     }
     Ok(())
+}
+
+fn shared_array_2d(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let (h, w) = (size.dims[0], size.dims[1]);
+    let input: Vec<f32> = (0..h * w).map(|_| rng.f32()).collect();
+    let din = d.upload(&input)?;
+    let mut out = poisoned_f32(d, h * w)?;
+    let t = kernels::TILE_2D;
+    let launch = Launch::grid2d(
+        w.next_multiple_of(t as usize),
+        h.next_multiple_of(t as usize),
+    )
+    .group2d(t, t);
+    kernels::transpose_2d::launch(d, launch, &din, &mut out, w as u32, h as u32)?;
+    let got = out.to_vec()?;
+    // out is w×h: out[c][r] = input[r][c].
+    first_mismatch(&got, |i| input[(i % h) * w + i / h])?;
+    Ok(Outcome::default())
 }
 
 fn control_flow_reference(n: u32) -> [u32; 4] {

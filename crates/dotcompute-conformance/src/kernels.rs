@@ -704,3 +704,28 @@ pub fn subgroup_ops(x: &[i32], f: &[f32], out: &mut [i32], fout: &mut [f32]) {
         fout[i * 2 + 1] = fx;
     }
 }
+
+/// Edge of the tiles of `transpose_2d`.
+pub const TILE_2D: u32 = 16;
+
+/// `out = inᵀ` for an `h`×`w` row-major matrix through a padded 2-D shared tile
+/// (`[[f32; 17]; 16]`: the extra column keeps a column's reads on distinct banks).
+#[kernel]
+pub fn transpose_2d(input: &[f32], out: &mut [f32], w: u32, h: u32) {
+    let tile = shared::<[[f32; TILE_2D as usize + 1]; TILE_2D as usize]>();
+    let lx = local_id().x;
+    let ly = local_id().y;
+    let x = group_id().x * TILE_2D + lx;
+    let y = group_id().y * TILE_2D + ly;
+    tile[ly][lx] = if x < w && y < h {
+        input[y * w + x]
+    } else {
+        0.0
+    };
+    barrier();
+    let tx = group_id().y * TILE_2D + lx;
+    let ty = group_id().x * TILE_2D + ly;
+    if tx < h && ty < w {
+        out[ty * h + tx] = tile[lx][ly];
+    }
+}

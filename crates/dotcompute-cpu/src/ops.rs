@@ -4,7 +4,7 @@
 //! in all builds, while a kernel must compute the same total function on every backend.
 //! Everything here is `#[inline(always)]` and compiles to the plain instruction for floats.
 
-use crate::runtime::KernelScalar;
+use crate::runtime::{KernelIndex, KernelScalar};
 
 /// A value of any primitive numeric type, for casts between generic types.
 #[derive(Clone, Copy)]
@@ -495,6 +495,17 @@ pub fn step_range<T: LoopInt>(start: T, end: T, step: T) -> impl Iterator<Item =
         next = v.k_step(step).filter(|n| *n < end);
         Some(v)
     })
+}
+
+/// The flat index of `a[y][x]` in a 2-D array with rows of `row_len`: `x` past the row is
+/// out of bounds (the maximum index, which no array reaches), as in Rust.
+#[inline(always)]
+pub fn index_2d<Y: KernelIndex, X: KernelIndex>(y: Y, x: X, row_len: u32) -> u32 {
+    let (y, x) = (y.to_index(), x.to_index());
+    match y.checked_mul(row_len).and_then(|r| r.checked_add(x)) {
+        Some(i) if x < row_len => i,
+        _ => u32::MAX,
+    }
 }
 
 // Subgroup operations on the CPU backend: a subgroup is one thread (`subgroup_size()` is

@@ -121,6 +121,8 @@ struct Tx {
     gid_indexed: std::collections::BTreeSet<String>,
     /// `match` expressions desugared so far (names their scrutinee locals).
     matches: u32,
+    /// Row lengths of the 2-D shared arrays in scope, by name.
+    row_len: HashMap<String, TokenStream>,
     /// Local arrays declared so far (their index in `Kernel::local_arrays`).
     local_arrays: usize,
     /// Generic type parameters of the function being translated.
@@ -481,6 +483,31 @@ impl Tx {
             );
         };
         let args: Vec<_> = args.args.iter().collect();
+        // `shared::<[[T; COLS]; ROWS]>()`: a 2-D array, stored row-major.
+        if let (true, [GenericArgument::Type(Type::Array(outer))]) = (fname == "shared", &args[..])
+        {
+            let Type::Array(inner) = &*outer.elem else {
+                return self.fail(outer.span(), "write `shared::<[[T; COLS]; ROWS]>()` for a 2-D array, or `shared::<T, LEN>()`");
+            };
+            let Some(Ty {
+                ir: t,
+                native: elem_id,
+                ..
+            }) = self.ty(&inner.elem, "a shared array")
+            else {
+                return (quote!(), quote!());
+            };
+            let (rows, cols) = (&outer.len, &inner.len);
+            let name_str = name.to_string();
+            let slot = self.shared_slots;
+            self.shared_slots += 1;
+            self.bind(&name_str, Binding::Shared);
+            self.row_len.insert(name_str.clone(), quote!(#cols));
+            return (
+                quote!(let #name = __b.shared(#name_str, #t, __dc::ir::V::host(((#rows) as u32) * ((#cols) as u32)))?;),
+                quote!(let #name = __ctx.shared::<#elem_id>(#slot);),
+            );
+        }
         let expected = if fname == "shared" { 2 } else { 1 };
         if args.len() != expected {
             return self.fail(
@@ -666,11 +693,9 @@ impl Tx {
                 }
             }
             Expr::Index(ix) => {
-                let Some(mem) = self.writable_memory(&ix.expr) else {
+                let Some((mem, ib, inn)) = self.element(ix, true) else {
                     return (quote!(), quote!());
                 };
-                self.note_index(&mem, &ix.index);
-                let (ib, inn) = self.expr(&ix.index);
                 match op {
                     None => (
                         quote!({ let __i = #ib; let __v = #rb; __b.store(#mem, __i, __v)?; }),
@@ -836,6 +861,57 @@ impl Tx {
         None
     }
 
+    /// The array and the (flat) index of `a[i]`, or of `a[y][x]` on a 2-D shared array
+    /// (row-major: `y * row_len + x`; natively an `x` past the row is out of bounds, as
+    /// in Rust, not the next row's element).
+    fn element(
+        &mut self,
+        ix: &syn::ExprIndex,
+        write: bool,
+    ) -> Option<(Ident, TokenStream, TokenStream)> {
+        if let Expr::Index(outer) = &*ix.expr {
+            let mem = self.memory(&outer.expr)?;
+            let Some(row_len) = self.row_len.get(&mem.to_string()).cloned() else {
+                self.errors.push(err(
+                    ix.span(),
+                    format!("`{mem}` has one dimension: index it as `{mem}[i]`"),
+                ));
+                return None;
+            };
+            if write {
+                self.writable_memory(&outer.expr)?;
+            }
+            let (yb, yn) = self.expr(&outer.index);
+            let (xb, xn) = self.expr(&ix.index);
+            return Some((
+                mem,
+                quote!({
+                    let __y = #yb; let __x = #xb;
+                    let __y = __b.cast(__y, __dc::ir::ScalarType::U32)?;
+                    let __x = __b.cast(__x, __dc::ir::ScalarType::U32)?;
+                    let __row = __b.binary(__dc::ir::BinaryOp::Mul, __y, __dc::ir::V::host((#row_len) as u32))?;
+                    __b.binary(__dc::ir::BinaryOp::Add, __row, __x)?
+                }),
+                quote!(__dc::ops::index_2d(#yn, #xn, (#row_len) as u32)),
+            ));
+        }
+        let mem = if write {
+            self.writable_memory(&ix.expr)?
+        } else {
+            self.memory(&ix.expr)?
+        };
+        if self.row_len.contains_key(&mem.to_string()) {
+            self.errors.push(err(
+                ix.span(),
+                format!("`{mem}` has two dimensions: index it as `{mem}[row][column]`"),
+            ));
+            return None;
+        }
+        self.note_index(&mem, &ix.index);
+        let (ib, inn) = self.expr(&ix.index);
+        Some((mem, ib, inn))
+    }
+
     /// Like `memory`, for a write: a read-only array is a compile error, as in Rust.
     fn writable_memory(&mut self, e: &Expr) -> Option<Ident> {
         let mem = self.memory(e)?;
@@ -899,11 +975,9 @@ impl Tx {
                 (quote!({ let __v = #b; __b.cast(__v, #t)? }), native)
             }
             Expr::Index(ix) => {
-                let Some(mem) = self.memory(&ix.expr) else {
+                let Some((mem, ib, inn)) = self.element(ix, false) else {
                     return (quote!(), quote!());
                 };
-                self.note_index(&mem, &ix.index);
-                let (ib, inn) = self.expr(&ix.index);
                 (
                     quote!({ let __i = #ib; __b.load(#mem, __i)? }),
                     quote!(#mem.load(#inn)),
@@ -1215,11 +1289,9 @@ impl Tx {
                 ),
             );
         };
-        let Some(mem) = self.writable_memory(&ix.expr) else {
+        let Some((mem, ib, inn)) = self.element(ix, true) else {
             return (quote!(), quote!());
         };
-        self.note_index(&mem, &ix.index);
-        let (ib, inn) = self.expr(&ix.index);
         let mut vbs = Vec::new();
         let mut vns = Vec::new();
         for a in c.args.iter().skip(1) {
@@ -1576,6 +1648,7 @@ impl Tx {
             top_level: helper.is_none(),
             gid_indexed: Default::default(),
             local_arrays: 0,
+            row_len: HashMap::new(),
             type_params: Vec::new(),
             helper,
         }

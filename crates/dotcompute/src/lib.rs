@@ -42,12 +42,15 @@
 //!   value; patterns are literals or constants, ranges, `|`, `_` and guards),
 //!   `for i in a..b`, `for i in (a..b).step_by(s)`, `while`, `loop`, `break`, `continue`,
 //!   `return`.
-//! * **Arrays**: `a[i]`, `a[i] = v`, `a[i] += v`, `a.len()` (`u32`). Indices are `u32` (other
+//! * **Arrays**: `a[i]`, `a[i] = v`, `a[i] += v`, `a.len()` (`u32`). Thread-private
+//!   arrays: `let mut acc = [0.0f32; 8];` (constant length, at most 1024; every element
+//!   set to the value). Indices are `u32` (other
 //!   integer types are converted with `as u32`). Accesses are bounds-checked on the CPU.
 //! * **Builtins**: `global_id()`, `local_id()`, `group_id()`, `group_size()`,
 //!   `num_groups()`, each read as `.x`, `.y` or `.z` (`u32`).
 //! * **Shared memory**: `let tile = shared::<f32, 256>();` (length from a constant
-//!   expression, host constants included) and at most one
+//!   expression, host constants included), 2-D as `shared::<[[f32; 33]; 32]>()` indexed
+//!   `tile[row][column]` (row-major; a column past the row is out of bounds), and at most one
 //!   `let s = shared_dynamic::<f32>();` sized at launch with `Launch::dynamic_shared(len)`.
 //!   `barrier()` synchronises the group; every thread of the group must reach it.
 //! * **Atomics** on buffers and shared arrays: `atomic_add(&a[i], v)` and `atomic_sub`,

@@ -418,3 +418,37 @@ fn subgroups_missing_child() {
     assert_eq!(out.to_vec().unwrap(), vec![7u32; 100]);
     still_works(&d);
 }
+
+/// Writes `tile[0][col]`: a column past the row for `col >= 4`.
+#[kernel]
+fn shared_2d_column(col: u32, out: &mut [f32]) {
+    let tile = shared::<[[f32; 4]; 4]>();
+    tile[local_id().x % 4][local_id().x / 4] = 1.0;
+    barrier();
+    tile[0][col] = 2.0;
+    barrier();
+    out[local_id().x] = tile[local_id().x % 4][local_id().x / 4];
+}
+
+#[test]
+fn shared_2d_column_past_the_row_is_out_of_bounds_on_the_cpu() {
+    let d = Device::cpu();
+    let mut out = d.alloc_filled(16, f32::NAN).unwrap();
+    let launch = || Launch::threads(16).group(16);
+    shared_2d_column::launch(&d, launch(), 3, &mut out).unwrap();
+    let got = out.to_vec().unwrap();
+    // tile[0][3] is thread 12's element (row 12 % 4 = 0, column 12 / 4 = 3).
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(i, &v)| v == if i == 12 { 2.0 } else { 1.0 }),
+        "{got:?}"
+    );
+    // Column 4 of a 4-column row: in Rust a panic, here an error, not row 1's element.
+    let e = shared_2d_column::launch(&d, launch(), 4, &mut out).unwrap_err();
+    assert!(
+        matches!(&e, Error::OutOfBounds { arg, .. } if arg == "tile"),
+        "{e:?}"
+    );
+    still_works(&d);
+}
