@@ -1,5 +1,9 @@
-//! The kernel language's generic bounds: what a type parameter of a `#[kernel]` or a
-//! `#[kernel_fn]` may be.
+//! The kernel language as documented items: the builtins (`global_id`, `shared`,
+//! `barrier`, the atomics, the subgroup operations), each with its signature and
+//! semantics, and the generic bounds a type parameter of a `#[kernel]` or a
+//! `#[kernel_fn]` may have ([`Num`], [`Float`], [`Int`]). Kernels use the builtins
+//! without importing them; the crate docs list the whole language (control flow, math
+//! methods, casts).
 //!
 //! ```
 //! use dotcompute::prelude::*;
@@ -89,3 +93,188 @@ impl Int for i32 {}
 impl Int for u32 {}
 impl Int for i64 {}
 impl Int for u64 {}
+
+// ---------------------------------------------------------------------------------------
+// The builtins, as documented items. `#[kernel]` and `#[kernel_fn]` translate these names
+// themselves (kernels do not import them); the items below exist so that each builtin has
+// a signature and its semantics in rustdoc and in IDEs. Called outside a kernel, they
+// panic with a message saying so.
+
+/// Three `u32` coordinates, read one axis at a time (`global_id().x`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UVec3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+#[cold]
+fn outside_kernel(name: &str) -> ! {
+    panic!(
+        "dotcompute::lang::{name} is a kernel builtin: it has a meaning only inside a \
+         #[kernel] or #[kernel_fn] (these items exist for documentation)"
+    )
+}
+
+/// The thread's position in the launch grid: `group_id() * group_size() + local_id()`
+/// per axis. In a kernel without barriers or subgroup operations every running thread
+/// has `global_id() < grid` on each axis (threads of the last group past the grid do not
+/// run); in one with them, padding threads run too and the kernel must bound its
+/// accesses.
+pub fn global_id() -> UVec3 {
+    outside_kernel("global_id")
+}
+
+/// The thread's position inside its group, `0..group_size()` per axis.
+pub fn local_id() -> UVec3 {
+    outside_kernel("local_id")
+}
+
+/// The group's position in the launch, `0..num_groups()` per axis.
+pub fn group_id() -> UVec3 {
+    outside_kernel("group_id")
+}
+
+/// Threads per group on each axis (the launch's group size).
+pub fn group_size() -> UVec3 {
+    outside_kernel("group_size")
+}
+
+/// Groups in the launch on each axis: the grid divided by the group size, rounded up.
+pub fn num_groups() -> UVec3 {
+    outside_kernel("num_groups")
+}
+
+/// Declares a workgroup-shared array of `LEN` elements (`let tile = shared::<f32,
+/// 256>();`), at the top level of a kernel body. `LEN` is a constant expression (host
+/// constants included). A 2-D array is `shared::<[[T; COLS]; ROWS]>()`, indexed
+/// `tile[row][column]`. The contents are undefined when a group starts (the CPU backend
+/// fills them with NaN / `0xFFFFFFFF` so that a read before a write shows).
+pub fn shared<T: Num, const LEN: u32>() -> &'static mut [T] {
+    outside_kernel("shared")
+}
+
+/// Declares the kernel's one dynamically sized shared array; its length is given at
+/// launch with `Launch::dynamic_shared(len)` and read with `.len()`.
+pub fn shared_dynamic<T: Num>() -> &'static mut [T] {
+    outside_kernel("shared_dynamic")
+}
+
+/// Waits until every thread of the group has reached this barrier, and makes the shared
+/// and global memory writes made before it visible to the group after it. Every thread of
+/// the group must reach the same barrier (the CPU backend reports a divergence as
+/// `Error::BarrierDivergence`). A kernel with a barrier runs whole groups.
+pub fn barrier() {
+    outside_kernel("barrier")
+}
+
+macro_rules! atomic_stub {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// `target` is an element of a buffer or shared array, `&array[index]`; returns
+        /// the element's previous value. Atomic with respect to every other atomic on the
+        /// element (relaxed ordering: use `barrier()` to order other memory).
+        pub fn $name<T: Num>(target: &T, value: T) -> T {
+            let _ = (target, value);
+            outside_kernel(stringify!($name))
+        }
+    )*};
+}
+atomic_stub! {
+    /// `*target += value` (wrapping for integers), on `i32`, `u32` and `f32`.
+    atomic_add;
+    /// `*target -= value` (wrapping), on `i32` and `u32`.
+    atomic_sub;
+    /// `*target = min(*target, value)`, on `i32` and `u32`.
+    atomic_min;
+    /// `*target = max(*target, value)`, on `i32` and `u32`.
+    atomic_max;
+    /// `*target &= value`, on `i32` and `u32`.
+    atomic_and;
+    /// `*target |= value`, on `i32` and `u32`.
+    atomic_or;
+    /// `*target ^= value`, on `i32` and `u32`.
+    atomic_xor;
+    /// `*target = value`, on `i32` and `u32`.
+    atomic_exchange;
+}
+
+/// If `*target == expected`, sets it to `new` (strong: never fails spuriously); returns
+/// the previous value either way. On `i32` and `u32`.
+pub fn atomic_compare_exchange<T: Num>(target: &T, expected: T, new: T) -> T {
+    let _ = (target, expected, new);
+    outside_kernel("atomic_compare_exchange")
+}
+
+/// Threads per subgroup (warp, SIMD-group): 32 on CUDA, the adapter's size on wgpu, 1 on
+/// the CPU backend. See `dotcompute_ir::SubgroupOp` for the exact semantics of every
+/// subgroup operation; a kernel using any of them runs whole groups, every thread of a
+/// subgroup must reach each operation, and a device without subgroups refuses the launch
+/// (`Error::Unsupported`).
+pub fn subgroup_size() -> u32 {
+    outside_kernel("subgroup_size")
+}
+
+/// The thread's index in its subgroup, `0..subgroup_size()`; subgroups are consecutive
+/// threads of a group in linear order (`x` fastest).
+pub fn subgroup_lane() -> u32 {
+    outside_kernel("subgroup_lane")
+}
+
+macro_rules! subgroup_stub {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<T: Num>($($arg: $ty),*) -> $ret {
+            let _ = ($($arg,)*);
+            outside_kernel(stringify!($name))
+        }
+    )*};
+}
+subgroup_stub! {
+    /// `x` of lane `lane % subgroup_size()`.
+    subgroup_shuffle(x: T, lane: u32) -> T;
+    /// `x` of lane `(subgroup_lane() ^ mask) % subgroup_size()` (butterfly exchanges).
+    subgroup_shuffle_xor(x: T, mask: u32) -> T;
+    /// `x` of lane `subgroup_lane() - delta`; the caller's own `x` where that is below 0.
+    subgroup_shuffle_up(x: T, delta: u32) -> T;
+    /// `x` of lane `subgroup_lane() + delta`; the caller's own `x` past the subgroup.
+    subgroup_shuffle_down(x: T, delta: u32) -> T;
+    /// The sum over the subgroup (wrapping for integers; float order unspecified).
+    subgroup_add(x: T) -> T;
+    /// The minimum over the subgroup.
+    subgroup_min(x: T) -> T;
+    /// The maximum over the subgroup.
+    subgroup_max(x: T) -> T;
+    /// The sum over the lanes below the caller's (0 for lane 0).
+    subgroup_exclusive_add(x: T) -> T;
+    /// The sum over the lanes up to and including the caller's.
+    subgroup_inclusive_add(x: T) -> T;
+}
+
+/// Bit `i` set when lane `i` passed `true` (lanes 0 to 31).
+pub fn subgroup_ballot(b: bool) -> u32 {
+    let _ = b;
+    outside_kernel("subgroup_ballot")
+}
+
+/// Whether any lane of the subgroup passed `true`.
+pub fn subgroup_any(b: bool) -> bool {
+    let _ = b;
+    outside_kernel("subgroup_any")
+}
+
+/// Whether every lane of the subgroup passed `true`.
+pub fn subgroup_all(b: bool) -> bool {
+    let _ = b;
+    outside_kernel("subgroup_all")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    #[should_panic(expected = "is a kernel builtin")]
+    fn a_builtin_called_on_the_host_says_it_is_one() {
+        let _ = super::global_id();
+    }
+}
