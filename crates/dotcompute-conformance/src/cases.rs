@@ -119,6 +119,12 @@ pub fn cases() -> Vec<Case> {
             shared_array_2d,
         ),
         c(
+            "LiteralInference",
+            "language",
+            vec![Size::n(1), Size::n(4099)],
+            literal_inference,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -1399,6 +1405,23 @@ fn shared_array_2d(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
     let got = out.to_vec()?;
     // out is w×h: out[c][r] = input[r][c].
     first_mismatch(&got, |i| input[(i % h) * w + i / h])?;
+    Ok(Outcome::default())
+}
+
+fn literal_inference(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let a: Vec<f32> = (0..n).map(|_| rng.i32(-100..100) as f32 * 0.5).collect();
+    let ns: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let (da, dn) = (d.upload(&a)?, d.upload(&ns)?);
+    let mut out = poisoned_f32(d, n)?;
+    let mut out_n = d.alloc_filled(n, POISON_U32)?;
+    kernels::literal_inference::launch(d, Launch::threads(n), &da, &dn, &mut out, &mut out_n)?;
+    let got = out.to_vec()?;
+    first_mismatch(&got, |i| {
+        let acc: f32 = (0..4).map(|j| a[(i + j) % n]).sum();
+        a[i] * 1.5 + acc
+    })?;
+    first_mismatch(&out_n.to_vec()?, |i| ns[i] % 7 + (ns[i] >> 3))?;
     Ok(Outcome::default())
 }
 

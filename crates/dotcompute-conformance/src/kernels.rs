@@ -729,3 +729,20 @@ pub fn transpose_2d(input: &[f32], out: &mut [f32], w: u32, h: u32) {
         out[ty * h + tx] = tile[lx][ly];
     }
 }
+
+/// Locals declared with untyped literals and typed by their first use, as rustc infers
+/// them (`scale`, `acc`: f32; `k`: u32).
+#[kernel]
+pub fn literal_inference(a: &[f32], n: &[u32], out: &mut [f32], out_n: &mut [u32]) {
+    let i = global_id().x;
+    if i < a.len() {
+        let scale = 1.5;
+        let mut acc = 0.0;
+        for j in 0..4u32 {
+            acc += a[(i + j) % a.len()];
+        }
+        out[i] = a[i] * scale + acc;
+        let k = 7;
+        out_n[i] = n[i] % k + (n[i] >> 3);
+    }
+}

@@ -3,9 +3,12 @@
 //!
 //! The builder infers the types of untyped literals the way Rust does for simple cases:
 //! a literal takes the type of the other operand or of its destination, and an
-//! unconstrained literal defaults to `i32` or `f64`. Rust's own inference can look further
-//! ahead; where the two disagree the builder reports a type error naming the local to
-//! annotate, it never guesses silently.
+//! unconstrained literal defaults to `i32` or `f64`. A local declared with an untyped
+//! literal (`let x = 1.5;`) takes the type of its first use when that use meets another
+//! type before any assignment (`a[i] * x` with `a: &[f32]`, `acc += a[i]`), as rustc's
+//! inference would. Rust's own inference can look further ahead; where the two still
+//! disagree the builder reports a type error naming the local to annotate, it never
+//! guesses silently.
 
 use crate::kernel::*;
 use crate::types::{Literal, ScalarType};
@@ -131,6 +134,12 @@ pub struct Builder {
     kernel: Kernel,
     /// Locals whose type came from defaulting an untyped literal (for better errors).
     defaulted: Vec<bool>,
+    /// The untyped literal a defaulted local was declared with, per local.
+    untyped_init: Vec<Option<V>>,
+    /// Reads of each local so far.
+    uses: Vec<std::cell::Cell<u32>>,
+    /// Whether each local has been assigned since its declaration.
+    assigned: Vec<bool>,
     /// Slots whose type is still open.
     pending: Vec<bool>,
     frames: Vec<(Frame, Vec<Stmt>)>,
@@ -155,6 +164,9 @@ impl Builder {
                 body: Vec::new(),
             },
             defaulted: Vec::new(),
+            untyped_init: Vec::new(),
+            uses: Vec::new(),
+            assigned: Vec::new(),
             pending: Vec::new(),
             frames: vec![(Frame::Root, Vec::new())],
             line: 0,
@@ -303,7 +315,7 @@ impl Builder {
 
     /// `v` as a value of type `ty` (an untyped literal takes it; a typed value must have
     /// it): a `#[kernel_fn]`'s result, `T::zero()`.
-    pub fn typed(&self, v: V, ty: ScalarType, what: &str) -> R<V> {
+    pub fn typed(&mut self, v: V, ty: ScalarType, what: &str) -> R<V> {
         Ok(V::Typed(self.coerce(v, ty, what)?))
     }
 
@@ -370,9 +382,10 @@ impl Builder {
     }
 
     /// Converts `v` to `ty`, fixing the type of an untyped literal.
-    fn coerce(&self, v: V, ty: ScalarType, what: &str) -> R<Expr> {
+    fn coerce(&mut self, v: V, ty: ScalarType, what: &str) -> R<Expr> {
         match v {
             V::Typed(e) if e.ty == ty => Ok(e),
+            V::Typed(e) if self.retype(&e, ty) => Ok(Expr { ty, ..e }),
             V::Typed(e) => {
                 let hint = self.hint(&e);
                 self.err(format!("{what} must be {ty}, found {}{hint}", e.ty))
@@ -407,9 +420,52 @@ impl Builder {
         }
     }
 
+    /// Rust infers `let x = 1.5;` from how `x` is used later; the builder, which sees
+    /// statements in order, first gives it the default type (`f64`, `i32`). When the
+    /// first read of such a local meets a value of another type, and the local has not
+    /// been assigned, its declaration is retyped to that type, as rustc's inference would
+    /// have it (`let x = 1.5; a[i] * x` with `a: &[f32]`). Returns whether `e` was
+    /// such a local and now has type `ty`.
+    fn retype(&mut self, e: &Expr, ty: ScalarType) -> bool {
+        let ExprKind::Local(id) = e.kind else {
+            return false;
+        };
+        let i = id as usize;
+        if !self.defaulted[i] || self.assigned[i] || self.uses[i].get() != 1 {
+            return false;
+        }
+        let literal = match self.untyped_init[i] {
+            Some(V::Int(n)) => Literal::int(ty, n),
+            Some(V::Float(f)) => Literal::float(ty, f),
+            _ => None,
+        };
+        let Some(literal) = literal else {
+            return false;
+        };
+        let Some(init) = self
+            .frames
+            .iter_mut()
+            .find_map(|(_, stmts)| let_init_mut(stmts, id))
+        else {
+            return false;
+        };
+        *init = Some(lit(literal));
+        self.kernel.locals[i].ty = ty;
+        self.defaulted[i] = false;
+        self.untyped_init[i] = None;
+        true
+    }
+
     /// Gives two values one type: a literal adopts the other side's type.
-    fn unify(&self, a: V, b: V, what: &str) -> R<(Expr, Expr)> {
+    fn unify(&mut self, a: V, b: V, what: &str) -> R<(Expr, Expr)> {
         match (a, b) {
+            (V::Typed(a), V::Typed(b)) if a.ty != b.ty && self.retype(&a, b.ty) => {
+                Ok((Expr { ty: b.ty, ..a }, b))
+            }
+            (V::Typed(a), V::Typed(b)) if a.ty != b.ty && self.retype(&b, a.ty) => {
+                let ty = a.ty;
+                Ok((a, Expr { ty, ..b }))
+            }
             (V::Typed(a), V::Typed(b)) => {
                 if a.ty != b.ty {
                     let hint = format!("{}{}", self.hint(&a), self.hint(&b));
@@ -448,6 +504,9 @@ impl Builder {
             mutable,
         });
         self.defaulted.push(defaulted);
+        self.untyped_init.push(None);
+        self.uses.push(std::cell::Cell::new(0));
+        self.assigned.push(false);
         self.pending.push(false);
         Var { id }
     }
@@ -455,6 +514,8 @@ impl Builder {
     // ---- expressions ----
 
     pub fn get(&self, var: Var) -> V {
+        let uses = &self.uses[var.id as usize];
+        uses.set(uses.get().saturating_add(1));
         V::Typed(Expr {
             ty: self.kernel.locals[var.id as usize].ty,
             kind: ExprKind::Local(var.id),
@@ -730,6 +791,7 @@ impl Builder {
 
     /// `let [mut] name[: ty] = init;`
     pub fn let_(&mut self, name: &str, ty: Option<ScalarType>, mutable: bool, init: V) -> R<Var> {
+        let untyped = init.clone();
         let (init, defaulted) = match ty {
             Some(ty) => (
                 self.coerce(init, ty, &format!("the initialiser of `{name}`"))?,
@@ -741,6 +803,9 @@ impl Builder {
             }
         };
         let var = self.new_local(name, init.ty, mutable, defaulted);
+        if defaulted {
+            self.untyped_init[var.id as usize] = Some(untyped);
+        }
         self.push(Stmt::Let {
             local: var.id,
             init: Some(init),
@@ -758,6 +823,7 @@ impl Builder {
         }
         let (ty, name) = (local.ty, local.name.clone());
         let value = self.coerce(value, ty, &format!("the value assigned to `{name}`"))?;
+        self.assigned[var.id as usize] = true;
         self.push(Stmt::Assign {
             local: var.id,
             value,
@@ -958,4 +1024,16 @@ fn cast_expr(e: Expr, ty: ScalarType) -> Expr {
         ty,
         kind: ExprKind::Cast(Box::new(e)),
     }
+}
+
+/// The initialiser of local `id`'s declaration among `stmts` and the blocks nested in them.
+fn let_init_mut(stmts: &mut [Stmt], id: u32) -> Option<&mut Option<Expr>> {
+    stmts.iter_mut().find_map(|s| match s {
+        Stmt::Let { local, init } if *local == id => Some(init),
+        Stmt::If {
+            then, otherwise, ..
+        } => let_init_mut(then, id).or_else(|| let_init_mut(otherwise, id)),
+        Stmt::For { body, .. } | Stmt::Loop { body } => let_init_mut(body, id),
+        _ => None,
+    })
 }

@@ -332,6 +332,10 @@ fn the_builder_reports_type_errors_with_the_line_and_a_hint() {
     let out = b.buffer("out", ScalarType::U32, Access::ReadWrite);
     b.line(7);
     let s = b.let_("s", None, true, V::Int(1)).unwrap();
+    // Assigned as an i32 before the use that would have typed it u32.
+    let cur = b.get(s);
+    let two = b.binary(BinaryOp::Add, cur, V::Int(1)).unwrap();
+    b.assign(s, two).unwrap();
     let n = b.len(out);
     let cur = b.get(s);
     let e = b.binary(BinaryOp::Lt, cur, n).unwrap_err();
@@ -340,5 +344,24 @@ fn the_builder_reports_type_errors_with_the_line_and_a_hint() {
         e.message
             .contains("local `s` took i32 from an untyped literal"),
         "{e}"
+    );
+}
+
+#[test]
+fn a_literal_local_takes_the_type_of_its_first_use() {
+    let mut b = Builder::new("k");
+    let out = b.buffer("out", ScalarType::U32, Access::ReadWrite);
+    let s = b.let_("s", None, true, V::Int(1)).unwrap();
+    let n = b.len(out);
+    let cur = b.get(s);
+    let lt = b.binary(BinaryOp::Lt, cur, n).unwrap();
+    b.begin_if(lt).unwrap();
+    b.end_if().unwrap();
+    let k = b.finish().unwrap();
+    assert_eq!(k.locals[0].ty, ScalarType::U32);
+    assert!(
+        matches!(&k.body[0], Stmt::Let { init: Some(e), .. } if e.ty == ScalarType::U32),
+        "{:?}",
+        k.body[0]
     );
 }

@@ -43,11 +43,14 @@ fn diverging_barrier(out: &mut [u32]) {
     }
 }
 
-/// `s` defaults to i32 from its literal but is compared with a u32: a build error at
-/// first use, naming the line and the local.
+/// `s` defaults to i32 from its literal, is assigned as an i32, and only then compared
+/// with a u32: rustc infers u32 from the comparison, the in-order builder cannot (it
+/// retypes such a local only at a first use before any assignment), so this is a build
+/// error at first use naming the line and the local.
 #[kernel]
 fn literal_type_clash(out: &mut [u32]) {
     let mut s = 1;
+    s += 1;
     while s < out.len() {
         s *= 2;
     }
