@@ -731,7 +731,7 @@ pub fn transpose_2d(input: &[f32], out: &mut [f32], w: u32, h: u32) {
 }
 
 /// Locals declared with untyped literals and typed by their first use, as rustc infers
-/// them (`scale`, `acc`: f32; `k`: u32).
+/// them (`scale`, `acc`: f32; `k`: u32), and a `usize` step.
 #[kernel]
 pub fn literal_inference(a: &[f32], n: &[u32], out: &mut [f32], out_n: &mut [u32]) {
     let i = global_id().x;
@@ -739,6 +739,11 @@ pub fn literal_inference(a: &[f32], n: &[u32], out: &mut [f32], out_n: &mut [u32
         let scale = 1.5;
         let mut acc = 0.0;
         for j in 0..4u32 {
+            acc += a[(i + j) % a.len()];
+        }
+        // `step_by` takes a usize, as in Rust.
+        let stride = 2u32;
+        for j in (0..8u32).step_by(stride as usize) {
             acc += a[(i + j) % a.len()];
         }
         out[i] = a[i] * scale + acc;

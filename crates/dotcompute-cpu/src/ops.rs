@@ -483,8 +483,15 @@ impl LoopInt for i32 {
 }
 
 /// `(start..end).step_by(step)` with the IR's rule that a step ≤ 0 runs no iterations.
+/// The step may be any integer (`usize`, as Rust's `step_by` takes, or the range's type);
+/// it is converted to the range's type with `as`.
 #[inline(always)]
-pub fn step_range<T: LoopInt>(start: T, end: T, step: T) -> impl Iterator<Item = T> {
+pub fn step_range<T: LoopInt + CastTarget, S: CastSource>(
+    start: T,
+    end: T,
+    step: S,
+) -> impl Iterator<Item = T> {
+    let step = T::from_any(step.to_any());
     let mut next = if step.positive() && start < end {
         Some(start)
     } else {

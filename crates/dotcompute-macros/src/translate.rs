@@ -796,7 +796,15 @@ impl Tx {
         let (eb, en) = self.expr(end);
         let (stb, stn) = match step {
             Some(s) => {
-                let (b, n) = self.expr(s);
+                // Rust's `step_by` takes a `usize`; `s as usize` is the range's type to
+                // the builder (usize is no kernel type) and stays a usize natively.
+                let (b, n) = match s {
+                    Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
+                        let (b, n) = self.expr(&c.expr);
+                        (b, quote!(((#n) as usize)))
+                    }
+                    s => self.expr(s),
+                };
                 (quote!(Some(#b)), Some(n))
             }
             None => (quote!(None), None),
