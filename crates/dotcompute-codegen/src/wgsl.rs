@@ -673,6 +673,7 @@ impl Gen<'_> {
                     // WGSL's round sends halves to even; the IR's (Rust's) away from zero.
                     MathFn::Round => return format!("dc_round({})", a[0]),
                     MathFn::Recip => return format!("(1.0 / {})", a[0]),
+                    MathFn::Rsqrt => return format!("inverseSqrt({})", a[0]),
                     MathFn::CountOnes => return format!("u32(countOneBits({}))", a[0]),
                     MathFn::LeadingZeros => return format!("u32(countLeadingZeros({}))", a[0]),
                     MathFn::TrailingZeros => return format!("u32(countTrailingZeros({}))", a[0]),

@@ -98,6 +98,14 @@ pub enum Builtin {
 }
 
 impl Builtin {
+    pub const ALL: [Builtin; 5] = [
+        Builtin::GlobalId,
+        Builtin::LocalId,
+        Builtin::GroupId,
+        Builtin::GroupSize,
+        Builtin::NumGroups,
+    ];
+    /// The kernel language's name (`global_id`).
     pub fn name(self) -> &'static str {
         match self {
             Builtin::GlobalId => "global_id",
@@ -248,6 +256,48 @@ pub enum MathFn {
 }
 
 impl MathFn {
+    pub const ALL: [MathFn; 30] = [
+        MathFn::Sqrt,
+        MathFn::Sin,
+        MathFn::Cos,
+        MathFn::Tan,
+        MathFn::Exp,
+        MathFn::Log,
+        MathFn::Pow,
+        MathFn::Abs,
+        MathFn::Min,
+        MathFn::Max,
+        MathFn::Fma,
+        MathFn::Floor,
+        MathFn::Ceil,
+        MathFn::Clamp,
+        MathFn::Exp2,
+        MathFn::Log2,
+        MathFn::Tanh,
+        MathFn::Trunc,
+        MathFn::Round,
+        MathFn::Recip,
+        MathFn::Rsqrt,
+        MathFn::Atan2,
+        MathFn::CountOnes,
+        MathFn::LeadingZeros,
+        MathFn::TrailingZeros,
+        MathFn::ReverseBits,
+        MathFn::SaturatingAdd,
+        MathFn::SaturatingSub,
+        MathFn::IsNan,
+        MathFn::IsFinite,
+    ];
+    /// The Rust method a kernel calls (`x.ln()`, `x.powf(y)`, `a.mul_add(b, c)`): the
+    /// receiver is the first operand.
+    pub fn method(self) -> &'static str {
+        match self {
+            MathFn::Log => "ln",
+            MathFn::Pow => "powf",
+            MathFn::Fma => "mul_add",
+            other => other.name(),
+        }
+    }
     pub fn arity(self) -> usize {
         match self {
             MathFn::Pow
@@ -331,7 +381,7 @@ impl MathFn {
             MathFn::SaturatingAdd => "saturating_add",
             MathFn::SaturatingSub => "saturating_sub",
             MathFn::IsNan => "is_nan",
-            MathFn::Rsqrt => "inverseSqrt",
+            MathFn::Rsqrt => "rsqrt",
             MathFn::IsFinite => "is_finite",
         }
     }
@@ -381,6 +431,23 @@ pub enum SubgroupOp {
 }
 
 impl SubgroupOp {
+    pub const ALL: [SubgroupOp; 14] = [
+        SubgroupOp::Size,
+        SubgroupOp::Lane,
+        SubgroupOp::Shuffle,
+        SubgroupOp::ShuffleXor,
+        SubgroupOp::ShuffleUp,
+        SubgroupOp::ShuffleDown,
+        SubgroupOp::Add,
+        SubgroupOp::Min,
+        SubgroupOp::Max,
+        SubgroupOp::ExclusiveAdd,
+        SubgroupOp::InclusiveAdd,
+        SubgroupOp::Ballot,
+        SubgroupOp::Any,
+        SubgroupOp::All,
+    ];
+    /// The kernel language's name (`subgroup_add`), also the CPU backend's function.
     pub fn name(self) -> &'static str {
         match self {
             SubgroupOp::Size => "subgroup_size",
@@ -440,6 +507,17 @@ pub enum AtomicOp {
 }
 
 impl AtomicOp {
+    pub const ALL: [AtomicOp; 9] = [
+        AtomicOp::Add,
+        AtomicOp::Sub,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+        AtomicOp::Exchange,
+        AtomicOp::CompareExchange,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             AtomicOp::Add => "add",

@@ -1,6 +1,7 @@
 //! The translation of one kernel function. Every construct yields a pair of token streams:
 //! IR-builder code (`B`, evaluating to a `V` for expressions) and native Rust code (`N`).
 
+use dotcompute_ir::{AtomicOp, Builtin, MathFn, SubgroupOp};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use std::collections::HashMap;
@@ -39,74 +40,30 @@ impl Binding {
 }
 
 const SCALARS: [&str; 7] = ["bool", "i32", "u32", "i64", "u64", "f32", "f64"];
-const BUILTINS: [(&str, &str); 5] = [
-    ("global_id", "GlobalId"),
-    ("local_id", "LocalId"),
-    ("group_id", "GroupId"),
-    ("group_size", "GroupSize"),
-    ("num_groups", "NumGroups"),
-];
-const ATOMICS: [(&str, &str); 9] = [
-    ("atomic_add", "Add"),
-    ("atomic_sub", "Sub"),
-    ("atomic_min", "Min"),
-    ("atomic_max", "Max"),
-    ("atomic_and", "And"),
-    ("atomic_or", "Or"),
-    ("atomic_xor", "Xor"),
-    ("atomic_exchange", "Exchange"),
-    ("atomic_compare_exchange", "CompareExchange"),
-];
-/// Subgroup functions: name (also the native `ops` function) and IR operation.
-const SUBGROUP: [(&str, &str); 14] = [
-    ("subgroup_size", "Size"),
-    ("subgroup_lane", "Lane"),
-    ("subgroup_shuffle", "Shuffle"),
-    ("subgroup_shuffle_xor", "ShuffleXor"),
-    ("subgroup_shuffle_up", "ShuffleUp"),
-    ("subgroup_shuffle_down", "ShuffleDown"),
-    ("subgroup_add", "Add"),
-    ("subgroup_min", "Min"),
-    ("subgroup_max", "Max"),
-    ("subgroup_exclusive_add", "ExclusiveAdd"),
-    ("subgroup_inclusive_add", "InclusiveAdd"),
-    ("subgroup_ballot", "Ballot"),
-    ("subgroup_any", "Any"),
-    ("subgroup_all", "All"),
-];
-/// Method name, IR function, native op, arity (receiver included).
-const MATH: [(&str, &str, &str, usize); 30] = [
-    ("sqrt", "Sqrt", "sqrt", 1),
-    ("sin", "Sin", "sin", 1),
-    ("cos", "Cos", "cos", 1),
-    ("tan", "Tan", "tan", 1),
-    ("exp", "Exp", "exp", 1),
-    ("ln", "Log", "log", 1),
-    ("powf", "Pow", "pow", 2),
-    ("abs", "Abs", "abs", 1),
-    ("min", "Min", "min", 2),
-    ("max", "Max", "max", 2),
-    ("mul_add", "Fma", "fma", 3),
-    ("floor", "Floor", "floor", 1),
-    ("ceil", "Ceil", "ceil", 1),
-    ("clamp", "Clamp", "clamp", 3),
-    ("exp2", "Exp2", "exp2", 1),
-    ("log2", "Log2", "log2", 1),
-    ("tanh", "Tanh", "tanh", 1),
-    ("trunc", "Trunc", "trunc", 1),
-    ("round", "Round", "round", 1),
-    ("recip", "Recip", "recip", 1),
-    ("rsqrt", "Rsqrt", "rsqrt", 1),
-    ("atan2", "Atan2", "atan2", 2),
-    ("count_ones", "CountOnes", "count_ones", 1),
-    ("leading_zeros", "LeadingZeros", "leading_zeros", 1),
-    ("trailing_zeros", "TrailingZeros", "trailing_zeros", 1),
-    ("reverse_bits", "ReverseBits", "reverse_bits", 1),
-    ("saturating_add", "SaturatingAdd", "saturating_add", 2),
-    ("saturating_sub", "SaturatingSub", "saturating_sub", 2),
-    ("is_nan", "IsNan", "is_nan", 1),
-    ("is_finite", "IsFinite", "is_finite", 1),
-];
+/// The kernel language's names, from the IR's tables: (name, IR variant).
+fn builtins() -> impl Iterator<Item = (&'static str, String)> {
+    Builtin::ALL
+        .into_iter()
+        .map(|b| (b.name(), format!("{b:?}")))
+}
+/// `atomic_add` and so on: (name, IR variant).
+fn atomics() -> impl Iterator<Item = (String, String)> {
+    AtomicOp::ALL
+        .into_iter()
+        .map(|op| (format!("atomic_{}", op.name()), format!("{op:?}")))
+}
+/// Subgroup functions: (name, also the native `ops` function; IR variant).
+fn subgroup_ops() -> impl Iterator<Item = (&'static str, String)> {
+    SubgroupOp::ALL
+        .into_iter()
+        .map(|op| (op.name(), format!("{op:?}")))
+}
+/// Math methods: (method name, IR variant, native `ops` function, arity with receiver).
+fn math_methods() -> impl Iterator<Item = (&'static str, String, &'static str, usize)> {
+    MathFn::ALL
+        .into_iter()
+        .map(|f| (f.method(), format!("{f:?}"), f.name(), f.arity()))
+}
 
 struct Tx {
     errors: Vec<syn::Error>,
@@ -1169,9 +1126,8 @@ impl Tx {
                 quote!(__dc::ops::#native(#ln, #rn)),
             );
         }
-        let Some(&(_, ir, native, arity)) = MATH.iter().find(|(n, ..)| *n == name) else {
-            let list: Vec<_> = MATH
-                .iter()
+        let Some((_, ir, native, arity)) = math_methods().find(|(n, ..)| *n == name) else {
+            let list: Vec<_> = math_methods()
                 .map(|m| m.0)
                 .chain(["powi", "wrapping_add", "wrapping_sub", "wrapping_mul"])
                 .collect();
@@ -1207,10 +1163,10 @@ impl Tx {
 
     fn builtin(&mut self, f: &syn::ExprField) -> Pair {
         let builtin = match &*f.base {
-            Expr::Call(c) if c.args.is_empty() => BUILTINS.iter().find(|(n, _)| is_call_to(c, n)),
+            Expr::Call(c) if c.args.is_empty() => builtins().find(|(n, _)| is_call_to(c, n)),
             _ => None,
         };
-        let Some(&(native, ir)) = builtin else {
+        let Some((native, ir)) = builtin else {
             return self.fail(
                 f.span(),
                 "field access is only supported on builtins, as in `global_id().x`",
@@ -1230,7 +1186,7 @@ impl Tx {
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> Pair {
-        if let Some(&(name, ir)) = BUILTINS.iter().find(|(n, _)| is_call_to(c, n)) {
+        if let Some((name, ir)) = builtins().find(|(n, _)| is_call_to(c, n)) {
             return self.fail(
                 c.span(),
                 format!("`{name}()` is a 3-vector: use `{name}().x`, `.y` or `.z` ({ir})"),
@@ -1248,7 +1204,7 @@ impl Tx {
         if let Some(pair) = self.type_function(c) {
             return pair;
         }
-        if let Some(&(name, op)) = SUBGROUP.iter().find(|(n, _)| is_call_to(c, n)) {
+        if let Some((name, op)) = subgroup_ops().find(|(n, _)| is_call_to(c, n)) {
             if self.short_circuit > 0 {
                 return self.fail(c.span(), format!("`{name}` on the right of `&&` or `||` is not supported: every thread of the subgroup must reach it; use an `if` around a value computed before"));
             }
@@ -1594,8 +1550,8 @@ fn ty_var(param: &Ident) -> Ident {
     format_ident!("__dc_ty_{param}")
 }
 
-fn atomic_name(c: &syn::ExprCall) -> Option<(&'static str, &'static str)> {
-    ATOMICS.iter().copied().find(|(n, _)| is_call_to(c, n))
+fn atomic_name(c: &syn::ExprCall) -> Option<(String, String)> {
+    atomics().find(|(n, _)| is_call_to(c, n))
 }
 
 fn compound_op(op: &BinOp) -> Option<(&'static str, &'static str)> {
