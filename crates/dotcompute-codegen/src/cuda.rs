@@ -84,132 +84,14 @@ pub fn vector_entry_name(name: &str) -> String {
     format!("dc_{name}_vec")
 }
 
-/// Whether a kernel may run in grid-stride form: it reads no launch coordinate but its
-/// global id, and has no barrier and no shared memory, so which CUDA thread runs a
-/// logical thread cannot be observed.
-pub fn grid_stride_eligible(k: &Kernel) -> bool {
-    let mut ok = k.shared.is_empty();
-    walk_stmts(&k.body, &mut |s| {
-        ok &= !matches!(s, Stmt::Barrier);
-        for e in s.exprs() {
-            e.walk(&mut |e| match e.kind {
-                ExprKind::Builtin(b, _) => ok &= b == Builtin::GlobalId,
-                // A subgroup is made of particular threads: the mapping is observable.
-                ExprKind::Subgroup(..) => ok = false,
-                _ => {}
-            });
-        }
-    });
-    ok
-}
-
-/// How the vector form of a kernel reaches its buffers (see [`vector_plan`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VectorPlan {
-    /// Logical threads per CUDA thread iteration: 16 bytes of the narrowest element.
-    pub width: u32,
-    /// Buffer parameters (indices into `Kernel::params`) the kernel loads from.
-    pub loaded: BTreeSet<u32>,
-    /// Buffer parameters the kernel stores to.
-    pub stored: BTreeSet<u32>,
-}
-
-impl VectorPlan {
-    fn touched(&self) -> BTreeSet<u32> {
-        self.loaded.union(&self.stored).copied().collect()
-    }
-}
-
-/// Whether a kernel is elementwise, and then how its vector form reads and writes.
-///
-/// Elementwise means: grid-stride eligible (see [`grid_stride_eligible`]), no atomics, and
-/// every buffer access indexed by the thread's own `global_id().x`, directly or through an
-/// immutable local initialised with it. Then logical thread `x` touches element `x` of
-/// each buffer and nothing else, so `W` consecutive logical threads can run in one CUDA
-/// thread on 16-byte loads and stores, each keeping its elements in registers: results
-/// are those of the scalar form (threads share no elements, so their order is free).
-/// Buffers of `bool` (1 byte) are left to the scalar form.
-pub fn vector_plan(k: &Kernel) -> Option<VectorPlan> {
-    if !grid_stride_eligible(k) {
-        return None;
-    }
-    // Locals that always hold the global x id: immutable, and their one `let` reads it.
-    let mut lets = vec![0u32; k.locals.len()];
-    let mut id_inits = BTreeSet::new();
-    let mut atomics = false;
-    walk_stmts(&k.body, &mut |s| match s {
-        Stmt::Let { local, init } => {
-            lets[*local as usize] += 1;
-            if init.as_ref().is_some_and(is_global_x) {
-                id_inits.insert(*local);
-            }
-        }
-        Stmt::Atomic { .. } => atomics = true,
-        _ => {}
-    });
-    if atomics {
-        return None;
-    }
-    let id_locals: BTreeSet<u32> = id_inits
-        .into_iter()
-        .filter(|&l| lets[l as usize] == 1 && !k.locals[l as usize].mutable)
-        .collect();
-    let is_id = |e: &Expr| match e.kind {
-        ExprKind::Local(l) => id_locals.contains(&l),
-        _ => is_global_x(e),
-    };
-    let mut plan = VectorPlan {
-        width: 0,
-        loaded: BTreeSet::new(),
-        stored: BTreeSet::new(),
-    };
-    let mut elementwise = true;
-    walk_stmts(&k.body, &mut |s| {
-        if let Stmt::Store { mem, index, .. } = s {
-            match mem {
-                Memory::Buffer(b) if is_id(index) => {
-                    plan.stored.insert(*b);
-                }
-                _ => elementwise = false,
-            }
-        }
-        for e in s.exprs() {
-            e.walk(&mut |e| {
-                if let ExprKind::Load { mem, index } = &e.kind {
-                    match mem {
-                        Memory::Buffer(b) if is_id(index) => {
-                            plan.loaded.insert(*b);
-                        }
-                        _ => elementwise = false,
-                    }
-                }
-            });
-        }
-    });
-    let sizes: BTreeSet<usize> = plan
-        .touched()
-        .iter()
-        .filter_map(|&b| k.memory_elem(Memory::Buffer(b)))
-        .map(|t| t.size_bytes())
-        .collect();
-    let narrowest = *sizes.first()?;
-    if !elementwise || narrowest < 4 {
-        return None;
-    }
-    plan.width = (16 / narrowest) as u32;
-    Some(plan)
-}
-
-fn is_global_x(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Builtin(Builtin::GlobalId, Axis::X))
-}
+pub use dotcompute_ir::analysis::{grid_stride_eligible, vector_plan, VectorPlan};
 
 /// Generates CUDA C++ for `kernel` (which must be validated IR).
 pub fn generate(kernel: &Kernel) -> CudaModule {
     let mut g = Gen {
         k: kernel,
         out: String::new(),
-        atomic: crate::atomic_memories(&kernel.body),
+        atomic: dotcompute_ir::analysis::atomic_memories(&kernel.body),
         tmp: 0,
         lane: None,
     };

@@ -36,18 +36,6 @@ pub fn spirv_listing(words: &[u32]) -> String {
     out
 }
 
-/// The memories (buffers and shared arrays) that any atomic statement in `stmts` touches:
-/// generators give them atomic or volatile access everywhere.
-pub(crate) fn atomic_memories(stmts: &[Stmt]) -> std::collections::BTreeSet<Memory> {
-    let mut set = std::collections::BTreeSet::new();
-    dotcompute_ir::walk_stmts(stmts, &mut |s| {
-        if let Stmt::Atomic { mem, .. } = s {
-            set.insert(*mem);
-        }
-    });
-    set
-}
-
 /// Version of the generators' output; part of compile-cache keys.
 pub const CODEGEN_VERSION: u32 = 1;
 

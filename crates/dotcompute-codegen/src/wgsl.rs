@@ -130,7 +130,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
     let mut g = Gen {
         k: kernel,
         out: String::new(),
-        atomic: crate::atomic_memories(&kernel.body),
+        atomic: dotcompute_ir::analysis::atomic_memories(&kernel.body),
         tmp: 0,
         dynamic_shared_len: opts.dynamic_shared_len.max(1),
         view_offsets: opts.view_offsets,

@@ -730,23 +730,14 @@ impl Expr {
 }
 
 impl Kernel {
-    /// Whether any statement is a `Barrier`. Backends use it to pick an execution
-    /// strategy, and the launch rules depend on it (see the crate docs).
+    /// Whether any statement is a `Barrier` (see [`crate::analysis::uses_barrier`]).
     pub fn uses_barrier(&self) -> bool {
-        let mut found = false;
-        walk_stmts(&self.body, &mut |s| found |= matches!(s, Stmt::Barrier));
-        found
+        crate::analysis::uses_barrier(self)
     }
 
     /// Whether any expression is a subgroup operation.
     pub fn uses_subgroups(&self) -> bool {
-        let mut found = false;
-        walk_stmts(&self.body, &mut |s| {
-            for e in s.exprs() {
-                e.walk(&mut |e| found |= matches!(e.kind, ExprKind::Subgroup(..)));
-            }
-        });
-        found
+        crate::analysis::uses_subgroups(self)
     }
 
     /// Whether every thread of each group runs, the grid's padding included: kernels with

@@ -67,6 +67,7 @@
 //! [`IR_VERSION`]); equal kernels hash equally in every process and on every machine, so it
 //! keys compile caches. Change `IR_VERSION` whenever the meaning of an IR shape changes.
 
+pub mod analysis;
 mod build;
 mod kernel;
 mod types;
