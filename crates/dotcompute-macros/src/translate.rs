@@ -1650,6 +1650,59 @@ impl Tx {
     }
 }
 
+/// One parameter of a kernel or a kernel function, parsed.
+struct ParamSpec<'a> {
+    pat: &'a syn::PatIdent,
+    /// `Some(writable)` for an array (`&[T]` / `&mut [T]`), `None` for a scalar.
+    array: Option<bool>,
+    /// The scalar's type, or the array's element type.
+    ty: Ty,
+    /// The syntax of that type (for spans and generic inference).
+    ty_syntax: &'a Type,
+}
+
+impl Tx {
+    /// Parses a parameter the way kernels and kernel functions share: a plain name, and a
+    /// scalar type or a slice of one. `what` names the function kind in errors.
+    fn param<'a>(&mut self, input: &'a FnArg, what: &str) -> Option<ParamSpec<'a>> {
+        let FnArg::Typed(pt) = input else {
+            self.errors
+                .push(err(input.span(), format!("a {what} cannot take `self`")));
+            return None;
+        };
+        let Pat::Ident(pi) = &*pt.pat else {
+            self.errors.push(err(
+                pt.pat.span(),
+                format!("{what} parameters must be plain names"),
+            ));
+            return None;
+        };
+        if let Type::Reference(r) = &*pt.ty {
+            let Type::Slice(slice) = &*r.elem else {
+                self.errors.push(err(
+                    r.span(),
+                    "array parameters are slices: `&[T]` or `&mut [T]`",
+                ));
+                return None;
+            };
+            let ty = self.ty(&slice.elem, "an array element")?;
+            return Some(ParamSpec {
+                pat: pi,
+                array: Some(r.mutability.is_some()),
+                ty,
+                ty_syntax: &slice.elem,
+            });
+        }
+        let ty = self.ty(&pt.ty, "a scalar parameter")?;
+        Some(ParamSpec {
+            pat: pi,
+            array: None,
+            ty,
+            ty_syntax: &pt.ty,
+        })
+    }
+}
+
 /// Attributes other than doc comments are refused (they would apply to only one half).
 fn check_attrs(f: &ItemFn, what: &str) -> Result<(), Vec<syn::Error>> {
     match f.attrs.iter().find(|a| !a.path().is_ident("doc")) {
@@ -1682,14 +1735,13 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     let mut launch_args = Vec::new();
     let mut param_docs = Vec::new();
     for (index, input) in sig.inputs.iter().enumerate() {
-        let FnArg::Typed(pt) = input else {
-            tx.errors
-                .push(err(input.span(), "a kernel cannot take `self`"));
-            continue;
-        };
-        let Pat::Ident(pi) = &*pt.pat else {
-            tx.errors
-                .push(err(pt.pat.span(), "kernel parameters must be plain names"));
+        let Some(ParamSpec {
+            pat: pi,
+            array,
+            ty,
+            ty_syntax,
+        }) = tx.param(input, "kernel")
+        else {
             continue;
         };
         if pi.mutability.is_some() {
@@ -1701,31 +1753,20 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         }
         let pname = &pi.ident;
         let pname_str = pname.to_string();
-        match &*pt.ty {
-            Type::Reference(r) => {
-                let Type::Slice(slice) = &*r.elem else {
-                    tx.errors.push(err(
-                        r.span(),
-                        "buffer parameters are slices: `&[T]` or `&mut [T]`",
-                    ));
-                    continue;
-                };
-                let Some(Ty {
-                    name: elem,
-                    ir: t,
-                    native: elem_id,
-                }) = tx.ty(&slice.elem, "a buffer element")
-                else {
-                    continue;
-                };
+        let Ty {
+            name: elem,
+            ir: t,
+            native: elem_id,
+        } = ty;
+        match array {
+            Some(writable) => {
                 if elem == "bool" {
                     tx.errors.push(err(
-                        slice.elem.span(),
+                        ty_syntax.span(),
                         "buffers of bool are not supported (no GPU stores bool in memory); use u32",
                     ));
                     continue;
                 }
-                let writable = r.mutability.is_some();
                 let ir_access = if writable {
                     quote!(ReadWrite)
                 } else {
@@ -1766,22 +1807,15 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     if writable { "&mut " } else { "&" }
                 ));
             }
-            ty => {
-                let Some(Ty {
-                    name: sname,
-                    ir: t,
-                    native: sid,
-                }) = tx.ty(ty, "a scalar parameter")
-                else {
-                    continue;
-                };
+            None => {
                 build_params.extend(quote!(let #pname = __b.scalar(#pname_str, #t);));
-                bind_params
-                    .extend(quote!(let #pname: #sid = __dc::cpu::scalar::<#sid>(__l, #index)?;));
-                launch_params.push(quote!(#pname: #sid));
+                bind_params.extend(
+                    quote!(let #pname: #elem_id = __dc::cpu::scalar::<#elem_id>(__l, #index)?;),
+                );
+                launch_params.push(quote!(#pname: #elem_id));
                 launch_args.push(quote!(__dc::Arg::scalar(#pname)));
                 tx.bind(&pname_str, Binding::Scalar);
-                param_docs.push(format!("* `{pname_str}`: `{sname}` by value"));
+                param_docs.push(format!("* `{pname_str}`: `{elem}` by value"));
             }
         }
     }
@@ -2060,33 +2094,20 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     // Per type parameter: the arrays and values whose type it is.
     let mut sources: HashMap<String, (Vec<TokenStream>, Vec<Ident>)> = HashMap::new();
     for (k, input) in sig.inputs.iter().enumerate() {
-        let FnArg::Typed(pt) = input else {
-            tx.errors
-                .push(err(input.span(), "a #[kernel_fn] cannot take `self`"));
-            continue;
-        };
-        let Pat::Ident(pi) = &*pt.pat else {
-            tx.errors.push(err(
-                pt.pat.span(),
-                "#[kernel_fn] parameters must be plain names",
-            ));
+        let Some(ParamSpec {
+            pat: pi,
+            array,
+            ty: Ty { ir, native, .. },
+            ty_syntax,
+        }) = tx.param(input, "#[kernel_fn]")
+        else {
             continue;
         };
         let pname = &pi.ident;
         let pname_str = pname.to_string();
-        match &*pt.ty {
-            Type::Reference(r) => {
-                let Type::Slice(slice) = &*r.elem else {
-                    tx.errors.push(err(
-                        r.span(),
-                        "array parameters are slices: `&[T]` or `&mut [T]`",
-                    ));
-                    continue;
-                };
-                let Some(Ty { ir, native, .. }) = tx.ty(&slice.elem, "an array parameter") else {
-                    continue;
-                };
-                let writable = r.mutability.is_some();
+        let type_param = tx.type_param(ty_syntax).map(|t| t.to_string());
+        match array {
+            Some(writable) => {
                 build_params.push(quote!(#pname: __dc::ir::Mem));
                 bind.extend(quote!(__b.check_array(#pname, #ir, #writable, #pname_str)?;));
                 // A `&[T]` parameter accepts read-only buffers and writable arrays alike.
@@ -2098,12 +2119,8 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     quote!(#w)
                 };
                 native_params.push(quote!(#pname: __dc::cpu::View<'_, #native, #access>));
-                if let Some(t) = tx.type_param(&slice.elem) {
-                    sources
-                        .entry(t.to_string())
-                        .or_default()
-                        .0
-                        .push(quote!(#pname.elem()));
+                if let Some(t) = type_param {
+                    sources.entry(t).or_default().0.push(quote!(#pname.elem()));
                 }
                 tx.bind(
                     &pname_str,
@@ -2114,10 +2131,7 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     },
                 );
             }
-            ty => {
-                let Some(Ty { ir, native, .. }) = tx.ty(ty, "a #[kernel_fn] parameter") else {
-                    continue;
-                };
+            None => {
                 let mutable = pi.mutability.is_some();
                 let mut_tok = pi.mutability;
                 build_params.push(quote!(#pname: __dc::ir::V));
@@ -2125,12 +2139,8 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     quote!(let #pname = __b.let_(#pname_str, Some(#ir), #mutable, #pname)?;),
                 );
                 native_params.push(quote!(#mut_tok #pname: #native));
-                if let Some(t) = tx.type_param(ty) {
-                    sources
-                        .entry(t.to_string())
-                        .or_default()
-                        .1
-                        .push(pname.clone());
+                if let Some(t) = type_param {
+                    sources.entry(t).or_default().1.push(pname.clone());
                 }
                 tx.bind(&pname_str, Binding::Local);
             }
