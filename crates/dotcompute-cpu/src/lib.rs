@@ -181,10 +181,12 @@ impl CpuBackend {
         }
     }
 
-    fn os_alloc(&self, bytes: usize) -> Result<Block> {
+    /// A block of `bytes` (a pool size class) for a request of `requested` bytes, which
+    /// errors report (the class is an implementation detail).
+    fn os_alloc(&self, bytes: usize, requested: usize) -> Result<Block> {
         let oom = |detail: String| Error::OutOfMemory {
             device: "cpu".into(),
-            requested: bytes as u64,
+            requested: requested as u64,
             detail,
         };
         if bytes as u64 > self.info.memory_bytes {
@@ -227,9 +229,11 @@ impl Backend for CpuBackend {
     }
 
     fn alloc(&self, bytes: usize) -> Result<(CpuBuffer, StreamSet)> {
-        let (block, _class, _) =
-            self.pool
-                .acquire(bytes, |class| self.os_alloc(class), CpuBackend::os_free)?;
+        let (block, _class, _) = self.pool.acquire(
+            bytes,
+            |class| self.os_alloc(class, bytes),
+            CpuBackend::os_free,
+        )?;
         // Every earlier use has completed: nothing to wait for.
         Ok((CpuBuffer { block }, StreamSet::EMPTY))
     }

@@ -353,10 +353,12 @@ impl WgpuBackend {
         self.check_uncaptured()
     }
 
-    fn create_storage(&self, bytes: usize) -> Result<wgpu::Buffer> {
+    /// A storage buffer of `bytes` (a pool size class) for a request of `requested`
+    /// bytes, which errors report.
+    fn create_storage(&self, bytes: usize, requested: usize) -> Result<wgpu::Buffer> {
         let oom = |detail: String| Error::OutOfMemory {
             device: self.info.name.clone(),
-            requested: bytes as u64,
+            requested: requested as u64,
             detail,
         };
         if bytes as u64 > self.limits.max_buffer_size {
@@ -792,9 +794,11 @@ impl Backend for WgpuBackend {
     }
 
     fn alloc(&self, bytes: usize) -> Result<(WgpuBuffer, StreamSet)> {
-        let (buffer, class, _) =
-            self.pool
-                .acquire(bytes, |class| self.create_storage(class), |b| b.destroy())?;
+        let (buffer, class, _) = self.pool.acquire(
+            bytes,
+            |class| self.create_storage(class, bytes),
+            |b| b.destroy(),
+        )?;
         // Every stream is the one queue: later uses are submitted after earlier ones.
         Ok((WgpuBuffer { buffer, class }, StreamSet::EMPTY))
     }

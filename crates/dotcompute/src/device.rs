@@ -95,8 +95,13 @@ impl Device {
         let (backend, ordinal) = match name.rsplit_once(':') {
             Some((b, n)) => (
                 b,
-                Some(n.trim().parse::<usize>().map_err(|_| {
-                    Error::UnknownBackend(format!("{name} (the device number must be an integer)"))
+                // The backend may be right and the number wrong: say which.
+                Some(n.trim().parse::<usize>().map_err(|_| Error::Range {
+                    op: "Device::by_name",
+                    detail: format!(
+                        "`{name}`: the device number `{n}` is not a non-negative integer \
+                         (write `{b}:0`, `{b}:1`, ...)"
+                    ),
                 })?),
             ),
             None => (name, None),

@@ -127,7 +127,19 @@ impl<T: Element> HostBuffer<T> {
                 unsafe { std::ptr::write_bytes(memory.as_ptr(), 0, bytes) };
                 Storage::Pinned(memory)
             }
-            None => Storage::Plain(vec![T::zeroed(); len]),
+            None => {
+                // A failed allocation is an error, not an abort (`vec!` aborts).
+                let mut plain = Vec::new();
+                plain
+                    .try_reserve_exact(len)
+                    .map_err(|e| Error::OutOfMemory {
+                        device: device.label(),
+                        requested: bytes as u64,
+                        detail: format!("host memory for {len} elements of {}: {e}", T::TYPE),
+                    })?;
+                plain.resize(len, T::zeroed());
+                Storage::Plain(plain)
+            }
         };
         Ok(HostBuffer {
             pending: Mutex::new(None),

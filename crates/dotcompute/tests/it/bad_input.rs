@@ -455,3 +455,34 @@ fn shared_2d_column_past_the_row_is_out_of_bounds_on_the_cpu() {
     );
     still_works(&d);
 }
+
+#[test]
+fn a_host_buffer_too_large_for_memory_is_an_error_not_an_abort() {
+    // 2^60 bytes: no machine has them; the allocator must say so without aborting.
+    let d = Device::cpu();
+    let e = d.alloc_host::<u64>(1 << 57).unwrap_err();
+    assert!(
+        matches!(e, Error::OutOfMemory { requested, .. } if requested == 1 << 60),
+        "{e:?}"
+    );
+    // The device still works, and so do host buffers of a sane size.
+    let mut h = d.alloc_host::<u64>(1000).unwrap();
+    assert!(h.as_mut_slice().unwrap().iter().all(|&v| v == 0));
+    still_works(&d);
+}
+
+#[test]
+fn out_of_memory_reports_the_bytes_requested_not_the_pool_class() {
+    let mut devices = vec![Device::cpu()];
+    devices.extend(Device::with_backend(BackendKind::Wgpu).ok());
+    for d in devices {
+        // Past the device's largest allocation, and not a pool size class.
+        let len = (d.info().limits.max_buffer_bytes / 4 + 12_345) as usize;
+        let e = d.alloc::<f32>(len).unwrap_err();
+        assert!(
+            matches!(&e, Error::OutOfMemory { requested, .. } if *requested == len as u64 * 4),
+            "{d:?}: {e:?}"
+        );
+        still_works(&d);
+    }
+}

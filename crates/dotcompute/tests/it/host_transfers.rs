@@ -142,7 +142,14 @@ fn devices_by_number() {
     assert!(Device::by_name("cpu:0").is_ok());
     let e = Device::with_backend_ordinal(BackendKind::Cpu, 1).unwrap_err();
     assert!(e.to_string().contains("there is no device 1"), "{e}");
+    // The backend is known; the number is what is wrong, and the message says so.
     let e = Device::by_name("cpu:x").unwrap_err();
+    assert!(matches!(e, Error::Range { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("device number `x`") && !e.to_string().contains("unknown backend"),
+        "{e}"
+    );
+    let e = Device::by_name("cpux:0").unwrap_err();
     assert!(matches!(e, Error::UnknownBackend(_)), "{e}");
     // A device number past the end is an error, never a panic, with or without a driver.
     let e = Device::by_name("cuda:4096").unwrap_err();
