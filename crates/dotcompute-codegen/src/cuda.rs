@@ -142,9 +142,20 @@ pub fn cuda_type(ty: ScalarType) -> &'static str {
         ScalarType::U64 => "u64",
         ScalarType::F32 => "f32",
         ScalarType::F64 => "f64",
-        // Storage-only types never reach a kernel (IR validation).
-        ScalarType::F16 => "__half",
+        // An f16 value lives in a float register holding an f16-representable value:
+        // every operation rounds its result back (`dc_rh`), which is IEEE half arithmetic
+        // for + - * / and sqrt, since f32 carries more than twice f16's precision.
+        ScalarType::F16 => "f32",
+        // Storage-only (IR validation keeps it out of kernels).
         ScalarType::BF16 => "__nv_bfloat16",
+    }
+}
+
+/// The C++ element type of an array in memory: an f16 is stored as its 16 bits.
+fn cuda_mem_type(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::F16 => "unsigned short",
+        t => cuda_type(t),
     }
 }
 
@@ -205,7 +216,7 @@ impl Gen<'_> {
         for (i, p) in k.params.iter().enumerate() {
             match p {
                 Param::Buffer { name, elem, access } => {
-                    let t = cuda_type(*elem);
+                    let t = cuda_mem_type(*elem);
                     let restrict = if self.atomic.contains(&Memory::Buffer(i as u32)) {
                         ""
                     } else {
@@ -250,6 +261,9 @@ impl Gen<'_> {
         if k.uses_subgroups() {
             self.out.push_str(SUBGROUP_PRELUDE);
         }
+        if dotcompute_ir::analysis::uses_f16(k) {
+            self.out.push_str(F16_PRELUDE);
+        }
         let params = self.entry_params();
         let args: Vec<String> = params
             .iter()
@@ -269,7 +283,7 @@ impl Gen<'_> {
             body_params.join(",\n    ")
         );
         for s in &k.shared {
-            let t = cuda_type(s.elem);
+            let t = cuda_mem_type(s.elem);
             match s.len {
                 SharedLen::Static(n) => {
                     let _ = writeln!(self.out, "    __shared__ {t} s_{}[{}];", s.name, n.max(1));
@@ -506,6 +520,11 @@ impl Gen<'_> {
         }
     }
 
+    /// Whether `mem` holds f16 bits (buffers and shared arrays; local arrays are floats).
+    fn stored_as_f16(&self, mem: Memory) -> bool {
+        !matches!(mem, Memory::Local(_)) && self.k.memory_elem(mem) == Some(ScalarType::F16)
+    }
+
     /// An lvalue for `mem[index]`; volatile when the memory is used atomically.
     fn place(&self, mem: Memory, index: &str) -> String {
         if self.lane.is_some() {
@@ -535,11 +554,12 @@ impl Gen<'_> {
                 self.line(d, &text);
             }
             Stmt::Store { mem, index, value } => {
-                let mut text = format!(
-                    "{} = {};",
-                    self.place(*mem, &self.expr(index)),
+                let value = if self.stored_as_f16(*mem) {
+                    format!("dc_f2h({})", self.expr(value))
+                } else {
                     self.expr(value)
-                );
+                };
+                let mut text = format!("{} = {value};", self.place(*mem, &self.expr(index)));
                 if self.lane.is_some() {
                     let _ = write!(text, " m_{} = true;", self.buffer_name(*mem));
                 }
@@ -657,6 +677,8 @@ impl Gen<'_> {
                     format!("__longlong_as_double({bits:#018x}ll)")
                 }
             }
+            // An f16 constant is its exact value as a float (see cuda_type).
+            Literal::F16(bits) => Self::literal(Literal::f32(half::f16::from_bits(bits).to_f32())),
         }
     }
 
@@ -683,7 +705,14 @@ impl Gen<'_> {
                 },
                 Memory::Local(i) => format!("{}u", self.k.local_arrays[*i as usize].len),
             },
-            ExprKind::Load { mem, index } => self.place(*mem, &self.expr(index)),
+            ExprKind::Load { mem, index } => {
+                let place = self.place(*mem, &self.expr(index));
+                if self.stored_as_f16(*mem) {
+                    format!("dc_h2f({place})")
+                } else {
+                    place
+                }
+            }
             ExprKind::Unary(op, a) => {
                 let x = self.expr(a);
                 match (op, a.ty) {
@@ -692,6 +721,14 @@ impl Gen<'_> {
                     (UnaryOp::Neg, _) => format!("(-{x})"),
                     (UnaryOp::Not, ScalarType::Bool) => format!("(!{x})"),
                     (UnaryOp::Not, _) => format!("(~{x})"),
+                }
+            }
+            ExprKind::Binary(op, a, b) if e.ty == ScalarType::F16 => {
+                // Computed in f32, rounded to f16 (see cuda_type).
+                let (x, y) = (self.expr(a), self.expr(b));
+                match op {
+                    BinaryOp::Rem => format!("dc_rh(fmodf({x}, {y}))"),
+                    _ => format!("dc_rh({x} {} {y})", op.symbol()),
                 }
             }
             ExprKind::Binary(op, a, b) => {
@@ -717,54 +754,11 @@ impl Gen<'_> {
                 }
             }
             ExprKind::Cast(a) => self.cast(a, e.ty),
-            ExprKind::Math(f, args) => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                // The argument's type picks the function (predicates return bool).
-                let t = args[0].ty;
-                let f32 = t == ScalarType::F32;
-                let name = match f {
-                    MathFn::IsNan => return format!("((bool)isnan({}))", a[0]),
-                    MathFn::IsFinite => return format!("((bool)isfinite({}))", a[0]),
-                    MathFn::Recip if f32 => return format!("(1.0f / {})", a[0]),
-                    MathFn::Recip => return format!("(1.0 / {})", a[0]),
-                    // Bit operations on the unsigned bits (32 or 64 wide); the counts are
-                    // u32 like Rust's.
-                    MathFn::CountOnes
-                    | MathFn::LeadingZeros
-                    | MathFn::TrailingZeros
-                    | MathFn::ReverseBits => return cuda_bits(*f, t, &a[0]),
-                    MathFn::Abs if !t.is_float() => "dc_abs",
-                    MathFn::SaturatingAdd => "dc_sat_add",
-                    MathFn::SaturatingSub => "dc_sat_sub",
-                    MathFn::Min if !t.is_float() => "dc_min",
-                    MathFn::Max if !t.is_float() => "dc_max",
-                    MathFn::Clamp if !t.is_float() => "dc_clamp",
-                    MathFn::Clamp if f32 => "dc_clampf",
-                    MathFn::Clamp => "dc_clampd",
-                    MathFn::Sqrt => pick(f32, "sqrtf", "sqrt"),
-                    MathFn::Sin => pick(f32, "sinf", "sin"),
-                    MathFn::Cos => pick(f32, "cosf", "cos"),
-                    MathFn::Tan => pick(f32, "tanf", "tan"),
-                    MathFn::Exp => pick(f32, "expf", "exp"),
-                    MathFn::Log => pick(f32, "logf", "log"),
-                    MathFn::Pow => pick(f32, "powf", "pow"),
-                    MathFn::Abs => pick(f32, "fabsf", "fabs"),
-                    MathFn::Min => pick(f32, "fminf", "fmin"),
-                    MathFn::Max => pick(f32, "fmaxf", "fmax"),
-                    MathFn::Fma => pick(f32, "fmaf", "fma"),
-                    MathFn::Floor => pick(f32, "floorf", "floor"),
-                    MathFn::Ceil => pick(f32, "ceilf", "ceil"),
-                    MathFn::Exp2 => pick(f32, "exp2f", "exp2"),
-                    MathFn::Log2 => pick(f32, "log2f", "log2"),
-                    MathFn::Tanh => pick(f32, "tanhf", "tanh"),
-                    MathFn::Trunc => pick(f32, "truncf", "trunc"),
-                    // C's round: halves away from zero, as Rust's.
-                    MathFn::Round => pick(f32, "roundf", "round"),
-                    MathFn::Atan2 => pick(f32, "atan2f", "atan2"),
-                    MathFn::Rsqrt => pick(f32, "rsqrtf", "rsqrt"),
-                };
-                format!("{name}({})", a.join(", "))
+            // f16 math runs on the f32 functions and rounds the result (see cuda_type).
+            ExprKind::Math(f, args) if e.ty == ScalarType::F16 => {
+                format!("dc_rh({})", self.math(*f, args))
             }
+            ExprKind::Math(f, args) => self.math(*f, args),
             ExprKind::Subgroup(op, args) => {
                 let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
                 match op {
@@ -793,11 +787,65 @@ impl Gen<'_> {
         }
     }
 
+    /// A math function call (`args` are the IR operands).
+    fn math(&self, f: MathFn, args: &[Expr]) -> String {
+        let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+        // The argument's type picks the function (predicates return bool).
+        let t = args[0].ty;
+        let f32 = t == ScalarType::F32 || t == ScalarType::F16;
+        let name = match f {
+            MathFn::IsNan => return format!("((bool)isnan({}))", a[0]),
+            MathFn::IsFinite => return format!("((bool)isfinite({}))", a[0]),
+            MathFn::Recip if f32 => return format!("(1.0f / {})", a[0]),
+            MathFn::Recip => return format!("(1.0 / {})", a[0]),
+            // Bit operations on the unsigned bits (32 or 64 wide); the counts are
+            // u32 like Rust's.
+            MathFn::CountOnes
+            | MathFn::LeadingZeros
+            | MathFn::TrailingZeros
+            | MathFn::ReverseBits => return cuda_bits(f, t, &a[0]),
+            MathFn::Abs if !t.is_float() => "dc_abs",
+            MathFn::SaturatingAdd => "dc_sat_add",
+            MathFn::SaturatingSub => "dc_sat_sub",
+            MathFn::Min if !t.is_float() => "dc_min",
+            MathFn::Max if !t.is_float() => "dc_max",
+            MathFn::Clamp if !t.is_float() => "dc_clamp",
+            MathFn::Clamp if f32 => "dc_clampf",
+            MathFn::Clamp => "dc_clampd",
+            MathFn::Sqrt => pick(f32, "sqrtf", "sqrt"),
+            MathFn::Sin => pick(f32, "sinf", "sin"),
+            MathFn::Cos => pick(f32, "cosf", "cos"),
+            MathFn::Tan => pick(f32, "tanf", "tan"),
+            MathFn::Exp => pick(f32, "expf", "exp"),
+            MathFn::Log => pick(f32, "logf", "log"),
+            MathFn::Pow => pick(f32, "powf", "pow"),
+            MathFn::Abs => pick(f32, "fabsf", "fabs"),
+            MathFn::Min => pick(f32, "fminf", "fmin"),
+            MathFn::Max => pick(f32, "fmaxf", "fmax"),
+            MathFn::Fma => pick(f32, "fmaf", "fma"),
+            MathFn::Floor => pick(f32, "floorf", "floor"),
+            MathFn::Ceil => pick(f32, "ceilf", "ceil"),
+            MathFn::Exp2 => pick(f32, "exp2f", "exp2"),
+            MathFn::Log2 => pick(f32, "log2f", "log2"),
+            MathFn::Tanh => pick(f32, "tanhf", "tanh"),
+            MathFn::Trunc => pick(f32, "truncf", "trunc"),
+            // C's round: halves away from zero, as Rust's.
+            MathFn::Round => pick(f32, "roundf", "round"),
+            MathFn::Atan2 => pick(f32, "atan2f", "atan2"),
+            MathFn::Rsqrt => pick(f32, "rsqrtf", "rsqrt"),
+        };
+        format!("{name}({})", a.join(", "))
+    }
+
     fn cast(&self, a: &Expr, to: ScalarType) -> String {
         use ScalarType::*;
         let x = self.expr(a);
         match (a.ty, to) {
             (from, to) if from == to => x,
+            // To f16: through f32 (an f64 may round twice; see the crate docs), then round.
+            (_, F16) => format!("dc_rh((f32)({x}))"),
+            // From f16: the value is already an f32.
+            (F16, I32 | U32 | I64 | U64) => format!("dc_f32_to_{to}({x})"),
             (F32 | F64, I32 | U32 | I64 | U64) => format!("dc_{}_to_{}({x})", a.ty, to),
             // int -> float rounds to nearest, float <-> float rounds to nearest, int -> int
             // truncates or extends, bool -> int is 0 or 1: C++'s conversions on CUDA.
@@ -900,6 +948,15 @@ template <typename T> DC_FN bool dc_advance(T& v, T step, T end) {
     v = next;
     return go;
 }
+"#;
+
+/// f16 support, emitted only for kernels that use f16 (other kernels' code is unchanged):
+/// conversions by the PTX instructions (round to nearest even; overflow gives infinity),
+/// so no CUDA header is needed.
+const F16_PRELUDE: &str = r#"
+DC_FN float dc_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+DC_FN unsigned short dc_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+DC_FN float dc_rh(float f) { return dc_h2f(dc_f2h(f)); }
 "#;
 
 /// Subgroup operations as warp intrinsics, emitted only for kernels that use them (so the

@@ -15,11 +15,14 @@ pub fn validate_wgsl(source: &str) -> Result<NagaModule, String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
     // Subgroup operations are allowed here; whether the device has them is checked when a
     // kernel using them is launched.
-    let info = Validator::new(ValidationFlags::all(), Capabilities::SUBGROUP)
-        .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
-        .subgroup_operations(naga::valid::SubgroupOperationSet::all())
-        .validate(&module)
-        .map_err(|e| e.emit_to_string(source))?;
+    let info = Validator::new(
+        ValidationFlags::all(),
+        Capabilities::SUBGROUP | Capabilities::SHADER_FLOAT16,
+    )
+    .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+    .subgroup_operations(naga::valid::SubgroupOperationSet::all())
+    .validate(&module)
+    .map_err(|e| e.emit_to_string(source))?;
     Ok(NagaModule { module, info })
 }
 

@@ -67,11 +67,14 @@ const GEOMETRY_WORDS: usize = 7;
 
 /// Packs the uniform block of generated kernels: grid (3), groups (3), total groups,
 /// then each scalar parameter as one 4-byte word (`bool` as 0/1), padded to 16 bytes.
+/// `offsets`: the view-offset variant's element offsets (empty otherwise); `half_lens`:
+/// the lengths of the f16 buffer arguments, in parameter order.
 pub fn pack_uniforms(
     grid: [u32; 3],
     groups: [u32; 3],
     scalars: &[Literal],
     offsets: &[u32],
+    half_lens: &[u32],
 ) -> Vec<u8> {
     let mut words: Vec<u32> = Vec::with_capacity(GEOMETRY_WORDS + scalars.len());
     words.extend(grid);
@@ -79,6 +82,7 @@ pub fn pack_uniforms(
     words.push(groups[0].wrapping_mul(groups[1]).wrapping_mul(groups[2]));
     words.extend(scalars.iter().map(|&s| scalar_word(s)));
     words.extend(offsets);
+    words.extend(half_lens);
     pad_to_bytes(words)
 }
 
@@ -100,6 +104,8 @@ fn scalar_word(s: Literal) -> u32 {
         Literal::F32(bits) => bits,
         // Rejected before packing (WGSL has no 64-bit types); never reaches a shader.
         Literal::I64(_) | Literal::U64(_) | Literal::F64(_) => 0,
+        // An f16 scalar travels as an f32 (the uniform block's field is f32).
+        Literal::F16(bits) => half::f16::from_bits(bits).to_f32().to_bits(),
     }
 }
 
@@ -117,11 +123,9 @@ fn wgsl_type(ty: ScalarType) -> Option<&'static str> {
         ScalarType::I32 => Some("i32"),
         ScalarType::U32 => Some("u32"),
         ScalarType::F32 => Some("f32"),
-        ScalarType::I64
-        | ScalarType::U64
-        | ScalarType::F64
-        | ScalarType::F16
-        | ScalarType::BF16 => None,
+        // Needs the adapter's SHADER_F16 (`enable f16;`), a device capability.
+        ScalarType::F16 => Some("f16"),
+        ScalarType::I64 | ScalarType::U64 | ScalarType::F64 | ScalarType::BF16 => None,
     }
 }
 
@@ -239,14 +243,18 @@ impl Gen<'_> {
         // naga 30 takes the subgroup builtins without WGSL's `enable subgroups;` (and
         // rejects the directive); the device feature SUBGROUP gates them.
         let subgroups = k.uses_subgroups();
+        if dotcompute_ir::analysis::uses_f16(k) {
+            self.out.push_str("enable f16;\n");
+        }
         // Uniform block.
         self.out.push_str("struct DcParams {\n    grid_x: u32,\n    grid_y: u32,\n    grid_z: u32,\n    groups_x: u32,\n    groups_y: u32,\n    groups_z: u32,\n    total_groups: u32,\n");
         for p in &k.params {
             if let Param::Scalar { name, ty } = p {
-                let t = if *ty == ScalarType::Bool {
-                    "u32"
-                } else {
-                    self.ty(*ty)
+                let t = match *ty {
+                    ScalarType::Bool => "u32",
+                    // Uniform f16 fields have their own layout rules; an f32 is simpler.
+                    ScalarType::F16 => "f32",
+                    t => self.ty(t),
                 };
                 let _ = writeln!(self.out, "    p_{name}: {t},");
             }
@@ -256,6 +264,18 @@ impl Gen<'_> {
                 if let Param::Buffer { name, .. } = p {
                     let _ = writeln!(self.out, "    off_{name}: u32,");
                 }
+            }
+        }
+        // A binding's size is a multiple of 4 bytes, so an f16 buffer's `arrayLength` may
+        // count one element too many: its length comes from the launch instead.
+        for p in &k.params {
+            if let Param::Buffer {
+                name,
+                elem: ScalarType::F16,
+                ..
+            } = p
+            {
+                let _ = writeln!(self.out, "    len_{name}: u32,");
             }
         }
         self.out.push_str("}\n\n");
@@ -583,6 +603,14 @@ impl Gen<'_> {
                     format!("bitcast<f32>({bits}u)")
                 }
             }
+            Literal::F16(bits) => {
+                let v = half::f16::from_bits(bits);
+                if v.is_finite() {
+                    format!("{:?}h", v.to_f32())
+                } else {
+                    format!("f16(bitcast<f32>({}u))", v.to_f32().to_bits())
+                }
+            }
             Literal::I64(_) | Literal::U64(_) | Literal::F64(_) => {
                 unreachable!("64-bit literals are rejected by check_types")
             }
@@ -597,6 +625,8 @@ impl Gen<'_> {
                 let name = self.k.params[*i as usize].name();
                 if e.ty == ScalarType::Bool {
                     format!("(dc_params.p_{name} != 0u)")
+                } else if e.ty == ScalarType::F16 {
+                    format!("f16(dc_params.p_{name})")
                 } else {
                     format!("dc_params.p_{name}")
                 }
@@ -610,6 +640,11 @@ impl Gen<'_> {
                     Builtin::NumGroups => "dc_ngroups",
                 };
                 format!("{v}.{}", a.name())
+            }
+            ExprKind::Len(Memory::Buffer(i))
+                if self.k.memory_elem(Memory::Buffer(*i)) == Some(ScalarType::F16) =>
+            {
+                format!("dc_params.len_{}", self.k.params[*i as usize].name())
             }
             ExprKind::Len(mem) => match mem {
                 Memory::Buffer(i) if self.view_offsets => format!(
@@ -656,6 +691,13 @@ impl Gen<'_> {
                     BinaryOp::BitXor if a.ty == ScalarType::Bool => format!("({x} != {y})"),
                     // IEEE equality with NaN tested on the bits (see dotcompute_ir's
                     // semantics): drivers may assume NaN-free floats and fold `x != x`.
+                    // f16 values widen to f32 exactly (NaN stays NaN) for the bit tests.
+                    BinaryOp::Eq if a.ty == ScalarType::F16 => {
+                        format!("dc_feq(f32({x}), f32({y}))")
+                    }
+                    BinaryOp::Ne if a.ty == ScalarType::F16 => {
+                        format!("(!dc_feq(f32({x}), f32({y})))")
+                    }
                     BinaryOp::Eq if a.ty.is_float() => format!("dc_feq({x}, {y})"),
                     BinaryOp::Ne if a.ty.is_float() => format!("(!dc_feq({x}, {y}))"),
                     _ => format!("({x} {} {y})", op.symbol()),
@@ -668,10 +710,16 @@ impl Gen<'_> {
                     // min(max(x, lo), hi): WGSL's clamp requires lo <= hi for ints.
                     MathFn::Clamp => return format!("min(max({}, {}), {})", a[0], a[1], a[2]),
                     // On the bits: WGSL has no isnan, and drivers fold `x != x`.
-                    MathFn::IsNan => return format!("dc_is_nan({})", a[0]),
-                    MathFn::IsFinite => return format!("dc_is_finite({})", a[0]),
+                    MathFn::IsNan => return format!("dc_is_nan(f32({}))", a[0]),
+                    MathFn::IsFinite => return format!("dc_is_finite(f32({}))", a[0]),
                     // WGSL's round sends halves to even; the IR's (Rust's) away from zero.
+                    MathFn::Round if args[0].ty == ScalarType::F16 => {
+                        return format!("f16(dc_round(f32({})))", a[0])
+                    }
                     MathFn::Round => return format!("dc_round({})", a[0]),
+                    MathFn::Recip if args[0].ty == ScalarType::F16 => {
+                        return format!("(1.0h / {})", a[0])
+                    }
                     MathFn::Recip => return format!("(1.0 / {})", a[0]),
                     MathFn::Rsqrt => return format!("inverseSqrt({})", a[0]),
                     MathFn::CountOnes => return format!("u32(countOneBits({}))", a[0]),
@@ -743,6 +791,9 @@ impl Gen<'_> {
             (from, to) if from == to => x,
             (ScalarType::F32, ScalarType::I32) => format!("dc_f32_to_i32({x})"),
             (ScalarType::F32, ScalarType::U32) => format!("dc_f32_to_u32({x})"),
+            // f16 to an integer: widen exactly, then saturate like f32.
+            (ScalarType::F16, ScalarType::I32) => format!("dc_f32_to_i32(f32({x}))"),
+            (ScalarType::F16, ScalarType::U32) => format!("dc_f32_to_u32(f32({x}))"),
             (ScalarType::Bool, t) => format!("select({t}(0), {t}(1), {x})", t = self.ty(t)),
             // i32 <-> u32 reinterpret the bits (Rust `as`), int -> f32 rounds to nearest.
             (_, t) => format!("{}({x})", self.ty(t)),
@@ -820,7 +871,7 @@ mod tests {
     #[test]
     fn uniform_layouts_are_word_per_scalar_padded_to_16_bytes() {
         let s = [Literal::f32(1.5), Literal::Bool(true), Literal::I32(-2)];
-        let generated = pack_uniforms([10, 1, 1], [3, 2, 1], &s, &[]);
+        let generated = pack_uniforms([10, 1, 1], [3, 2, 1], &s, &[], &[]);
         assert_eq!(
             words(&generated),
             vec![

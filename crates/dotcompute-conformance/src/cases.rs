@@ -125,6 +125,12 @@ pub fn cases() -> Vec<Case> {
             literal_inference,
         ),
         c(
+            "HalfFloats",
+            "language",
+            vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
+            half_floats,
+        ),
+        c(
             "AtomicOps",
             "semantics",
             vec![Size::n(1), Size::n(1000), Size::n(100_003)],
@@ -1426,6 +1432,101 @@ fn literal_inference(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<
     })?;
     first_mismatch(&out_n.to_vec()?, |i| ns[i] % 7 + (ns[i] >> 3))?;
     Ok(Outcome::default())
+}
+
+fn half_floats(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    use dotcompute::f16;
+    if !d.info().caps.f16 {
+        // The error such a launch gets is tested in `bad_input`.
+        return Ok(Outcome::default());
+    }
+    let n = size.dims[0];
+    let h = |v: f32| f16::from_f32(v);
+    let a: Vec<f16> = (0..n).map(|_| h((rng.f32() - 0.5) * 16.0)).collect();
+    // Divisors away from zero: |b| in [0.5, 8].
+    let b: Vec<f16> = (0..n)
+        .map(|_| h((0.5 + rng.f32() * 7.5) * if rng.bool() { 1.0 } else { -1.0 }))
+        .collect();
+    let (da, db) = (d.upload(&a)?, d.upload(&b)?);
+    let mut out = d.alloc_filled(n * 6, f16::NAN)?;
+    let mut wide = poisoned_f32(d, n)?;
+    let mut ints = d.alloc_filled(n, POISON_U32 as i32)?;
+    kernels::half_ops::launch(
+        d,
+        Launch::threads(n),
+        &da,
+        &db,
+        &mut out,
+        &mut wide,
+        &mut ints,
+    )?;
+    let (got, got_wide, got_ints) = (out.to_vec()?, wide.to_vec()?, ints.to_vec()?);
+    // Distance in f16 units in the last place (both finite).
+    let ulps = |x: f16, y: f16| {
+        let key = |v: f16| {
+            let b = v.to_bits() as i32;
+            if b & 0x8000 != 0 {
+                -(b & 0x7fff)
+            } else {
+                b
+            }
+        };
+        (key(x) - key(y)).unsigned_abs()
+    };
+    let names = [
+        "a + b",
+        "a * b",
+        "a - b",
+        "a / b",
+        "sqrt(|a|)",
+        "f16(f32(a) * 0.1)",
+    ];
+    let mut worst = 0u32;
+    for i in 0..n {
+        let (x, y) = (a[i].to_f32(), b[i].to_f32());
+        let want = [
+            h(x + y),
+            h(x * y),
+            h(x - y),
+            h(x / y),
+            h(x.abs().sqrt()),
+            h(x * 0.1),
+        ];
+        for k in 0..6 {
+            let g = got[i * 6 + k];
+            // + - * and the conversion are correctly rounded everywhere; a GPU's f16
+            // division and square root may be off by one unit.
+            let tol = if k == 3 || k == 4 { 1 } else { 0 };
+            let e = ulps(g, want[k]);
+            if g.is_nan() || e > tol {
+                return fail(format!(
+                    "{} with a = {}, b = {}: got {g}, expected {} ({e} ulp)",
+                    names[k], a[i], b[i], want[k]
+                ));
+            }
+            worst = worst.max(e);
+        }
+        let acc = (0..4).fold(0.0f32, |s, k| {
+            let j = (i + k) % n;
+            s + a[j].to_f32() * b[j].to_f32()
+        });
+        if got_wide[i] != acc {
+            return fail(format!(
+                "f32 accumulation at {i}: got {}, expected {acc}",
+                got_wide[i]
+            ));
+        }
+        let want_int = h(x * 8.0).to_f32() as i32;
+        if got_ints[i] != want_int {
+            return fail(format!(
+                "i32 cast at {i} (a = {}): got {}, expected {want_int}",
+                a[i], got_ints[i]
+            ));
+        }
+    }
+    Ok(Outcome {
+        max_error: worst as f64,
+    })
 }
 
 fn control_flow_reference(n: u32) -> [u32; 4] {

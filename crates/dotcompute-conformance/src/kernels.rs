@@ -751,3 +751,28 @@ pub fn literal_inference(a: &[f32], n: &[u32], out: &mut [f32], out_n: &mut [u32
         out_n[i] = n[i] % k + (n[i] >> 3);
     }
 }
+
+/// f16 arithmetic (each operation rounded to f16), conversions both ways, a saturating
+/// cast to i32 and an f32 accumulation of f16 products.
+#[kernel]
+pub fn half_ops(a: &[f16], b: &[f16], out: &mut [f16], wide: &mut [f32], ints: &mut [i32]) {
+    let i = global_id().x;
+    if i < a.len() {
+        let x = a[i];
+        let y = b[i];
+        let o = i * 6;
+        out[o] = x + y;
+        out[o + 1] = x * y;
+        out[o + 2] = x - y;
+        out[o + 3] = x / y;
+        out[o + 4] = x.abs().sqrt();
+        out[o + 5] = (x as f32 * 0.1) as f16;
+        let mut acc = 0.0f32;
+        for k in 0..4u32 {
+            let j = (i + k) % a.len();
+            acc += a[j] as f32 * b[j] as f32;
+        }
+        wide[i] = acc;
+        ints[i] = (x * f16::cast(8.0)) as i32;
+    }
+}

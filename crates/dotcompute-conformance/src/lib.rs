@@ -289,6 +289,7 @@ macro_rules! conformance_tests {
             subgroups, subgroups_on_stream => "Subgroups",
             shared_array_2d, shared_array_2d_on_stream => "SharedArray2D",
             literal_inference, literal_inference_on_stream => "LiteralInference",
+            half_floats, half_floats_on_stream => "HalfFloats",
             atomic_ops, atomic_ops_on_stream => "AtomicOps",
             math_functions, math_functions_on_stream => "MathFunctions",
             control_flow, control_flow_on_stream => "ControlFlow",
@@ -301,7 +302,7 @@ macro_rules! conformance_tests {
             pool_reuse, pool_reuse_on_stream => "PoolReuse");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 32, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 33, "add new cases to conformance_tests!");
         }
     };
     (@each $($test:ident, $on_stream:ident => $name:literal),*) => {

@@ -149,6 +149,7 @@ impl CpuBackend {
                 caps: Capabilities {
                     f64: true,
                     i64: true,
+                    f16: true,
                     atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
                     timestamps: false,
                     raw_languages: Vec::new(),

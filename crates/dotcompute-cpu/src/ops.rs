@@ -515,6 +515,178 @@ pub fn index_2d<Y: KernelIndex, X: KernelIndex>(y: Y, x: X, row_len: u32) -> u32
     }
 }
 
+// f16: every operation computes in f32 and rounds to the nearest f16 (ties to even),
+// which is IEEE half arithmetic for + - * / and sqrt (f32 has more than twice f16's
+// precision, so the double rounding is exact), and what the GPU backends do.
+
+type F16 = half::f16;
+
+#[inline(always)]
+fn via_f32(x: F16, f: impl FnOnce(f32) -> f32) -> F16 {
+    F16::from_f32(f(x.to_f32()))
+}
+
+impl Arith for F16 {
+    #[inline(always)]
+    fn k_add(self, o: Self) -> Self {
+        via_f32(self, |a| a + o.to_f32())
+    }
+    #[inline(always)]
+    fn k_sub(self, o: Self) -> Self {
+        via_f32(self, |a| a - o.to_f32())
+    }
+    #[inline(always)]
+    fn k_mul(self, o: Self) -> Self {
+        via_f32(self, |a| a * o.to_f32())
+    }
+    #[inline(always)]
+    fn k_div(self, o: Self) -> Self {
+        via_f32(self, |a| a / o.to_f32())
+    }
+    #[inline(always)]
+    fn k_rem(self, o: Self) -> Self {
+        via_f32(self, |a| a % o.to_f32())
+    }
+}
+impl Negate for F16 {
+    #[inline(always)]
+    fn k_neg(self) -> Self {
+        -self
+    }
+}
+impl Numeric for F16 {
+    #[inline(always)]
+    fn k_abs(self) -> Self {
+        via_f32(self, f32::abs)
+    }
+    #[inline(always)]
+    fn k_min(self, o: Self) -> Self {
+        via_f32(self, |a| a.min(o.to_f32()))
+    }
+    #[inline(always)]
+    fn k_max(self, o: Self) -> Self {
+        via_f32(self, |a| a.max(o.to_f32()))
+    }
+}
+impl Float for F16 {
+    #[inline(always)]
+    fn k_sqrt(self) -> Self {
+        via_f32(self, f32::sqrt)
+    }
+    #[inline(always)]
+    fn k_sin(self) -> Self {
+        via_f32(self, f32::sin)
+    }
+    #[inline(always)]
+    fn k_cos(self) -> Self {
+        via_f32(self, f32::cos)
+    }
+    #[inline(always)]
+    fn k_tan(self) -> Self {
+        via_f32(self, f32::tan)
+    }
+    #[inline(always)]
+    fn k_exp(self) -> Self {
+        via_f32(self, f32::exp)
+    }
+    #[inline(always)]
+    fn k_log(self) -> Self {
+        via_f32(self, f32::ln)
+    }
+    #[inline(always)]
+    fn k_pow(self, y: Self) -> Self {
+        via_f32(self, |a| a.powf(y.to_f32()))
+    }
+    #[inline(always)]
+    fn k_fma(self, b: Self, c: Self) -> Self {
+        via_f32(self, |a| a.mul_add(b.to_f32(), c.to_f32()))
+    }
+    #[inline(always)]
+    fn k_floor(self) -> Self {
+        via_f32(self, f32::floor)
+    }
+    #[inline(always)]
+    fn k_ceil(self) -> Self {
+        via_f32(self, f32::ceil)
+    }
+    #[inline(always)]
+    fn k_is_nan(self) -> bool {
+        self.is_nan()
+    }
+    #[inline(always)]
+    fn k_is_finite(self) -> bool {
+        self.is_finite()
+    }
+    #[inline(always)]
+    fn k_exp2(self) -> Self {
+        via_f32(self, f32::exp2)
+    }
+    #[inline(always)]
+    fn k_log2(self) -> Self {
+        via_f32(self, f32::log2)
+    }
+    #[inline(always)]
+    fn k_tanh(self) -> Self {
+        via_f32(self, f32::tanh)
+    }
+    #[inline(always)]
+    fn k_trunc(self) -> Self {
+        via_f32(self, f32::trunc)
+    }
+    #[inline(always)]
+    fn k_round(self) -> Self {
+        via_f32(self, f32::round)
+    }
+    #[inline(always)]
+    fn k_recip(self) -> Self {
+        via_f32(self, f32::recip)
+    }
+    #[inline(always)]
+    fn k_atan2(self, x: Self) -> Self {
+        via_f32(self, |y| y.atan2(x.to_f32()))
+    }
+    #[inline(always)]
+    fn k_rsqrt(self) -> Self {
+        via_f32(self, |a| 1.0 / a.sqrt())
+    }
+    #[inline(always)]
+    fn k_powi(self, n: i32) -> Self {
+        // The same squaring loop, each product rounded to f16 as the GPUs do.
+        let (mut result, mut base, mut k) = (F16::ONE, self, n.unsigned_abs());
+        while k > 0 {
+            if k & 1 == 1 {
+                result = result.k_mul(base);
+            }
+            base = base.k_mul(base);
+            k >>= 1;
+        }
+        if n < 0 {
+            F16::ONE.k_div(result)
+        } else {
+            result
+        }
+    }
+}
+impl CastSource for F16 {
+    #[inline(always)]
+    fn to_any(self) -> AnyNum {
+        AnyNum::F32(self.to_f32())
+    }
+}
+impl CastTarget for F16 {
+    #[inline(always)]
+    fn from_any(v: AnyNum) -> Self {
+        match v {
+            AnyNum::Bool(b) => F16::from_f32(b as u8 as f32),
+            // Exact in f64 below 2^53, so rounded once.
+            AnyNum::I64(x) => F16::from_f64(x as f64),
+            AnyNum::U64(x) => F16::from_f64(x as f64),
+            AnyNum::F32(x) => F16::from_f32(x),
+            AnyNum::F64(x) => F16::from_f64(x),
+        }
+    }
+}
+
 // Subgroup operations on the CPU backend: a subgroup is one thread (`subgroup_size()` is
 // 1), so each operation sees only the caller's value. Kernels written for any subgroup
 // size (loops up to `subgroup_size()`) compute the same results as on a GPU.

@@ -35,6 +35,7 @@ kernel_scalar! {
     u64 => U64, Literal::U64(v) => v;
     f32 => F32, Literal::F32(b) => f32::from_bits(b);
     f64 => F64, Literal::F64(b) => f64::from_bits(b);
+    half::f16 => F16, Literal::F16(b) => half::f16::from_bits(b);
 }
 
 /// Integer types usable as indices; converted with `as u32` like the IR does.

@@ -76,6 +76,7 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
         caps: Capabilities {
             f64: true,
             i64: true,
+            f16: true,
             atomic_f32_add: AtomicF32Add::Native,
             timestamps: true,
             raw_languages: vec![RawLanguage::Cuda],

@@ -26,6 +26,8 @@ fn scalar_bits(l: Literal) -> u64 {
         Literal::U64(v) => v,
         Literal::F32(bits) => bits as u64,
         Literal::F64(bits) => bits,
+        // An f16 scalar parameter is declared as a float (see the code generator).
+        Literal::F16(bits) => half::f16::from_bits(bits).to_f32().to_bits() as u64,
     }
 }
 

@@ -108,6 +108,8 @@ pub struct Capabilities {
     pub f64: bool,
     /// 64-bit integers in kernels.
     pub i64: bool,
+    /// `f16` in kernels (arithmetic, not only storage).
+    pub f16: bool,
     pub atomic_f32_add: AtomicF32Add,
     /// Device timestamps for profiling (otherwise host wall time).
     pub timestamps: bool,
@@ -135,6 +137,9 @@ impl Capabilities {
         }
         if self.i64 {
             w.push("i64".to_string());
+        }
+        if self.f16 {
+            w.push("f16".to_string());
         }
         w.push(match self.atomic_f32_add {
             AtomicF32Add::Native => "atomic-f32-add".to_string(),

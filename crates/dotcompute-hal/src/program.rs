@@ -56,6 +56,8 @@ pub struct Program {
     pub source: ProgramSource,
     /// Whether the kernel uses subgroup operations (a device capability).
     pub uses_subgroups: bool,
+    /// Whether the kernel computes with `f16` (a device capability).
+    pub uses_f16: bool,
 }
 
 impl Program {
@@ -64,6 +66,7 @@ impl Program {
         Program {
             key: ProgramKey(kernel.content_hash()),
             uses_subgroups: kernel.uses_subgroups(),
+            uses_f16: dotcompute_ir::analysis::uses_f16(&kernel),
             kernel,
             source: ProgramSource::Ir { native },
         }
@@ -76,6 +79,7 @@ impl Program {
             key,
             source: ProgramSource::Raw(source),
             uses_subgroups: false,
+            uses_f16: false,
         }
     }
     pub fn name(&self) -> &str {

@@ -66,6 +66,7 @@ mod tests {
             caps: Capabilities {
                 f64: false,
                 i64: false,
+                f16: false,
                 atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
                 timestamps: false,
                 raw_languages: Vec::new(),

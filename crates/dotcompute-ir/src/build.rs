@@ -71,7 +71,8 @@ host_value!(
     i64 => Literal::I64,
     u64 => Literal::U64,
     f32 => Literal::f32,
-    f64 => Literal::f64
+    f64 => Literal::f64,
+    half::f16 => |v: half::f16| Literal::F16(v.to_bits())
 );
 impl HostValue for usize {
     fn into_v(self) -> V {
@@ -728,7 +729,7 @@ impl Builder {
                     other => self.default_of(other)?,
                 }
             };
-            if !op.takes_bool() && !x.ty.is_numeric() {
+            if !op.takes_bool() && (!x.ty.is_numeric() || x.ty == ScalarType::F16) {
                 return self.err(format!("{} is not defined on {}", op.name(), x.ty));
             }
             exprs.push(x);

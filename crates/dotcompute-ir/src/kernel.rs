@@ -413,6 +413,7 @@ pub enum SubgroupOp {
     /// `lane + delta >= size`.
     ShuffleDown,
     /// `(x)`: the sum over the subgroup (wrapping for integers; float order unspecified).
+    /// Subgroup operations take `i32 u32 i64 u64 f32 f64`, not `f16`.
     Add,
     /// `(x)`: the minimum over the subgroup.
     Min,

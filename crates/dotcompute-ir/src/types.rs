@@ -13,8 +13,9 @@ pub enum ScalarType {
     U64,
     F32,
     F64,
-    /// IEEE half precision: a storage type only (buffers, transfers, `matmul`); kernels
-    /// cannot use it, and it is not in [`ScalarType::ALL`].
+    /// IEEE half precision. In kernels every operation on it is rounded to the nearest
+    /// `f16` (ties to even) as IEEE half arithmetic is; devices need the `f16`
+    /// capability. Not in [`ScalarType::ALL`] (the types every device has).
     F16,
     /// bfloat16: a storage type only, like [`ScalarType::F16`].
     BF16,
@@ -51,7 +52,7 @@ impl ScalarType {
         matches!(self, ScalarType::I32 | ScalarType::I64)
     }
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarType::F32 | ScalarType::F64)
+        matches!(self, ScalarType::F16 | ScalarType::F32 | ScalarType::F64)
     }
     pub fn is_numeric(self) -> bool {
         self.is_int() || self.is_float()
@@ -70,13 +71,16 @@ impl ScalarType {
             ScalarType::BF16 => "bf16",
         }
     }
-    /// Whether the type exists only in memory (16-bit floats): no kernel may use it.
+    /// Whether the type exists only in memory (`bf16`): no kernel may use it.
     pub fn is_storage_only(self) -> bool {
-        matches!(self, ScalarType::F16 | ScalarType::BF16)
+        matches!(self, ScalarType::BF16)
     }
     /// Parses the Rust spelling.
     pub fn from_name(name: &str) -> Option<ScalarType> {
-        ScalarType::ALL.into_iter().find(|t| t.name() == name)
+        ScalarType::ALL
+            .into_iter()
+            .chain([ScalarType::F16])
+            .find(|t| t.name() == name)
     }
 }
 
@@ -97,6 +101,8 @@ pub enum Literal {
     U64(u64),
     F32(u32),
     F64(u64),
+    /// An `f16`, by its bits.
+    F16(u16),
 }
 
 impl Literal {
@@ -119,6 +125,7 @@ impl Literal {
             Literal::U64(_) => ScalarType::U64,
             Literal::F32(_) => ScalarType::F32,
             Literal::F64(_) => ScalarType::F64,
+            Literal::F16(_) => ScalarType::F16,
         }
     }
     pub fn f32(v: f32) -> Literal {
@@ -136,7 +143,8 @@ impl Literal {
             ScalarType::U64 => Literal::U64(u64::try_from(v).ok()?),
             ScalarType::F32 => Literal::f32(v as f32),
             ScalarType::F64 => Literal::f64(v as f64),
-            ScalarType::Bool | ScalarType::F16 | ScalarType::BF16 => return None,
+            ScalarType::F16 => Literal::F16(half::f16::from_f64(v as f64).to_bits()),
+            ScalarType::Bool | ScalarType::BF16 => return None,
         })
     }
     /// A float literal of float type `ty`.
@@ -144,6 +152,7 @@ impl Literal {
         match ty {
             ScalarType::F32 => Some(Literal::f32(v as f32)),
             ScalarType::F64 => Some(Literal::f64(v)),
+            ScalarType::F16 => Some(Literal::F16(half::f16::from_f64(v).to_bits())),
             _ => None,
         }
     }
@@ -159,6 +168,7 @@ impl fmt::Display for Literal {
             Literal::U64(v) => write!(f, "{v}u64"),
             Literal::F32(b) => write!(f, "{:?}f32", f32::from_bits(b)),
             Literal::F64(b) => write!(f, "{:?}f64", f64::from_bits(b)),
+            Literal::F16(b) => write!(f, "{}f16", half::f16::from_bits(b)),
         }
     }
 }

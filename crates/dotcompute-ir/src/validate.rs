@@ -84,8 +84,8 @@ impl<'k> Validator<'k> {
             };
             if ty.is_storage_only() {
                 return self.err(format!(
-                    "parameter `{}` has type {ty}, which kernels cannot use yet (16-bit floats \
-                     are storage types: buffers, transfers and Device::matmul)",
+                    "parameter `{}` has type {ty}, which kernels cannot use yet (bf16 is a \
+                     storage type: buffers, transfers and Device::matmul; f16 is a kernel type)",
                     p.name()
                 ));
             }
@@ -410,7 +410,8 @@ impl<'k> Validator<'k> {
                 let arg_ok = match args.first() {
                     None => true,
                     Some(_) if op.takes_bool() => arg == ScalarType::Bool,
-                    Some(_) => arg.is_numeric(),
+                    // f16 would need a rounding after every combining step.
+                    Some(_) => arg.is_numeric() && arg != ScalarType::F16,
                 };
                 if !arg_ok {
                     return self.err(format!("{} is not defined on {arg}", op.name()));

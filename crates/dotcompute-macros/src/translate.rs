@@ -39,7 +39,7 @@ impl Binding {
     }
 }
 
-const SCALARS: [&str; 7] = ["bool", "i32", "u32", "i64", "u64", "f32", "f64"];
+const SCALARS: [&str; 8] = ["bool", "i32", "u32", "i64", "u64", "f32", "f64", "f16"];
 /// The kernel language's names, from the IR's tables: (name, IR variant).
 fn builtins() -> impl Iterator<Item = (&'static str, String)> {
     Builtin::ALL
@@ -124,6 +124,7 @@ fn ir_type(name: &str) -> TokenStream {
             "i64" => "I64",
             "u64" => "U64",
             "f32" => "F32",
+            "f16" => "F16",
             _ => "F64",
         }
     );
@@ -159,7 +160,12 @@ impl Tx {
         match scalar_type(ty) {
             Some((name, id)) => Some(Ty {
                 ir: ir_type(&name),
-                native: id.to_token_stream(),
+                // `f16` is no Rust primitive (on stable): kernels mean dotcompute's.
+                native: if name == "f16" {
+                    quote!(::dotcompute::f16)
+                } else {
+                    id.to_token_stream()
+                },
                 name,
             }),
             None => {
@@ -930,13 +936,9 @@ impl Tx {
                     return (quote!(), quote!());
                 };
                 let (b, n) = self.expr(&c.expr);
-                // `as` cannot name a generic type (nor take a generic value), so generic
-                // code casts through a trait with the same semantics.
-                let native = if self.type_params.is_empty() {
-                    quote!(((#n) as #id))
-                } else {
-                    quote!(__dc::ops::cast::<#id, _>(#n))
-                };
+                // `as` cannot name a generic type nor `f16` (nor take such a value), so
+                // casts go through a trait with `as` semantics (inlined, it is the `as`).
+                let native = quote!(__dc::ops::cast::<#id, _>(#n));
                 (quote!({ let __v = #b; __b.cast(__v, #t)? }), native)
             }
             Expr::Index(ix) => {

@@ -33,7 +33,7 @@ use dotcompute_hal::{
     DeviceType, Error, LaunchRequest, Limits, MemoryStats, Queue, RawLanguage, Result,
     SizeClassPool, StreamId, StreamSet, Timing,
 };
-use dotcompute_ir::Param;
+use dotcompute_ir::{Param, ScalarType};
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -207,6 +207,7 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
         caps: Capabilities {
             f64: false,
             i64: false,
+            f16: usable_features(adapter).contains(wgpu::Features::SHADER_F16),
             atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
             timestamps: usable_features(adapter).contains(wgpu::Features::TIMESTAMP_QUERY),
             raw_languages: vec![RawLanguage::Wgsl],
@@ -221,7 +222,7 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
 }
 
 /// The environment variable listing optional adapter features not to use, comma
-/// separated: `subgroups`, `timestamps`. The device then lacks them as a device without
+/// separated: `subgroups`, `f16`, `timestamps`. The device then lacks them as a device without
 /// them would (capabilities, errors), which tests code meant to run everywhere.
 pub const DISABLE_ENV: &str = "DOTCOMPUTE_WGPU_DISABLE";
 
@@ -232,6 +233,7 @@ fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
         for name in list.split(',').map(str::trim) {
             match name {
                 "subgroups" => features.remove(wgpu::Features::SUBGROUP),
+                "f16" => features.remove(wgpu::Features::SHADER_F16),
                 "timestamps" => features.remove(
                     wgpu::Features::TIMESTAMP_QUERY
                         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
@@ -264,6 +266,7 @@ impl WgpuBackend {
             wgpu::Features::TIMESTAMP_QUERY,
             wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
             wgpu::Features::SUBGROUP,
+            wgpu::Features::SHADER_F16,
         ] {
             if usable_features(&adapter).contains(f) {
                 required_features |= f;
@@ -686,11 +689,23 @@ impl WgpuBackend {
         } else {
             Vec::new()
         };
+        let half_lens: Vec<u32> = request
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                BoundArg::Buffer {
+                    len,
+                    elem: ScalarType::F16,
+                    ..
+                } => Some(*len as u32),
+                _ => None,
+            })
+            .collect();
         let (pipeline, dispatch, uniform_bytes) = match program.raw_source() {
             None => (
                 self.pipeline(program, g.group, g.dynamic_shared_len, view_offsets)?,
                 self.fold(&kernel.name, g.total_groups())?,
-                wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets),
+                wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets, &half_lens),
             ),
             Some(raw) => self.raw_pipeline(program, raw, g.groups, &scalars)?,
         };
@@ -716,7 +731,12 @@ impl WgpuBackend {
             };
             // With view offsets the binding starts at the aligned offset below the view.
             let skipped = if view_offsets { offset % align } else { 0 };
-            let size = (skipped + *len * elem.size_bytes()) as u64;
+            // Storage bindings are sized in whole words (an f16 buffer's last word may
+            // hold one element past its end; the kernel takes its length from the
+            // uniform block, and pool blocks are larger than that).
+            let size = ((skipped + *len * elem.size_bytes()) as u64)
+                .next_multiple_of(4)
+                .min(buffer.buffer.size() - (offset - skipped) as u64);
             if size > max_binding {
                 return Err(Error::ArgumentType {
                     kernel: kernel.name.clone(),

@@ -101,6 +101,17 @@ pub(crate) fn check_program(program: &Program, device: &Device) -> Result<()> {
             ),
         });
     }
+    if program.uses_f16 && !device.info().caps.f16 {
+        return Err(Error::Unsupported {
+            op: "f16 arithmetic",
+            detail: format!(
+                "kernel `{}` computes with f16, and {} cannot (capability `f16`; on wgpu \
+                 the adapter feature SHADER_F16)",
+                program.name(),
+                device.label()
+            ),
+        });
+    }
     let Some(raw) = program.raw_source() else {
         return Ok(());
     };

@@ -45,10 +45,16 @@ element! {
     f32 => F32, Literal::f32;
     f64 => F64, Literal::f64;
 }
-// 16-bit floats: storage types (buffers, transfers, `Device::matmul`), not kernel types.
+// 16-bit floats: f16 is a kernel type on devices with the `f16` capability; bf16 a
+// storage type (buffers, transfers, `Device::matmul`).
 impl sealed::Sealed for half::f16 {}
 impl Element for half::f16 {
     const TYPE: ScalarType = ScalarType::F16;
+}
+impl ScalarArg for half::f16 {
+    fn literal(self) -> Literal {
+        Literal::F16(self.to_bits())
+    }
 }
 impl sealed::Sealed for half::bf16 {}
 impl Element for half::bf16 {

@@ -45,9 +45,10 @@ mod sealed {
     impl Sealed for u64 {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
+    impl Sealed for half::f16 {}
 }
 
-/// A numeric kernel type: `i32 u32 i64 u64 f32 f64`. Gives a type parameter the
+/// A numeric kernel type: `i32 u32 i64 u64 f32 f64 f16`. Gives a type parameter the
 /// arithmetic operators, comparisons, `abs min max clamp`, casts, buffers and scalar
 /// arguments.
 pub trait Num:
@@ -63,7 +64,8 @@ pub trait Num:
 {
 }
 
-/// A float kernel type: `f32` or `f64`. Adds negation and the float math functions
+/// A float kernel type: `f32`, `f64` or `f16` (`f16` where the device has the `f16`
+/// capability). Adds negation and the float math functions
 /// (`sqrt`, `exp`, `mul_add`, `is_nan`, ...).
 pub trait Float: Num + Negate + FloatMath {}
 
@@ -87,8 +89,10 @@ impl Num for i64 {}
 impl Num for u64 {}
 impl Num for f32 {}
 impl Num for f64 {}
+impl Num for half::f16 {}
 impl Float for f32 {}
 impl Float for f64 {}
+impl Float for half::f16 {}
 impl Int for i32 {}
 impl Int for u32 {}
 impl Int for i64 {}

@@ -486,3 +486,43 @@ fn out_of_memory_reports_the_bytes_requested_not_the_pool_class() {
         still_works(&d);
     }
 }
+
+/// Halves each element in f16.
+#[kernel]
+fn halve_f16(x: &mut [f16]) {
+    let i = global_id().x;
+    if i < x.len() {
+        x[i] = x[i] * f16::cast(0.5);
+    }
+}
+
+#[test]
+fn f16_kernel_on_a_device_without_f16_is_an_error() {
+    run_in_child(
+        "bad_input::f16_missing_child",
+        &[("DOTCOMPUTE_WGPU_DISABLE", "f16")],
+    );
+}
+
+#[test]
+#[ignore = "run by f16_kernel_on_a_device_without_f16_is_an_error"]
+fn f16_missing_child() {
+    if std::env::var("DOTCOMPUTE_WGPU_DISABLE").is_err() {
+        eprintln!("skipping: run by f16_kernel_on_a_device_without_f16_is_an_error");
+        return;
+    }
+    let Ok(d) = Device::with_backend(BackendKind::Wgpu) else {
+        eprintln!("skipping: no wgpu adapter");
+        return;
+    };
+    assert!(!d.info().caps.f16, "{d:?}");
+    let mut x = d.upload(&[dotcompute::f16::from_f32(3.0); 10]).unwrap();
+    let e = halve_f16::launch(&d, Launch::threads(10), &mut x).unwrap_err();
+    assert!(
+        matches!(&e, Error::Unsupported { op, .. } if *op == "f16 arithmetic"),
+        "{e:?}"
+    );
+    // Nothing ran; f16 stays a storage type there (transfers work), and the device works.
+    assert!(x.to_vec().unwrap().iter().all(|v| v.to_f32() == 3.0));
+    still_works(&d);
+}
