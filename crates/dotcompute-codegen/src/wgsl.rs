@@ -691,6 +691,11 @@ impl Gen<'_> {
                     BinaryOp::BitXor if a.ty == ScalarType::Bool => format!("({x} != {y})"),
                     // IEEE equality with NaN tested on the bits (see dotcompute_ir's
                     // semantics): drivers may assume NaN-free floats and fold `x != x`.
+                    // Vulkan lets f16 division be 2.5 ulp off (NVIDIA is 2 ulp off); in
+                    // f32 and rounded to f16 it is at most one f16 unit off (rarely).
+                    BinaryOp::Div if a.ty == ScalarType::F16 => {
+                        format!("f16(f32({x}) / f32({y}))")
+                    }
                     // f16 values widen to f32 exactly (NaN stays NaN) for the bit tests.
                     BinaryOp::Eq if a.ty == ScalarType::F16 => {
                         format!("dc_feq(f32({x}), f32({y}))")
