@@ -35,7 +35,10 @@
 //! compile error naming the construct.
 //!
 //! * **Parameters**: `&[T]` (read-only buffer), `&mut [T]` (read-write buffer), `T` (scalar
-//!   by value), with `T` one of `i32 u32 i64 u64 f32 f64` (`bool` for scalars).
+//!   by value), with `T` one of `i32 u32 i64 u64 f32 f64` (`bool` for scalars), and `f16`
+//!   on devices with the `f16` capability (CPU, CUDA, wgpu with SHADER_F16): every f16
+//!   operation rounds to f16; `f16::cast(1.5)` or `x as f16` make f16 values (an untyped
+//!   literal cannot, as for Rust's `half`). `bf16` is a storage type only.
 //! * **Locals**: `let [mut] x [: T] = expr;` An untyped literal that nothing constrains
 //!   defaults to `i32` / `f64` as in Rust; annotate when you mean another type.
 //! * **Control flow**: `if`/`else` (also as a value), `match` on integers (also as a
