@@ -329,13 +329,7 @@ impl Tx {
             },
         );
 
-        let ty_b = match &ty_info {
-            Some(t) => {
-                let t = &t.ir;
-                quote!(Some(#t))
-            }
-            None => quote!(None),
-        };
+        let ty_b = optional_ir(ty_info.as_ref());
         let ty_n = match &ty_info {
             Some(t) => {
                 let t = &t.native;
@@ -397,13 +391,7 @@ impl Tx {
                 Binding::ReadOnlyArray
             },
         );
-        let elem_b = match &elem {
-            Some(t) => {
-                let t = &t.ir;
-                quote!(Some(#t))
-            }
-            None => quote!(None),
-        };
+        let elem_b = optional_ir(elem.as_ref());
         let ty_n = match ty {
             Some(t) => quote!(: #t),
             None => quote!(),
@@ -1546,6 +1534,14 @@ fn is_global_id_x(e: &Expr) -> bool {
 
 fn is_call_to(c: &syn::ExprCall, name: &str) -> bool {
     matches!(&*c.func, Expr::Path(p) if p.path.is_ident(name))
+}
+
+/// `Some(<IR type>)` or `None`, as builder code.
+fn optional_ir(ty: Option<&Ty>) -> TokenStream {
+    match ty {
+        Some(Ty { ir, .. }) => quote!(Some(#ir)),
+        None => quote!(None),
+    }
 }
 
 fn ty_var(param: &Ident) -> Ident {

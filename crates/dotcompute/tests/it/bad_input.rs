@@ -389,6 +389,20 @@ fn run_in_child(name: &str, env: &[(&str, &str)]) {
     );
 }
 
+/// In a child run by `run_in_child` with `DOTCOMPUTE_WGPU_DISABLE` set, the wgpu device
+/// it describes; `None` (skipping) when run directly or without an adapter.
+fn child_wgpu_device() -> Option<Device> {
+    if std::env::var("DOTCOMPUTE_WGPU_DISABLE").is_err() {
+        eprintln!("skipping: this test is run by its parent test in a child process");
+        return None;
+    }
+    let d = Device::with_backend(BackendKind::Wgpu).ok();
+    if d.is_none() {
+        eprintln!("skipping: no wgpu adapter");
+    }
+    d
+}
+
 #[test]
 fn subgroup_kernel_on_a_device_without_subgroups_is_an_error() {
     run_in_child(
@@ -400,12 +414,7 @@ fn subgroup_kernel_on_a_device_without_subgroups_is_an_error() {
 #[test]
 #[ignore = "run by subgroup_kernel_on_a_device_without_subgroups_is_an_error"]
 fn subgroups_missing_child() {
-    if std::env::var("DOTCOMPUTE_WGPU_DISABLE").is_err() {
-        eprintln!("skipping: run by subgroup_kernel_on_a_device_without_subgroups_is_an_error");
-        return;
-    }
-    let Ok(d) = Device::with_backend(BackendKind::Wgpu) else {
-        eprintln!("skipping: no wgpu adapter");
+    let Some(d) = child_wgpu_device() else {
         return;
     };
     assert_eq!(d.info().caps.subgroup_size, None, "{d:?}");
@@ -507,12 +516,7 @@ fn f16_kernel_on_a_device_without_f16_is_an_error() {
 #[test]
 #[ignore = "run by f16_kernel_on_a_device_without_f16_is_an_error"]
 fn f16_missing_child() {
-    if std::env::var("DOTCOMPUTE_WGPU_DISABLE").is_err() {
-        eprintln!("skipping: run by f16_kernel_on_a_device_without_f16_is_an_error");
-        return;
-    }
-    let Ok(d) = Device::with_backend(BackendKind::Wgpu) else {
-        eprintln!("skipping: no wgpu adapter");
+    let Some(d) = child_wgpu_device() else {
         return;
     };
     assert!(!d.info().caps.f16, "{d:?}");
