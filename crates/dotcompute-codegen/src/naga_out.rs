@@ -62,6 +62,9 @@ pub struct Reflection {
     pub storage: Vec<(u32, bool, dotcompute_ir::ScalarType)>,
     /// Binding and size in bytes of the uniform block in group 0, if any.
     pub uniform: Option<(u32, u32)>,
+    /// Bytes of `var<workgroup>` memory the module declares (checked against the device's
+    /// limit at launch).
+    pub workgroup_bytes: u64,
 }
 
 /// Parses and validates hand-written WGSL and reflects entry point `entry`. Only group 0
@@ -78,6 +81,13 @@ pub fn reflect_compute(source: &str, entry: &str) -> Result<Reflection, String> 
         .ok_or_else(|| format!("the WGSL has no compute entry point `{entry}`"))?;
     let mut storage = Vec::new();
     let mut uniform = None;
+    let workgroup_bytes = m
+        .module
+        .global_variables
+        .iter()
+        .filter(|(_, var)| var.space == AddressSpace::WorkGroup)
+        .map(|(_, var)| m.module.types[var.ty].inner.size(m.module.to_ctx()) as u64)
+        .sum();
     for (_, var) in m.module.global_variables.iter() {
         let Some(binding) = &var.binding else {
             continue;
@@ -127,5 +137,6 @@ pub fn reflect_compute(source: &str, entry: &str) -> Result<Reflection, String> 
         workgroup_size: ep.workgroup_size,
         storage,
         uniform,
+        workgroup_bytes,
     })
 }

@@ -34,6 +34,9 @@ pub struct RawSource {
     pub buffer_bindings: Vec<(u32, bool)>,
     /// Binding of the uniform block holding the scalars (4 bytes each, in order).
     pub uniform_binding: Option<u32>,
+    /// Workgroup (shared) memory the source declares, in bytes (WGSL; 0 for CUDA, whose
+    /// launches size dynamic shared memory themselves).
+    pub workgroup_bytes: u64,
 }
 
 /// Where a program's code comes from.

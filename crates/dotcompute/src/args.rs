@@ -116,6 +116,16 @@ pub(crate) fn check_program(program: &Program, device: &Device) -> Result<()> {
         return Ok(());
     };
     if device.info().caps.raw_languages.contains(&raw.language) {
+        // The driver does not always refuse too much workgroup memory (a raw WGSL kernel
+        // with 80 KB ran on a 32 KB device): check the declared amount here.
+        let limit = device.info().limits.max_shared_bytes;
+        if raw.workgroup_bytes > limit {
+            return Err(Error::SharedMemoryTooLarge {
+                kernel: program.name().to_string(),
+                requested: raw.workgroup_bytes,
+                limit,
+            });
+        }
         return Ok(());
     }
     Err(Error::Backend {

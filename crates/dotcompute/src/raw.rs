@@ -195,6 +195,7 @@ impl RawKernel {
                     workgroup_size: Some(refl.workgroup_size),
                     buffer_bindings,
                     uniform_binding,
+                    workgroup_bytes: refl.workgroup_bytes,
                 },
             )),
         })
@@ -280,6 +281,7 @@ impl RawKernel {
                     text: source.into(),
                     entry: entry.into(),
                     workgroup_size: None,
+                    workgroup_bytes: 0,
                     buffer_bindings: Vec::new(),
                     uniform_binding: None,
                 },

@@ -135,3 +135,55 @@ fn a_conflicting_group_size_and_a_cpu_launch_are_errors() {
         .unwrap_err();
     assert!(matches!(e, Error::ArgumentCount { .. }), "{e:?}");
 }
+
+/// A raw kernel whose `var<workgroup>` arrays take `WORDS` u32s.
+fn workgroup_kernel(words: u32) -> String {
+    format!(
+        "
+var<workgroup> tile: array<u32, {words}>;
+@group(0) @binding(0) var<storage, read_write> y: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invocation_index) l: u32) {{
+    tile[l] = id.x;
+    workgroupBarrier();
+    if (id.x < arrayLength(&y)) {{
+        y[id.x] = tile[63u - l];
+    }}
+}}
+"
+    )
+}
+
+#[test]
+fn raw_wgsl_beyond_the_workgroup_memory_limit_is_an_error() {
+    let Some(d) = wgpu_device() else { return };
+    let params = [RawParam::buffer_mut("y", ScalarType::U32)];
+    let limit = d.info().limits.max_shared_bytes;
+    // Within the limit: runs, every element checked (each group reverses its ids).
+    let k = RawKernel::wgsl("reverse", &workgroup_kernel(64), &params).unwrap();
+    let mut y = d.alloc_filled(256, 0xDEAD_BEEFu32).unwrap();
+    d.launch_raw(&k, Launch::threads(256), &[Arg::buffer_mut(&mut y)])
+        .unwrap();
+    let got = y.to_vec().unwrap();
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(i, &v)| v as usize == i / 64 * 64 + 63 - i % 64),
+        "{got:?}"
+    );
+    // 80 KB on a device with less: an error naming kernel, size and limit; nothing ran.
+    let words = (80 * 1024 / 4) as u32;
+    assert!(words as u64 * 4 > limit, "the device allows {limit} bytes");
+    let k = RawKernel::wgsl("too_much", &workgroup_kernel(words), &params).unwrap();
+    let mut y = d.alloc_filled(256, 7u32).unwrap();
+    let e = d
+        .launch_raw(&k, Launch::threads(256), &[Arg::buffer_mut(&mut y)])
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::SharedMemoryTooLarge { requested, limit: l, .. }
+            if *requested == words as u64 * 4 && *l == limit),
+        "{e:?}"
+    );
+    assert_eq!(y.to_vec().unwrap(), vec![7u32; 256]);
+}
