@@ -40,7 +40,7 @@ pub fn run(
     trace: Option<&str>,
 ) -> ExitCode {
     match (name, backend) {
-        ("streams" | "graph" | "stream-acquire" | "alloc", _) => {
+        ("streams" | "graph" | "stream-acquire" | "alloc" | "matmul", _) => {
             match crate::bench_core::run(name, backend, reps.max(1), trace) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -51,8 +51,8 @@ enum Command {
     /// Runs a benchmark and prints figures as ratios against a reference measured in the
     /// same run.
     Bench {
-        /// vector-add (with --backend), streams, graph, stream-acquire, alloc (with
-        /// --backend), cuda-launch, cuda-compile, cuda-pool or cuda-transfer.
+        /// vector-add (with --backend), streams, graph, stream-acquire, alloc, matmul
+        /// (with --backend), cuda-launch, cuda-compile, cuda-pool or cuda-transfer.
         #[arg(default_value = "vector-add")]
         name: String,
         /// Elements.

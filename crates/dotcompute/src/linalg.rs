@@ -1,4 +1,4 @@
-//! Matrix products: a vendor library where the backend has one (cuBLAS on CUDA), the
+//! Matrix products: a vendor library where the backend has one (cuBLAS on CUDA, matrixmultiply on the CPU), the
 //! generated tiled kernel everywhere else (and on request).
 
 use crate::{kernel, Buffer, Device, Element, Float, Launch};
@@ -10,7 +10,7 @@ const TILE: u32 = 16;
 /// Which implementation computed a matrix product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MatmulPath {
-    /// The backend's vendor library (cuBLAS on CUDA).
+    /// The backend's vendor library (cuBLAS on CUDA, matrixmultiply on the CPU).
     Vendor,
     /// dotcompute's generated tiled kernel.
     Generated,
@@ -97,7 +97,7 @@ fn matmul_tiled<T: Float, const TILE: u32>(a: &[T], b: &[T], c: &mut [T], m: u32
 impl Device {
     /// `c = a · b` for row-major matrices: `a` is m×k, `b` is k×n, `c` is m×n (each buffer
     /// holds at least that many elements; only the leading part is used). Runs the
-    /// backend's vendor library when it has one (cuBLAS on CUDA), else the generated
+    /// backend's vendor library when it has one (cuBLAS on CUDA, matrixmultiply on the CPU), else the generated
     /// kernel; returns which ran. Work is enqueued like a launch. `f16` and `bf16`
     /// products accumulate in f32 and need the vendor path (cuBLAS on tensor cores);
     /// elsewhere they are an [`Error::Unsupported`].
