@@ -1,5 +1,6 @@
-//! Matrix products: a vendor library where the backend has one (cuBLAS on CUDA, matrixmultiply on the CPU), the
-//! generated tiled kernel everywhere else (and on request).
+//! Matrix products: a vendor library where the backend has one (cuBLAS on CUDA,
+//! matrixmultiply on the CPU), the generated tiled kernel everywhere else (and on
+//! request).
 
 use crate::{kernel, Buffer, Device, Element, Float, Launch};
 use dotcompute_hal::{Error, KernelDef, MatmulRequest, Result, StreamId};
