@@ -98,8 +98,8 @@ fn matmul_tiled<T: Float, const TILE: u32>(a: &[T], b: &[T], c: &mut [T], m: u32
 impl Device {
     /// `c = a · b` for row-major matrices: `a` is m×k, `b` is k×n, `c` is m×n (each buffer
     /// holds at least that many elements; only the leading part is used). Runs the
-    /// backend's vendor library when it has one (cuBLAS on CUDA, matrixmultiply on the CPU), else the generated
-    /// kernel; returns which ran. Work is enqueued like a launch. `f16` and `bf16`
+    /// backend's vendor library when it has one (cuBLAS on CUDA, matrixmultiply on the
+    /// CPU), else the generated kernel; returns which ran. Work is enqueued like a launch. `f16` and `bf16`
     /// products accumulate in f32 and need the vendor path (cuBLAS on tensor cores);
     /// elsewhere they are an [`Error::Unsupported`].
     ///
@@ -111,7 +111,7 @@ impl Device {
     /// let mut c = d.alloc::<f32>(4).unwrap();
     /// let path = d.matmul(&a, &b, &mut c, 2, 2, 3).unwrap();
     /// assert_eq!(c.to_vec().unwrap(), vec![4.0, 5.0, 10.0, 11.0]);
-    /// assert_eq!(path, MatmulPath::Generated); // the CPU has no vendor path
+    /// assert_eq!(path, MatmulPath::Vendor); // matrixmultiply on the CPU
     /// ```
     pub fn matmul<T: MatmulElement>(
         &self,
