@@ -40,6 +40,7 @@ use dotcompute_hal::{
     Queue, Result, SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::ScalarType;
+use rayon::prelude::*;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -395,60 +396,93 @@ impl Queue for CpuBackend {
     }
 }
 
-/// The CPU's vendor matrix product: `matrixmultiply`'s packed, register-blocked GEMM (the
-/// generated tiled kernel runs one coroutine per thread for its barriers, which is far
-/// slower on a CPU). Row-major `c = a · b` is a strided call with row stride = columns.
+/// The CPU's vendor matrix product: `matrixmultiply`'s packed, register-blocked GEMM
+/// (the generated tiled kernel runs one coroutine per thread for its barriers, which is
+/// far slower on a CPU). Row-major `c = a · b` is a strided call with row stride =
+/// columns. The rows of `c` are split into bands computed in parallel on the backend's
+/// rayon pool, each band one single-threaded GEMM (matrixmultiply's own threading stops
+/// at 4 threads and would run beside rayon's).
 impl Blas<CpuBuffer> for CpuBackend {
     fn gemm(&self, stream: StreamId, r: &MatmulRequest<'_, CpuBuffer>) -> Result<()> {
         let start = Instant::now();
-        let (m, k, n) = (r.m, r.k, r.n);
-        let (rsa, rsb, rsc) = (k as isize, n as isize, n as isize);
-        // SAFETY: the facade checked that a, b and c hold m×k, k×n and m×n elements of
-        // `r.elem` (f32 or f64, by `blas`), and c is a buffer of its own (borrowed
-        // mutably by the caller), so it aliases neither input.
-        unsafe {
-            match r.elem {
-                ScalarType::F32 => matrixmultiply::sgemm(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    r.a.ptr() as *const f32,
-                    rsa,
-                    1,
-                    r.b.ptr() as *const f32,
-                    rsb,
-                    1,
-                    0.0,
-                    r.c.ptr() as *mut f32,
-                    rsc,
-                    1,
-                ),
-                ScalarType::F64 => matrixmultiply::dgemm(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    r.a.ptr() as *const f64,
-                    rsa,
-                    1,
-                    r.b.ptr() as *const f64,
-                    rsb,
-                    1,
-                    0.0,
-                    r.c.ptr() as *mut f64,
-                    rsc,
-                    1,
-                ),
-                other => {
-                    return Err(Error::Unsupported {
-                        op: "matmul",
-                        detail: format!("the CPU's matrix product takes f32 and f64, not {other}"),
-                    })
-                }
+        match r.elem {
+            ScalarType::F32 => banded_gemm::<f32>(r, matrixmultiply::sgemm),
+            ScalarType::F64 => banded_gemm::<f64>(r, matrixmultiply::dgemm),
+            other => {
+                return Err(Error::Unsupported {
+                    op: "matmul",
+                    detail: format!("the CPU's matrix product takes f32 and f64, not {other}"),
+                })
             }
         }
         self.record(stream, "matmul (matrixmultiply)", start);
         Ok(())
     }
+}
+
+/// matrixmultiply's `sgemm` / `dgemm` signature.
+type GemmFn<T> = unsafe fn(
+    usize,
+    usize,
+    usize,
+    T,
+    *const T,
+    isize,
+    isize,
+    *const T,
+    isize,
+    isize,
+    T,
+    *mut T,
+    isize,
+    isize,
+);
+
+/// Pointers shared by the bands (each band writes only its own rows of `c`).
+#[derive(Clone, Copy)]
+struct GemmPtrs<T>(*const T, *const T, *mut T);
+// SAFETY: the bands read `a` and `b` and write disjoint rows of `c`.
+unsafe impl<T> Send for GemmPtrs<T> {}
+unsafe impl<T> Sync for GemmPtrs<T> {}
+
+fn banded_gemm<T: Copy + Send + Sync + From<u8>>(
+    r: &MatmulRequest<'_, CpuBuffer>,
+    gemm: GemmFn<T>,
+) {
+    let (m, k, n) = (r.m, r.k, r.n);
+    let ptrs = GemmPtrs(
+        r.a.ptr() as *const T,
+        r.b.ptr() as *const T,
+        r.c.ptr() as *mut T,
+    );
+    // Bands of at least 64 rows (each repacks `b`), about two per worker.
+    let workers = rayon::current_num_threads().max(1);
+    let band = m.div_ceil(2 * workers).max(64);
+    let bands = m.div_ceil(band);
+    (0..bands).into_par_iter().for_each(|i| {
+        let p = ptrs;
+        let rows = band.min(m - i * band);
+        // SAFETY: the facade checked that a, b and c hold m×k, k×n and m×n elements of T
+        // (f32 or f64, by `blas`); c is a buffer of its own (borrowed mutably by the
+        // caller), so it aliases neither input; this band's rows i·band.. of a and c are
+        // in range and no other band writes them.
+        unsafe {
+            gemm(
+                rows,
+                k,
+                n,
+                T::from(1),
+                p.0.add(i * band * k),
+                k as isize,
+                1,
+                p.1,
+                n as isize,
+                1,
+                T::from(0),
+                p.2.add(i * band * n),
+                n as isize,
+                1,
+            )
+        }
+    });
 }
