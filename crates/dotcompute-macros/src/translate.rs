@@ -1701,6 +1701,14 @@ impl Tx {
     }
 }
 
+/// The doc comments of `f`, which the generated module carries.
+fn doc_attrs(f: &ItemFn) -> Vec<&syn::Attribute> {
+    f.attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect()
+}
+
 /// Attributes other than doc comments are refused (they would apply to only one half).
 fn check_attrs(f: &ItemFn, what: &str) -> Result<(), Vec<syn::Error>> {
     match f.attrs.iter().find(|a| !a.path().is_ident("doc")) {
@@ -1833,11 +1841,7 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     }
 
     let vis = &f.vis;
-    let docs: Vec<_> = f
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .collect();
+    let docs = doc_attrs(f);
     let params_doc = param_docs.join("\n");
     let launch_doc = format!(
         "Runs `{name_str}` with the geometry `launch` on `queue`: a `Device` (its default \
@@ -2185,11 +2189,7 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         return Err(tx.errors);
     }
     let vis = &f.vis;
-    let docs: Vec<_> = f
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .collect();
+    let docs = doc_attrs(f);
     let generics = Generics::of(sig, &tx.type_params);
     let where_clause = &generics.where_clause;
     let declared = sig.generics.params.iter();
