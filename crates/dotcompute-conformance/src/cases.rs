@@ -592,40 +592,41 @@ fn float_nan(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome,
     let y: Vec<f32> = (0..n)
         .map(|i| if i % 7 == 0 { x[i] } else { pick(rng) })
         .collect();
-    let (dx, dy) = (d.upload(&x)?, d.upload(&y)?);
-    let mut out = d.alloc_filled(n, POISON_U32)?;
-    kernels::nan_tests::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
+    nan_flags_on(d, &x, &y, f32::is_nan, f32::is_finite)?;
+    if d.info().caps.f64 {
+        let x: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let y: Vec<f64> = y.iter().map(|&v| v as f64).collect();
+        nan_flags_on(d, &x, &y, f64::is_nan, f64::is_finite)?;
+    }
+    Ok(Outcome::default())
+}
+
+/// Runs `nan_tests` on `x` and `y` and checks every element's flags.
+fn nan_flags_on<T: dotcompute::Float + std::fmt::Debug>(
+    d: &Target,
+    x: &[T],
+    y: &[T],
+    is_nan: fn(T) -> bool,
+    is_finite: fn(T) -> bool,
+) -> Result<(), Failure> {
+    let (dx, dy) = (d.upload(x)?, d.upload(y)?);
+    let mut out = d.alloc_filled(x.len(), POISON_U32)?;
+    kernels::nan_tests::launch(d, Launch::threads(x.len()), &dx, &dy, &mut out)?;
     let got = out.to_vec()?;
-    for i in 0..n {
-        let want = nan_flags(x[i], y[i], x[i].is_nan(), x[i].is_finite());
+    for i in 0..x.len() {
+        let want = nan_flags(x[i], y[i], is_nan(x[i]), is_finite(x[i]));
         if got[i] != want {
             return fail(format!(
-                "f32 inputs ({:?} = {:#x}, {:?}): flags {:#010b}, expected {want:#010b} (bits: x!=x, x==x, is_nan, is_finite, x<y, x!=y, x==y, !(x>=y))",
+                "{} inputs ({:?} = bytes {:02x?}, {:?}): flags {:#010b}, expected {want:#010b} (bits: x!=x, x==x, is_nan, is_finite, x<y, x!=y, x==y, !(x>=y))",
+                <T as Element>::TYPE,
                 x[i],
-                x[i].to_bits(),
+                bytemuck::bytes_of(&x[i]),
                 y[i],
                 got[i]
             ));
         }
     }
-    if d.info().caps.f64 {
-        let x: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-        let y: Vec<f64> = y.iter().map(|&v| v as f64).collect();
-        let (dx, dy) = (d.upload(&x)?, d.upload(&y)?);
-        let mut out = d.alloc_filled(n, POISON_U32)?;
-        kernels::nan_tests64::launch(d, Launch::threads(n), &dx, &dy, &mut out)?;
-        let got = out.to_vec()?;
-        for i in 0..n {
-            let want = nan_flags(x[i], y[i], x[i].is_nan(), x[i].is_finite());
-            if got[i] != want {
-                return fail(format!(
-                    "f64 inputs ({:?}, {:?}): flags {:#010b}, expected {want:#010b}",
-                    x[i], y[i], got[i]
-                ));
-            }
-        }
-    }
-    Ok(Outcome::default())
+    Ok(())
 }
 
 fn atomic_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {

@@ -1,6 +1,6 @@
 //! The kernels of the seed cases, written once with `#[kernel]`.
 
-use dotcompute::{kernel, kernel_fn, Num};
+use dotcompute::{kernel, kernel_fn, Float, Num};
 
 /// Tile edge of the matrix multiply.
 pub const TILE: u32 = 16;
@@ -192,45 +192,9 @@ pub fn int64_abs(a: &[i64], out: &mut [i64]) {
 
 /// NaN semantics (IEEE 754; see `dotcompute_ir`): each bit of `out[i]` is one test on
 /// `x[i]` and `y[i]`. `x != x` is the portable NaN test, which lavapipe once folded to
-/// false.
+/// false. Instantiated for `f32` and (where devices have it) `f64`.
 #[kernel]
-pub fn nan_tests(x: &[f32], y: &[f32], out: &mut [u32]) {
-    let i = global_id().x;
-    if i < x.len() {
-        let a = x[i];
-        let b = y[i];
-        let mut flags = 0u32;
-        if a != a {
-            flags = flags | 1u32;
-        }
-        if a == a {
-            flags = flags | 2u32;
-        }
-        if a.is_nan() {
-            flags = flags | 4u32;
-        }
-        if a.is_finite() {
-            flags = flags | 8u32;
-        }
-        if a < b {
-            flags = flags | 16u32;
-        }
-        if a != b {
-            flags = flags | 32u32;
-        }
-        if a == b {
-            flags = flags | 64u32;
-        }
-        if !(a >= b) {
-            flags = flags | 128u32;
-        }
-        out[i] = flags;
-    }
-}
-
-/// [`nan_tests`] on `f64` (devices with 64-bit floats).
-#[kernel]
-pub fn nan_tests64(x: &[f64], y: &[f64], out: &mut [u32]) {
+pub fn nan_tests<T: Float>(x: &[T], y: &[T], out: &mut [u32]) {
     let i = global_id().x;
     if i < x.len() {
         let a = x[i];
