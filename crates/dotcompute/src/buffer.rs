@@ -410,53 +410,34 @@ pub enum Arg<'a> {
 }
 
 impl<'a> Arg<'a> {
-    /// A buffer bound read-only.
-    pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
+    /// Elements `offset..offset + len` of `b`, seen by the kernel as `0..len`. (Writable
+    /// bindings come from the `&mut` constructors, which hold the exclusive borrow.)
+    fn range<T: Element>(b: &'a Buffer<T>, offset: usize, len: usize, writable: bool) -> Arg<'a> {
         Arg::Buffer {
             device: &b.device,
             raw: b.raw(),
-            offset: 0,
-            len: b.len,
+            offset,
+            len,
             elem: T::TYPE,
-            writable: false,
+            writable,
             uses: &b.uses,
         }
+    }
+    /// A buffer bound read-only.
+    pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
+        Arg::range(b, 0, b.len, false)
     }
     /// A view bound read-only: the kernel sees its elements as indices `0..len`.
     pub fn view<T: Element>(v: BufferView<'a, T>) -> Arg<'a> {
-        Arg::Buffer {
-            device: &v.buffer.device,
-            raw: v.buffer.raw(),
-            offset: v.offset,
-            len: v.len,
-            elem: T::TYPE,
-            writable: false,
-            uses: &v.buffer.uses,
-        }
+        Arg::range(v.buffer, v.offset, v.len, false)
     }
     /// A writable view bound read-write: the kernel sees its elements as `0..len`.
     pub fn view_mut<T: Element>(v: &'a mut BufferViewMut<'_, T>) -> Arg<'a> {
-        Arg::Buffer {
-            device: &v.buffer.device,
-            raw: v.buffer.raw(),
-            offset: v.offset,
-            len: v.len,
-            elem: T::TYPE,
-            writable: true,
-            uses: &v.buffer.uses,
-        }
+        Arg::range(&*v.buffer, v.offset, v.len, true)
     }
     /// A buffer bound read-write.
     pub fn buffer_mut<T: Element>(b: &'a mut Buffer<T>) -> Arg<'a> {
-        Arg::Buffer {
-            device: &b.device,
-            raw: b.raw(),
-            offset: 0,
-            len: b.len,
-            elem: T::TYPE,
-            writable: true,
-            uses: &b.uses,
-        }
+        Arg::range(&*b, 0, b.len, true)
     }
     /// A scalar by value.
     pub fn scalar<T: ScalarArg>(v: T) -> Arg<'a> {
