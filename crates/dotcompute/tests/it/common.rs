@@ -50,3 +50,26 @@ pub fn devices() -> Vec<Device> {
         .filter_map(|d| device_of(d.kind))
         .collect()
 }
+
+/// Row-major `a · b` (m×k · k×n) in f64 and, per element, Σ|a·b|, which bounds the
+/// rounding error of a product computed in lower precision.
+pub fn reference_matmul(
+    a: &[f64],
+    b: &[f64],
+    m: usize,
+    n: usize,
+    k: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut c = vec![0.0; m * n];
+    let mut mag = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = a[i * k + p];
+            for j in 0..n {
+                c[i * n + j] += x * b[p * n + j];
+                mag[i * n + j] += (x * b[p * n + j]).abs();
+            }
+        }
+    }
+    (c, mag)
+}

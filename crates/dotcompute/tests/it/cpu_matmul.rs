@@ -2,20 +2,8 @@
 //! reference, for shapes that are not multiples of any blocking, and the generated kernel
 //! still reachable.
 
+use crate::common::reference_matmul;
 use dotcompute::{Device, MatmulPath};
-
-fn reference(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
-    let mut c = vec![0.0; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            let x = a[i * k + p];
-            for j in 0..n {
-                c[i * n + j] += x * b[p * n + j];
-            }
-        }
-    }
-    c
-}
 
 #[test]
 fn cpu_matmul_uses_the_vendor_path_and_is_right_for_every_element() {
@@ -25,7 +13,7 @@ fn cpu_matmul_uses_the_vendor_path_and_is_right_for_every_element() {
     for (m, n, k) in [(1, 1, 1), (17, 5, 3), (129, 65, 33), (300, 257, 511)] {
         let a: Vec<f64> = (0..m * k).map(|_| rng.f64() - 0.5).collect();
         let b: Vec<f64> = (0..k * n).map(|_| rng.f64() - 0.5).collect();
-        let want = reference(&a, &b, m, n, k);
+        let (want, _) = reference_matmul(&a, &b, m, n, k);
         // f64: to rounding of a k-term sum.
         let (da, db) = (d.upload(&a).unwrap(), d.upload(&b).unwrap());
         let mut dc = d.alloc_filled(m * n, f64::NAN).unwrap();

@@ -5,25 +5,10 @@
 
 use crate::common;
 
+use crate::common::reference_matmul;
 use dotcompute::ir::ScalarType;
 use dotcompute::prelude::*;
 use dotcompute::{Arg, Error, MatmulPath, RawKernel, RawParam};
-
-fn reference_matmul(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
-    // The product and, per element, Σ|a·b| (which bounds the rounding error).
-    let mut c = vec![0.0; m * n];
-    let mut mag = vec![0.0; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            let x = a[i * k + p];
-            for j in 0..n {
-                c[i * n + j] += x * b[p * n + j];
-                mag[i * n + j] += (x * b[p * n + j]).abs();
-            }
-        }
-    }
-    (c, mag)
-}
 
 /// One product on the device, through cuBLAS (`generated == false`, which must take the
 /// vendor path) or the generated kernel, against an f64 reference of the same inputs
