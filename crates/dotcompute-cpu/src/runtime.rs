@@ -491,10 +491,13 @@ where
 {
     let g = launch.geometry;
     let kernel = launch.kernel;
+    // Walked once per launch (not per group): barriers need coroutines, and barriers or
+    // subgroup operations need every thread of a group to run.
     let uses_barrier = kernel.uses_barrier();
+    let whole_groups = uses_barrier || kernel.uses_subgroups();
     let workers = rayon::current_num_threads() as u64;
     let one_dimensional = g.grid[1] == 1 && g.grid[2] == 1 && g.group[1] == 1 && g.group[2] == 1;
-    if !kernel.runs_whole_groups() && kernel.shared.is_empty() && one_dimensional {
+    if !whole_groups && kernel.shared.is_empty() && one_dimensional {
         run_1d(launch, fast_limit, &checked, &fast);
     } else {
         let total = g.total_groups();
@@ -512,7 +515,7 @@ where
                     if uses_barrier {
                         run_group_coroutines(launch, group_id, mem, &checked);
                     } else {
-                        run_group_loop(launch, group_id, mem, &checked);
+                        run_group_loop(launch, group_id, mem, whole_groups, &checked);
                     }
                 },
             );
@@ -588,8 +591,13 @@ fn loop_1d<B>(
 }
 
 #[inline(always)]
-fn run_group_loop<F>(launch: &NativeLaunch<'_>, group_id: UVec3, mem: &GroupMem<'_>, body: &F)
-where
+fn run_group_loop<F>(
+    launch: &NativeLaunch<'_>,
+    group_id: UVec3,
+    mem: &GroupMem<'_>,
+    whole: bool,
+    body: &F,
+) where
     F: Fn(&ThreadCtx<'_>) + Sync,
 {
     let g = launch.geometry;
@@ -601,7 +609,6 @@ where
     // Threads outside the grid do not run (Launch's documented rule for kernels without
     // barriers or subgroup operations; those run whole groups). The bounds are hoisted so
     // the inner loop is a plain counted loop.
-    let whole = launch.kernel.runs_whole_groups();
     let end = [0, 1, 2].map(|d| {
         if whole {
             g.group[d]
