@@ -664,50 +664,53 @@ impl WgpuBackend {
         // A view at an offset the adapter cannot bind at is bound from the aligned offset
         // below it; the kernel variant with view offsets adds the rest (in elements).
         let align = self.limits.min_storage_buffer_offset_alignment.max(1) as usize;
-        let unaligned = |a: &BoundArg<'_, WgpuBuffer>| matches!(a, BoundArg::Buffer { offset, .. } if offset % align != 0);
-        let view_offsets = program.raw_source().is_none() && request.args.iter().any(unaligned);
-        if program.raw_source().is_some() && request.args.iter().any(unaligned) {
-            return Err(Error::Unsupported {
-                op: "launch_raw",
-                detail: format!(
-                    "a raw WGSL kernel's buffer views must start at a multiple of {align} bytes \
-                     on this adapter (min_storage_buffer_offset_alignment)"
-                ),
-            });
-        }
-        let element_offsets: Vec<u32> = if view_offsets {
-            request
-                .args
-                .iter()
-                .filter_map(|a| match a {
-                    BoundArg::Buffer { offset, elem, .. } => {
-                        Some(((offset % align) / elem.size_bytes()) as u32)
-                    }
-                    BoundArg::Scalar(_) => None,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let half_lens: Vec<u32> = request
+        let unaligned = request
             .args
             .iter()
-            .filter_map(|a| match a {
-                BoundArg::Buffer {
-                    len,
-                    elem: ScalarType::F16,
-                    ..
-                } => Some(*len as u32),
-                _ => None,
-            })
-            .collect();
-        let (pipeline, dispatch, uniform_bytes) = match program.raw_source() {
-            None => (
-                self.pipeline(program, g.group, g.dynamic_shared_len, view_offsets)?,
-                self.fold(&kernel.name, g.total_groups())?,
-                wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets, &half_lens),
-            ),
-            Some(raw) => self.raw_pipeline(program, raw, g.groups, &scalars)?,
+            .any(|a| matches!(a, BoundArg::Buffer { offset, .. } if offset % align != 0));
+        let (pipeline, dispatch, uniform_bytes, view_offsets) = match program.raw_source() {
+            Some(_) if unaligned => {
+                return Err(Error::Unsupported {
+                    op: "launch_raw",
+                    detail: format!(
+                        "a raw WGSL kernel's buffer views must start at a multiple of {align} \
+                         bytes on this adapter (min_storage_buffer_offset_alignment)"
+                    ),
+                })
+            }
+            Some(raw) => {
+                let (pipeline, dispatch, uniforms) =
+                    self.raw_pipeline(program, raw, g.groups, &scalars)?;
+                (pipeline, dispatch, uniforms, false)
+            }
+            None => {
+                // The uniform words after the scalars: the view-offset variant's element
+                // offsets, then the lengths of the f16 buffers (see dotcompute_codegen::wgsl).
+                let buffers = request.args.iter().filter_map(|a| match a {
+                    BoundArg::Buffer {
+                        offset, len, elem, ..
+                    } => Some((*offset, *len, *elem)),
+                    BoundArg::Scalar(_) => None,
+                });
+                let element_offsets: Vec<u32> = if unaligned {
+                    buffers
+                        .clone()
+                        .map(|(offset, _, elem)| ((offset % align) / elem.size_bytes()) as u32)
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                let half_lens: Vec<u32> = buffers
+                    .filter(|&(_, _, elem)| elem == ScalarType::F16)
+                    .map(|(_, len, _)| len as u32)
+                    .collect();
+                (
+                    self.pipeline(program, g.group, g.dynamic_shared_len, unaligned)?,
+                    self.fold(&kernel.name, g.total_groups())?,
+                    wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets, &half_lens),
+                    unaligned,
+                )
+            }
         };
         let uniforms = self
             .device
