@@ -2192,7 +2192,7 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     let docs = doc_attrs(f);
     let generics = Generics::of(sig, &tx.type_params);
     let where_clause = &generics.where_clause;
-    let declared = sig.generics.params.iter();
+    let declared = &generics.params;
     let span = name.span();
     Ok(quote_spanned! {span=>
         #(#docs)*
