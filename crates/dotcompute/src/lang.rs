@@ -37,20 +37,9 @@ use crate::buffer::{Element, ScalarArg};
 use dotcompute_cpu::ops::{Arith, CastTarget, Float as FloatMath, Negate, Numeric, Shift};
 use dotcompute_cpu::runtime::KernelScalar;
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for i32 {}
-    impl Sealed for u32 {}
-    impl Sealed for i64 {}
-    impl Sealed for u64 {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
-    impl Sealed for half::f16 {}
-}
-
 /// A numeric kernel type: `i32 u32 i64 u64 f32 f64 f16`. Gives a type parameter the
 /// arithmetic operators, comparisons, `abs min max clamp`, casts, buffers and scalar
-/// arguments.
+/// arguments. Sealed through [`Element`], which only dotcompute implements.
 pub trait Num:
     Element
     + ScalarArg
@@ -60,7 +49,6 @@ pub trait Num:
     + Arith
     + Numeric
     + PartialOrd
-    + sealed::Sealed
 {
 }
 
