@@ -33,8 +33,8 @@
 //! so `a * b + c` is rounded twice, as the IR's separate operations demand. Memories touched by atomics are read and written through `volatile`
 //! so plain accesses are not cached across other threads' atomics.
 
+use crate::cfamily::{Dialect, Gen};
 use dotcompute_ir::*;
-use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// One parameter of an entry point, in order: what the launch puts in that slot. The
@@ -88,13 +88,7 @@ pub use dotcompute_ir::analysis::{grid_stride_eligible, vector_plan, VectorPlan}
 
 /// Generates CUDA C++ for `kernel` (which must be validated IR).
 pub fn generate(kernel: &Kernel) -> CudaModule {
-    let mut g = Gen {
-        k: kernel,
-        out: String::new(),
-        atomic: dotcompute_ir::analysis::atomic_memories(&kernel.body),
-        tmp: 0,
-        lane: None,
-    };
+    let mut g = Gen::new(&CudaDialect, kernel);
     g.module();
     let plan = vector_plan(kernel);
     if let Some(plan) = &plan {
@@ -107,6 +101,114 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
         entry: entry_name(&kernel.name),
         strided_entry: grid_stride_eligible(kernel).then(|| strided_entry_name(&kernel.name)),
         vector_entry: plan.map(|p| (vector_entry_name(&kernel.name), p.width)),
+    }
+}
+
+/// CUDA C++'s spellings for the shared C-family walk.
+struct CudaDialect;
+
+impl Dialect for CudaDialect {
+    fn ty(&self, t: ScalarType) -> &'static str {
+        cuda_type(t)
+    }
+    fn nonfinite_f32(&self, bits: u32) -> String {
+        format!("__int_as_float({bits:#010x})")
+    }
+    fn nonfinite_f64(&self, bits: u64) -> String {
+        format!("__longlong_as_double({bits:#018x}ll)")
+    }
+    fn i64_suffixes(&self) -> (&'static str, &'static str) {
+        ("ll", "ull")
+    }
+    fn f16_load(&self, place: &str) -> String {
+        format!("dc_h2f({place})")
+    }
+    fn f16_store(&self, value: &str) -> String {
+        format!("dc_f2h({value})")
+    }
+    fn volatile_place(&self, _: Memory, elem: ScalarType, array: &str, index: &str) -> String {
+        format!("(*(volatile {}*)&{array}[{index}])", cuda_type(elem))
+    }
+    fn atomic(
+        &self,
+        op: AtomicOp,
+        _: Memory,
+        _: ScalarType,
+        element: String,
+        args: Vec<String>,
+    ) -> String {
+        let f = match op {
+            AtomicOp::Add => "atomicAdd",
+            AtomicOp::Sub => "atomicSub",
+            AtomicOp::Min => "atomicMin",
+            AtomicOp::Max => "atomicMax",
+            AtomicOp::And => "atomicAnd",
+            AtomicOp::Or => "atomicOr",
+            AtomicOp::Xor => "atomicXor",
+            AtomicOp::Exchange => "atomicExch",
+            AtomicOp::CompareExchange => "atomicCAS",
+        };
+        let mut call_args = vec![format!("&{element}")];
+        call_args.extend(args);
+        format!("{f}({})", call_args.join(", "))
+    }
+    fn fmod(&self, f32: bool) -> &'static str {
+        pick(f32, "fmodf", "fmod")
+    }
+    // __syncthreads orders the group's shared and global memory accesses.
+    fn barrier(&self) -> &'static str {
+        "__syncthreads();"
+    }
+    fn subgroup(&self, op: SubgroupOp, _: ScalarType, a: Vec<String>) -> String {
+        match op {
+            SubgroupOp::Size => "32u".into(),
+            SubgroupOp::Lane => "dc_sg_lane()".into(),
+            SubgroupOp::Ballot => format!("__ballot_sync(dc_sg_mask(), {})", a[0]),
+            SubgroupOp::Any => format!("((bool)__any_sync(dc_sg_mask(), {}))", a[0]),
+            SubgroupOp::All => format!("((bool)__all_sync(dc_sg_mask(), {}))", a[0]),
+            _ => {
+                // `subgroup_add` -> `dc_sg_add` (prelude overloads per type).
+                let name = op.name().trim_start_matches("subgroup_");
+                format!("dc_sg_{name}({})", a.join(", "))
+            }
+        }
+    }
+    fn math_name(&self, f: MathFn, f32: bool) -> &'static str {
+        match f {
+            MathFn::Sqrt => pick(f32, "sqrtf", "sqrt"),
+            MathFn::Sin => pick(f32, "sinf", "sin"),
+            MathFn::Cos => pick(f32, "cosf", "cos"),
+            MathFn::Tan => pick(f32, "tanf", "tan"),
+            MathFn::Exp => pick(f32, "expf", "exp"),
+            MathFn::Log => pick(f32, "logf", "log"),
+            MathFn::Pow => pick(f32, "powf", "pow"),
+            MathFn::Abs => pick(f32, "fabsf", "fabs"),
+            MathFn::Min => pick(f32, "fminf", "fmin"),
+            MathFn::Max => pick(f32, "fmaxf", "fmax"),
+            MathFn::Fma => pick(f32, "fmaf", "fma"),
+            MathFn::Floor => pick(f32, "floorf", "floor"),
+            MathFn::Ceil => pick(f32, "ceilf", "ceil"),
+            MathFn::Exp2 => pick(f32, "exp2f", "exp2"),
+            MathFn::Log2 => pick(f32, "log2f", "log2"),
+            MathFn::Tanh => pick(f32, "tanhf", "tanh"),
+            MathFn::Trunc => pick(f32, "truncf", "trunc"),
+            // C's round: halves away from zero, as Rust's.
+            MathFn::Round => pick(f32, "roundf", "round"),
+            MathFn::Atan2 => pick(f32, "atan2f", "atan2"),
+            MathFn::Rsqrt => pick(f32, "rsqrtf", "rsqrt"),
+            other => unreachable!("{other:?} is printed by the shared walk"),
+        }
+    }
+    fn bits(&self, f: MathFn, t: ScalarType, x: &str) -> String {
+        cuda_bits(f, t, x)
+    }
+}
+
+fn pick(f32: bool, a: &'static str, b: &'static str) -> &'static str {
+    if f32 {
+        a
+    } else {
+        b
     }
 }
 
@@ -159,51 +261,7 @@ fn cuda_mem_type(ty: ScalarType) -> &'static str {
     }
 }
 
-struct Gen<'k> {
-    k: &'k Kernel,
-    out: String,
-    atomic: BTreeSet<Memory>,
-    tmp: u32,
-    /// While generating the lane function of the vector form: buffer accesses become the
-    /// lane's registers (`r_<name>`), and stores also set the lane's mask (`m_<name>`).
-    lane: Option<VectorPlan>,
-}
-
 impl Gen<'_> {
-    fn mem_name(&self, mem: Memory) -> String {
-        match mem {
-            Memory::Buffer(i) => format!("p_{}", self.k.params[i as usize].name()),
-            Memory::Shared(i) => format!("s_{}", self.k.shared[i as usize].name),
-            Memory::Local(i) => format!("a_{}_{i}", self.k.local_arrays[i as usize].name),
-        }
-    }
-
-    /// The parameter name of a buffer (the lane form touches nothing else).
-    fn buffer_name(&self, mem: Memory) -> &str {
-        match mem {
-            Memory::Buffer(i) => self.k.params[i as usize].name(),
-            Memory::Shared(i) => &self.k.shared[i as usize].name,
-            Memory::Local(i) => &self.k.local_arrays[i as usize].name,
-        }
-    }
-
-    fn local(&self, id: u32) -> String {
-        format!("l_{}_{id}", self.k.locals[id as usize].name)
-    }
-
-    fn fresh(&mut self) -> String {
-        self.tmp += 1;
-        format!("dc_t{}", self.tmp)
-    }
-
-    fn line(&mut self, depth: usize, text: &str) {
-        for _ in 0..depth {
-            self.out.push_str("    ");
-        }
-        self.out.push_str(text);
-        self.out.push('\n');
-    }
-
     /// The entry points' parameter list (the launch ABI), as C++ declarations.
     fn entry_params(&self) -> Vec<String> {
         self.entry_abi().into_iter().map(|(decl, _)| decl).collect()
@@ -513,353 +571,6 @@ impl Gen<'_> {
             call_args.join(", ")
         );
     }
-
-    fn block(&mut self, stmts: &[Stmt], d: usize) {
-        for s in stmts {
-            self.stmt(s, d);
-        }
-    }
-
-    /// Whether `mem` holds f16 bits (buffers and shared arrays; local arrays are floats).
-    fn stored_as_f16(&self, mem: Memory) -> bool {
-        !matches!(mem, Memory::Local(_)) && self.k.memory_elem(mem) == Some(ScalarType::F16)
-    }
-
-    /// An lvalue for `mem[index]`; volatile when the memory is used atomically.
-    fn place(&self, mem: Memory, index: &str) -> String {
-        if self.lane.is_some() {
-            // Elementwise: the index is the lane's own id, whose element is in a register.
-            format!("r_{}", self.buffer_name(mem))
-        } else if self.atomic.contains(&mem) {
-            let t = cuda_type(self.k.memory_elem(mem).expect("validated"));
-            format!("(*(volatile {t}*)&{}[{index}])", self.mem_name(mem))
-        } else {
-            format!("{}[{index}]", self.mem_name(mem))
-        }
-    }
-
-    fn stmt(&mut self, s: &Stmt, d: usize) {
-        match s {
-            Stmt::Let { local, init } => {
-                let t = cuda_type(self.k.locals[*local as usize].ty);
-                let init = match init {
-                    Some(e) => self.expr(e),
-                    None => format!("{t}(0)"),
-                };
-                let text = format!("{t} {} = {init};", self.local(*local));
-                self.line(d, &text);
-            }
-            Stmt::Assign { local, value } => {
-                let text = format!("{} = {};", self.local(*local), self.expr(value));
-                self.line(d, &text);
-            }
-            Stmt::Store { mem, index, value } => {
-                let value = if self.stored_as_f16(*mem) {
-                    format!("dc_f2h({})", self.expr(value))
-                } else {
-                    self.expr(value)
-                };
-                let mut text = format!("{} = {value};", self.place(*mem, &self.expr(index)));
-                if self.lane.is_some() {
-                    let _ = write!(text, " m_{} = true;", self.buffer_name(*mem));
-                }
-                self.line(d, &text);
-            }
-            Stmt::Atomic {
-                op,
-                mem,
-                index,
-                args,
-                result,
-            } => {
-                let f = match op {
-                    AtomicOp::Add => "atomicAdd",
-                    AtomicOp::Sub => "atomicSub",
-                    AtomicOp::Min => "atomicMin",
-                    AtomicOp::Max => "atomicMax",
-                    AtomicOp::And => "atomicAnd",
-                    AtomicOp::Or => "atomicOr",
-                    AtomicOp::Xor => "atomicXor",
-                    AtomicOp::Exchange => "atomicExch",
-                    AtomicOp::CompareExchange => "atomicCAS",
-                };
-                let mut call_args = vec![format!("&{}[{}]", self.mem_name(*mem), self.expr(index))];
-                call_args.extend(args.iter().map(|a| self.expr(a)));
-                let call = format!("{f}({})", call_args.join(", "));
-                let text = match result {
-                    Some(r) => format!("{} = {call};", self.local(*r)),
-                    None => format!("{call};"),
-                };
-                self.line(d, &text);
-            }
-            Stmt::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                let text = format!("if ({}) {{", self.expr(cond));
-                self.line(d, &text);
-                self.block(then, d + 1);
-                if otherwise.is_empty() {
-                    self.line(d, "}");
-                } else {
-                    self.line(d, "} else {");
-                    self.block(otherwise, d + 1);
-                    self.line(d, "}");
-                }
-            }
-            Stmt::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-            } => {
-                // Bounds and step are evaluated once; a step of 0 runs nothing; the loop
-                // stops when the counter would overflow (as Rust's ranges do).
-                // `continue` in a do-while jumps to the condition, which advances.
-                let v = self.local(*var);
-                let t = cuda_type(self.k.locals[*var as usize].ty);
-                let (e, st) = (self.fresh(), self.fresh());
-                self.line(d, "{");
-                let head = [
-                    format!("{t} {v} = {};", self.expr(start)),
-                    format!("const {t} {e} = {};", self.expr(end)),
-                    format!("const {t} {st} = {};", self.expr(step)),
-                    format!("if ({st} > ({t})0 && {v} < {e}) {{"),
-                ];
-                for l in &head {
-                    self.line(d + 1, l);
-                }
-                self.line(d + 2, "do {");
-                self.block(body, d + 3);
-                let tail = format!("}} while (dc_advance({v}, {st}, {e}));");
-                self.line(d + 2, &tail);
-                self.line(d + 1, "}");
-                self.line(d, "}");
-            }
-            Stmt::Loop { body } => {
-                self.line(d, "for (;;) {");
-                self.block(body, d + 1);
-                self.line(d, "}");
-            }
-            Stmt::Break => self.line(d, "break;"),
-            Stmt::Continue => self.line(d, "continue;"),
-            Stmt::Return => self.line(d, "return;"),
-            // __syncthreads orders the group's shared and global memory accesses.
-            Stmt::Barrier => self.line(d, "__syncthreads();"),
-        }
-    }
-
-    fn literal(l: Literal) -> String {
-        match l {
-            Literal::Bool(b) => b.to_string(),
-            Literal::I32(i32::MIN) => "(-2147483647 - 1)".into(),
-            Literal::I32(v) => format!("{v}"),
-            Literal::U32(v) => format!("{v}u"),
-            Literal::I64(i64::MIN) => "(-9223372036854775807ll - 1ll)".into(),
-            Literal::I64(v) => format!("{v}ll"),
-            Literal::U64(v) => format!("{v}ull"),
-            Literal::F32(bits) => {
-                let v = f32::from_bits(bits);
-                if v.is_finite() {
-                    // `{:?}` is the shortest text that reads back to the same value.
-                    format!("{v:?}f")
-                } else {
-                    format!("__int_as_float({:#010x})", bits)
-                }
-            }
-            Literal::F64(bits) => {
-                let v = f64::from_bits(bits);
-                if v.is_finite() {
-                    format!("{v:?}")
-                } else {
-                    format!("__longlong_as_double({bits:#018x}ll)")
-                }
-            }
-            // An f16 constant is its exact value as a float (see cuda_type).
-            Literal::F16(bits) => Self::literal(Literal::f32(half::f16::from_bits(bits).to_f32())),
-        }
-    }
-
-    fn expr(&self, e: &Expr) -> String {
-        match &e.kind {
-            ExprKind::Literal(l) => Self::literal(*l),
-            ExprKind::Local(id) => self.local(*id),
-            ExprKind::Scalar(i) => format!("p_{}", self.k.params[*i as usize].name()),
-            ExprKind::Builtin(b, a) => {
-                let v = match b {
-                    Builtin::GlobalId => "dc_global",
-                    Builtin::LocalId => "dc_lid",
-                    Builtin::GroupId => "dc_group",
-                    Builtin::GroupSize => "dc_gsize",
-                    Builtin::NumGroups => "dc_ngroups",
-                };
-                format!("{v}.{}", a.name())
-            }
-            ExprKind::Len(mem) => match mem {
-                Memory::Buffer(i) => format!("dc_len_{}", self.k.params[*i as usize].name()),
-                Memory::Shared(i) => match self.k.shared[*i as usize].len {
-                    SharedLen::Static(n) => format!("{n}u"),
-                    SharedLen::Dynamic => "dc_dyn_len".into(),
-                },
-                Memory::Local(i) => format!("{}u", self.k.local_arrays[*i as usize].len),
-            },
-            ExprKind::Load { mem, index } => {
-                let place = self.place(*mem, &self.expr(index));
-                if self.stored_as_f16(*mem) {
-                    format!("dc_h2f({place})")
-                } else {
-                    place
-                }
-            }
-            ExprKind::Unary(op, a) => {
-                let x = self.expr(a);
-                match (op, a.ty) {
-                    (UnaryOp::Neg, t) if t.is_signed_int() => format!("dc_neg({x})"),
-                    (UnaryOp::Neg, t) if t.is_int() => format!("(({})0 - {x})", cuda_type(t)),
-                    (UnaryOp::Neg, _) => format!("(-{x})"),
-                    (UnaryOp::Not, ScalarType::Bool) => format!("(!{x})"),
-                    (UnaryOp::Not, _) => format!("(~{x})"),
-                }
-            }
-            ExprKind::Binary(op, a, b) if e.ty == ScalarType::F16 => {
-                // Computed in f32, rounded to f16 (see cuda_type).
-                let (x, y) = (self.expr(a), self.expr(b));
-                match op {
-                    BinaryOp::Rem => format!("dc_rh(fmodf({x}, {y}))"),
-                    _ => format!("dc_rh({x} {} {y})", op.symbol()),
-                }
-            }
-            ExprKind::Binary(op, a, b) => {
-                let (x, y) = (self.expr(a), self.expr(b));
-                let t = a.ty;
-                use BinaryOp::*;
-                match op {
-                    Add | Sub | Mul if t.is_signed_int() => {
-                        let f = ["dc_add", "dc_sub", "dc_mul"][*op as usize];
-                        format!("{f}({x}, {y})")
-                    }
-                    Div if t.is_int() => format!("dc_div({x}, {y})"),
-                    Rem if t.is_int() => format!("dc_rem({x}, {y})"),
-                    Rem if t == ScalarType::F32 => format!("fmodf({x}, {y})"),
-                    Rem => format!("fmod({x}, {y})"),
-                    Shl => format!("dc_shl({x}, {y})"),
-                    Shr => format!("dc_shr({x}, {y})"),
-                    BitXor if t == ScalarType::Bool => format!("({x} != {y})"),
-                    BitAnd | BitOr if t == ScalarType::Bool => {
-                        format!("((bool)({x} {} {y}))", op.symbol())
-                    }
-                    _ => format!("({x} {} {y})", op.symbol()),
-                }
-            }
-            ExprKind::Cast(a) => self.cast(a, e.ty),
-            // f16 math runs on the f32 functions and rounds the result (see cuda_type).
-            ExprKind::Math(f, args) if e.ty == ScalarType::F16 => {
-                format!("dc_rh({})", self.math(*f, args))
-            }
-            ExprKind::Math(f, args) => self.math(*f, args),
-            ExprKind::Subgroup(op, args) => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                match op {
-                    SubgroupOp::Size => "32u".into(),
-                    SubgroupOp::Lane => "dc_sg_lane()".into(),
-                    SubgroupOp::Ballot => format!("__ballot_sync(dc_sg_mask(), {})", a[0]),
-                    SubgroupOp::Any => format!("((bool)__any_sync(dc_sg_mask(), {}))", a[0]),
-                    SubgroupOp::All => format!("((bool)__all_sync(dc_sg_mask(), {}))", a[0]),
-                    _ => {
-                        // `subgroup_add` -> `dc_sg_add` (prelude overloads per type).
-                        let name = op.name().trim_start_matches("subgroup_");
-                        format!("dc_sg_{name}({})", a.join(", "))
-                    }
-                }
-            }
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => format!(
-                "({} ? {} : {})",
-                self.expr(cond),
-                self.expr(then),
-                self.expr(otherwise)
-            ),
-        }
-    }
-
-    /// A math function call (`args` are the IR operands).
-    fn math(&self, f: MathFn, args: &[Expr]) -> String {
-        let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-        // The argument's type picks the function (predicates return bool).
-        let t = args[0].ty;
-        let f32 = t == ScalarType::F32 || t == ScalarType::F16;
-        let name = match f {
-            MathFn::IsNan => return format!("((bool)isnan({}))", a[0]),
-            MathFn::IsFinite => return format!("((bool)isfinite({}))", a[0]),
-            MathFn::Recip if f32 => return format!("(1.0f / {})", a[0]),
-            MathFn::Recip => return format!("(1.0 / {})", a[0]),
-            // Bit operations on the unsigned bits (32 or 64 wide); the counts are
-            // u32 like Rust's.
-            MathFn::CountOnes
-            | MathFn::LeadingZeros
-            | MathFn::TrailingZeros
-            | MathFn::ReverseBits => return cuda_bits(f, t, &a[0]),
-            MathFn::Abs if !t.is_float() => "dc_abs",
-            MathFn::SaturatingAdd => "dc_sat_add",
-            MathFn::SaturatingSub => "dc_sat_sub",
-            MathFn::Min if !t.is_float() => "dc_min",
-            MathFn::Max if !t.is_float() => "dc_max",
-            MathFn::Clamp if !t.is_float() => "dc_clamp",
-            MathFn::Clamp if f32 => "dc_clampf",
-            MathFn::Clamp => "dc_clampd",
-            MathFn::Sqrt => pick(f32, "sqrtf", "sqrt"),
-            MathFn::Sin => pick(f32, "sinf", "sin"),
-            MathFn::Cos => pick(f32, "cosf", "cos"),
-            MathFn::Tan => pick(f32, "tanf", "tan"),
-            MathFn::Exp => pick(f32, "expf", "exp"),
-            MathFn::Log => pick(f32, "logf", "log"),
-            MathFn::Pow => pick(f32, "powf", "pow"),
-            MathFn::Abs => pick(f32, "fabsf", "fabs"),
-            MathFn::Min => pick(f32, "fminf", "fmin"),
-            MathFn::Max => pick(f32, "fmaxf", "fmax"),
-            MathFn::Fma => pick(f32, "fmaf", "fma"),
-            MathFn::Floor => pick(f32, "floorf", "floor"),
-            MathFn::Ceil => pick(f32, "ceilf", "ceil"),
-            MathFn::Exp2 => pick(f32, "exp2f", "exp2"),
-            MathFn::Log2 => pick(f32, "log2f", "log2"),
-            MathFn::Tanh => pick(f32, "tanhf", "tanh"),
-            MathFn::Trunc => pick(f32, "truncf", "trunc"),
-            // C's round: halves away from zero, as Rust's.
-            MathFn::Round => pick(f32, "roundf", "round"),
-            MathFn::Atan2 => pick(f32, "atan2f", "atan2"),
-            MathFn::Rsqrt => pick(f32, "rsqrtf", "rsqrt"),
-        };
-        format!("{name}({})", a.join(", "))
-    }
-
-    fn cast(&self, a: &Expr, to: ScalarType) -> String {
-        use ScalarType::*;
-        let x = self.expr(a);
-        match (a.ty, to) {
-            (from, to) if from == to => x,
-            // To f16: through f32 (an f64 may round twice; see the crate docs), then round.
-            (_, F16) => format!("dc_rh((f32)({x}))"),
-            // From f16: the value is already an f32.
-            (F16, I32 | U32 | I64 | U64) => format!("dc_f32_to_{to}({x})"),
-            (F32 | F64, I32 | U32 | I64 | U64) => format!("dc_{}_to_{}({x})", a.ty, to),
-            // int -> float rounds to nearest, float <-> float rounds to nearest, int -> int
-            // truncates or extends, bool -> int is 0 or 1: C++'s conversions on CUDA.
-            (_, t) => format!("(({}){x})", cuda_type(t)),
-        }
-    }
-}
-
-fn pick(f32: bool, a: &'static str, b: &'static str) -> &'static str {
-    if f32 {
-        a
-    } else {
-        b
-    }
 }
 
 /// The launch coordinates `dc_body` takes after the entry parameters.
@@ -1006,16 +717,15 @@ mod tests {
 
     #[test]
     fn literals_read_back_exactly() {
-        assert_eq!(Gen::literal(Literal::I32(i32::MIN)), "(-2147483647 - 1)");
-        assert_eq!(Gen::literal(Literal::f32(0.1)), "0.1f");
-        assert_eq!(Gen::literal(Literal::f32(1e20)), "1e20f");
+        let k = Builder::new("k").finish().unwrap();
+        let g = Gen::new(&CudaDialect, &k);
+        assert_eq!(g.literal(Literal::I32(i32::MIN)), "(-2147483647 - 1)");
+        assert_eq!(g.literal(Literal::f32(0.1)), "0.1f");
+        assert_eq!(g.literal(Literal::f32(1e20)), "1e20f");
         assert_eq!(
-            Gen::literal(Literal::f32(f32::INFINITY)),
+            g.literal(Literal::f32(f32::INFINITY)),
             "__int_as_float(0x7f800000)"
         );
-        assert_eq!(
-            Gen::literal(Literal::U64(u64::MAX)),
-            "18446744073709551615ull"
-        );
+        assert_eq!(g.literal(Literal::U64(u64::MAX)), "18446744073709551615ull");
     }
 }

@@ -11,6 +11,7 @@
 //! re-check types. *Guarantees* deterministic output: the same IR gives byte-identical
 //! source, so generated source can be snapshot-tested and hashed into cache keys.
 
+mod cfamily;
 pub mod cuda;
 pub mod naga_out;
 pub mod wgsl;

@@ -1,0 +1,410 @@
+//! The C-family printer shared by CUDA C++ and MSL: one walk over the IR's statements and
+//! expressions, with the spellings that differ between the two languages behind
+//! [`Dialect`]. Each language's module (entry point, parameter list, prelude) is its own
+//! file: [`crate::cuda`] and [`crate::msl`]; neither repeats the statement printer.
+//!
+//! What the walk fixes for both: the IR's defined semantics for C++'s undefined cases
+//! (wrapping signed arithmetic, total division, masked shifts, saturating float-to-int
+//! casts) go through helpers of the same names in each prelude (`dc_add`, `dc_div`,
+//! `dc_shl`, `dc_f32_to_i32`, ...); `f16` values live in `float` registers and every f16
+//! operation rounds its result (`dc_rh`); counted loops advance through `dc_advance`.
+
+use dotcompute_ir::analysis::VectorPlan;
+use dotcompute_ir::*;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// The spellings that differ between the C-family languages.
+pub(crate) trait Dialect {
+    /// The type of a value in a register.
+    fn ty(&self, t: ScalarType) -> &'static str;
+    /// A non-finite `f32` literal by its bits.
+    fn nonfinite_f32(&self, bits: u32) -> String;
+    /// A non-finite `f64` literal by its bits.
+    fn nonfinite_f64(&self, bits: u64) -> String;
+    /// The suffixes of 64-bit integer literals (`ll`, `ull` in CUDA).
+    fn i64_suffixes(&self) -> (&'static str, &'static str);
+    /// An f16 element read from memory, as a float.
+    fn f16_load(&self, place: &str) -> String;
+    /// A float value converted to the f16 element stored in memory.
+    fn f16_store(&self, value: &str) -> String;
+    /// A plain access to `mem`, which is also used atomically, as an lvalue.
+    fn volatile_place(&self, mem: Memory, elem: ScalarType, array: &str, index: &str) -> String;
+    /// An atomic read-modify-write on `array[index]` of element type `elem`; returns the
+    /// old value.
+    fn atomic(
+        &self,
+        op: AtomicOp,
+        mem: Memory,
+        elem: ScalarType,
+        element: String,
+        args: Vec<String>,
+    ) -> String;
+    /// The float remainder function (`fmodf` / `fmod` in CUDA).
+    fn fmod(&self, f32: bool) -> &'static str;
+    /// The group barrier statement.
+    fn barrier(&self) -> &'static str;
+    /// A subgroup operation; `ty` is the result type.
+    fn subgroup(&self, op: SubgroupOp, ty: ScalarType, args: Vec<String>) -> String;
+    /// The function for `f` on `float` (`f32`) or `double` arguments.
+    fn math_name(&self, f: MathFn, f32: bool) -> &'static str;
+    /// A bit operation on `x` of integer type `t`; the counts are `u32`.
+    fn bits(&self, f: MathFn, t: ScalarType, x: &str) -> String;
+}
+
+/// The walker: one kernel's statements and expressions printed in one dialect.
+pub(crate) struct Gen<'k> {
+    pub(crate) d: &'static dyn Dialect,
+    pub(crate) k: &'k Kernel,
+    pub(crate) out: String,
+    pub(crate) atomic: BTreeSet<Memory>,
+    pub(crate) tmp: u32,
+    /// While generating the lane function of the vector form: buffer accesses become the
+    /// lane's registers (`r_<name>`), and stores also set the lane's mask (`m_<name>`).
+    pub(crate) lane: Option<VectorPlan>,
+}
+
+impl<'k> Gen<'k> {
+    pub(crate) fn new(d: &'static dyn Dialect, k: &'k Kernel) -> Gen<'k> {
+        Gen {
+            d,
+            k,
+            out: String::new(),
+            atomic: dotcompute_ir::analysis::atomic_memories(&k.body),
+            tmp: 0,
+            lane: None,
+        }
+    }
+}
+
+impl Gen<'_> {
+    pub(crate) fn mem_name(&self, mem: Memory) -> String {
+        match mem {
+            Memory::Buffer(i) => format!("p_{}", self.k.params[i as usize].name()),
+            Memory::Shared(i) => format!("s_{}", self.k.shared[i as usize].name),
+            Memory::Local(i) => format!("a_{}_{i}", self.k.local_arrays[i as usize].name),
+        }
+    }
+
+    /// The parameter name of a buffer (the lane form touches nothing else).
+    pub(crate) fn buffer_name(&self, mem: Memory) -> &str {
+        match mem {
+            Memory::Buffer(i) => self.k.params[i as usize].name(),
+            Memory::Shared(i) => &self.k.shared[i as usize].name,
+            Memory::Local(i) => &self.k.local_arrays[i as usize].name,
+        }
+    }
+
+    pub(crate) fn local(&self, id: u32) -> String {
+        format!("l_{}_{id}", self.k.locals[id as usize].name)
+    }
+
+    pub(crate) fn fresh(&mut self) -> String {
+        self.tmp += 1;
+        format!("dc_t{}", self.tmp)
+    }
+
+    pub(crate) fn line(&mut self, depth: usize, text: &str) {
+        for _ in 0..depth {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    pub(crate) fn block(&mut self, stmts: &[Stmt], d: usize) {
+        for s in stmts {
+            self.stmt(s, d);
+        }
+    }
+
+    /// Whether `mem` holds f16 bits (buffers and shared arrays; local arrays are floats).
+    pub(crate) fn stored_as_f16(&self, mem: Memory) -> bool {
+        !matches!(mem, Memory::Local(_)) && self.k.memory_elem(mem) == Some(ScalarType::F16)
+    }
+
+    /// An lvalue for `mem[index]`; volatile when the memory is used atomically.
+    pub(crate) fn place(&self, mem: Memory, index: &str) -> String {
+        if self.lane.is_some() {
+            // Elementwise: the index is the lane's own id, whose element is in a register.
+            format!("r_{}", self.buffer_name(mem))
+        } else if self.atomic.contains(&mem) {
+            let elem = self.k.memory_elem(mem).expect("validated");
+            self.d.volatile_place(mem, elem, &self.mem_name(mem), index)
+        } else {
+            format!("{}[{index}]", self.mem_name(mem))
+        }
+    }
+
+    pub(crate) fn stmt(&mut self, s: &Stmt, d: usize) {
+        match s {
+            Stmt::Let { local, init } => {
+                let t = self.d.ty(self.k.locals[*local as usize].ty);
+                let init = match init {
+                    Some(e) => self.expr(e),
+                    None => format!("{t}(0)"),
+                };
+                let text = format!("{t} {} = {init};", self.local(*local));
+                self.line(d, &text);
+            }
+            Stmt::Assign { local, value } => {
+                let text = format!("{} = {};", self.local(*local), self.expr(value));
+                self.line(d, &text);
+            }
+            Stmt::Store { mem, index, value } => {
+                let value = if self.stored_as_f16(*mem) {
+                    self.d.f16_store(&self.expr(value))
+                } else {
+                    self.expr(value)
+                };
+                let mut text = format!("{} = {value};", self.place(*mem, &self.expr(index)));
+                if self.lane.is_some() {
+                    let _ = write!(text, " m_{} = true;", self.buffer_name(*mem));
+                }
+                self.line(d, &text);
+            }
+            Stmt::Atomic {
+                op,
+                mem,
+                index,
+                args,
+                result,
+            } => {
+                let elem = self.k.memory_elem(*mem).expect("validated");
+                let element = format!("{}[{}]", self.mem_name(*mem), self.expr(index));
+                let args = args.iter().map(|a| self.expr(a)).collect();
+                let call = self.d.atomic(*op, *mem, elem, element, args);
+                let text = match result {
+                    Some(r) => format!("{} = {call};", self.local(*r)),
+                    None => format!("{call};"),
+                };
+                self.line(d, &text);
+            }
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let text = format!("if ({}) {{", self.expr(cond));
+                self.line(d, &text);
+                self.block(then, d + 1);
+                if otherwise.is_empty() {
+                    self.line(d, "}");
+                } else {
+                    self.line(d, "} else {");
+                    self.block(otherwise, d + 1);
+                    self.line(d, "}");
+                }
+            }
+            Stmt::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                // Bounds and step are evaluated once; a step of 0 runs nothing; the loop
+                // stops when the counter would overflow (as Rust's ranges do).
+                // `continue` in a do-while jumps to the condition, which advances.
+                let v = self.local(*var);
+                let t = self.d.ty(self.k.locals[*var as usize].ty);
+                let (e, st) = (self.fresh(), self.fresh());
+                self.line(d, "{");
+                let head = [
+                    format!("{t} {v} = {};", self.expr(start)),
+                    format!("const {t} {e} = {};", self.expr(end)),
+                    format!("const {t} {st} = {};", self.expr(step)),
+                    format!("if ({st} > ({t})0 && {v} < {e}) {{"),
+                ];
+                for l in &head {
+                    self.line(d + 1, l);
+                }
+                self.line(d + 2, "do {");
+                self.block(body, d + 3);
+                let tail = format!("}} while (dc_advance({v}, {st}, {e}));");
+                self.line(d + 2, &tail);
+                self.line(d + 1, "}");
+                self.line(d, "}");
+            }
+            Stmt::Loop { body } => {
+                self.line(d, "for (;;) {");
+                self.block(body, d + 1);
+                self.line(d, "}");
+            }
+            Stmt::Break => self.line(d, "break;"),
+            Stmt::Continue => self.line(d, "continue;"),
+            Stmt::Return => self.line(d, "return;"),
+            Stmt::Barrier => self.line(d, self.d.barrier()),
+        }
+    }
+
+    pub(crate) fn literal(&self, l: Literal) -> String {
+        match l {
+            Literal::Bool(b) => b.to_string(),
+            Literal::I32(i32::MIN) => "(-2147483647 - 1)".into(),
+            Literal::I32(v) => format!("{v}"),
+            Literal::U32(v) => format!("{v}u"),
+            Literal::I64(i64::MIN) => "(-9223372036854775807ll - 1ll)".into(),
+            Literal::I64(v) => format!("{v}{}", self.d.i64_suffixes().0),
+            Literal::U64(v) => format!("{v}{}", self.d.i64_suffixes().1),
+            Literal::F32(bits) => {
+                let v = f32::from_bits(bits);
+                if v.is_finite() {
+                    // `{:?}` is the shortest text that reads back to the same value.
+                    format!("{v:?}f")
+                } else {
+                    self.d.nonfinite_f32(bits)
+                }
+            }
+            Literal::F64(bits) => {
+                let v = f64::from_bits(bits);
+                if v.is_finite() {
+                    format!("{v:?}")
+                } else {
+                    self.d.nonfinite_f64(bits)
+                }
+            }
+            // An f16 constant is its exact value as a float (see the module docs).
+            Literal::F16(bits) => self.literal(Literal::f32(half::f16::from_bits(bits).to_f32())),
+        }
+    }
+
+    pub(crate) fn expr(&self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Literal(l) => self.literal(*l),
+            ExprKind::Local(id) => self.local(*id),
+            ExprKind::Scalar(i) => format!("p_{}", self.k.params[*i as usize].name()),
+            ExprKind::Builtin(b, a) => {
+                let v = match b {
+                    Builtin::GlobalId => "dc_global",
+                    Builtin::LocalId => "dc_lid",
+                    Builtin::GroupId => "dc_group",
+                    Builtin::GroupSize => "dc_gsize",
+                    Builtin::NumGroups => "dc_ngroups",
+                };
+                format!("{v}.{}", a.name())
+            }
+            ExprKind::Len(mem) => match mem {
+                Memory::Buffer(i) => format!("dc_len_{}", self.k.params[*i as usize].name()),
+                Memory::Shared(i) => match self.k.shared[*i as usize].len {
+                    SharedLen::Static(n) => format!("{n}u"),
+                    SharedLen::Dynamic => "dc_dyn_len".into(),
+                },
+                Memory::Local(i) => format!("{}u", self.k.local_arrays[*i as usize].len),
+            },
+            ExprKind::Load { mem, index } => {
+                let place = self.place(*mem, &self.expr(index));
+                if self.stored_as_f16(*mem) {
+                    self.d.f16_load(&place)
+                } else {
+                    place
+                }
+            }
+            ExprKind::Unary(op, a) => {
+                let x = self.expr(a);
+                match (op, a.ty) {
+                    (UnaryOp::Neg, t) if t.is_signed_int() => format!("dc_neg({x})"),
+                    (UnaryOp::Neg, t) if t.is_int() => format!("(({})0 - {x})", self.d.ty(t)),
+                    (UnaryOp::Neg, _) => format!("(-{x})"),
+                    (UnaryOp::Not, ScalarType::Bool) => format!("(!{x})"),
+                    (UnaryOp::Not, _) => format!("(~{x})"),
+                }
+            }
+            ExprKind::Binary(op, a, b) if e.ty == ScalarType::F16 => {
+                // Computed in f32, rounded to f16 (see the module docs).
+                let (x, y) = (self.expr(a), self.expr(b));
+                match op {
+                    BinaryOp::Rem => format!("dc_rh({}({x}, {y}))", self.d.fmod(true)),
+                    _ => format!("dc_rh({x} {} {y})", op.symbol()),
+                }
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (x, y) = (self.expr(a), self.expr(b));
+                let t = a.ty;
+                use BinaryOp::*;
+                match op {
+                    Add | Sub | Mul if t.is_signed_int() => {
+                        let f = ["dc_add", "dc_sub", "dc_mul"][*op as usize];
+                        format!("{f}({x}, {y})")
+                    }
+                    Div if t.is_int() => format!("dc_div({x}, {y})"),
+                    Rem if t.is_int() => format!("dc_rem({x}, {y})"),
+                    Rem => format!("{}({x}, {y})", self.d.fmod(t == ScalarType::F32)),
+                    Shl => format!("dc_shl({x}, {y})"),
+                    Shr => format!("dc_shr({x}, {y})"),
+                    BitXor if t == ScalarType::Bool => format!("({x} != {y})"),
+                    BitAnd | BitOr if t == ScalarType::Bool => {
+                        format!("((bool)({x} {} {y}))", op.symbol())
+                    }
+                    _ => format!("({x} {} {y})", op.symbol()),
+                }
+            }
+            ExprKind::Cast(a) => self.cast(a, e.ty),
+            // f16 math runs on the f32 functions and rounds the result (see the module docs).
+            ExprKind::Math(f, args) if e.ty == ScalarType::F16 => {
+                format!("dc_rh({})", self.math(*f, args))
+            }
+            ExprKind::Math(f, args) => self.math(*f, args),
+            ExprKind::Subgroup(op, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                self.d.subgroup(*op, e.ty, a)
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => format!(
+                "({} ? {} : {})",
+                self.expr(cond),
+                self.expr(then),
+                self.expr(otherwise)
+            ),
+        }
+    }
+
+    /// A math function call (`args` are the IR operands).
+    pub(crate) fn math(&self, f: MathFn, args: &[Expr]) -> String {
+        let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+        // The argument's type picks the function (predicates return bool).
+        let t = args[0].ty;
+        let f32 = t == ScalarType::F32 || t == ScalarType::F16;
+        let name = match f {
+            MathFn::IsNan => return format!("((bool)isnan({}))", a[0]),
+            MathFn::IsFinite => return format!("((bool)isfinite({}))", a[0]),
+            MathFn::Recip if f32 => return format!("(1.0f / {})", a[0]),
+            MathFn::Recip => return format!("(1.0 / {})", a[0]),
+            // Bit operations on the unsigned bits (32 or 64 wide); the counts are
+            // u32 like Rust's.
+            MathFn::CountOnes
+            | MathFn::LeadingZeros
+            | MathFn::TrailingZeros
+            | MathFn::ReverseBits => return self.d.bits(f, t, &a[0]),
+            MathFn::Abs if !t.is_float() => "dc_abs",
+            MathFn::SaturatingAdd => "dc_sat_add",
+            MathFn::SaturatingSub => "dc_sat_sub",
+            MathFn::Min if !t.is_float() => "dc_min",
+            MathFn::Max if !t.is_float() => "dc_max",
+            MathFn::Clamp if !t.is_float() => "dc_clamp",
+            MathFn::Clamp if f32 => "dc_clampf",
+            MathFn::Clamp => "dc_clampd",
+            _ => self.d.math_name(f, f32),
+        };
+        format!("{name}({})", a.join(", "))
+    }
+
+    pub(crate) fn cast(&self, a: &Expr, to: ScalarType) -> String {
+        use ScalarType::*;
+        let x = self.expr(a);
+        match (a.ty, to) {
+            (from, to) if from == to => x,
+            // To f16: through f32 (an f64 may round twice; see the crate docs), then round.
+            (_, F16) => format!("dc_rh((f32)({x}))"),
+            // From f16: the value is already an f32.
+            (F16, I32 | U32 | I64 | U64) => format!("dc_f32_to_{to}({x})"),
+            (F32 | F64, I32 | U32 | I64 | U64) => format!("dc_{}_to_{}({x})", a.ty, to),
+            // int -> float rounds to nearest, float <-> float rounds to nearest, int -> int
+            // truncates or extends, bool -> int is 0 or 1: C++'s conversions on CUDA.
+            (_, t) => format!("(({}){x})", self.d.ty(t)),
+        }
+    }
+}
