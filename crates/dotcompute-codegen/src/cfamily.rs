@@ -408,3 +408,69 @@ impl Gen<'_> {
         }
     }
 }
+
+/// Integer helpers of both preludes: they give C++'s undefined integer cases the IR's
+/// meaning. Each language's prelude defines the type names (`i32` .. `u64`, `f32`) and
+/// `DC_FN` before them. 64-bit constants are spelled by cast, since MSL has no `ll`.
+pub(crate) const INT_HELPERS: &str = r#"
+// Signed + - * and negation wrap (two's complement) through the unsigned types.
+DC_FN i32 dc_add(i32 a, i32 b) { return (i32)((u32)a + (u32)b); }
+DC_FN i32 dc_sub(i32 a, i32 b) { return (i32)((u32)a - (u32)b); }
+DC_FN i32 dc_mul(i32 a, i32 b) { return (i32)((u32)a * (u32)b); }
+DC_FN i32 dc_neg(i32 a) { return (i32)(0u - (u32)a); }
+DC_FN i64 dc_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+DC_FN i64 dc_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+DC_FN i64 dc_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+DC_FN i64 dc_neg(i64 a) { return (i64)((u64)0 - (u64)a); }
+DC_FN u32 dc_add(u32 a, u32 b) { return a + b; }
+DC_FN u64 dc_add(u64 a, u64 b) { return a + b; }
+
+// x / 0 == x, x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0.
+DC_FN i32 dc_div(i32 a, i32 b) { return b == 0 ? a : (b == -1 ? dc_neg(a) : a / b); }
+DC_FN i64 dc_div(i64 a, i64 b) { return b == 0 ? a : (b == -1 ? dc_neg(a) : a / b); }
+DC_FN u32 dc_div(u32 a, u32 b) { return b == 0 ? a : a / b; }
+DC_FN u64 dc_div(u64 a, u64 b) { return b == 0 ? a : a / b; }
+DC_FN i32 dc_rem(i32 a, i32 b) { return (b == 0 || b == -1) ? 0 : a % b; }
+DC_FN i64 dc_rem(i64 a, i64 b) { return (b == 0 || b == -1) ? 0 : a % b; }
+DC_FN u32 dc_rem(u32 a, u32 b) { return b == 0 ? 0 : a % b; }
+DC_FN u64 dc_rem(u64 a, u64 b) { return b == 0 ? 0 : a % b; }
+
+// Shift amounts are taken modulo the bit width; >> is arithmetic for signed types.
+DC_FN i32 dc_shl(i32 a, u32 s) { return (i32)((u32)a << (s & 31u)); }
+DC_FN u32 dc_shl(u32 a, u32 s) { return a << (s & 31u); }
+DC_FN i64 dc_shl(i64 a, u32 s) { return (i64)((u64)a << (s & 63u)); }
+DC_FN u64 dc_shl(u64 a, u32 s) { return a << (s & 63u); }
+DC_FN i32 dc_shr(i32 a, u32 s) { return a >> (s & 31u); }
+DC_FN u32 dc_shr(u32 a, u32 s) { return a >> (s & 31u); }
+DC_FN i64 dc_shr(i64 a, u32 s) { return a >> (s & 63u); }
+DC_FN u64 dc_shr(u64 a, u32 s) { return a >> (s & 63u); }
+
+// Integer abs wraps (abs(MIN) == MIN); min, max and clamp for integers.
+DC_FN i32 dc_abs(i32 a) { return a < 0 ? dc_neg(a) : a; }
+DC_FN i64 dc_abs(i64 a) { return a < 0 ? dc_neg(a) : a; }
+DC_FN u32 dc_abs(u32 a) { return a; }
+DC_FN u64 dc_abs(u64 a) { return a; }
+DC_FN u32 dc_sat_add(u32 a, u32 b) { u32 r = a + b; return r < a ? 0xffffffffu : r; }
+DC_FN u64 dc_sat_add(u64 a, u64 b) { u64 r = a + b; return r < a ? ~(u64)0 : r; }
+DC_FN u32 dc_sat_sub(u32 a, u32 b) { return a > b ? a - b : 0u; }
+DC_FN u64 dc_sat_sub(u64 a, u64 b) { return a > b ? a - b : (u64)0; }
+DC_FN i32 dc_sat_add(i32 a, i32 b) { i32 r = (i32)((u32)a + (u32)b); return ((a ^ r) & (b ^ r)) < 0 ? (a < 0 ? (i32)0x80000000u : 0x7fffffff) : r; }
+DC_FN i64 dc_sat_add(i64 a, i64 b) { i64 r = (i64)((u64)a + (u64)b); return ((a ^ r) & (b ^ r)) < 0 ? (a < 0 ? (i64)(((u64)1) << 63) : (i64)(~((u64)1 << 63))) : r; }
+DC_FN i32 dc_sat_sub(i32 a, i32 b) { i32 r = (i32)((u32)a - (u32)b); return ((a ^ b) & (a ^ r)) < 0 ? (a < 0 ? (i32)0x80000000u : 0x7fffffff) : r; }
+DC_FN i64 dc_sat_sub(i64 a, i64 b) { i64 r = (i64)((u64)a - (u64)b); return ((a ^ b) & (a ^ r)) < 0 ? (a < 0 ? (i64)(((u64)1) << 63) : (i64)(~((u64)1 << 63))) : r; }
+template <typename T> DC_FN T dc_min(T a, T b) { return b < a ? b : a; }
+template <typename T> DC_FN T dc_max(T a, T b) { return a < b ? b : a; }
+template <typename T> DC_FN T dc_clamp(T x, T lo, T hi) { return dc_min(dc_max(x, lo), hi); }
+"#;
+
+/// The counted-loop helper of both preludes (`DC_THREAD` is MSL's address space of a
+/// thread's own variables, and nothing in CUDA).
+pub(crate) const LOOP_HELPERS: &str = r#"
+// Advances a counted loop; false at the end or when the counter would overflow.
+template <typename T> DC_FN bool dc_advance(DC_THREAD T& v, T step, T end) {
+    T next = dc_add(v, step);
+    bool go = next > v && next < end;
+    v = next;
+    return go;
+}
+"#;

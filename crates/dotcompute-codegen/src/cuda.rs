@@ -315,7 +315,10 @@ impl Gen<'_> {
             "// dotcompute CUDA C++ for kernel `{}` (IR v{})",
             k.name, k.version
         );
-        self.out.push_str(PRELUDE);
+        self.out.push_str(CUDA_TYPES);
+        self.out.push_str(crate::cfamily::INT_HELPERS);
+        self.out.push_str(CUDA_FLOAT_HELPERS);
+        self.out.push_str(crate::cfamily::LOOP_HELPERS);
         if k.uses_subgroups() {
             self.out.push_str(SUBGROUP_PRELUDE);
         }
@@ -580,8 +583,8 @@ const BODY_COORDS: [&str; 5] = ["dc_global", "dc_lid", "dc_group", "dc_gsize", "
 /// grid leave, and the stride of the x loop.
 const STRIDED_PROLOGUE: &str = "    const uint3 dc_lid = threadIdx;\n    const uint3 dc_group = blockIdx;\n    const uint3 dc_gsize = blockDim;\n    const uint3 dc_ngroups = gridDim;\n    const u32 dc_y = dc_group.y * dc_gsize.y + dc_lid.y;\n    const u32 dc_z = dc_group.z * dc_gsize.z + dc_lid.z;\n    if (dc_y >= dc_grid_y || dc_z >= dc_grid_z) {\n        return;\n    }\n    const u64 dc_stride = (u64)dc_ngroups.x * dc_gsize.x;\n";
 
-/// Type names and the helpers that give C++'s undefined cases the IR's meaning.
-const PRELUDE: &str = r#"
+/// Type names for CUDA; the helpers that follow are the shared C-family prelude.
+const CUDA_TYPES: &str = r#"
 typedef int i32;
 typedef unsigned int u32;
 typedef long long i64;
@@ -589,76 +592,23 @@ typedef unsigned long long u64;
 typedef float f32;
 typedef double f64;
 #define DC_FN static __device__ __forceinline__
+#define DC_THREAD
+"#;
 
-// Signed + - * and negation wrap (two's complement) through the unsigned types.
-DC_FN i32 dc_add(i32 a, i32 b) { return (i32)((u32)a + (u32)b); }
-DC_FN i32 dc_sub(i32 a, i32 b) { return (i32)((u32)a - (u32)b); }
-DC_FN i32 dc_mul(i32 a, i32 b) { return (i32)((u32)a * (u32)b); }
-DC_FN i32 dc_neg(i32 a) { return (i32)(0u - (u32)a); }
-DC_FN i64 dc_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
-DC_FN i64 dc_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
-DC_FN i64 dc_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
-DC_FN i64 dc_neg(i64 a) { return (i64)(0ull - (u64)a); }
-DC_FN u32 dc_add(u32 a, u32 b) { return a + b; }
-DC_FN u64 dc_add(u64 a, u64 b) { return a + b; }
-
-// x / 0 == x, x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0.
-DC_FN i32 dc_div(i32 a, i32 b) { return b == 0 ? a : (b == -1 ? dc_neg(a) : a / b); }
-DC_FN i64 dc_div(i64 a, i64 b) { return b == 0 ? a : (b == -1 ? dc_neg(a) : a / b); }
-DC_FN u32 dc_div(u32 a, u32 b) { return b == 0 ? a : a / b; }
-DC_FN u64 dc_div(u64 a, u64 b) { return b == 0 ? a : a / b; }
-DC_FN i32 dc_rem(i32 a, i32 b) { return (b == 0 || b == -1) ? 0 : a % b; }
-DC_FN i64 dc_rem(i64 a, i64 b) { return (b == 0 || b == -1) ? 0 : a % b; }
-DC_FN u32 dc_rem(u32 a, u32 b) { return b == 0 ? 0 : a % b; }
-DC_FN u64 dc_rem(u64 a, u64 b) { return b == 0 ? 0 : a % b; }
-
-// Shift amounts are taken modulo the bit width; >> is arithmetic for signed types.
-DC_FN i32 dc_shl(i32 a, u32 s) { return (i32)((u32)a << (s & 31u)); }
-DC_FN u32 dc_shl(u32 a, u32 s) { return a << (s & 31u); }
-DC_FN i64 dc_shl(i64 a, u32 s) { return (i64)((u64)a << (s & 63u)); }
-DC_FN u64 dc_shl(u64 a, u32 s) { return a << (s & 63u); }
-DC_FN i32 dc_shr(i32 a, u32 s) { return a >> (s & 31u); }
-DC_FN u32 dc_shr(u32 a, u32 s) { return a >> (s & 31u); }
-DC_FN i64 dc_shr(i64 a, u32 s) { return a >> (s & 63u); }
-DC_FN u64 dc_shr(u64 a, u32 s) { return a >> (s & 63u); }
-
-// Integer abs wraps (abs(MIN) == MIN); min, max and clamp for integers.
-DC_FN i32 dc_abs(i32 a) { return a < 0 ? dc_neg(a) : a; }
-DC_FN i64 dc_abs(i64 a) { return a < 0 ? dc_neg(a) : a; }
-DC_FN u32 dc_abs(u32 a) { return a; }
-DC_FN u64 dc_abs(u64 a) { return a; }
-DC_FN u32 dc_sat_add(u32 a, u32 b) { u32 r = a + b; return r < a ? 0xffffffffu : r; }
-DC_FN u64 dc_sat_add(u64 a, u64 b) { u64 r = a + b; return r < a ? ~0ull : r; }
-DC_FN u32 dc_sat_sub(u32 a, u32 b) { return a > b ? a - b : 0u; }
-DC_FN u64 dc_sat_sub(u64 a, u64 b) { return a > b ? a - b : 0ull; }
-DC_FN i32 dc_sat_add(i32 a, i32 b) { i32 r = (i32)((u32)a + (u32)b); return ((a ^ r) & (b ^ r)) < 0 ? (a < 0 ? (i32)0x80000000u : 0x7fffffff) : r; }
-DC_FN i64 dc_sat_add(i64 a, i64 b) { i64 r = (i64)((u64)a + (u64)b); return ((a ^ r) & (b ^ r)) < 0 ? (a < 0 ? (i64)0x8000000000000000ull : 0x7fffffffffffffffll) : r; }
-DC_FN i32 dc_sat_sub(i32 a, i32 b) { i32 r = (i32)((u32)a - (u32)b); return ((a ^ b) & (a ^ r)) < 0 ? (a < 0 ? (i32)0x80000000u : 0x7fffffff) : r; }
-DC_FN i64 dc_sat_sub(i64 a, i64 b) { i64 r = (i64)((u64)a - (u64)b); return ((a ^ b) & (a ^ r)) < 0 ? (a < 0 ? (i64)0x8000000000000000ull : 0x7fffffffffffffffll) : r; }
-template <typename T> DC_FN T dc_min(T a, T b) { return b < a ? b : a; }
-template <typename T> DC_FN T dc_max(T a, T b) { return a < b ? b : a; }
-template <typename T> DC_FN T dc_clamp(T x, T lo, T hi) { return dc_min(dc_max(x, lo), hi); }
+/// CUDA's float helpers: clamps, and float -> int casts that round toward zero and
+/// saturate (the cvt.rzi intrinsics), NaN -> 0 (tested here: the 64-bit conversions give
+/// MIN for NaN).
+const CUDA_FLOAT_HELPERS: &str = r#"
 DC_FN f32 dc_clampf(f32 x, f32 lo, f32 hi) { return fminf(fmaxf(x, lo), hi); }
 DC_FN f64 dc_clampd(f64 x, f64 lo, f64 hi) { return fmin(fmax(x, lo), hi); }
-
-// Float -> int: round toward zero and saturate (the cvt.rzi intrinsics), NaN -> 0 (tested
-// here: the 64-bit conversions give MIN for NaN).
 DC_FN i32 dc_f32_to_i32(f32 x) { return x != x ? 0 : __float2int_rz(x); }
 DC_FN u32 dc_f32_to_u32(f32 x) { return x != x ? 0u : __float2uint_rz(x); }
-DC_FN i64 dc_f32_to_i64(f32 x) { return x != x ? 0ll : __float2ll_rz(x); }
-DC_FN u64 dc_f32_to_u64(f32 x) { return x != x ? 0ull : __float2ull_rz(x); }
+DC_FN i64 dc_f32_to_i64(f32 x) { return x != x ? (i64)0 : __float2ll_rz(x); }
+DC_FN u64 dc_f32_to_u64(f32 x) { return x != x ? (u64)0 : __float2ull_rz(x); }
 DC_FN i32 dc_f64_to_i32(f64 x) { return x != x ? 0 : __double2int_rz(x); }
 DC_FN u32 dc_f64_to_u32(f64 x) { return x != x ? 0u : __double2uint_rz(x); }
-DC_FN i64 dc_f64_to_i64(f64 x) { return x != x ? 0ll : __double2ll_rz(x); }
-DC_FN u64 dc_f64_to_u64(f64 x) { return x != x ? 0ull : __double2ull_rz(x); }
-
-// Advances a counted loop; false at the end or when the counter would overflow.
-template <typename T> DC_FN bool dc_advance(T& v, T step, T end) {
-    T next = dc_add(v, step);
-    bool go = next > v && next < end;
-    v = next;
-    return go;
-}
+DC_FN i64 dc_f64_to_i64(f64 x) { return x != x ? (i64)0 : __double2ll_rz(x); }
+DC_FN u64 dc_f64_to_u64(f64 x) { return x != x ? (u64)0 : __double2ull_rz(x); }
 "#;
 
 /// f16 support, emitted only for kernels that use f16 (other kernels' code is unchanged):

@@ -13,6 +13,7 @@
 
 mod cfamily;
 pub mod cuda;
+pub mod msl;
 pub mod naga_out;
 pub mod wgsl;
 

@@ -1,5 +1,6 @@
-//! Snapshots of the code generated for every seed kernel: WGSL, and the MSL, HLSL and
-//! SPIR-V (hashed) that naga produces from it, and the CUDA C++ that NVRTC compiles. Every module also passes naga's validator.
+//! Snapshots of the code generated for every seed kernel: WGSL, and the MSL (`.naga.msl`),
+//! HLSL and SPIR-V (hashed) that naga produces from it; the CUDA C++ that NVRTC compiles,
+//! and our MSL (`.msl`), both from the shared C-family printer. Every module also passes naga's validator.
 //! After an intended codegen change: `INSTA_UPDATE=always cargo test -p
 //! dotcompute-conformance --test snapshots`, then review the diff of `tests/snapshots/`.
 
@@ -24,7 +25,7 @@ fn wgsl_msl_hlsl_and_spirv_of_every_seed_kernel() {
         let (source, naga) = generated(def);
         let name = def.name();
         insta::assert_snapshot!(format!("{name}.wgsl"), source);
-        insta::assert_snapshot!(format!("{name}.msl"), naga_out::to_msl(&naga).unwrap());
+        insta::assert_snapshot!(format!("{name}.naga.msl"), naga_out::to_msl(&naga).unwrap());
         insta::assert_snapshot!(format!("{name}.hlsl"), naga_out::to_hlsl(&naga).unwrap());
         let spirv = naga_out::to_spirv(&naga).unwrap();
         let header = spirv_listing(&spirv).lines().next().unwrap().to_string();
@@ -38,6 +39,17 @@ fn the_ir_text_of_every_seed_kernel() {
     for def in dotcompute_conformance::seed_kernels() {
         let text = dotcompute_codegen::IrText.generate(def.ir().unwrap());
         insta::assert_snapshot!(format!("{}.ir", def.name()), text);
+    }
+}
+
+#[test]
+fn the_msl_of_every_seed_kernel() {
+    for def in dotcompute_conformance::seed_kernels() {
+        let text = match dotcompute_codegen::msl::generate(def.ir().unwrap()) {
+            Ok(module) => module.source,
+            Err(e) => format!("refused: {e}"),
+        };
+        insta::assert_snapshot!(format!("{}.msl", def.name()), text);
     }
 }
 
