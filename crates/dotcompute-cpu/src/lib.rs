@@ -83,6 +83,11 @@ impl CpuBuffer {
     fn ptr(&self) -> *mut u8 {
         self.block.ptr.as_ptr()
     }
+    /// The start of the buffer's memory (64-byte aligned), for backends that run kernels
+    /// on host memory through another path (the MSL shim of `dotcompute-metal`).
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr()
+    }
 }
 
 /// The CPU device.

@@ -52,7 +52,10 @@ impl std::fmt::Debug for Device {
 }
 
 impl Device {
-    pub(crate) fn from_backend(backend: Box<dyn DynBackend>) -> Device {
+    /// A device over a backend that is not in the registry: a backend crate's own test
+    /// vehicle (the MSL shim of `dotcompute-metal`). Registered backends are opened with
+    /// [`Device::with_backend`].
+    pub fn from_backend(backend: Box<dyn DynBackend>) -> Device {
         Device {
             inner: Arc::new(Inner {
                 id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),

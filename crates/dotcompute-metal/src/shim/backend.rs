@@ -1,0 +1,209 @@
+//! The shim as a backend: memory, copies and fills are the CPU backend's (host memory);
+//! launches generate MSL, plan the encoding and run both through the shim. Not in the
+//! registry: it is a test vehicle for the Metal backend's shared half, built by
+//! `dotcompute-metal`'s tests and handed to the conformance suite with
+//! `Device::from_backend`.
+
+use super::ShimLibrary;
+use crate::plan::{encode, EncodingPlan, PipelineLimits, PlanArg};
+use dotcompute_cpu::{CpuBackend, CpuBuffer};
+use dotcompute_hal::{
+    AtomicF32Add, Backend, BackendKind, BoundArg, Capabilities, DeviceInfo, DeviceType, Error,
+    LaunchRequest, Limits, MemoryStats, ProgramKey, Queue, Result, StreamId, StreamSet, Timing,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Limits of the shim device: those of Apple GPUs (1024 threads per group, 32 KiB of
+/// threadgroup memory), so a kernel that passes here fits a Mac.
+const LIMITS: PipelineLimits = PipelineLimits {
+    max_threads_per_group: 1024,
+    max_threadgroup_memory: 32 * 1024,
+};
+
+/// Generated MSL run on the CPU (see the module docs of `shim`).
+pub struct ShimBackend {
+    cpu: CpuBackend,
+    info: DeviceInfo,
+    libraries: Mutex<HashMap<ProgramKey, Arc<ShimLibrary>>>,
+    /// Applied to every plan before it runs: only for demonstrating that a wrong plan
+    /// fails (see `tests/it`).
+    tamper: Option<fn(&mut EncodingPlan)>,
+}
+
+impl ShimBackend {
+    /// The shim device, or why it is unavailable (no C++ compiler).
+    pub fn new() -> Result<ShimBackend> {
+        let compiler = super::probe().map_err(|reason| Error::BackendUnavailable {
+            backend: "msl-shim".into(),
+            reason,
+        })?;
+        let cpu = CpuBackend::new();
+        let mut info = cpu.info().clone();
+        info.backend = BackendKind::Metal;
+        info.name = "generated MSL on the CPU (clang and a Metal shim; not a Metal device)".into();
+        info.device_type = DeviceType::SoftwareGpu;
+        info.driver = compiler;
+        info.limits = Limits {
+            max_group_threads: LIMITS.max_threads_per_group,
+            max_group_size: [1024, 1024, 1024],
+            max_shared_bytes: LIMITS.max_threadgroup_memory,
+            ..info.limits
+        };
+        info.caps = Capabilities {
+            // MSL has no double.
+            f64: false,
+            i64: true,
+            f16: true,
+            atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
+            timestamps: false,
+            raw_languages: Vec::new(),
+            concurrent_streams: false,
+            native_graphs: false,
+            blas: Vec::new(),
+            // SIMD-groups of one lane in the shim.
+            subgroup_size: Some([1, 1]),
+        };
+        Ok(ShimBackend {
+            cpu,
+            info,
+            libraries: Mutex::new(HashMap::new()),
+            tamper: None,
+        })
+    }
+
+    /// A shim device that applies `tamper` to every encoding plan before running it, to
+    /// show that the run catches a wrong plan.
+    pub fn with_tampered_plans(tamper: fn(&mut EncodingPlan)) -> Result<ShimBackend> {
+        let mut backend = ShimBackend::new()?;
+        backend.tamper = Some(tamper);
+        Ok(backend)
+    }
+
+    fn library(&self, request: &LaunchRequest<'_, CpuBuffer>) -> Result<Arc<ShimLibrary>> {
+        let program = request.program;
+        if let Some(raw) = program.raw_source() {
+            return Err(Error::Unsupported {
+                op: "raw kernel",
+                detail: format!(
+                    "kernel `{}` is hand-written {}; the MSL shim runs generated kernels",
+                    program.name(),
+                    raw.language.name()
+                ),
+            });
+        }
+        let mut libraries = self.libraries.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = libraries.get(&program.key) {
+            return Ok(l.clone());
+        }
+        let module =
+            dotcompute_codegen::msl::generate(&program.kernel).map_err(|e| Error::Unsupported {
+                op: "kernel",
+                detail: e.to_string(),
+            })?;
+        let library = Arc::new(ShimLibrary::compile(&module, &program.kernel)?);
+        libraries.insert(program.key, library.clone());
+        Ok(library)
+    }
+}
+
+impl Backend for ShimBackend {
+    type Buffer = CpuBuffer;
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn alloc(&self, bytes: usize) -> Result<(CpuBuffer, StreamSet)> {
+        self.cpu.alloc(bytes)
+    }
+    fn free(&self, buffer: CpuBuffer, users: StreamSet) {
+        self.cpu.free(buffer, users)
+    }
+    fn memory_stats(&self) -> MemoryStats {
+        self.cpu.memory_stats()
+    }
+    fn trim(&self) {
+        self.cpu.trim()
+    }
+    fn set_profiling(&self, on: bool) {
+        self.cpu.set_profiling(on)
+    }
+    fn take_timings(&self) -> Vec<Timing> {
+        self.cpu.take_timings()
+    }
+}
+
+impl Queue for ShimBackend {
+    fn write(&self, s: StreamId, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+        self.cpu.write(s, dst, offset, data)
+    }
+    fn read(&self, s: StreamId, src: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.cpu.read(s, src, offset, out)
+    }
+    fn copy(
+        &self,
+        s: StreamId,
+        src: &CpuBuffer,
+        src_offset: usize,
+        dst: &CpuBuffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        self.cpu.copy(s, src, src_offset, dst, dst_offset, bytes)
+    }
+    fn fill(
+        &self,
+        s: StreamId,
+        dst: &CpuBuffer,
+        offset: usize,
+        bytes: usize,
+        pattern: &[u8],
+    ) -> Result<()> {
+        self.cpu.fill(s, dst, offset, bytes, pattern)
+    }
+    fn launch(&self, _: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
+        let library = self.library(request)?;
+        let mut bases = Vec::with_capacity(request.args.len());
+        let mut args = Vec::with_capacity(request.args.len());
+        for a in &request.args {
+            match a {
+                BoundArg::Buffer {
+                    buffer,
+                    offset,
+                    len,
+                    ..
+                } => {
+                    bases.push(buffer.as_ptr());
+                    args.push(PlanArg::Buffer {
+                        offset: *offset as u64,
+                        len: *len as u64,
+                    });
+                }
+                BoundArg::Scalar(l) => {
+                    bases.push(std::ptr::null_mut());
+                    args.push(PlanArg::Scalar(*l));
+                }
+            }
+        }
+        let mut plan = encode(
+            library.module(),
+            &request.program.kernel,
+            &request.geometry,
+            &args,
+            LIMITS,
+        )?;
+        if let Some(tamper) = self.tamper {
+            tamper(&mut plan);
+        }
+        library.dispatch(&plan, &bases)
+    }
+    fn synchronize(&self, _: StreamId) -> Result<()> {
+        Ok(()) // every operation completes before it returns
+    }
+    fn synchronize_all(&self) -> Result<()> {
+        Ok(())
+    }
+    fn wait_stream(&self, _: StreamId, _: StreamId) -> Result<()> {
+        Ok(())
+    }
+}

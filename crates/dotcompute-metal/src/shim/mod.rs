@@ -1,0 +1,555 @@
+//! Generated MSL executed on Linux: the library is compiled as C++17 by clang against a
+//! shim of `<metal_stdlib>` (the file `metal_stdlib` beside this module), loaded with
+//! `dlopen`, and run on the CPU by a runner that does what a Metal driver does with an
+//! [`EncodingPlan`]: binds buffers and bytes at their indices, allocates each
+//! threadgroup's memory at the planned lengths, and dispatches exactly the planned grid.
+//! Threads of a kernel with barriers are coroutines (corosensei) that the barrier
+//! suspends until their whole group has arrived, so barrier semantics are exact.
+//!
+//! Like Metal's API validation layer, the runner refuses a dispatch with an argument the
+//! kernel declares but the plan never bound, or threadgroup memory it never sized; a
+//! wrong grid or a wrong length is not refused, it gives wrong output, which the
+//! conformance checks catch.
+//!
+//! What a pass here proves: our MSL text means what the IR means (compiled by a real C++
+//! compiler, every output element checked), and the encoding plan binds and sizes what
+//! that text reads. What it cannot prove: that Apple's Metal compiler accepts the text,
+//! that the driver executes it the same way, or anything about SIMD-groups wider than
+//! one lane.
+
+mod backend;
+
+pub use backend::ShimBackend;
+
+use crate::plan::{Dispatch, EncodingPlan};
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use dotcompute_codegen::msl::{MslAttribute, MslBinding, MslModule};
+use dotcompute_hal::{Error, Result};
+use rayon::prelude::*;
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// The shim header, written next to each compiled library as `metal_stdlib`.
+const SHIM_HEADER: &str = include_str!("metal_stdlib");
+
+/// The compiler: `DOTCOMPUTE_MSL_SHIM_CXX`, or `clang++`.
+pub fn compiler() -> String {
+    std::env::var("DOTCOMPUTE_MSL_SHIM_CXX").unwrap_or_else(|_| "clang++".into())
+}
+
+/// Whether the compiler runs here, or why not.
+pub fn probe() -> std::result::Result<String, String> {
+    let cxx = compiler();
+    match std::process::Command::new(&cxx).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()),
+        Ok(o) => Err(format!("`{cxx} --version` failed: {}", o.status)),
+        Err(e) => Err(format!(
+            "the MSL shim needs a C++ compiler: `{cxx}` could not be run ({e}); install clang \
+             or set DOTCOMPUTE_MSL_SHIM_CXX"
+        )),
+    }
+}
+
+/// The `thread` struct of the header, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ShimThread {
+    global: [u32; 3],
+    local: [u32; 3],
+    group: [u32; 3],
+    groups: [u32; 3],
+    simd_size: u32,
+    simd_lane: u32,
+}
+
+type EntryFn = unsafe extern "C" fn(*const *mut c_void, *const *mut c_void, *const ShimThread);
+
+/// A compiled MSL library with its trampoline.
+pub struct ShimLibrary {
+    // Kept alive for `entry` (a function of the library).
+    _library: libloading::Library,
+    entry: EntryFn,
+    module: MslModule,
+    uses_barrier: bool,
+    kernel_name: String,
+}
+
+/// The trampoline appended to the generated MSL: it calls the kernel function with each
+/// binding read from the slot of its index, as the driver would, then the attributes.
+fn trampoline(module: &MslModule) -> String {
+    let mut args = Vec::new();
+    for (binding, ty) in module.bindings.iter().zip(&module.binding_types) {
+        let arg = match binding {
+            MslBinding::Param { index, .. } | MslBinding::Info { index } => {
+                match ty.strip_suffix('&') {
+                    // `constant T&`: setBytes memory, read through a pointer.
+                    Some(value) => format!("*({value}*)dc_buffers[{index}]"),
+                    None => format!("({ty})dc_buffers[{index}]"),
+                }
+            }
+            MslBinding::Threadgroup { index, .. } => format!("({ty})dc_threadgroup[{index}]"),
+        };
+        args.push(arg);
+    }
+    for a in &module.attributes {
+        args.push(
+            match a {
+                MslAttribute::ThreadPositionInGrid => "t->global",
+                MslAttribute::ThreadPositionInThreadgroup => "t->local",
+                MslAttribute::ThreadgroupPositionInGrid => "t->group",
+                MslAttribute::ThreadgroupsPerGrid => "t->groups",
+                MslAttribute::ThreadsPerSimdgroup => "t->simd_size",
+                MslAttribute::ThreadIndexInSimdgroup => "t->simd_lane",
+            }
+            .to_string(),
+        );
+    }
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "\nextern \"C\" void dc_shim_entry(void* const* dc_buffers, void* const* dc_threadgroup, const dc_shim_thread* t) {{\n    {}(\n        {});\n}}\n",
+        module.entry,
+        args.join(",\n        ")
+    );
+    out
+}
+
+/// The text of every `[[...]]` attribute in order, and the source without them.
+fn strip_attributes(source: &str) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(source.len());
+    let mut found = Vec::new();
+    let mut rest = source;
+    while let Some(start) = rest.find("[[") {
+        let Some(len) = rest[start..].find("]]") else {
+            break;
+        };
+        out.push_str(rest[..start].trim_end_matches(' '));
+        found.push(rest[start + 2..start + len].to_string());
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    (out, found)
+}
+
+/// The attributes the entry point must carry, from its binding list.
+fn expected_attributes(module: &MslModule) -> Vec<String> {
+    module
+        .bindings
+        .iter()
+        .map(|b| match b {
+            MslBinding::Param { index, .. } | MslBinding::Info { index } => {
+                format!("buffer({index})")
+            }
+            MslBinding::Threadgroup { index, .. } => format!("threadgroup({index})"),
+        })
+        .chain(module.attributes.iter().map(|a| a.spelling().to_string()))
+        .collect()
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "dotcompute-msl-shim-{}",
+        std::env::var("USER").unwrap_or_else(|_| "user".into())
+    ))
+}
+
+impl ShimLibrary {
+    /// Compiles `module` (generated for `kernel`) with the shim, or loads it from the
+    /// cache (keyed by the whole translation unit's hash).
+    pub fn compile(module: &MslModule, kernel: &dotcompute_ir::Kernel) -> Result<ShimLibrary> {
+        use sha2::{Digest, Sha256};
+        let fail = |message: String| Error::Backend {
+            backend: "msl-shim".into(),
+            message: format!("kernel `{}`: {message}", kernel.name),
+        };
+        // C++ reads `[[threadgroup(0)]]` through the shim's `threadgroup` macro, so the
+        // attributes are taken out, after checking that each names the index the binding
+        // list (and so the plan) uses for its parameter.
+        let (source, found) = strip_attributes(&module.source);
+        let expected = expected_attributes(module);
+        if found != expected {
+            return Err(fail(format!(
+                "the kernel's attributes {found:?} do not match its bindings {expected:?}"
+            )));
+        }
+        let unit = format!("{source}{}", trampoline(module));
+        let hash: String = Sha256::digest(format!("{SHIM_HEADER}\n{unit}").as_bytes())
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let dir = cache_dir();
+        let library_path = dir.join(format!("{hash}.so"));
+        if !library_path.exists() {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+            let header_dir = dir.join(format!("include-{hash}"));
+            std::fs::create_dir_all(&header_dir)
+                .map_err(|e| fail(format!("cannot create {}: {e}", header_dir.display())))?;
+            std::fs::write(header_dir.join("metal_stdlib"), SHIM_HEADER)
+                .map_err(|e| fail(format!("cannot write the shim header: {e}")))?;
+            let source_path = dir.join(format!("{hash}.metal.cpp"));
+            std::fs::write(&source_path, &unit)
+                .map_err(|e| fail(format!("cannot write {}: {e}", source_path.display())))?;
+            // Written under a temporary name and renamed, so that concurrent test threads
+            // never load a half-written library.
+            let partial = dir.join(format!("{hash}.{}.partial", std::process::id()));
+            let output = std::process::Command::new(compiler())
+                .args(["-std=c++17", "-O2", "-fPIC", "-shared", "-w"])
+                .arg(format!("-I{}", header_dir.display()))
+                .arg("-o")
+                .arg(&partial)
+                .arg(&source_path)
+                .output()
+                .map_err(|e| fail(format!("cannot run {}: {e}", compiler())))?;
+            if !output.status.success() {
+                return Err(fail(format!(
+                    "the generated MSL does not compile against the shim ({}):\n{}",
+                    source_path.display(),
+                    String::from_utf8_lossy(&output.stderr)
+                )));
+            }
+            std::fs::rename(&partial, &library_path)
+                .map_err(|e| fail(format!("cannot store the library: {e}")))?;
+        }
+        // SAFETY: the library is our own generated code plus the shim header; loading it
+        // runs no initialisers beyond the header's plain global.
+        let library = unsafe { libloading::Library::new(&library_path) }
+            .map_err(|e| fail(format!("cannot load {}: {e}", library_path.display())))?;
+        // SAFETY: the symbols have the types the header and the trampoline declare.
+        let entry = unsafe {
+            let hook = library
+                .get::<*mut Option<unsafe extern "C" fn(u32)>>(b"dc_shim_barrier_hook")
+                .map_err(|e| fail(format!("no barrier hook: {e}")))?;
+            **hook = Some(barrier_hook);
+            *library
+                .get::<EntryFn>(b"dc_shim_entry")
+                .map_err(|e| fail(format!("no entry point: {e}")))?
+        };
+        Ok(ShimLibrary {
+            _library: library,
+            entry,
+            module: module.clone(),
+            uses_barrier: kernel.uses_barrier(),
+            kernel_name: kernel.name.clone(),
+        })
+    }
+
+    /// The generated module this library was compiled from.
+    pub fn module(&self) -> &MslModule {
+        &self.module
+    }
+
+    /// Carries out `plan` with the buffers of the launch (`buffers[arg]` is the start of
+    /// argument `arg`'s buffer; the plan adds the offset).
+    pub fn dispatch(&self, plan: &EncodingPlan, buffers: &[*mut u8]) -> Result<()> {
+        let refuse = |message: String| Error::Backend {
+            backend: "msl-shim".into(),
+            message: format!(
+                "kernel `{}`: {message} (the encoding plan is wrong)",
+                self.kernel_name
+            ),
+        };
+        // Bind, as setBuffer / setBytes do.
+        let mut slots: Vec<*mut c_void> = vec![std::ptr::null_mut(); 31];
+        for b in &plan.buffers {
+            let base = *buffers
+                .get(b.arg)
+                .ok_or_else(|| refuse(format!("argument {} does not exist", b.arg)))?;
+            // SAFETY: the facade checked the view (offset + length) against the buffer.
+            slots[b.index as usize] = unsafe { base.add(b.offset as usize) } as *mut c_void;
+        }
+        // setBytes copies; the copies live until the dispatch ends.
+        let bytes: Vec<Vec<u128>> = plan
+            .bytes
+            .iter()
+            .map(|b| {
+                let mut words = vec![0u128; b.bytes.len().div_ceil(16)];
+                bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..b.bytes.len()]
+                    .copy_from_slice(&b.bytes);
+                words
+            })
+            .collect();
+        for (b, copy) in plan.bytes.iter().zip(&bytes) {
+            slots[b.index as usize] = copy.as_ptr() as *mut c_void;
+        }
+        let mut threadgroup_lengths = [0u32; 31];
+        for t in &plan.threadgroup_memory {
+            threadgroup_lengths[t.index as usize] = t.bytes;
+        }
+        // What Metal's validation layer checks before a dispatch.
+        for binding in &self.module.bindings {
+            match *binding {
+                MslBinding::Param { index, .. } | MslBinding::Info { index } => {
+                    if slots[index as usize].is_null() {
+                        return Err(refuse(format!(
+                            "buffer index {index} is read by the kernel but was never bound"
+                        )));
+                    }
+                }
+                MslBinding::Threadgroup { index, .. } => {
+                    if threadgroup_lengths[index as usize] == 0 {
+                        return Err(refuse(format!(
+                            "threadgroup memory index {index} is used by the kernel but was \
+                             never sized (setThreadgroupMemoryLength)"
+                        )));
+                    }
+                }
+            }
+        }
+        let (grid, per_group, partial) = match plan.dispatch {
+            Dispatch::Threads { threads, per_group } => (threads, per_group, true),
+            Dispatch::Threadgroups { groups, per_group } => (
+                [0, 1, 2].map(|d| groups[d].saturating_mul(per_group[d])),
+                per_group,
+                false,
+            ),
+        };
+        let groups = [0, 1, 2].map(|d| grid[d].div_ceil(per_group[d].max(1)));
+        let total_groups: u64 = groups.iter().map(|&g| g as u64).product();
+        let slots = Slots(slots);
+        let layout: Vec<(usize, usize)> = {
+            // Each index's region in one per-group block, 16-byte aligned.
+            let mut at = 0usize;
+            threadgroup_lengths
+                .iter()
+                .map(|&len| {
+                    let region = (at, len as usize);
+                    at += (len as usize).next_multiple_of(16);
+                    region
+                })
+                .collect()
+        };
+        let block_bytes: usize = layout.iter().map(|r| r.1.next_multiple_of(16)).sum();
+        let error: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
+        let workers = rayon::current_num_threads() as u64;
+        let min_len = (total_groups / (workers * 16)).max(1) as usize;
+        (0..total_groups as usize)
+            .into_par_iter()
+            .with_min_len(min_len)
+            .for_each_init(
+                || vec![0u128; block_bytes.div_ceil(16)],
+                |block, g| {
+                    if error.lock().map(|e| e.is_some()).unwrap_or(true) {
+                        return;
+                    }
+                    // Threadgroup memory starts undefined on a GPU: poison it so that a kernel
+                    // relying on zeros fails here too.
+                    block.fill(0xCDCD_CDCD_CDCD_CDCD_CDCD_CDCD_CDCD_CDCDu128);
+                    let base = block.as_mut_ptr() as *mut u8;
+                    let mut tg: Vec<*mut c_void> = layout
+                        .iter()
+                        .map(|&(at, len)| {
+                            if len == 0 {
+                                std::ptr::null_mut()
+                            } else {
+                                // SAFETY: inside the block (see block_bytes).
+                                unsafe { base.add(at) as *mut c_void }
+                            }
+                        })
+                        .collect();
+                    tg.truncate(31);
+                    let group = unflatten(g as u64, groups);
+                    let result =
+                        self.run_group(&slots, &tg, group, groups, grid, per_group, partial);
+                    if let Err(e) = result {
+                        if let Ok(mut slot) = error.lock() {
+                            slot.get_or_insert(e);
+                        }
+                    }
+                },
+            );
+        match error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one threadgroup: its threads in a plain loop, or as coroutines that meet at
+    /// every barrier.
+    #[allow(clippy::too_many_arguments)]
+    fn run_group(
+        &self,
+        slots: &Slots,
+        tg: &[*mut c_void],
+        group: [u32; 3],
+        groups: [u32; 3],
+        grid: [u32; 3],
+        per_group: [u32; 3],
+        partial: bool,
+    ) -> Result<()> {
+        // The threads this group has: with dispatchThreads the last group of a dimension
+        // holds only the threads inside the grid.
+        let mut threads = Vec::new();
+        for z in 0..per_group[2] {
+            for y in 0..per_group[1] {
+                for x in 0..per_group[0] {
+                    let local = [x, y, z];
+                    let global = [0, 1, 2].map(|d| group[d] * per_group[d] + local[d]);
+                    if partial && (0..3).any(|d| global[d] >= grid[d]) {
+                        continue;
+                    }
+                    threads.push(ShimThread {
+                        global,
+                        local,
+                        group,
+                        groups,
+                        simd_size: 1,
+                        simd_lane: 0,
+                    });
+                }
+            }
+        }
+        let entry = self.entry;
+        let slots_ptr = slots.0.as_ptr();
+        let tg_ptr = tg.as_ptr();
+        if !self.uses_barrier {
+            for t in &threads {
+                // SAFETY: every slot the kernel reads is bound (checked above) to memory
+                // the facade sized for the arguments, and the threadgroup regions are the
+                // planned lengths.
+                unsafe { entry(slots_ptr, tg_ptr, t) };
+            }
+            return Ok(());
+        }
+        run_with_barriers(&self.kernel_name, group, &threads, |t| {
+            // SAFETY: as above.
+            unsafe { entry(slots_ptr, tg_ptr, t) }
+        })
+    }
+}
+
+/// The slot table, shared by the groups running in parallel (read only).
+struct Slots(Vec<*mut c_void>);
+// SAFETY: the pointers are only read; the memory behind them is the launch's buffers,
+// which kernels access as a GPU would (races are the kernel author's).
+unsafe impl Sync for Slots {}
+unsafe impl Send for Slots {}
+
+fn unflatten(i: u64, dims: [u32; 3]) -> [u32; 3] {
+    let x = (i % dims[0] as u64) as u32;
+    let rest = i / dims[0] as u64;
+    [
+        x,
+        (rest % dims[1] as u64) as u32,
+        (rest / dims[1] as u64) as u32,
+    ]
+}
+
+thread_local! {
+    /// The yielder of the coroutine running on this host thread, for the barrier hook.
+    static YIELDER: Cell<*const Yielder<(), u32>> = const { Cell::new(std::ptr::null()) };
+    /// Coroutine stacks kept per worker thread: mapping them costs more than a group.
+    static STACKS: std::cell::RefCell<Vec<DefaultStack>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Called by `threadgroup_barrier` in the library: suspends the calling kernel thread.
+unsafe extern "C" fn barrier_hook(site: u32) {
+    let y = YIELDER.with(|c| c.get());
+    if !y.is_null() {
+        // SAFETY: set by the coroutine that is running now, for its own lifetime.
+        unsafe { (*y).suspend(site) };
+        // Other threads ran meanwhile and set their own: this one is running again.
+        YIELDER.with(|c| c.set(y));
+    }
+}
+
+/// Stack of one kernel thread (generated kernels keep at most 1024 locals of 8 bytes).
+const THREAD_STACK_BYTES: usize = 64 * 1024;
+
+/// Runs the group's threads as coroutines, round-robin, each until its next barrier; a
+/// thread that waits at another barrier than the rest, or ends while others wait, is
+/// barrier divergence.
+fn run_with_barriers(
+    kernel: &str,
+    group: [u32; 3],
+    threads: &[ShimThread],
+    run: impl Fn(&ShimThread),
+) -> Result<()> {
+    let run: &dyn Fn(&ShimThread) = &run;
+    // SAFETY: corosensei needs 'static closures; every coroutine below finishes or is
+    // reset before this function returns, and nothing borrowed outlives it.
+    let run: &'static dyn Fn(&ShimThread) = unsafe { std::mem::transmute(run) };
+    let mut live: Vec<Option<Coroutine<(), u32, (), DefaultStack>>> = Vec::new();
+    for &t in threads {
+        let stack = match STACKS.with(|s| s.borrow_mut().pop()) {
+            Some(stack) => stack,
+            None => DefaultStack::new(THREAD_STACK_BYTES).map_err(|e| Error::OutOfMemory {
+                device: "msl-shim".into(),
+                requested: THREAD_STACK_BYTES as u64,
+                detail: format!("a kernel thread's stack could not be mapped: {e}"),
+            })?,
+        };
+        live.push(Some(Coroutine::with_stack(
+            stack,
+            move |y: &Yielder<(), u32>, ()| {
+                YIELDER.with(|c| c.set(y as *const _));
+                run(&t);
+            },
+        )));
+    }
+    let divergence = |detail: String| Error::BarrierDivergence {
+        kernel: kernel.to_string(),
+        group,
+        detail,
+    };
+    let mut result = Ok(());
+    let mut remaining = live.len();
+    'rounds: while remaining > 0 {
+        let mut site = None;
+        let (mut waiting, mut finished) = (0, 0);
+        for slot in live.iter_mut() {
+            let Some(co) = slot else { continue };
+            let outcome = co.resume(());
+            // The coroutine set YIELDER for itself; clear it between threads.
+            YIELDER.with(|c| c.set(std::ptr::null()));
+            match outcome {
+                CoroutineResult::Yield(s) => {
+                    waiting += 1;
+                    if site.is_some_and(|p| p != s) {
+                        result = Err(divergence(format!(
+                            "threads wait at different barriers (lines {} and {s} of the MSL)",
+                            site.unwrap_or(0)
+                        )));
+                        break 'rounds;
+                    }
+                    site = Some(s);
+                    // Resumed next round, after every thread has arrived.
+                }
+                CoroutineResult::Return(()) => {
+                    finished += 1;
+                    remaining -= 1;
+                    if let Some(co) = slot.take() {
+                        let stack = co.into_stack();
+                        STACKS.with(|s| s.borrow_mut().push(stack));
+                    }
+                }
+            }
+        }
+        if waiting > 0 && finished > 0 {
+            result = Err(divergence(format!(
+                "{finished} thread(s) finished while {waiting} waited at the barrier on \
+                 line {} of the MSL",
+                site.unwrap_or(0)
+            )));
+            break;
+        }
+    }
+    // Suspended threads hold C++ frames, which must not be unwound: drop them without
+    // unwinding (the kernel's frames own no resources).
+    for co in live.iter_mut().flatten() {
+        if !co.done() {
+            // SAFETY: nothing on the coroutine's stack needs dropping (plain C++ frames
+            // and the closure's Copy captures).
+            unsafe { co.force_reset() };
+        }
+    }
+    result
+}
