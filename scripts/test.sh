@@ -4,8 +4,11 @@
 #   scripts/test.sh
 #
 # 1. installs what the tests need beyond the Rust toolchain: Vulkan through lavapipe
-#    (Debian's mesa-vulkan-drivers, software Vulkan on the CPU) for the wgpu backend;
-# 2. checks formatting and clippy;
+#    (Debian's mesa-vulkan-drivers, software Vulkan on the CPU) for the wgpu backend,
+#    clang (Debian's package) for the run of generated MSL on the CPU, and Rust's std for
+#    aarch64-apple-darwin;
+# 2. checks formatting and clippy, also of the Metal crate and the facade's `metal`
+#    feature for aarch64-apple-darwin (type-checked only: no Apple hardware here);
 # 3. runs every test (cargo nextest if present, else cargo test) and the doctests;
 # 4. runs the main job, `dotcompute validate --backend all`, in release, and checks that
 #    `validate --backend cuda` fails with a one-line reason where no CUDA driver exists.
@@ -21,13 +24,18 @@ jobs="${CARGO_BUILD_JOBS:-2}"
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "test dependencies: Vulkan (lavapipe)"
-if ! ldconfig -p | grep -q 'libvulkan.so.1' || ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
+step "test dependencies: Vulkan (lavapipe), clang"
+if ! ldconfig -p | grep -q 'libvulkan.so.1' || ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 \
+  || ! command -v clang++ >/dev/null; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mesa-vulkan-drivers libvulkan1 clang >/dev/null
 fi
+clang++ --version | head -1
+# The Metal crate's tests run every conformance case as generated MSL through clang; its
+# absence must fail the run, not skip.
+export DOTCOMPUTE_REQUIRE_MSL_SHIM=1
 ls /usr/share/vulkan/icd.d/
 # lavapipe warns about XDG_RUNTIME_DIR when it is unset; the warning is harmless.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
@@ -42,6 +50,16 @@ cargo fmt --all -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets -j "$jobs" -- -D warnings
+
+step "Metal for aarch64-apple-darwin: check and clippy (type-checked, never run here)"
+apple=aarch64-apple-darwin
+if rustup target list --installed | grep -qx "$apple" || rustup target add "$apple"; then
+  cargo clippy -p dotcompute-metal -p dotcompute --target "$apple" --no-default-features \
+    --features dotcompute/metal -j "$jobs" -- -D warnings
+else
+  # Only the download can fail here (no route to Rust's servers); a type error fails above.
+  echo "WARNING: Rust's std for $apple could not be installed; the Metal type check was NOT run" >&2
+fi
 
 step "tests (DOTCOMPUTE_REQUIRE=$DOTCOMPUTE_REQUIRE)"
 if cargo nextest --version >/dev/null 2>&1; then

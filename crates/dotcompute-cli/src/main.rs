@@ -44,7 +44,8 @@ enum Command {
     Emit {
         /// Kernel name, e.g. vector_add (`dotcompute emit list` lists them).
         kernel: String,
-        /// ir, json, cuda, wgsl, msl, spirv, hlsl.
+        /// ir, json, cuda, msl (the Metal backend's), wgsl, naga-msl (naga's MSL of the
+        /// WGSL, which wgpu runs on Metal), spirv, hlsl.
         #[arg(long, default_value = "ir")]
         target: String,
     },
@@ -263,7 +264,14 @@ fn emit(kernel: &str, target: &str) -> ExitCode {
     match target {
         "ir" => print!("{}", dotcompute_codegen::IrText.generate(ir)),
         "json" => println!("{}", ir.to_json()),
-        "wgsl" | "msl" | "spirv" | "hlsl" => match emit_through_wgsl(ir, target) {
+        "msl" => match dotcompute_codegen::msl::generate(ir) {
+            Ok(module) => print!("{}", module.source),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        "wgsl" | "naga-msl" | "spirv" | "hlsl" => match emit_through_wgsl(ir, target) {
             Ok(text) => print!("{text}"),
             Err(e) => {
                 eprintln!("error: {e}");
@@ -273,7 +281,7 @@ fn emit(kernel: &str, target: &str) -> ExitCode {
         "cuda" => print!("{}", dotcompute_codegen::cuda::generate(ir).source),
         other => {
             eprintln!(
-                "error: unknown target `{other}`; available: ir, json, cuda, wgsl, msl, spirv, hlsl"
+                "error: unknown target `{other}`; available: ir, json, cuda, msl, wgsl, naga-msl, spirv, hlsl"
             );
             return ExitCode::from(2);
         }
@@ -294,7 +302,7 @@ fn emit_through_wgsl(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String
     let naga = naga_out::validate_wgsl(&module.source)?;
     Ok(match target {
         "wgsl" => module.source,
-        "msl" => naga_out::to_msl(&naga)?,
+        "naga-msl" => naga_out::to_msl(&naga)?,
         "hlsl" => naga_out::to_hlsl(&naga)?,
         _ => {
             let words = naga_out::to_spirv(&naga)?;

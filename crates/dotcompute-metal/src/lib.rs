@@ -28,3 +28,8 @@ pub mod plan;
 
 #[cfg(all(feature = "shim", unix))]
 pub mod shim;
+
+#[cfg(target_vendor = "apple")]
+mod apple;
+#[cfg(target_vendor = "apple")]
+pub use apple::{MetalBackend, MetalBuffer, DESCRIPTOR};

@@ -12,6 +12,8 @@ use dotcompute_hal::{BackendDescriptor, BackendKind, DeviceInfo};
 static REGISTRY: &[&BackendDescriptor] = &[
     #[cfg(feature = "cuda")]
     &dotcompute_cuda::DESCRIPTOR,
+    #[cfg(all(feature = "metal", target_vendor = "apple"))]
+    &dotcompute_metal::DESCRIPTOR,
     #[cfg(feature = "wgpu")]
     &dotcompute_wgpu::DESCRIPTOR,
     &dotcompute_cpu::DESCRIPTOR,
@@ -38,7 +40,10 @@ pub struct BackendStatus {
 /// Why a backend that is not registered is missing.
 pub(crate) fn not_built(kind: BackendKind) -> String {
     match kind {
-        BackendKind::Metal => "not implemented yet: the native Metal backend is planned".into(),
+        BackendKind::Metal if !cfg!(target_vendor = "apple") => format!(
+            "the native Metal backend runs on Apple platforms only (this is {})",
+            std::env::consts::OS
+        ),
         other => format!("not built into this binary (enable dotcompute's `{other}` feature)"),
     }
 }

@@ -193,14 +193,17 @@ impl ShimLibrary {
             let header_dir = dir.join(format!("include-{hash}"));
             std::fs::create_dir_all(&header_dir)
                 .map_err(|e| fail(format!("cannot create {}: {e}", header_dir.display())))?;
-            std::fs::write(header_dir.join("metal_stdlib"), SHIM_HEADER)
+            // Test processes compile concurrently: every file is written under a name of
+            // this process and renamed into place, so no compiler reads a partial file.
+            let pid = std::process::id();
+            let header_tmp = header_dir.join(format!("metal_stdlib.{pid}"));
+            std::fs::write(&header_tmp, SHIM_HEADER)
+                .and_then(|()| std::fs::rename(&header_tmp, header_dir.join("metal_stdlib")))
                 .map_err(|e| fail(format!("cannot write the shim header: {e}")))?;
-            let source_path = dir.join(format!("{hash}.metal.cpp"));
+            let source_path = dir.join(format!("{hash}.{pid}.metal.cpp"));
             std::fs::write(&source_path, &unit)
                 .map_err(|e| fail(format!("cannot write {}: {e}", source_path.display())))?;
-            // Written under a temporary name and renamed, so that concurrent test threads
-            // never load a half-written library.
-            let partial = dir.join(format!("{hash}.{}.partial", std::process::id()));
+            let partial = dir.join(format!("{hash}.{pid}.partial"));
             let output = std::process::Command::new(compiler())
                 .args(["-std=c++17", "-O2", "-fPIC", "-shared", "-w"])
                 .arg(format!("-I{}", header_dir.display()))

@@ -1,0 +1,519 @@
+//! The Objective-C layer: carries out encoding plans on a real Metal device. Compiled for
+//! Apple targets only; on Linux it is type-checked (`cargo check --target
+//! aarch64-apple-darwin`), never run.
+//!
+//! * A command queue per stream; one command buffer per submission, with a completion
+//!   handler that records a failed command buffer's error for the stream's next
+//!   synchronisation (an `Err`, not a silent zero).
+//! * Host transfers: on unified memory the host reads and writes shared buffers in
+//!   place, after the stream's earlier work has completed; on a discrete GPU they go
+//!   through a shared staging buffer and a blit.
+//! * GPU time per command buffer (`GPUStartTime` / `GPUEndTime`) when profiling.
+
+mod blas;
+mod device;
+mod memory;
+mod pipeline;
+
+pub use memory::MetalBuffer;
+
+use crate::plan::{encode, Dispatch, EncodingPlan, PipelineLimits, PlanArg};
+use block2::RcBlock;
+use dotcompute_hal::{
+    Backend, BackendDescriptor, BackendKind, Blas, BoundArg, DeviceInfo, Error, KeyMap,
+    LaunchRequest, MemoryStats, ProgramKey, Queue, Result, SizeClassPool, StreamId, StreamSet,
+    Timing,
+};
+use dotcompute_ir::ScalarType;
+use objc2::rc::Retained;
+use objc2::runtime::ProtocolObject;
+use objc2_foundation::NSRange;
+use objc2_metal::{
+    MTLBlitCommandEncoder, MTLCommandBuffer, MTLCommandBufferStatus, MTLCommandEncoder,
+    MTLCommandQueue, MTLComputeCommandEncoder, MTLDevice, MTLSize,
+};
+use pipeline::Pipeline;
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A protocol object of Metal.
+pub(crate) type Mtl<P> = ProtocolObject<P>;
+
+/// The Metal backend's entry in the registry.
+pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
+    kind: BackendKind::Metal,
+    probe: || {
+        let devices = device::all_devices();
+        if devices.is_empty() {
+            return Err("no Metal device present".into());
+        }
+        Ok(devices.iter().map(|d| device::describe(d)).collect())
+    },
+    open: |ordinal| {
+        let devices = device::all_devices();
+        let count = devices.len();
+        match devices.into_iter().nth(ordinal) {
+            Some(d) => Ok(Box::new(MetalBackend::new(d)?) as Box<dyn dotcompute_hal::DynBackend>),
+            None => Err(dotcompute_hal::registry::no_such_device(
+                BackendKind::Metal,
+                ordinal,
+                count,
+            )),
+        }
+    },
+};
+
+/// One stream: its queue, its last submission, and the first error a completion handler
+/// saw since the last synchronisation.
+struct StreamState {
+    queue: Retained<ProtocolObject<dyn MTLCommandQueue>>,
+    last: Option<Retained<ProtocolObject<dyn MTLCommandBuffer>>>,
+    error: Arc<Mutex<Option<String>>>,
+}
+
+/// A Metal device.
+pub struct MetalBackend {
+    device: Retained<ProtocolObject<dyn MTLDevice>>,
+    info: DeviceInfo,
+    unified: bool,
+    pool: SizeClassPool<MetalBuffer>,
+    streams: Mutex<HashMap<StreamId, StreamState>>,
+    pipelines: Mutex<KeyMap<ProgramKey, Arc<Pipeline>>>,
+    /// Set while profiling: the moment it was turned on.
+    profiling: Mutex<Option<Instant>>,
+    timings: Arc<Mutex<Vec<Timing>>>,
+}
+
+// SAFETY: the device, queues and pipeline states are thread-safe Metal objects; command
+// buffers are only touched under the `streams` lock.
+unsafe impl Send for MetalBackend {}
+unsafe impl Sync for MetalBackend {}
+
+impl MetalBackend {
+    fn new(device: Retained<ProtocolObject<dyn MTLDevice>>) -> Result<MetalBackend> {
+        let info = device::describe(&device);
+        let backend = MetalBackend {
+            unified: device.hasUnifiedMemory(),
+            device,
+            info,
+            pool: SizeClassPool::new(),
+            streams: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(KeyMap::default()),
+            profiling: Mutex::new(None),
+            timings: Arc::new(Mutex::new(Vec::new())),
+        };
+        backend.open_stream(StreamId::DEFAULT)?;
+        Ok(backend)
+    }
+
+    fn failed(&self, message: String) -> Error {
+        Error::Backend {
+            backend: "metal".into(),
+            message,
+        }
+    }
+
+    /// A new command buffer on `stream`'s queue.
+    fn command_buffer(
+        &self,
+        stream: StreamId,
+    ) -> Result<Retained<ProtocolObject<dyn MTLCommandBuffer>>> {
+        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let s = streams
+            .get(&stream)
+            .ok_or_else(|| self.failed(format!("stream {stream:?} is not open")))?;
+        s.queue
+            .commandBuffer()
+            .ok_or_else(|| self.failed("the queue gave no command buffer".into()))
+    }
+
+    /// Commits `cb` as `stream`'s newest submission, with a completion handler that
+    /// records its error and, when profiling, its GPU time under `label`.
+    fn submit(
+        &self,
+        stream: StreamId,
+        cb: Retained<ProtocolObject<dyn MTLCommandBuffer>>,
+        label: &str,
+    ) {
+        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(s) = streams.get_mut(&stream) else {
+            return;
+        };
+        let error = s.error.clone();
+        let timings = self.timings.clone();
+        let origin = *self.profiling.lock().unwrap_or_else(|p| p.into_inner());
+        let label = label.to_string();
+        let handler = RcBlock::new(move |cb: NonNull<ProtocolObject<dyn MTLCommandBuffer>>| {
+            // SAFETY: Metal passes the completed command buffer, alive for the call.
+            let cb = unsafe { cb.as_ref() };
+            if cb.status() == MTLCommandBufferStatus::Error {
+                let message = cb
+                    .error()
+                    .map(|e| e.localizedDescription().to_string())
+                    .unwrap_or_else(|| "unknown error".into());
+                let mut slot = error.lock().unwrap_or_else(|p| p.into_inner());
+                slot.get_or_insert(format!("command buffer `{label}` failed: {message}"));
+            } else if origin.is_some() {
+                let seconds = (cb.GPUEndTime() - cb.GPUStartTime()).max(0.0);
+                timings
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Timing {
+                        label: label.clone(),
+                        duration: Duration::from_secs_f64(seconds),
+                        device_time: true,
+                        stream,
+                        start: None,
+                    });
+            }
+        });
+        // SAFETY: the block is valid; Metal copies it before `addCompletedHandler` returns.
+        unsafe { cb.addCompletedHandler(RcBlock::as_ptr(&handler)) };
+        cb.commit();
+        s.last = Some(cb);
+    }
+
+    fn pipeline(&self, request: &LaunchRequest<'_, MetalBuffer>) -> Result<Arc<Pipeline>> {
+        let program = request.program;
+        if let Some(raw) = program.raw_source() {
+            return Err(Error::Unsupported {
+                op: "raw kernel",
+                detail: format!(
+                    "kernel `{}` is hand-written {}; the Metal backend runs #[kernel] functions",
+                    program.name(),
+                    raw.language.name()
+                ),
+            });
+        }
+        let mut pipelines = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = pipelines.get(&program.key) {
+            return Ok(p.clone());
+        }
+        let module =
+            dotcompute_codegen::msl::generate(&program.kernel).map_err(|e| Error::Unsupported {
+                op: "kernel",
+                detail: e.to_string(),
+            })?;
+        let p = Arc::new(pipeline::compile(&self.device, program.name(), module)?);
+        pipelines.insert(program.key, p.clone());
+        Ok(p)
+    }
+
+    /// Encodes `plan` on a compute encoder of `cb`.
+    fn encode_plan(
+        &self,
+        cb: &ProtocolObject<dyn MTLCommandBuffer>,
+        pipeline: &Pipeline,
+        plan: &EncodingPlan,
+        buffers: &[Option<&MetalBuffer>],
+    ) -> Result<()> {
+        let encoder = cb
+            .computeCommandEncoder()
+            .ok_or_else(|| self.failed("no compute encoder".into()))?;
+        encoder.setComputePipelineState(&pipeline.state);
+        for b in &plan.buffers {
+            let buffer =
+                buffers[b.arg].ok_or_else(|| self.failed("a buffer argument is missing".into()))?;
+            // SAFETY: the facade checked the view against the buffer; the index is the
+            // kernel's own (from its binding list).
+            unsafe {
+                encoder.setBuffer_offset_atIndex(
+                    Some(&buffer.buffer),
+                    b.offset as usize,
+                    b.index as usize,
+                )
+            };
+        }
+        for b in &plan.bytes {
+            // SAFETY: setBytes copies the bytes before returning.
+            unsafe {
+                encoder.setBytes_length_atIndex(
+                    NonNull::new(b.bytes.as_ptr() as *mut _).expect("a Vec's pointer"),
+                    b.bytes.len(),
+                    b.index as usize,
+                )
+            };
+        }
+        for t in &plan.threadgroup_memory {
+            // SAFETY: lengths are multiples of 16 within the device limit (the plan).
+            unsafe {
+                encoder.setThreadgroupMemoryLength_atIndex(t.bytes as usize, t.index as usize)
+            };
+        }
+        let size = |v: [u32; 3]| MTLSize {
+            width: v[0] as usize,
+            height: v[1] as usize,
+            depth: v[2] as usize,
+        };
+        match plan.dispatch {
+            Dispatch::Threads { threads, per_group } => {
+                encoder.dispatchThreads_threadsPerThreadgroup(size(threads), size(per_group))
+            }
+            Dispatch::Threadgroups { groups, per_group } => {
+                encoder.dispatchThreadgroups_threadsPerThreadgroup(size(groups), size(per_group))
+            }
+        }
+        encoder.endEncoding();
+        Ok(())
+    }
+
+    /// A shared staging buffer of `bytes` (discrete GPUs).
+    fn staging(&self, bytes: usize) -> Result<MetalBuffer> {
+        memory::new_buffer(&self.device, bytes.max(1), bytes, true)
+    }
+
+    /// Blits `bytes` from `src` to `dst` on `stream`.
+    fn blit(
+        &self,
+        stream: StreamId,
+        src: &MetalBuffer,
+        src_offset: usize,
+        dst: &MetalBuffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        let cb = self.command_buffer(stream)?;
+        let blit = cb
+            .blitCommandEncoder()
+            .ok_or_else(|| self.failed("no blit encoder".into()))?;
+        // SAFETY: the facade checked both ranges against their buffers.
+        unsafe {
+            blit.copyFromBuffer_sourceOffset_toBuffer_destinationOffset_size(
+                &src.buffer,
+                src_offset,
+                &dst.buffer,
+                dst_offset,
+                bytes,
+            )
+        };
+        blit.endEncoding();
+        self.submit(stream, cb, "copy");
+        Ok(())
+    }
+}
+
+impl Backend for MetalBackend {
+    type Buffer = MetalBuffer;
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<(MetalBuffer, StreamSet)> {
+        let (buffer, _, users) = self.pool.acquire(
+            bytes,
+            |class| memory::new_buffer(&self.device, class, bytes, self.unified),
+            drop,
+        )?;
+        Ok((buffer, users))
+    }
+
+    fn free(&self, buffer: MetalBuffer, users: StreamSet) {
+        let class = buffer.class;
+        self.pool.release(buffer, class, users);
+    }
+
+    fn memory_stats(&self) -> MemoryStats {
+        self.pool.stats()
+    }
+
+    fn trim(&self) {
+        let _ = self.synchronize_all();
+        self.pool.trim(drop);
+    }
+
+    fn open_stream(&self, id: StreamId) -> Result<()> {
+        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        if streams.contains_key(&id) {
+            return Ok(());
+        }
+        let queue = self
+            .device
+            .newCommandQueue()
+            .ok_or_else(|| self.failed("newCommandQueue returned nil".into()))?;
+        streams.insert(
+            id,
+            StreamState {
+                queue,
+                last: None,
+                error: Arc::new(Mutex::new(None)),
+            },
+        );
+        Ok(())
+    }
+
+    fn set_profiling(&self, on: bool) {
+        *self.profiling.lock().unwrap_or_else(|p| p.into_inner()) = on.then(Instant::now);
+    }
+
+    fn take_timings(&self) -> Vec<Timing> {
+        std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn blas(&self, elem: ScalarType) -> Option<&dyn Blas<MetalBuffer>> {
+        matches!(elem, ScalarType::F32 | ScalarType::F16).then_some(self as &dyn Blas<MetalBuffer>)
+    }
+}
+
+impl Queue for MetalBackend {
+    fn write(&self, stream: StreamId, dst: &MetalBuffer, offset: usize, data: &[u8]) -> Result<()> {
+        if self.unified {
+            // The stream's earlier work may still read the buffer.
+            self.synchronize(stream)?;
+            // SAFETY: shared storage; the facade checked offset + len.
+            unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), dst.contents().add(offset), data.len())
+            };
+            return Ok(());
+        }
+        let staging = self.staging(data.len())?;
+        // SAFETY: a fresh shared buffer of at least data.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), staging.contents(), data.len()) };
+        self.blit(stream, &staging, 0, dst, offset, data.len())?;
+        // The staging buffer must outlive the blit.
+        self.synchronize(stream)
+    }
+
+    fn read(
+        &self,
+        stream: StreamId,
+        src: &MetalBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
+        if self.unified {
+            self.synchronize(stream)?;
+            // SAFETY: as in write.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.contents().add(offset),
+                    out.as_mut_ptr(),
+                    out.len(),
+                )
+            };
+            return Ok(());
+        }
+        let staging = self.staging(out.len())?;
+        self.blit(stream, src, offset, &staging, 0, out.len())?;
+        self.synchronize(stream)?;
+        // SAFETY: the blit has completed.
+        unsafe { std::ptr::copy_nonoverlapping(staging.contents(), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    fn copy(
+        &self,
+        stream: StreamId,
+        src: &MetalBuffer,
+        src_offset: usize,
+        dst: &MetalBuffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        self.blit(stream, src, src_offset, dst, dst_offset, bytes)
+    }
+
+    fn fill(
+        &self,
+        stream: StreamId,
+        dst: &MetalBuffer,
+        offset: usize,
+        bytes: usize,
+        pattern: &[u8],
+    ) -> Result<()> {
+        if pattern.iter().all(|&b| b == pattern[0]) {
+            let cb = self.command_buffer(stream)?;
+            let blit = cb
+                .blitCommandEncoder()
+                .ok_or_else(|| self.failed("no blit encoder".into()))?;
+            blit.fillBuffer_range_value(&dst.buffer, NSRange::new(offset, bytes), pattern[0]);
+            blit.endEncoding();
+            self.submit(stream, cb, "fill");
+            return Ok(());
+        }
+        // Wider patterns: written on the host (the facade's fills are rare and small
+        // next to kernels; a fill kernel can replace this later).
+        let data: Vec<u8> = pattern.iter().copied().cycle().take(bytes).collect();
+        self.write(stream, dst, offset, &data)
+    }
+
+    fn launch(&self, stream: StreamId, request: &LaunchRequest<'_, MetalBuffer>) -> Result<()> {
+        let pipeline = self.pipeline(request)?;
+        let mut buffers = Vec::with_capacity(request.args.len());
+        let mut args = Vec::with_capacity(request.args.len());
+        for a in &request.args {
+            match a {
+                BoundArg::Buffer {
+                    buffer,
+                    offset,
+                    len,
+                    ..
+                } => {
+                    buffers.push(Some(*buffer));
+                    args.push(PlanArg::Buffer {
+                        offset: *offset as u64,
+                        len: *len as u64,
+                    });
+                }
+                BoundArg::Scalar(l) => {
+                    buffers.push(None);
+                    args.push(PlanArg::Scalar(*l));
+                }
+            }
+        }
+        let limits = PipelineLimits {
+            max_threads_per_group: pipeline.max_threads(),
+            max_threadgroup_memory: self.info.limits.max_shared_bytes,
+        };
+        let plan = encode(
+            &pipeline.module,
+            &request.program.kernel,
+            &request.geometry,
+            &args,
+            limits,
+        )?;
+        let cb = self.command_buffer(stream)?;
+        self.encode_plan(&cb, &pipeline, &plan, &buffers)?;
+        self.submit(stream, cb, request.program.name());
+        Ok(())
+    }
+
+    fn synchronize(&self, stream: StreamId) -> Result<()> {
+        let (last, error) = {
+            let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+            match streams.get_mut(&stream) {
+                Some(s) => (s.last.take(), s.error.clone()),
+                None => return Ok(()),
+            }
+        };
+        if let Some(cb) = last {
+            // A queue runs its command buffers in order: the last one done means all are.
+            cb.waitUntilCompleted();
+        }
+        let failure = error.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match failure {
+            Some(message) => Err(self.failed(message)),
+            None => Ok(()),
+        }
+    }
+
+    fn synchronize_all(&self) -> Result<()> {
+        let ids: Vec<StreamId> = self
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        let mut first = Ok(());
+        for id in ids {
+            let r = self.synchronize(id);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
