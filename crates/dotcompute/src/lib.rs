@@ -1,8 +1,9 @@
 //! # dotcompute
 //!
 //! Write a compute kernel once, in Rust, and run it on any backend dotcompute has: the CPU,
-//! CUDA and wgpu (Vulkan / Metal / DX12); native Metal is planned behind the same API (see
-//! the README's backend table for what exists and what was checked).
+//! CUDA, wgpu (Vulkan / Metal / DX12) and, on Apple platforms, native Metal (written and
+//! type-checked, never run on Apple hardware here: see the README's backend table for
+//! what exists and what was checked).
 //!
 //! ```
 //! use dotcompute::prelude::*;
