@@ -50,6 +50,15 @@ pub fn run(
             }
         }
         (cuda, _) if cuda.starts_with("cuda-") => crate::bench_cuda::run(cuda, reps.max(1)),
+        ("checked", other) => {
+            match Device::by_name(other).and_then(|d| checked_overhead(&d, n, reps.max(1))) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         ("vector-add", "cpu") => vector_add(n, reps.max(1)),
         ("vector-add", other) => match Device::by_name(other) {
             Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1), group) {
@@ -65,7 +74,7 @@ pub fn run(
             }
         },
         (other, _) => {
-            eprintln!("error: unknown benchmark `{other}`; available: vector-add, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
+            eprintln!("error: unknown benchmark `{other}`; available: vector-add, checked, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
             ExitCode::from(2)
         }
     }
@@ -330,6 +339,85 @@ extern "C" __global__ void add_vec4(const float* __restrict__ a, const float* __
             t.as_secs_f64() * 1e3,
             (12 * n) as f64 / t.as_secs_f64() / 1e9
         );
+    }
+    Ok(())
+}
+
+/// The cost of checked mode (`Launch::checked`): each kernel launched unchecked and
+/// checked, alternately, every launch waited for (a checked launch waits to read its
+/// violation record, so the unchecked reference waits too), median of `reps` after 3
+/// warm-ups. A bandwidth-bound kernel (vector add, `n` elements) and one whose inner loop
+/// is shared-memory accesses (the tiled 512³ matrix product).
+fn checked_overhead(device: &Device, n: usize, reps: usize) -> dotcompute::Result<()> {
+    let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| (i % 777) as f32 * 0.25).collect();
+    let (da, db) = (device.upload(&a)?, device.upload(&b)?);
+    let mut out = device.alloc_filled(n, f32::NAN)?;
+    let m = 512usize;
+    let ma: Vec<f32> = (0..m * m).map(|i| (i % 13) as f32 * 0.125).collect();
+    let (dma, dmb) = (device.upload(&ma)?, device.upload(&ma)?);
+    let mut dmc = device.alloc_filled(m * m, f32::NAN)?;
+    let tile = kernels::TILE;
+    let mut time = |kernel: usize, checked: bool| -> dotcompute::Result<Duration> {
+        let t = Instant::now();
+        match kernel {
+            0 => kernels::vector_add::launch(
+                device,
+                Launch::threads(n).checked(checked),
+                &da,
+                &db,
+                &mut out,
+            )?,
+            _ => kernels::matmul_tiled::launch(
+                device,
+                Launch::grid2d(m, m).group2d(tile, tile).checked(checked),
+                &dma,
+                &dmb,
+                &mut dmc,
+                m as u32,
+                m as u32,
+                m as u32,
+            )?,
+        }
+        device.synchronize()?;
+        Ok(t.elapsed())
+    };
+    println!(
+        "checked mode on {}: median of {reps} launches each (every launch waited for), after 3 warm-ups",
+        device.label()
+    );
+    println!(
+        "  {:<28}{:>12}{:>12}{:>10}",
+        "kernel", "unchecked", "checked", "ratio"
+    );
+    for (kernel, name) in [
+        (0, format!("vector add ({n} f32)")),
+        (1, format!("tiled matmul {m}³ f32")),
+    ] {
+        for _ in 0..3 {
+            time(kernel, false)?;
+            time(kernel, true)?;
+        }
+        let (mut tu, mut tc) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            tu.push(time(kernel, false)?);
+            tc.push(time(kernel, true)?);
+        }
+        let (tu, tc) = (median(tu), median(tc));
+        println!(
+            "  {name:<28}{:>9.3} ms{:>9.3} ms{:>10.2}",
+            tu.as_secs_f64() * 1e3,
+            tc.as_secs_f64() * 1e3,
+            tc.as_secs_f64() / tu.as_secs_f64()
+        );
+    }
+    // Both forms computed the same results.
+    let got = out.to_vec()?;
+    if (0..n).any(|i| got[i] != a[i] + b[i]) {
+        return Err(dotcompute::Error::Backend {
+            backend: device.label(),
+            message: "checked vector add gave a wrong element".into(),
+        });
     }
     Ok(())
 }

@@ -297,6 +297,7 @@ fn emit_through_wgsl(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String
         group_size: [256, 1, 1],
         dynamic_shared_len: 256,
         view_offsets: false,
+        checked: false,
     };
     let module = wgsl::generate(ir, &opts).map_err(|e| e.to_string())?;
     let naga = naga_out::validate_wgsl(&module.source)?;

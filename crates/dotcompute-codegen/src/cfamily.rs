@@ -62,6 +62,9 @@ pub(crate) struct Gen<'k> {
     /// While generating the lane function of the vector form: buffer accesses become the
     /// lane's registers (`r_<name>`), and stores also set the lane's mask (`m_<name>`).
     pub(crate) lane: Option<VectorPlan>,
+    /// Checked mode: every array access is bounds-checked against its length, and the
+    /// first violation is recorded through `dc_err` (`dotcompute_hal::Launch::checked`).
+    pub(crate) checked: bool,
 }
 
 impl<'k> Gen<'k> {
@@ -73,6 +76,7 @@ impl<'k> Gen<'k> {
             atomic: dotcompute_ir::analysis::atomic_memories(&k.body),
             tmp: 0,
             lane: None,
+            checked: false,
         }
     }
 }
@@ -123,6 +127,30 @@ impl Gen<'_> {
         !matches!(mem, Memory::Local(_)) && self.k.memory_elem(mem) == Some(ScalarType::F16)
     }
 
+    /// The length of `mem` in elements, as an expression.
+    pub(crate) fn len_of(&self, mem: Memory) -> String {
+        match mem {
+            Memory::Buffer(i) => format!("dc_len_{}", self.k.params[i as usize].name()),
+            Memory::Shared(i) => match self.k.shared[i as usize].len {
+                SharedLen::Static(n) => format!("{n}u"),
+                SharedLen::Dynamic => "dc_dyn_len".into(),
+            },
+            Memory::Local(i) => format!("{}u", self.k.local_arrays[i as usize].len),
+        }
+    }
+
+    /// In checked mode, the condition under which `mem[index]` is in bounds; it records
+    /// the launch's first violation (`dc_in` of the prelude's checked helpers).
+    fn bounds_check(&self, mem: Memory, index: &str) -> Option<String> {
+        (self.checked && self.lane.is_none()).then(|| {
+            format!(
+                "dc_in((u32)({index}), {}, {:#x}u, dc_err)",
+                self.len_of(mem),
+                mem.code()
+            )
+        })
+    }
+
     /// An lvalue for `mem[index]`; volatile when the memory is used atomically.
     pub(crate) fn place(&self, mem: Memory, index: &str) -> String {
         if self.lane.is_some() {
@@ -157,9 +185,13 @@ impl Gen<'_> {
                 } else {
                     self.expr(value)
                 };
-                let mut text = format!("{} = {value};", self.place(*mem, &self.expr(index)));
+                let index = self.expr(index);
+                let mut text = format!("{} = {value};", self.place(*mem, &index));
                 if self.lane.is_some() {
                     let _ = write!(text, " m_{} = true;", self.buffer_name(*mem));
+                }
+                if let Some(check) = self.bounds_check(*mem, &index) {
+                    text = format!("if ({check}) {{ {text} }}");
                 }
                 self.line(d, &text);
             }
@@ -171,13 +203,17 @@ impl Gen<'_> {
                 result,
             } => {
                 let elem = self.k.memory_elem(*mem).expect("validated");
-                let element = format!("{}[{}]", self.mem_name(*mem), self.expr(index));
+                let index = self.expr(index);
+                let element = format!("{}[{index}]", self.mem_name(*mem));
                 let args = args.iter().map(|a| self.expr(a)).collect();
                 let call = self.d.atomic(*op, *mem, elem, element, args);
-                let text = match result {
+                let mut text = match result {
                     Some(r) => format!("{} = {call};", self.local(*r)),
                     None => format!("{call};"),
                 };
+                if let Some(check) = self.bounds_check(*mem, &index) {
+                    text = format!("if ({check}) {{ {text} }}");
+                }
                 self.line(d, &text);
             }
             Stmt::If {
@@ -284,20 +320,19 @@ impl Gen<'_> {
                 };
                 format!("{v}.{}", a.name())
             }
-            ExprKind::Len(mem) => match mem {
-                Memory::Buffer(i) => format!("dc_len_{}", self.k.params[*i as usize].name()),
-                Memory::Shared(i) => match self.k.shared[*i as usize].len {
-                    SharedLen::Static(n) => format!("{n}u"),
-                    SharedLen::Dynamic => "dc_dyn_len".into(),
-                },
-                Memory::Local(i) => format!("{}u", self.k.local_arrays[*i as usize].len),
-            },
+            ExprKind::Len(mem) => self.len_of(*mem),
             ExprKind::Load { mem, index } => {
-                let place = self.place(*mem, &self.expr(index));
-                if self.stored_as_f16(*mem) {
+                let index = self.expr(index);
+                let place = self.place(*mem, &index);
+                let value = if self.stored_as_f16(*mem) {
                     self.d.f16_load(&place)
                 } else {
                     place
+                };
+                match self.bounds_check(*mem, &index) {
+                    // Out of bounds in checked mode: the load gives 0.
+                    Some(check) => format!("({check} ? {value} : ({})0)", self.d.ty(e.ty)),
+                    None => value,
                 }
             }
             ExprKind::Unary(op, a) => {

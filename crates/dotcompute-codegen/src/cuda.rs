@@ -50,6 +50,9 @@ pub enum ParamSlot {
     Grid(u8),
     /// The dynamic shared array's length (0 when there is none).
     DynamicSharedLen,
+    /// Checked modules only: the device address of the launch's violation record
+    /// (`dotcompute_hal::VIOLATION_WORDS` zeroed `u32`s).
+    ViolationRecord,
 }
 
 /// A generated translation unit.
@@ -88,9 +91,17 @@ pub use dotcompute_ir::analysis::{grid_stride_eligible, vector_plan, VectorPlan}
 
 /// Generates CUDA C++ for `kernel` (which must be validated IR).
 pub fn generate(kernel: &Kernel) -> CudaModule {
+    generate_with(kernel, false)
+}
+
+/// Generates CUDA C++ for `kernel`; `checked` bounds-checks every array access and
+/// records the first violation through an extra parameter
+/// ([`ParamSlot::ViolationRecord`]). A checked module has only the plain entry point.
+pub fn generate_with(kernel: &Kernel, checked: bool) -> CudaModule {
     let mut g = Gen::new(&CudaDialect, kernel);
+    g.checked = checked;
     g.module();
-    let plan = vector_plan(kernel);
+    let plan = if checked { None } else { vector_plan(kernel) };
     if let Some(plan) = &plan {
         g.vector_form(plan);
     }
@@ -99,7 +110,8 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
         source: g.out,
         params,
         entry: entry_name(&kernel.name),
-        strided_entry: grid_stride_eligible(kernel).then(|| strided_entry_name(&kernel.name)),
+        strided_entry: (grid_stride_eligible(kernel) && !checked)
+            .then(|| strided_entry_name(&kernel.name)),
         vector_entry: plan.map(|p| (vector_entry_name(&kernel.name), p.width)),
     }
 }
@@ -305,6 +317,9 @@ impl Gen<'_> {
             params.push((format!("u32 {n}"), ParamSlot::Grid(d as u8)));
         }
         params.push(("u32 dc_dyn_len".into(), ParamSlot::DynamicSharedLen));
+        if self.checked {
+            params.push(("u32* dc_err".into(), ParamSlot::ViolationRecord));
+        }
         params
     }
 
@@ -324,6 +339,9 @@ impl Gen<'_> {
         }
         if dotcompute_ir::analysis::uses_f16(k) {
             self.out.push_str(F16_PRELUDE);
+        }
+        if self.checked {
+            self.out.push_str(CUDA_CHECKED_HELPER);
         }
         let params = self.entry_params();
         let args: Vec<String> = params
@@ -391,7 +409,7 @@ impl Gen<'_> {
             self.out.push_str("    if ((u64)dc_group.x * dc_gsize.x + dc_lid.x >= dc_grid_x || (u64)dc_group.y * dc_gsize.y + dc_lid.y >= dc_grid_y || (u64)dc_group.z * dc_gsize.z + dc_lid.z >= dc_grid_z) {\n        return;\n    }\n");
         }
         let _ = writeln!(self.out, "    dc_body({call_args});\n}}");
-        if grid_stride_eligible(k) {
+        if grid_stride_eligible(k) && !self.checked {
             let _ = writeln!(
                 self.out,
                 "\n// Grid-stride form: each CUDA thread runs logical threads x, x + stride, ... so a\n// large launch needs only one wave of groups. Used for kernels that see nothing but\n// their global id (no groups, barriers or shared memory).\nextern \"C\" __global__ void {}(\n    {}\n) {{",
@@ -609,6 +627,22 @@ DC_FN i32 dc_f64_to_i32(f64 x) { return x != x ? 0 : __double2int_rz(x); }
 DC_FN u32 dc_f64_to_u32(f64 x) { return x != x ? 0u : __double2uint_rz(x); }
 DC_FN i64 dc_f64_to_i64(f64 x) { return x != x ? (i64)0 : __double2ll_rz(x); }
 DC_FN u64 dc_f64_to_u64(f64 x) { return x != x ? (u64)0 : __double2ull_rz(x); }
+"#;
+
+/// Checked mode: `i < n`, and otherwise the launch's first violation recorded in `err`
+/// (`[set, memory, index, len]`; the thread that sets the flag writes the rest).
+const CUDA_CHECKED_HELPER: &str = r#"
+DC_FN bool dc_in(u32 i, u32 n, u32 what, u32* err) {
+    if (i < n) {
+        return true;
+    }
+    if (atomicCAS(err, 0u, 1u) == 0u) {
+        err[1] = what;
+        err[2] = i;
+        err[3] = n;
+    }
+    return false;
+}
 "#;
 
 /// f16 support, emitted only for kernels that use f16 (other kernels' code is unchanged):

@@ -59,6 +59,9 @@ pub enum MslBinding {
     Param { param: u32, index: u32 },
     /// The launch words (`dc_info`) at buffer index `index` (`setBytes`).
     Info { index: u32 },
+    /// Checked modules only: the launch's violation record
+    /// (`dotcompute_hal::VIOLATION_WORDS` zeroed `u32`s) at buffer index `index`.
+    ViolationRecord { index: u32 },
     /// Shared array `shared` at threadgroup index `index`
     /// (`setThreadgroupMemoryLength`).
     Threadgroup { shared: u32, index: u32 },
@@ -124,6 +127,12 @@ pub struct MslError {
 
 /// Generates MSL for `kernel` (validated IR).
 pub fn generate(kernel: &Kernel) -> Result<MslModule, MslError> {
+    generate_with(kernel, false)
+}
+
+/// Generates MSL for `kernel`; `checked` bounds-checks every array access and records the
+/// first violation in a buffer bound after `dc_info` ([`MslBinding::ViolationRecord`]).
+pub fn generate_with(kernel: &Kernel, checked: bool) -> Result<MslModule, MslError> {
     let refuse = |reason: String| MslError {
         kernel: kernel.name.clone(),
         reason,
@@ -133,13 +142,16 @@ pub fn generate(kernel: &Kernel) -> Result<MslModule, MslError> {
             "it uses f64, and Metal has no 64-bit floats in kernels".into(),
         ));
     }
-    if kernel.params.len() as u32 > MAX_BUFFER_INDEX {
+    // Parameters, dc_info and the violation record share the buffer indices.
+    if kernel.params.len() as u32 + 2 > MAX_BUFFER_INDEX + 1 {
         return Err(refuse(format!(
-            "it has {} parameters; Metal binds at most {MAX_BUFFER_INDEX} buffers and scalars",
+            "it has {} parameters; Metal has buffer indices 0..={MAX_BUFFER_INDEX}, two of \
+             which carry the launch words and the violation record",
             kernel.params.len()
         )));
     }
     let mut g = Gen::new(&MslDialect, kernel);
+    g.checked = checked;
     let (bindings, binding_types, attributes) = g.msl_module();
     Ok(MslModule {
         source: g.out,
@@ -334,6 +346,9 @@ impl Gen<'_> {
         if k.uses_subgroups() {
             self.out.push_str(MSL_SUBGROUP_HELPERS);
         }
+        if self.checked {
+            self.out.push_str(MSL_CHECKED_HELPER);
+        }
 
         let mut bindings = Vec::new();
         let mut types = Vec::new();
@@ -361,6 +376,12 @@ impl Gen<'_> {
         decls.push(format!("constant u32* dc_info [[buffer({info})]]"));
         bindings.push(MslBinding::Info { index: info });
         types.push("constant u32*".into());
+        if self.checked {
+            let ty = "device atomic_uint*";
+            decls.push(format!("{ty} dc_err [[buffer({})]]", info + 1));
+            bindings.push(MslBinding::ViolationRecord { index: info + 1 });
+            types.push(ty.into());
+        }
         for (i, s) in k.shared.iter().enumerate() {
             let ty = format!("threadgroup {}*", msl_mem_type(s.elem));
             decls.push(format!("{ty} s_{} [[threadgroup({i})]]", s.name));
@@ -463,6 +484,22 @@ template <typename P> DC_FN f32 dc_atomic_add_f32(P p, f32 v) {
     while (!atomic_compare_exchange_weak_explicit(p, &seen, as_type<u32>(as_type<f32>(seen) + v), memory_order_relaxed, memory_order_relaxed)) {
     }
     return as_type<f32>(seen);
+}
+"#;
+
+/// Checked mode: `i < n`, and otherwise the launch's first violation recorded in `err`
+/// (`[set, memory, index, len]`; the thread that sets the flag writes the rest).
+const MSL_CHECKED_HELPER: &str = r#"
+template <typename P> DC_FN bool dc_in(u32 i, u32 n, u32 what, P err) {
+    if (i < n) {
+        return true;
+    }
+    if (dc_atomic_cas(err, 0u, 1u) == 0u) {
+        ((device u32*)err)[1] = what;
+        ((device u32*)err)[2] = i;
+        ((device u32*)err)[3] = n;
+    }
+    return false;
 }
 "#;
 

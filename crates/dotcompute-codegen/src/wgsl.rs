@@ -40,6 +40,10 @@ pub struct WgslOptions {
     /// uniform block, after the scalars, packed by [`pack_uniforms`]'s `offsets`): the
     /// variant used when a launch passes a view at an unaligned offset.
     pub view_offsets: bool,
+    /// Checked mode: every array access is bounds-checked, and the first violation is
+    /// recorded in `dc_err` (binding [`WgslModule::violation_binding`]; four zeroed `u32`s,
+    /// `[set, memory, index, len]`, see `dotcompute_hal::decode_violation`).
+    pub checked: bool,
 }
 
 /// How the generated module expects its resources.
@@ -52,6 +56,8 @@ pub struct WgslModule {
     pub uniform_binding: u32,
     /// Size of the uniform block in bytes (a multiple of 16).
     pub uniform_size: usize,
+    /// Checked modules: the binding of the violation record (after the uniform block).
+    pub violation_binding: Option<u32>,
 }
 
 /// Why a kernel cannot be expressed in WGSL.
@@ -138,6 +144,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
         tmp: 0,
         dynamic_shared_len: opts.dynamic_shared_len.max(1),
         view_offsets: opts.view_offsets,
+        checked: opts.checked,
     };
     g.check_types()?;
     g.module(opts);
@@ -160,6 +167,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
     Ok(WgslModule {
         source: g.out,
         uniform_binding: buffers.len() as u32,
+        violation_binding: opts.checked.then_some(buffers.len() as u32 + 1),
         buffers,
         uniform_size: (GEOMETRY_WORDS + scalars).next_multiple_of(4) * 4,
     })
@@ -172,6 +180,7 @@ struct Gen<'k> {
     tmp: u32,
     dynamic_shared_len: u32,
     view_offsets: bool,
+    checked: bool,
 }
 
 impl Gen<'_> {
@@ -304,6 +313,13 @@ impl Gen<'_> {
             self.out,
             "@group(0) @binding({binding}) var<uniform> dc_params: DcParams;\n"
         );
+        if self.checked {
+            let _ = writeln!(
+                self.out,
+                "@group(0) @binding({}) var<storage, read_write> dc_err: array<atomic<u32>, 4>;\n{CHECKED_HELPER}",
+                binding + 1
+            );
+        }
         for (i, s) in k.shared.iter().enumerate() {
             let len = match s.len {
                 SharedLen::Static(n) => n,
@@ -388,6 +404,34 @@ impl Gen<'_> {
         }
     }
 
+    /// The length of `mem` in elements, as an expression.
+    fn len_of(&self, mem: Memory) -> String {
+        match mem {
+            Memory::Buffer(i) if self.k.memory_elem(mem) == Some(ScalarType::F16) => {
+                format!("dc_params.len_{}", self.k.params[i as usize].name())
+            }
+            Memory::Buffer(i) if self.view_offsets => format!(
+                "(arrayLength(&{}) - dc_params.off_{})",
+                self.mem_name(mem),
+                self.k.params[i as usize].name()
+            ),
+            Memory::Buffer(_) => format!("arrayLength(&{})", self.mem_name(mem)),
+            // Shared lengths are constants of this specialisation.
+            Memory::Shared(i) => match self.k.shared[i as usize].len {
+                SharedLen::Static(n) => format!("{n}u"),
+                SharedLen::Dynamic => format!("{}u", self.dynamic_shared_len),
+            },
+            Memory::Local(i) => format!("{}u", self.k.local_arrays[i as usize].len),
+        }
+    }
+
+    /// In checked mode, the condition under which `mem[index]` is in bounds; it records
+    /// the launch's first violation (`dc_in`).
+    fn bounds_check(&self, mem: Memory, index: &str) -> Option<String> {
+        self.checked
+            .then(|| format!("dc_in(u32({index}), {}, {}u)", self.len_of(mem), mem.code()))
+    }
+
     /// `&mem[index]` for atomics.
     fn addr(&self, mem: Memory, index: &Expr) -> String {
         format!("&{}", self.element(mem, &self.expr(index)))
@@ -425,6 +469,10 @@ impl Gen<'_> {
                         self.expr(value)
                     )
                 };
+                let text = match self.bounds_check(*mem, &self.expr(index)) {
+                    Some(check) => format!("if ({check}) {{ {text} }}"),
+                    None => text,
+                };
                 self.line(d, &text);
             }
             Stmt::Atomic {
@@ -433,7 +481,14 @@ impl Gen<'_> {
                 index,
                 args,
                 result,
-            } => self.atomic_stmt(*op, *mem, index, args, *result, d),
+            } => match self.bounds_check(*mem, &self.expr(index)) {
+                Some(check) => {
+                    self.line(d, &format!("if ({check}) {{"));
+                    self.atomic_stmt(*op, *mem, index, args, *result, d + 1);
+                    self.line(d, "}");
+                }
+                None => self.atomic_stmt(*op, *mem, index, args, *result, d),
+            },
             Stmt::If {
                 cond,
                 then,
@@ -641,28 +696,10 @@ impl Gen<'_> {
                 };
                 format!("{v}.{}", a.name())
             }
-            ExprKind::Len(Memory::Buffer(i))
-                if self.k.memory_elem(Memory::Buffer(*i)) == Some(ScalarType::F16) =>
-            {
-                format!("dc_params.len_{}", self.k.params[*i as usize].name())
-            }
-            ExprKind::Len(mem) => match mem {
-                Memory::Buffer(i) if self.view_offsets => format!(
-                    "(arrayLength(&{}) - dc_params.off_{})",
-                    self.mem_name(*mem),
-                    self.k.params[*i as usize].name()
-                ),
-                Memory::Buffer(_) => format!("arrayLength(&{})", self.mem_name(*mem)),
-                // Shared lengths are constants of this specialisation.
-                Memory::Shared(i) => match self.k.shared[*i as usize].len {
-                    SharedLen::Static(n) => format!("{n}u"),
-                    SharedLen::Dynamic => format!("{}u", self.dynamic_shared_len),
-                },
-                Memory::Local(i) => format!("{}u", self.k.local_arrays[*i as usize].len),
-            },
+            ExprKind::Len(mem) => self.len_of(*mem),
             ExprKind::Load { mem, index } => {
                 let idx = self.expr(index);
-                if self.atomic.contains(mem) {
+                let value = if self.atomic.contains(mem) {
                     let load = format!("atomicLoad(&{})", self.element(*mem, &idx));
                     if e.ty == ScalarType::F32 {
                         format!("bitcast<f32>({load})")
@@ -671,6 +708,12 @@ impl Gen<'_> {
                     }
                 } else {
                     self.element(*mem, &idx)
+                };
+                match self.bounds_check(*mem, &idx) {
+                    // Out of bounds in checked mode: 0 (the clamped load select discards
+                    // is harmless under robust buffer access).
+                    Some(check) => format!("select({}(), {value}, {check})", self.ty(e.ty)),
+                    None => value,
                 }
             }
             ExprKind::Unary(op, a) => {
@@ -807,6 +850,29 @@ impl Gen<'_> {
 }
 
 /// Helpers with the IR's cast semantics (Rust's saturating `as`). NaN is detected on the
+/// Checked mode: `i < n`, and otherwise the launch's first violation recorded in
+/// `dc_err` (the invocation that sets the flag writes the rest). The compare-exchange is
+/// retried on a spurious failure.
+const CHECKED_HELPER: &str = "fn dc_in(i: u32, n: u32, what: u32) -> bool {
+    if (i < n) {
+        return true;
+    }
+    loop {
+        let r = atomicCompareExchangeWeak(&dc_err[0], 0u, 1u);
+        if (r.exchanged) {
+            atomicStore(&dc_err[1], what);
+            atomicStore(&dc_err[2], i);
+            atomicStore(&dc_err[3], n);
+            break;
+        }
+        if (r.old_value != 0u) {
+            break;
+        }
+    }
+    return false;
+}
+";
+
 /// bits: drivers may fold `x != x` to false (lavapipe does), integer tests they must keep.
 const HELPERS: &str = "
 fn dc_is_nan(x: f32) -> bool {

@@ -163,7 +163,76 @@ pub fn cases() -> Vec<Case> {
         c("AllocZero", "memory", vec![Size::n(0)], alloc_zero),
         c("AllocTooLarge", "memory", vec![Size::n(1)], alloc_too_large),
         c("PoolReuse", "memory", vec![Size::n(10_000)], pool_reuse),
+        c(
+            "CheckedMode",
+            "reliability",
+            vec![Size::n(1000), Size::n(1_000_003)],
+            checked_mode,
+        ),
     ]
+}
+
+/// Checked launches (`Launch::checked`): a correct kernel gives every element right; a
+/// store past a buffer, past a shared array or past a local array is
+/// `Error::OutOfBounds` naming the kernel, the array, the index and the length, on every
+/// backend (the CPU always checks); and the device keeps working after each.
+fn checked_mode(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let a: Vec<f32> = (0..n).map(|_| rng.f32() * 100.0 - 50.0).collect();
+    let da = d.upload(&a)?;
+    let run_correct = |what: &str| -> Result<(), Failure> {
+        let mut out = poisoned_f32(d, n)?;
+        kernels::shifted_double::launch(d, Launch::threads(n).checked(true), &da, &mut out, 0)?;
+        let got = out.to_vec()?;
+        for i in 0..n {
+            if got[i] != a[i] * 2.0 {
+                return fail(format!(
+                    "{what}: element {i}: got {}, expected {}",
+                    got[i],
+                    a[i] * 2.0
+                ));
+            }
+        }
+        Ok(())
+    };
+    run_correct("a checked launch of a correct kernel")?;
+    let expect_oob = |result: dotcompute::Result<()>,
+                      kernel: &str,
+                      array: &str,
+                      at: u64,
+                      length: u64|
+     -> Result<(), Failure> {
+        match result {
+            Err(Error::OutOfBounds {
+                kernel: k,
+                arg,
+                index,
+                len,
+            }) if k == kernel && arg == array && index == at && len == length => Ok(()),
+            Err(e) => fail(format!(
+                "{kernel}: expected OutOfBounds {{ arg: {array}, index: {at}, len: {length} }}, got: {e}"
+            )),
+            Ok(()) => fail(format!(
+                "{kernel}: a checked launch that accesses {array}[{at}] (length {length}) succeeded"
+            )),
+        }
+    };
+    let mut out = poisoned_f32(d, n)?;
+    let shifted =
+        kernels::shifted_double::launch(d, Launch::threads(n).checked(true), &da, &mut out, 1);
+    expect_oob(shifted, "shifted_double", "out", n as u64, n as u64)?;
+    run_correct("after a buffer overrun")?;
+
+    let mut ids = d.alloc_filled(n, POISON_U32)?;
+    let shared =
+        kernels::shared_overrun::launch(d, Launch::threads(n).group(64).checked(true), &mut ids, 1);
+    expect_oob(shared, "shared_overrun", "tile", 64, 64)?;
+    run_correct("after a shared-array overrun")?;
+
+    let local = kernels::local_overrun::launch(d, Launch::threads(n).checked(true), &mut ids, 4);
+    expect_oob(local, "local_overrun", "acc", 4, 4)?;
+    run_correct("after a local-array overrun")?;
+    Ok(Outcome::default())
 }
 
 // ------------------------------------------------------------------ helpers

@@ -740,3 +740,38 @@ pub fn half_ops(a: &[f16], b: &[f16], out: &mut [f16], wide: &mut [f32], ints: &
         ints[i] = (x * f16::cast(8.0)) as i32;
     }
 }
+
+/// `out[i + shift] = 2 a[i]`: with `shift > 0` the last threads write past `out`
+/// (`CheckedMode`).
+#[kernel]
+pub fn shifted_double(a: &[f32], out: &mut [f32], shift: u32) {
+    let i = global_id().x;
+    if i < a.len() {
+        out[i + shift] = a[i] * 2.0;
+    }
+}
+
+/// Each thread stores its local id at `tile[lid + extra]`: with `extra > 0` the last
+/// thread of a 64-thread group writes past the shared array (`CheckedMode`).
+#[kernel]
+pub fn shared_overrun(out: &mut [u32], extra: u32) {
+    let tile = shared::<u32, 64>();
+    let l = local_id().x;
+    tile[l + extra] = l;
+    barrier();
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = tile[l];
+    }
+}
+
+/// Stores into a thread-private array at `k`: out of bounds for `k >= 4` (`CheckedMode`).
+#[kernel]
+pub fn local_overrun(out: &mut [u32], k: u32) {
+    let i = global_id().x;
+    let mut acc = [0u32; 4];
+    acc[k] = i;
+    if i < out.len() {
+        out[i] = acc[0] + acc[1] + acc[2] + acc[3];
+    }
+}

@@ -299,10 +299,11 @@ macro_rules! conformance_tests {
             fill, fill_on_stream => "Fill",
             alloc_zero, alloc_zero_on_stream => "AllocZero",
             alloc_too_large, alloc_too_large_on_stream => "AllocTooLarge",
-            pool_reuse, pool_reuse_on_stream => "PoolReuse");
+            pool_reuse, pool_reuse_on_stream => "PoolReuse",
+            checked_mode, checked_mode_on_stream => "CheckedMode");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 33, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 34, "add new cases to conformance_tests!");
         }
     };
     (@each $($test:ident, $on_stream:ident => $name:literal),*) => {

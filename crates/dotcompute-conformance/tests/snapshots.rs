@@ -12,6 +12,7 @@ fn generated(def: &dotcompute::KernelDef) -> (String, naga_out::NagaModule) {
         group_size: [256, 1, 1],
         dynamic_shared_len: 256,
         view_offsets: false,
+        checked: false,
     };
     let module = wgsl::generate(ir, &opts).expect("seed kernels are 32-bit");
     let naga = naga_out::validate_wgsl(&module.source)

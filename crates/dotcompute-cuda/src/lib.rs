@@ -100,7 +100,8 @@ pub struct CudaBackend {
     pool: SizeClassPool<sys::CUdeviceptr>,
     compiler: Compiler,
     /// Loaded programs by content key (computed once per program, never per launch).
-    functions: Mutex<KeyMap<ProgramKey, Arc<Function>>>,
+    /// Loaded functions by program and checked mode.
+    functions: Mutex<KeyMap<(ProgramKey, bool), Arc<Function>>>,
     modules: Mutex<Vec<sys::CUmodule>>,
     stats: Mutex<CompileStats>,
     profiling: AtomicBool,

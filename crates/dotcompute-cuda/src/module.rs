@@ -49,7 +49,7 @@ impl CudaBackend {
     pub fn raw_handles(&self, program: &Program) -> Result<(sys::CUfunction, sys::CUstream)> {
         bind(self.ctx)?;
         Ok((
-            self.function(program)?.0.func,
+            self.function(program, false)?.0.func,
             self.stream(dotcompute_hal::StreamId::DEFAULT)?,
         ))
     }
@@ -62,13 +62,20 @@ impl CudaBackend {
     /// Compiles (or finds in a cache) a program's module, and says where it came from.
     pub fn prepare_program(&self, program: &Program) -> Result<CacheOutcome> {
         bind(self.ctx)?;
-        self.function(program).map(|(_, outcome)| outcome)
+        self.function(program, false).map(|(_, outcome)| outcome)
     }
 
-    /// The loaded function of `program`, from the memory cache (keyed by the program's
-    /// content key, computed once when the program was built) or compiled now.
-    pub(crate) fn function(&self, program: &Program) -> Result<(Arc<Function>, CacheOutcome)> {
-        if let Some(f) = lock(&self.functions).get(&program.key) {
+    /// The loaded function of `program` (its checked form with `checked`, for generated
+    /// kernels), from the memory cache (keyed by the program's content key, computed once
+    /// when the program was built) or compiled now.
+    pub(crate) fn function(
+        &self,
+        program: &Program,
+        checked: bool,
+    ) -> Result<(Arc<Function>, CacheOutcome)> {
+        // Hand-written kernels have no checked form.
+        let checked = checked && program.raw_source().is_none();
+        if let Some(f) = lock(&self.functions).get(&(program.key, checked)) {
             let f = f.clone();
             lock(&self.stats).memory_hits += 1;
             return Ok((f, CacheOutcome::Memory));
@@ -76,7 +83,7 @@ impl CudaBackend {
         let kernel = &*program.kernel;
         let (f, outcome) = match &program.source {
             ProgramSource::Ir { .. } => {
-                let module = dotcompute_codegen::cuda::generate(kernel);
+                let module = dotcompute_codegen::cuda::generate_with(kernel, checked);
                 self.load(
                     &kernel.name,
                     &module.source,
@@ -105,7 +112,7 @@ impl CudaBackend {
             )?,
         };
         let f = lock(&self.functions)
-            .entry(program.key)
+            .entry((program.key, checked))
             .or_insert(f)
             .clone();
         Ok((f, outcome))

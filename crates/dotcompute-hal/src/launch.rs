@@ -21,6 +21,7 @@ pub struct Launch {
     dims: u8,
     group: Option<[u32; 3]>,
     dynamic_shared: Option<u32>,
+    checked: Option<bool>,
 }
 
 impl Launch {
@@ -31,6 +32,7 @@ impl Launch {
             dims: 1,
             group: None,
             dynamic_shared: None,
+            checked: None,
         }
     }
     /// A `width × height` grid of threads.
@@ -40,6 +42,7 @@ impl Launch {
             dims: 2,
             group: None,
             dynamic_shared: None,
+            checked: None,
         }
     }
     /// An `x × y × z` grid of threads.
@@ -49,6 +52,7 @@ impl Launch {
             dims: 3,
             group: None,
             dynamic_shared: None,
+            checked: None,
         }
     }
     /// Threads per group along x (the other dimensions are 1).
@@ -67,6 +71,15 @@ impl Launch {
     /// Length, in elements, of the kernel's `shared_dynamic` array.
     pub fn dynamic_shared(mut self, len: u32) -> Launch {
         self.dynamic_shared = Some(len);
+        self
+    }
+    /// Checked mode for this launch: generated GPU code bounds-checks every buffer,
+    /// shared-array and local-array access, skips the ones out of bounds (a load gives 0),
+    /// and the launch returns the first as `Error::OutOfBounds`, as the CPU backend always
+    /// does. It waits for the launch to finish. Without this call the environment decides
+    /// (`DOTCOMPUTE_CHECKED=1` turns it on; off by default: checks cost time).
+    pub fn checked(mut self, on: bool) -> Launch {
+        self.checked = Some(on);
         self
     }
     /// The group size, if one was given.
@@ -187,6 +200,7 @@ impl Launch {
             groups,
             dynamic_shared_len,
             shared_bytes: shared,
+            checked: self.checked.unwrap_or_else(checked_from_env),
         })
     }
 }
@@ -215,6 +229,33 @@ pub struct ResolvedLaunch {
     pub dynamic_shared_len: u32,
     /// Shared memory bytes per group.
     pub shared_bytes: u64,
+    /// Checked mode ([`Launch::checked`]).
+    pub checked: bool,
+}
+
+/// `DOTCOMPUTE_CHECKED=1` (read once per process).
+pub fn checked_from_env() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("DOTCOMPUTE_CHECKED").is_ok_and(|v| v.trim() == "1"))
+}
+
+/// The record a checked kernel writes on its first out-of-bounds access: four `u32`
+/// words, `[set, memory, index, len]`, zero until set. `memory` is
+/// `dotcompute_ir::Memory::code` of the array.
+pub const VIOLATION_WORDS: usize = 4;
+
+/// The error a violation record reports, if it was set.
+pub fn decode_violation(kernel: &Kernel, words: [u32; VIOLATION_WORDS]) -> Option<Error> {
+    if words[0] == 0 {
+        return None;
+    }
+    let mem = dotcompute_ir::Memory::from_code(words[1]);
+    Some(Error::OutOfBounds {
+        kernel: kernel.name.clone(),
+        arg: kernel.memory_name(mem).to_string(),
+        index: words[2] as u64,
+        len: words[3] as u64,
+    })
 }
 
 impl ResolvedLaunch {

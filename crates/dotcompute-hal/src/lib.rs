@@ -46,7 +46,7 @@ pub use device::{
 };
 pub use dynamic::{DynBackend, RawBuffer};
 pub use error::{Error, Result};
-pub use launch::{Launch, ResolvedLaunch};
+pub use launch::{checked_from_env, decode_violation, Launch, ResolvedLaunch, VIOLATION_WORDS};
 pub use pool::{MemoryStats, SizeClassPool};
 pub use program::{
     content_key, instance_part, leak_name, Instances, KernelDef, KeyHasher, KeyMap, Program,

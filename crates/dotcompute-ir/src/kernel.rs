@@ -82,6 +82,28 @@ pub enum Memory {
     Local(u32),
 }
 
+impl Memory {
+    /// The array as one `u32`, for the violation record of checked launches: buffer
+    /// parameter `i` is `i`, shared array `i` is `0x1_0000 | i`, local array `i` is
+    /// `0x2_0000 | i`.
+    pub fn code(self) -> u32 {
+        match self {
+            Memory::Buffer(i) => i,
+            Memory::Shared(i) => 0x1_0000 | i,
+            Memory::Local(i) => 0x2_0000 | i,
+        }
+    }
+    /// The array of a [`Memory::code`].
+    pub fn from_code(code: u32) -> Memory {
+        let i = code & 0xffff;
+        match code >> 16 {
+            0 => Memory::Buffer(i),
+            1 => Memory::Shared(i),
+            _ => Memory::Local(i),
+        }
+    }
+}
+
 /// Per-thread launch coordinates. Each is a 3-vector read one axis at a time, as `u32`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Builtin {

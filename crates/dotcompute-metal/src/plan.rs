@@ -83,6 +83,10 @@ pub struct EncodingPlan {
     pub bytes: Vec<BytesBinding>,
     pub threadgroup_memory: Vec<ThreadgroupLength>,
     pub dispatch: Dispatch,
+    /// Checked launches: the buffer index of the violation record, which the executor
+    /// binds zeroed (`dotcompute_hal::VIOLATION_WORDS` `u32`s) and reads after the
+    /// launch (`dotcompute_hal::decode_violation`).
+    pub violation_record: Option<u32>,
 }
 
 /// What the compiled pipeline and the device allow.
@@ -147,6 +151,7 @@ pub fn encode(
         buffers: Vec::new(),
         bytes: Vec::new(),
         threadgroup_memory: Vec::new(),
+        violation_record: None,
         dispatch: if kernel.runs_whole_groups() {
             Dispatch::Threadgroups {
                 groups: geometry.groups,
@@ -180,6 +185,7 @@ pub fn encode(
                     (p, a) => return Err(internal(format!("parameter `{}` got {a:?}", p.name()))),
                 }
             }
+            MslBinding::ViolationRecord { index } => plan.violation_record = Some(index),
             MslBinding::Info { index } => plan.bytes.push(BytesBinding {
                 index,
                 bytes: info_words(kernel, geometry, args)
@@ -265,6 +271,7 @@ mod tests {
             groups: [grid.div_ceil(group), 1, 1],
             dynamic_shared_len: 0,
             shared_bytes: 256,
+            checked: false,
         }
     }
 

@@ -67,10 +67,13 @@ struct Dispatch {
     pipeline: Arc<Pipeline>,
     bind_group: wgpu::BindGroup,
     groups: [u32; 3],
+    /// Checked launches: the violation record bound to the kernel, and the kernel.
+    record: Option<(wgpu::Buffer, Arc<dotcompute_ir::Kernel>)>,
 }
 
 /// (program, group size, dynamic shared length, view offsets).
-type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool);
+/// Program, group size, dynamic shared length, view offsets, checked mode.
+type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool);
 
 /// The wgpu backend's entry in the registry: every compute-capable adapter.
 pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
@@ -473,9 +476,10 @@ impl WgpuBackend {
         group: [u32; 3],
         dynamic_len: u32,
         view_offsets: bool,
+        checked: bool,
     ) -> Result<Arc<Pipeline>> {
         let kernel = &*program.kernel;
-        let key = (program.key, group, dynamic_len, view_offsets);
+        let key = (program.key, group, dynamic_len, view_offsets, checked);
         if let Some(p) = self
             .pipelines
             .lock()
@@ -495,6 +499,7 @@ impl WgpuBackend {
                 group_size: group,
                 dynamic_shared_len: dynamic_len,
                 view_offsets,
+                checked,
             },
         )
         .map_err(|e| compile_err(e.message))?;
@@ -538,6 +543,14 @@ impl WgpuBackend {
                 count: None,
             })
             .collect();
+        if let Some(binding) = module.violation_binding {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: storage(false),
+                count: None,
+            });
+        }
         if module.uniform_size > 0 {
             entries.push(wgpu::BindGroupLayoutEntry {
                 binding: module.uniform_binding,
@@ -616,6 +629,7 @@ impl WgpuBackend {
             raw.workgroup_size.unwrap_or([0; 3]),
             u32::MAX,
             false,
+            false,
         );
         let cached = self
             .pipelines
@@ -640,6 +654,7 @@ impl WgpuBackend {
                         .collect(),
                     uniform_binding: raw.uniform_binding.unwrap_or(0),
                     uniform_size: if raw.uniform_binding.is_some() { 16 } else { 0 },
+                    violation_binding: None,
                 };
                 self.compile(key, &kernel.name, module, &raw.entry)?
             }
@@ -705,7 +720,7 @@ impl WgpuBackend {
                     .map(|(_, len, _)| len as u32)
                     .collect();
                 (
-                    self.pipeline(program, g.group, g.dynamic_shared_len, unaligned)?,
+                    self.pipeline(program, g.group, g.dynamic_shared_len, unaligned, g.checked)?,
                     self.fold(&kernel.name, g.total_groups())?,
                     wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets, &half_lens),
                     unaligned,
@@ -765,6 +780,23 @@ impl WgpuBackend {
                 resource: uniforms.as_entire_binding(),
             });
         }
+        // Checked launches: a zeroed violation record, read after the launch.
+        let record = pipeline.module.violation_binding.map(|binding| {
+            let buffer = self
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("dotcompute violation record"),
+                    contents: &[0u8; dotcompute_hal::VIOLATION_WORDS * 4],
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                });
+            (binding, buffer)
+        });
+        if let Some((binding, buffer)) = &record {
+            entries.push(wgpu::BindGroupEntry {
+                binding: *binding,
+                resource: buffer.as_entire_binding(),
+            });
+        }
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(&kernel.name),
             layout: &pipeline.layout,
@@ -774,6 +806,7 @@ impl WgpuBackend {
             pipeline,
             bind_group,
             groups: dispatch,
+            record: record.map(|(_, buffer)| (buffer, program.kernel.clone())),
         })
     }
 
@@ -1021,10 +1054,36 @@ impl Queue for WgpuBackend {
                 pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
             }
         }
+        // Checked launches: copy each violation record out with the same submission.
+        let records: Vec<(wgpu::Buffer, &Arc<dotcompute_ir::Kernel>)> = prepared
+            .iter()
+            .filter_map(|d| d.record.as_ref())
+            .map(|(record, kernel)| {
+                let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("dotcompute violation readback"),
+                    size: record.size(),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                encoder.copy_buffer_to_buffer(record, 0, &readback, 0, record.size());
+                (readback, kernel)
+            })
+            .collect();
         match &stamps {
-            Some(st) => self.submit_timed(encoder, st, s, &label),
-            None => self.submit(encoder),
+            Some(st) => self.submit_timed(encoder, st, s, &label)?,
+            None => self.submit(encoder)?,
         }
+        for (readback, kernel) in records {
+            let mut bytes = [0u8; dotcompute_hal::VIOLATION_WORDS * 4];
+            self.read_mapped(&readback, &mut bytes, "the violation record")?;
+            let words: [u32; dotcompute_hal::VIOLATION_WORDS] = std::array::from_fn(|i| {
+                u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap())
+            });
+            if let Some(violation) = dotcompute_hal::decode_violation(kernel, words) {
+                return Err(violation);
+            }
+        }
+        Ok(())
     }
 
     fn synchronize(&self, _: StreamId) -> Result<()> {

@@ -330,7 +330,11 @@ impl<'a> Graph<'a> {
                 }
             });
         }
-        let geometry = launch.resolve(ir, &self.device.info().limits)?;
+        let mut geometry = launch.resolve(ir, &self.device.info().limits)?;
+        // Graph nodes run unchecked: a checked launch waits for its kernel and reads its
+        // violation record, which a captured CUDA graph cannot do. Check a graph's
+        // kernels by launching them directly with `Launch::checked`.
+        geometry.checked = false;
         let label = ir.name.clone();
         self.push(
             label,

@@ -80,7 +80,8 @@ pub struct MetalBackend {
     unified: bool,
     pool: SizeClassPool<MetalBuffer>,
     streams: Mutex<HashMap<StreamId, StreamState>>,
-    pipelines: Mutex<KeyMap<ProgramKey, Arc<Pipeline>>>,
+    /// Pipelines by program and checked mode.
+    pipelines: Mutex<KeyMap<(ProgramKey, bool), Arc<Pipeline>>>,
     /// Set while profiling: the moment it was turned on.
     profiling: Mutex<Option<Instant>>,
     timings: Arc<Mutex<Vec<Timing>>>,
@@ -188,16 +189,17 @@ impl MetalBackend {
             });
         }
         let mut pipelines = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = pipelines.get(&program.key) {
+        if let Some(p) = pipelines.get(&(program.key, request.geometry.checked)) {
             return Ok(p.clone());
         }
         let module =
-            dotcompute_codegen::msl::generate(&program.kernel).map_err(|e| Error::Unsupported {
-                op: "kernel",
-                detail: e.to_string(),
-            })?;
+            dotcompute_codegen::msl::generate_with(&program.kernel, request.geometry.checked)
+                .map_err(|e| Error::Unsupported {
+                    op: "kernel",
+                    detail: e.to_string(),
+                })?;
         let p = Arc::new(pipeline::compile(&self.device, program.name(), module)?);
-        pipelines.insert(program.key, p.clone());
+        pipelines.insert((program.key, request.geometry.checked), p.clone());
         Ok(p)
     }
 
@@ -208,6 +210,7 @@ impl MetalBackend {
         pipeline: &Pipeline,
         plan: &EncodingPlan,
         buffers: &[Option<&MetalBuffer>],
+        record: Option<&MetalBuffer>,
     ) -> Result<()> {
         let encoder = cb
             .computeCommandEncoder()
@@ -225,6 +228,10 @@ impl MetalBackend {
                     b.index as usize,
                 )
             };
+        }
+        if let (Some(index), Some(record)) = (plan.violation_record, record) {
+            // SAFETY: a shared buffer of VIOLATION_WORDS zeroed u32s.
+            unsafe { encoder.setBuffer_offset_atIndex(Some(&record.buffer), 0, index as usize) };
         }
         for b in &plan.bytes {
             // SAFETY: setBytes copies the bytes before returning.
@@ -474,10 +481,37 @@ impl Queue for MetalBackend {
             &args,
             limits,
         )?;
+        // Checked launches: a zeroed violation record, read after the launch completes.
+        let record = match plan.violation_record {
+            Some(_) => {
+                let bytes = dotcompute_hal::VIOLATION_WORDS * 4;
+                let record = memory::new_buffer(&self.device, bytes, bytes, true)?;
+                // SAFETY: a fresh shared buffer of `bytes`.
+                unsafe { std::ptr::write_bytes(record.contents(), 0, bytes) };
+                Some(record)
+            }
+            None => None,
+        };
         let cb = self.command_buffer(stream)?;
-        self.encode_plan(&cb, &pipeline, &plan, &buffers)?;
+        self.encode_plan(&cb, &pipeline, &plan, &buffers, record.as_ref())?;
         self.submit(stream, cb, request.program.name());
-        Ok(())
+        let Some(record) = record else {
+            return Ok(());
+        };
+        self.synchronize(stream)?;
+        let mut words = [0u32; dotcompute_hal::VIOLATION_WORDS];
+        // SAFETY: the launch has completed; the record is shared memory of these words.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                record.contents() as *const u32,
+                words.as_mut_ptr(),
+                words.len(),
+            )
+        };
+        match dotcompute_hal::decode_violation(&request.program.kernel, words) {
+            Some(violation) => Err(violation),
+            None => Ok(()),
+        }
     }
 
     fn synchronize(&self, stream: StreamId) -> Result<()> {

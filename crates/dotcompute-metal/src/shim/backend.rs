@@ -25,7 +25,8 @@ const LIMITS: PipelineLimits = PipelineLimits {
 pub struct ShimBackend {
     cpu: CpuBackend,
     info: DeviceInfo,
-    libraries: Mutex<HashMap<ProgramKey, Arc<ShimLibrary>>>,
+    /// Keyed by program and checked mode.
+    libraries: Mutex<HashMap<(ProgramKey, bool), Arc<ShimLibrary>>>,
     /// Applied to every plan before it runs: only for demonstrating that a wrong plan
     /// fails (see `tests/it`).
     tamper: Option<fn(&mut EncodingPlan)>,
@@ -92,17 +93,20 @@ impl ShimBackend {
                 ),
             });
         }
+        let key = (program.key, request.geometry.checked);
         let mut libraries = self.libraries.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = libraries.get(&program.key) {
+        if let Some(l) = libraries.get(&key) {
             return Ok(l.clone());
         }
         let module =
-            dotcompute_codegen::msl::generate(&program.kernel).map_err(|e| Error::Unsupported {
-                op: "kernel",
-                detail: e.to_string(),
+            dotcompute_codegen::msl::generate_with(&program.kernel, key.1).map_err(|e| {
+                Error::Unsupported {
+                    op: "kernel",
+                    detail: e.to_string(),
+                }
             })?;
         let library = Arc::new(ShimLibrary::compile(&module, &program.kernel)?);
-        libraries.insert(program.key, library.clone());
+        libraries.insert(key, library.clone());
         Ok(library)
     }
 }

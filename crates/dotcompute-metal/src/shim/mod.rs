@@ -79,6 +79,7 @@ pub struct ShimLibrary {
     module: MslModule,
     uses_barrier: bool,
     kernel_name: String,
+    kernel: dotcompute_ir::Kernel,
 }
 
 /// The trampoline appended to the generated MSL: it calls the kernel function with each
@@ -87,7 +88,9 @@ fn trampoline(module: &MslModule) -> String {
     let mut args = Vec::new();
     for (binding, ty) in module.bindings.iter().zip(&module.binding_types) {
         let arg = match binding {
-            MslBinding::Param { index, .. } | MslBinding::Info { index } => {
+            MslBinding::Param { index, .. }
+            | MslBinding::Info { index }
+            | MslBinding::ViolationRecord { index } => {
                 match ty.strip_suffix('&') {
                     // `constant T&`: setBytes memory, read through a pointer.
                     Some(value) => format!("*({value}*)dc_buffers[{index}]"),
@@ -144,9 +147,9 @@ fn expected_attributes(module: &MslModule) -> Vec<String> {
         .bindings
         .iter()
         .map(|b| match b {
-            MslBinding::Param { index, .. } | MslBinding::Info { index } => {
-                format!("buffer({index})")
-            }
+            MslBinding::Param { index, .. }
+            | MslBinding::Info { index }
+            | MslBinding::ViolationRecord { index } => format!("buffer({index})"),
             MslBinding::Threadgroup { index, .. } => format!("threadgroup({index})"),
         })
         .chain(module.attributes.iter().map(|a| a.spelling().to_string()))
@@ -242,6 +245,7 @@ impl ShimLibrary {
             module: module.clone(),
             uses_barrier: kernel.uses_barrier(),
             kernel_name: kernel.name.clone(),
+            kernel: kernel.clone(),
         })
     }
 
@@ -283,6 +287,11 @@ impl ShimLibrary {
         for (b, copy) in plan.bytes.iter().zip(&bytes) {
             slots[b.index as usize] = copy.as_ptr() as *mut c_void;
         }
+        // The violation record of a checked launch, zeroed, where the plan binds it.
+        let mut record = [0u32; dotcompute_hal::VIOLATION_WORDS];
+        if let Some(index) = plan.violation_record {
+            slots[index as usize] = record.as_mut_ptr() as *mut c_void;
+        }
         let mut threadgroup_lengths = [0u32; 31];
         for t in &plan.threadgroup_memory {
             threadgroup_lengths[t.index as usize] = t.bytes;
@@ -290,7 +299,9 @@ impl ShimLibrary {
         // What Metal's validation layer checks before a dispatch.
         for binding in &self.module.bindings {
             match *binding {
-                MslBinding::Param { index, .. } | MslBinding::Info { index } => {
+                MslBinding::Param { index, .. }
+                | MslBinding::Info { index }
+                | MslBinding::ViolationRecord { index } => {
                     if slots[index as usize].is_null() {
                         return Err(refuse(format!(
                             "buffer index {index} is read by the kernel but was never bound"
@@ -369,10 +380,18 @@ impl ShimLibrary {
                     }
                 },
             );
-        match error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(()),
+        if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
         }
+        if plan.violation_record.is_some() {
+            // SAFETY: the kernel wrote the record through atomics and plain stores that
+            // happened before the groups finished (rayon joined them).
+            let words = unsafe { std::ptr::read_volatile(&record) };
+            if let Some(e) = dotcompute_hal::decode_violation(&self.kernel, words) {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Runs one threadgroup: its threads in a plain loop, or as coroutines that meet at
