@@ -775,3 +775,13 @@ pub fn local_overrun(out: &mut [u32], k: u32) {
         out[i] = acc[0] + acc[1] + acc[2] + acc[3];
     }
 }
+
+/// Writes `far` elements past each thread's own: with a large `far` (and no checked mode)
+/// the store lands outside any allocation, which faults a GPU (the device-fault test).
+#[kernel]
+pub fn scatter_far(out: &mut [f32], far: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i + far] = 1.0;
+    }
+}

@@ -30,7 +30,7 @@ impl CudaBackend {
                 if !driver::cublas_present() {
                     return Err("cuBLAS library (libcublas.so) not found".into());
                 }
-                bind(self.ctx).map_err(|e| e.to_string())?;
+                bind(&self.ctx).map_err(|e| e.to_string())?;
                 let h = blas::create_handle().map_err(|e| format!("cublasCreate: {e:?}"))?;
                 Ok(BlasHandle(h))
             })
@@ -41,7 +41,7 @@ impl CudaBackend {
 
 impl Blas<CudaBuffer> for CudaBackend {
     fn gemm(&self, s: StreamId, r: &MatmulRequest<'_, CudaBuffer>) -> Result<()> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         let h = self
             .blas_handle()

@@ -2,7 +2,7 @@
 
 use cudarc::driver::{result as cu, sys, DriverError};
 use dotcompute_hal::Error;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 pub(crate) const BACKEND: &str = "cuda";
 
@@ -53,12 +53,134 @@ pub(crate) fn describe(e: DriverError) -> String {
     }
 }
 
-/// A driver failure during `op` as our error.
+/// A driver failure during `op` as our error. A sticky error (the context can do nothing
+/// more: an illegal address, a failed launch, ...) marks the current context lost and is
+/// `Error::DeviceLost`; so is any error on a context already lost.
 pub(crate) fn driver_error(op: &str, e: DriverError) -> Error {
+    let message = format!("{op}: {}", describe(e));
+    if is_sticky(e.0) {
+        if let Some(ctx) = current_context() {
+            ctx.mark_lost(&message);
+            return ctx
+                .lost_error()
+                .unwrap_or_else(|| lost(ctx.ordinal, message));
+        }
+        return lost(-1, message);
+    }
     Error::Backend {
         backend: BACKEND.into(),
-        message: format!("{op}: {}", describe(e)),
+        message,
     }
+}
+
+fn lost(ordinal: i32, reason: String) -> Error {
+    Error::DeviceLost {
+        device: format!("cuda:{ordinal}"),
+        reason,
+    }
+}
+
+/// Errors after which a CUDA context is unusable ("sticky" in the driver's documentation):
+/// every later call on it fails, so the device is lost.
+fn is_sticky(code: sys::CUresult) -> bool {
+    use sys::CUresult::*;
+    matches!(
+        code,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+            | CUDA_ERROR_CONTEXT_IS_DESTROYED
+    )
+}
+
+/// A device's primary context, shared by every backend (and every handle a backend hands
+/// out) on that device, and whether it is lost. Dropped with its last user: a lost
+/// context is then reset, so the next `CudaBackend` on the device starts afresh.
+pub(crate) struct Context {
+    pub(crate) handle: sys::CUcontext,
+    pub(crate) device: sys::CUdevice,
+    pub(crate) ordinal: i32,
+    lost: OnceLock<String>,
+}
+
+// SAFETY: a context handle may be made current on any thread.
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+/// The live contexts, by device ordinal (weak: a context lives as long as its users).
+static CONTEXTS: Mutex<Vec<(i32, Weak<Context>)>> = Mutex::new(Vec::new());
+
+impl Context {
+    /// The primary context of device `ordinal`: the live one if there is one, else newly
+    /// retained. A live context that is lost is an error: its users must go first.
+    pub(crate) fn primary(ordinal: i32) -> Result<Arc<Context>, Error> {
+        let mut live = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
+        live.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(ctx) = live
+            .iter()
+            .find(|(o, _)| *o == ordinal)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            if let Some(e) = ctx.lost_error() {
+                return Err(e);
+            }
+            return Ok(ctx);
+        }
+        let device = cu::device::get(ordinal).during("cuDeviceGet")?;
+        // SAFETY: device is valid; the retained context is released in Drop.
+        let handle =
+            unsafe { cu::primary_ctx::retain(device) }.during("cuDevicePrimaryCtxRetain")?;
+        let ctx = Arc::new(Context {
+            handle,
+            device,
+            ordinal,
+            lost: OnceLock::new(),
+        });
+        live.push((ordinal, Arc::downgrade(&ctx)));
+        Ok(ctx)
+    }
+
+    fn mark_lost(&self, reason: &str) {
+        let _ = self.lost.set(reason.to_string());
+    }
+
+    /// `Error::DeviceLost` if this context is lost.
+    pub(crate) fn lost_error(&self) -> Option<Error> {
+        self.lost.get().map(|r| lost(self.ordinal, r.clone()))
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: retained in `primary`; released once. A lost context is reset too (its
+        // state is unusable): the next retain creates a fresh one.
+        unsafe {
+            let _ = cu::primary_ctx::release(self.device);
+            if self.lost.get().is_some() {
+                let _ = sys::cuDevicePrimaryCtxReset_v2(self.device);
+            }
+        }
+    }
+}
+
+/// The live context that is current on this thread, if any.
+fn current_context() -> Option<Arc<Context>> {
+    let mut current: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes one pointer.
+    if unsafe { sys::cuCtxGetCurrent(&mut current) } != sys::CUresult::CUDA_SUCCESS {
+        return None;
+    }
+    let live = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
+    live.iter()
+        .filter_map(|(_, w)| w.upgrade())
+        .find(|c| c.handle == current)
 }
 
 /// Extension to turn `Result<T, DriverError>` into ours with the operation's name.
@@ -80,13 +202,18 @@ impl Check<()> for sys::CUresult {
 
 /// Makes `ctx` current on this thread if it is not already (driver calls act on the
 /// calling thread's current context; a user's thread may have none or another one).
-pub(crate) fn bind(ctx: sys::CUcontext) -> Result<(), Error> {
+/// A lost context is `Error::DeviceLost` at once: nothing more is asked of the driver
+/// (which is also what keeps the `Drop`s of a lost device's handles away from it).
+pub(crate) fn bind(ctx: &Context) -> Result<(), Error> {
+    if let Some(e) = ctx.lost_error() {
+        return Err(e);
+    }
     let mut current: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: writes one pointer.
     unsafe { sys::cuCtxGetCurrent(&mut current) }.during("cuCtxGetCurrent")?;
-    if current != ctx {
-        // SAFETY: ctx is a retained primary context that outlives the backend.
-        unsafe { cu::ctx::set_current(ctx) }.during("cuCtxSetCurrent")?;
+    if current != ctx.handle {
+        // SAFETY: ctx is a retained primary context that outlives its users.
+        unsafe { cu::ctx::set_current(ctx.handle) }.during("cuCtxSetCurrent")?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::any::Any;
 /// An instantiated CUDA graph.
 pub(crate) struct CudaGraph {
     exec: sys::CUgraphExec,
-    ctx: sys::CUcontext,
+    ctx: std::sync::Arc<crate::driver::Context>,
 }
 
 // SAFETY: a graph executable is a driver handle usable from any thread with the context
@@ -28,7 +28,7 @@ impl GraphExec for CudaGraph {
 
 impl Drop for CudaGraph {
     fn drop(&mut self) {
-        if bind(self.ctx).is_ok() {
+        if bind(&self.ctx).is_ok() {
             // SAFETY: destroyed once; the driver keeps it alive until pending launches end.
             let _ = unsafe { sys::cuGraphExecDestroy(self.exec) };
         }
@@ -44,7 +44,7 @@ fn not_ours() -> Error {
 
 impl CudaBackend {
     pub(crate) fn begin_capture_on(&self, s: StreamId) -> Result<bool> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         // Thread-local mode: only this thread's unsafe calls (synchronisations) are
         // refused during the capture; other threads keep working.
@@ -65,7 +65,7 @@ impl CudaBackend {
         s: StreamId,
         update: Option<&dyn GraphExec>,
     ) -> Result<Option<Box<dyn GraphExec>>> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         let mut graph: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: the stream was capturing (begin_capture_on); the graph handle is ours.
@@ -97,12 +97,12 @@ impl CudaBackend {
             .during("cuGraphInstantiate")?;
         Ok(Some(Box::new(CudaGraph {
             exec,
-            ctx: self.ctx,
+            ctx: self.ctx.clone(),
         })))
     }
 
     pub(crate) fn launch_graph_on(&self, s: StreamId, graph: &dyn GraphExec) -> Result<()> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         let graph = graph
             .as_any()

@@ -37,7 +37,7 @@ impl CudaBackend {
         s: StreamId,
         request: &LaunchRequest<'_, CudaBuffer>,
     ) -> Result<()> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         let program = request.program;
         let kernel = &*program.kernel;

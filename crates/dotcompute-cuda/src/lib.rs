@@ -91,11 +91,11 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     },
 };
 
-/// A CUDA device: one retained primary context, its streams and its pool.
+/// A CUDA device: the device's primary context (shared with every other backend and
+/// handle on the device, and lost with them), its streams and its pool.
 pub struct CudaBackend {
     info: DeviceInfo,
-    device: sys::CUdevice,
-    ctx: sys::CUcontext,
+    ctx: Arc<crate::driver::Context>,
     streams: stream::Streams,
     pool: SizeClassPool<sys::CUdeviceptr>,
     compiler: Compiler,
@@ -141,10 +141,11 @@ impl CudaBackend {
             backend: BACKEND.into(),
             reason: e.to_string(),
         })?;
-        let device = cu::device::get(ordinal).during("cuDeviceGet")?;
-        // SAFETY: device is valid; the retained context is released in Drop.
-        let ctx = unsafe { cu::primary_ctx::retain(device) }.during("cuDevicePrimaryCtxRetain")?;
-        bind(ctx)?;
+        // Shared with every other backend on this device; an error if it is lost and
+        // still in use (see `driver::Context`).
+        let ctx = driver::Context::primary(ordinal)?;
+        let device = ctx.device;
+        bind(&ctx)?;
         let default_stream =
             cu::stream::create(cu::stream::StreamKind::NonBlocking).during("cuStreamCreate")?;
         use sys::CUdevice_attribute::*;
@@ -155,7 +156,6 @@ impl CudaBackend {
         );
         Ok(CudaBackend {
             info,
-            device,
             ctx,
             streams: stream::Streams::new(default_stream),
             pool: SizeClassPool::new(),
@@ -197,7 +197,7 @@ impl Backend for CudaBackend {
     }
 
     fn trim(&self) {
-        if bind(self.ctx).is_ok() {
+        if bind(&self.ctx).is_ok() {
             self.pool.trim(self.driver_free());
         }
     }
@@ -230,7 +230,7 @@ impl Backend for CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        if bind(self.ctx).is_err() {
+        if bind(&self.ctx).is_err() {
             return;
         }
         // SAFETY: nothing uses these handles after the backend; the device is drained
@@ -257,7 +257,7 @@ impl Drop for CudaBackend {
             for s in self.streams.all() {
                 let _ = cu::stream::destroy(s);
             }
-            let _ = cu::primary_ctx::release(self.device);
+            // The context is released by its last user (driver::Context).
         }
     }
 }

@@ -20,7 +20,7 @@ impl CudaBuffer {
 
 impl CudaBackend {
     pub(crate) fn alloc_block(&self, bytes: usize) -> Result<(CudaBuffer, StreamSet)> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let (ptr, class, users) = self.pool.acquire(
             bytes,
             // SAFETY: plain allocation; the memory is owned by the pool from here on.
@@ -63,7 +63,7 @@ impl CudaBackend {
         if bytes == 0 {
             return Ok(None);
         }
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         // PORTABLE: page-locked for every context, so a copy on any device is a DMA.
         const PORTABLE: u32 = 0x01;
         // SAFETY: plain allocation, freed by PinnedMemory's Drop.
@@ -84,7 +84,7 @@ impl CudaBackend {
         Ok(Some(Box::new(PinnedMemory {
             ptr: ptr.cast(),
             len: bytes,
-            ctx: self.ctx,
+            ctx: self.ctx.clone(),
         })))
     }
 }
@@ -93,7 +93,7 @@ impl CudaBackend {
 struct PinnedMemory {
     ptr: *mut u8,
     len: usize,
-    ctx: sys::CUcontext,
+    ctx: std::sync::Arc<crate::driver::Context>,
 }
 
 // SAFETY: plain memory; the facade serialises access to it.
@@ -113,7 +113,7 @@ impl Drop for PinnedMemory {
     fn drop(&mut self) {
         // The facade has waited for every transfer using the memory; the context is
         // alive (the memory's owner holds the device).
-        if bind(self.ctx).is_ok() {
+        if bind(&self.ctx).is_ok() {
             // SAFETY: allocated by cuMemHostAlloc, freed once.
             let _ = unsafe { cu::free_host(self.ptr.cast()) };
         }

@@ -47,7 +47,7 @@ impl CudaBackend {
     /// of the very same function. The handles live as long as the backend.
     #[doc(hidden)]
     pub fn raw_handles(&self, program: &Program) -> Result<(sys::CUfunction, sys::CUstream)> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         Ok((
             self.function(program, false)?.0.func,
             self.stream(dotcompute_hal::StreamId::DEFAULT)?,
@@ -61,7 +61,7 @@ impl CudaBackend {
 
     /// Compiles (or finds in a cache) a program's module, and says where it came from.
     pub fn prepare_program(&self, program: &Program) -> Result<CacheOutcome> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         self.function(program, false).map(|(_, outcome)| outcome)
     }
 

@@ -72,7 +72,7 @@ impl CudaBackend {
     }
 
     pub(crate) fn set_profiling_on(&self, on: bool) {
-        if bind(self.ctx).is_err() {
+        if bind(&self.ctx).is_err() {
             return;
         }
         let mut p = lock(&self.profiler);
@@ -104,7 +104,7 @@ impl CudaBackend {
                 p.origin.as_ref().map(|e| e.0),
             )
         };
-        if pending.is_empty() || bind(self.ctx).is_err() {
+        if pending.is_empty() || bind(&self.ctx).is_err() {
             return Vec::new();
         }
         // SAFETY: waits for every stream, so every event has completed.

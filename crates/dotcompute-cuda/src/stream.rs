@@ -63,7 +63,7 @@ impl CudaBackend {
     }
 
     pub(crate) fn open_stream_slot(&self, s: StreamId) -> Result<()> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let slot = self
             .streams
             .0
@@ -97,7 +97,7 @@ impl CudaBackend {
 /// A CUDA event recorded on one of the backend's streams.
 pub(crate) struct CudaFence {
     event: sys::CUevent,
-    ctx: sys::CUcontext,
+    ctx: std::sync::Arc<crate::driver::Context>,
 }
 
 // SAFETY: events are driver handles usable from any thread with the context bound.
@@ -106,13 +106,13 @@ unsafe impl Sync for CudaFence {}
 
 impl Fence for CudaFence {
     fn wait(&self) -> Result<()> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         // SAFETY: the event is live.
         unsafe { cu::event::synchronize(self.event) }
             .during("waiting for an event (cuEventSynchronize; an earlier kernel may have failed)")
     }
     fn is_complete(&self) -> Result<bool> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         // SAFETY: the event is live.
         match unsafe { cu::event::query(self.event) } {
             Ok(()) => Ok(true),
@@ -127,7 +127,7 @@ impl Fence for CudaFence {
 
 impl Drop for CudaFence {
     fn drop(&mut self) {
-        if bind(self.ctx).is_ok() {
+        if bind(&self.ctx).is_ok() {
             // SAFETY: destroyed once; the driver releases it after it completes.
             let _ = unsafe { cu::event::destroy(self.event) };
         }
@@ -139,7 +139,7 @@ impl Queue for CudaBackend {
         if data.is_empty() {
             return Ok(());
         }
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         // SAFETY: the range is inside the buffer (facade contract). From pageable memory
         // the driver has consumed `data` when the call returns; from page-locked memory
@@ -163,7 +163,7 @@ impl Queue for CudaBackend {
         if out.is_empty() {
             return Ok(());
         }
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         // SAFETY: range inside the buffer; we wait for the copy before returning.
         unsafe {
@@ -191,7 +191,7 @@ impl Queue for CudaBackend {
         if bytes == 0 {
             return Ok(());
         }
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         self.timed(s, stream, "copy", || {
             // SAFETY: both ranges are inside their buffers (facade contract).
@@ -218,7 +218,7 @@ impl Queue for CudaBackend {
         if bytes == 0 {
             return Ok(());
         }
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         let ptr = dst.ptr + offset as u64;
         self.timed(s, stream, "fill", || {
@@ -265,14 +265,14 @@ impl Queue for CudaBackend {
     }
 
     fn synchronize(&self, s: StreamId) -> Result<()> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         // SAFETY: the stream is live.
         unsafe { cu::stream::synchronize(stream) }.during("cuStreamSynchronize")
     }
 
     fn synchronize_all(&self) -> Result<()> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         // SAFETY: the context is current.
         unsafe { sys::cuCtxSynchronize() }.during("cuCtxSynchronize")
     }
@@ -288,7 +288,7 @@ impl Queue for CudaBackend {
         if len == 0 {
             return Ok(());
         }
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         self.timed(s, stream, "upload", || {
             // SAFETY: the range is inside the buffer (facade contract); the caller keeps
@@ -310,7 +310,7 @@ impl Queue for CudaBackend {
         if len == 0 {
             return Ok(());
         }
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         self.timed(s, stream, "download", || {
             // SAFETY: the range is inside the buffer; the caller leaves `dst` alone until a
@@ -321,11 +321,11 @@ impl Queue for CudaBackend {
     }
 
     fn record(&self, s: StreamId) -> Result<Box<dyn Fence>> {
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         let fence = CudaFence {
             event: create_event()?,
-            ctx: self.ctx,
+            ctx: self.ctx.clone(),
         };
         // SAFETY: both handles are live.
         unsafe { cu::event::record(fence.event, stream) }.during("cuEventRecord")?;
@@ -336,7 +336,7 @@ impl Queue for CudaBackend {
         let Some(cuda) = fence.as_any().downcast_ref::<CudaFence>() else {
             return fence.wait(); // a completed fence, or another kind: wait on the host
         };
-        bind(self.ctx)?;
+        bind(&self.ctx)?;
         let stream = self.stream(s)?;
         // SAFETY: both handles are live; the event may be destroyed after the call.
         unsafe { sys::cuStreamWaitEvent(stream, cuda.event, 0) }.during("cuStreamWaitEvent")

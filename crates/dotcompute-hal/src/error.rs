@@ -11,6 +11,12 @@ pub enum Error {
     #[error("backend `{backend}` is not available: {reason}")]
     BackendUnavailable { backend: String, reason: String },
 
+    /// The device hit a fault it cannot continue from (on CUDA: a sticky error such as an
+    /// illegal address). Every later call on it returns this error; drop every handle of
+    /// the device (buffers, streams, events, graphs, the `Device`) and open it again.
+    #[error("device {device} is lost: {reason}; drop every buffer, stream and handle of it and open the device again")]
+    DeviceLost { device: String, reason: String },
+
     #[error("unknown backend `{0}`: expected one of cpu, cuda, wgpu, metal")]
     UnknownBackend(String),
 

@@ -37,7 +37,7 @@ use dotcompute_ir::{Param, ScalarType};
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use wgpu::util::DeviceExt;
 
 const BACKEND: &str = "wgpu";
@@ -106,6 +106,10 @@ pub struct WgpuBackend {
     staging: Mutex<Option<wgpu::Buffer>>,
     /// Errors wgpu reported outside an error scope (instead of its default panic).
     uncaptured: Arc<Mutex<Option<String>>>,
+    /// Set by wgpu's device-lost callback: every later call is `Error::DeviceLost`.
+    lost: Arc<OnceLock<String>>,
+    /// The longest wait for the device (`DOTCOMPUTE_WGPU_TIMEOUT_S`, default 300 s).
+    wait_timeout: std::time::Duration,
     profiling: AtomicBool,
     /// When profiling was turned on: the origin of timeline start times.
     origin: Mutex<std::time::Instant>,
@@ -293,6 +297,11 @@ impl WgpuBackend {
                 *slot = Some(e.to_string());
             }
         }));
+        let lost = Arc::new(OnceLock::new());
+        let lost_sink = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            let _ = lost_sink.set(format!("{reason:?}: {message}"));
+        });
         let stamps = required_features
             .contains(wgpu::Features::TIMESTAMP_QUERY)
             .then(|| {
@@ -336,11 +345,31 @@ impl WgpuBackend {
             pipelines: Mutex::new(Default::default()),
             staging: Mutex::new(None),
             uncaptured,
+            lost,
+            wait_timeout: std::time::Duration::from_secs_f64(
+                std::env::var("DOTCOMPUTE_WGPU_TIMEOUT_S")
+                    .ok()
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .filter(|s| *s > 0.0)
+                    .unwrap_or(300.0),
+            ),
         })
+    }
+
+    /// `Error::DeviceLost` once wgpu reported the device lost.
+    fn check_lost(&self) -> Result<()> {
+        match self.lost.get() {
+            Some(reason) => Err(Error::DeviceLost {
+                device: self.info.name.clone(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Returns (and clears) an error wgpu reported asynchronously.
     fn check_uncaptured(&self) -> Result<()> {
+        self.check_lost()?;
         match self
             .uncaptured
             .lock()
@@ -352,10 +381,23 @@ impl WgpuBackend {
         }
     }
 
+    /// Waits for the submitted work, at most `wait_timeout`: a device that does not
+    /// finish in that time is an error, not a hang.
     fn wait(&self) -> Result<()> {
+        self.check_lost()?;
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| backend_err(format!("waiting for the device failed: {e}")))?;
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: Some(self.wait_timeout),
+            })
+            .map_err(|e| match e {
+                wgpu::PollError::Timeout => backend_err(format!(
+                    "the device did not finish its work within {:?} (DOTCOMPUTE_WGPU_TIMEOUT_S \
+                     sets the limit)",
+                    self.wait_timeout
+                )),
+                e => backend_err(format!("waiting for the device failed: {e}")),
+            })?;
         self.check_uncaptured()
     }
 
@@ -850,6 +892,7 @@ impl Backend for WgpuBackend {
     }
 
     fn alloc(&self, bytes: usize) -> Result<(WgpuBuffer, StreamSet)> {
+        self.check_lost()?;
         let (buffer, class, _) = self.pool.acquire(
             bytes,
             |class| self.create_storage(class, bytes),
