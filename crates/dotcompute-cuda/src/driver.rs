@@ -65,7 +65,10 @@ pub(crate) fn driver_error(op: &str, e: DriverError) -> Error {
                 .lost_error()
                 .unwrap_or_else(|| lost(ctx.ordinal, message));
         }
-        return lost(-1, message);
+        return Error::DeviceLost {
+            device: "cuda".into(),
+            reason: message,
+        };
     }
     Error::Backend {
         backend: BACKEND.into(),
@@ -96,13 +99,14 @@ fn is_sticky(code: sys::CUresult) -> bool {
             | CUDA_ERROR_INVALID_PC
             | CUDA_ERROR_ASSERT
             | CUDA_ERROR_ECC_UNCORRECTABLE
-            | CUDA_ERROR_CONTEXT_IS_DESTROYED
     )
 }
 
 /// A device's primary context, shared by every backend (and every handle a backend hands
-/// out) on that device, and whether it is lost. Dropped with its last user: a lost
-/// context is then reset, so the next `CudaBackend` on the device starts afresh.
+/// out) on that device, and whether it is lost. Dropped with its last user; a lost
+/// context is then reset. The driver still refuses the device for the rest of the process
+/// after a sticky error (NVIDIA: "the process must be terminated and relaunched"), so
+/// opening it again is `DeviceLost` with that reason: recovery is a new process.
 pub(crate) struct Context {
     pub(crate) handle: sys::CUcontext,
     pub(crate) device: sys::CUdevice,
@@ -121,29 +125,71 @@ impl Context {
     /// The primary context of device `ordinal`: the live one if there is one, else newly
     /// retained. A live context that is lost is an error: its users must go first.
     pub(crate) fn primary(ordinal: i32) -> Result<Arc<Context>, Error> {
-        let mut live = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
-        live.retain(|(_, w)| w.strong_count() > 0);
-        if let Some(ctx) = live
-            .iter()
-            .find(|(o, _)| *o == ordinal)
-            .and_then(|(_, w)| w.upgrade())
-        {
-            if let Some(e) = ctx.lost_error() {
-                return Err(e);
-            }
-            return Ok(ctx);
+        // The registry's lock is never held across a driver call: a failing call reports
+        // through `driver_error`, which looks the current context up in the registry.
+        let live = |ordinal: i32| -> Option<Arc<Context>> {
+            let mut list = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
+            list.retain(|(_, w)| w.strong_count() > 0);
+            list.iter()
+                .find(|(o, _)| *o == ordinal)
+                .and_then(|(_, w)| w.upgrade())
+        };
+        if let Some(ctx) = live(ordinal) {
+            return match ctx.lost_error() {
+                Some(e) => Err(e),
+                None => Ok(ctx),
+            };
         }
         let device = cu::device::get(ordinal).during("cuDeviceGet")?;
+        // A thread still bound to a lost context that was reset gets that context's error
+        // from every call: start unbound (`bind` makes the new context current).
+        let mut current: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: reads and writes this thread's binding only.
+        unsafe {
+            if sys::cuCtxGetCurrent(&mut current) != sys::CUresult::CUDA_SUCCESS {
+                let _ = sys::cuCtxSetCurrent(std::ptr::null_mut());
+            }
+        }
         // SAFETY: device is valid; the retained context is released in Drop.
-        let handle =
-            unsafe { cu::primary_ctx::retain(device) }.during("cuDevicePrimaryCtxRetain")?;
+        let handle = unsafe { cu::primary_ctx::retain(device) }.map_err(|e| {
+            if is_sticky(e.0) {
+                // Measured on an H100 (driver 580): after a sticky error, even a reset
+                // primary context cannot be retained again; NVIDIA documents that the
+                // process must be restarted.
+                lost(
+                    ordinal,
+                    format!(
+                        "{}: CUDA cannot be used again in this process after a sticky error \
+                         (the driver's rule); restart the process, or run work that may \
+                         fault in a child process",
+                        describe(e)
+                    ),
+                )
+            } else {
+                driver_error("cuDevicePrimaryCtxRetain", e)
+            }
+        })?;
         let ctx = Arc::new(Context {
             handle,
             device,
             ordinal,
             lost: OnceLock::new(),
         });
-        live.push((ordinal, Arc::downgrade(&ctx)));
+        let mut list = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
+        // Another thread may have registered the device meanwhile: share its context
+        // (ours is released when dropped).
+        if let Some(other) = list
+            .iter()
+            .find(|(o, w)| *o == ordinal && w.strong_count() > 0)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            drop(list);
+            return match other.lost_error() {
+                Some(e) => Err(e),
+                None => Ok(other),
+            };
+        }
+        list.push((ordinal, Arc::downgrade(&ctx)));
         Ok(ctx)
     }
 
@@ -165,6 +211,7 @@ impl Drop for Context {
             let _ = cu::primary_ctx::release(self.device);
             if self.lost.get().is_some() {
                 let _ = sys::cuDevicePrimaryCtxReset_v2(self.device);
+                let _ = sys::cuCtxSetCurrent(std::ptr::null_mut());
             }
         }
     }
