@@ -718,6 +718,11 @@ impl Gen<'_> {
             }
             ExprKind::Unary(op, a) => {
                 let a_s = self.expr(a);
+                let a_s = if *op == UnaryOp::Neg {
+                    runtime(a, a_s)
+                } else {
+                    a_s
+                };
                 match (op, a.ty) {
                     (UnaryOp::Neg, _) => format!("(-{a_s})"),
                     (UnaryOp::Not, ScalarType::Bool) => format!("(!{a_s})"),
@@ -726,6 +731,27 @@ impl Gen<'_> {
             }
             ExprKind::Binary(op, a, b) => {
                 let (x, y) = (self.expr(a), self.expr(b));
+                // An operation on constants only is a WGSL const-expression, which is
+                // evaluated at shader creation, where overflow and division by zero are
+                // errors; the IR defines them (wrapping, x / 0 == x, ...), as WGSL does at
+                // run time. A runtime identity on the left operand keeps it a runtime
+                // operation.
+                let x = if is_const(b) { runtime(a, x) } else { x };
+                // naga also rejects an integer division or remainder by a constant zero
+                // whatever the dividend: a divisor that is not a non-zero literal goes
+                // through the identity too (`x / 2u` stays as it is).
+                let nonzero_literal = matches!(
+                    b.kind,
+                    ExprKind::Literal(l) if l.as_i128().is_some_and(|v| v != 0)
+                );
+                let y = if matches!(op, BinaryOp::Div | BinaryOp::Rem)
+                    && a.ty.is_int()
+                    && !nonzero_literal
+                {
+                    runtime(b, y)
+                } else {
+                    y
+                };
                 match op {
                     BinaryOp::Shl | BinaryOp::Shr => {
                         // Shift amounts are taken modulo the bit width (IR semantics).
@@ -753,7 +779,11 @@ impl Gen<'_> {
             }
             ExprKind::Cast(a) => self.cast(a, e.ty),
             ExprKind::Math(f, args) => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                let mut a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                // As for binary operations (`abs(MIN)` overflows in a const-expression).
+                if args.iter().all(is_const) {
+                    a[0] = runtime(&args[0], a[0].clone());
+                }
                 match f {
                     // min(max(x, lo), hi): WGSL's clamp requires lo <= hi for ints.
                     MathFn::Clamp => return format!("min(max({}, {}), {})", a[0], a[1], a[2]),
@@ -850,6 +880,37 @@ impl Gen<'_> {
 }
 
 /// Helpers with the IR's cast semantics (Rust's saturating `as`). NaN is detected on the
+/// Whether `e` is a WGSL const-expression: built from literals only.
+fn is_const(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Literal(_) => true,
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => is_const(a),
+        ExprKind::Binary(_, a, b) => is_const(a) && is_const(b),
+        ExprKind::Math(_, args) => args.iter().all(is_const),
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => is_const(cond) && is_const(then) && is_const(otherwise),
+        _ => false,
+    }
+}
+
+/// `text` (the WGSL of `e`) as a runtime value when `e` is constant: through the identity
+/// helper of its type (f16 and bool are left alone: no f16 helper without `enable f16`,
+/// and boolean operations cannot fail).
+fn runtime(e: &Expr, text: String) -> String {
+    if !is_const(e) {
+        return text;
+    }
+    match e.ty {
+        ScalarType::I32 => format!("dc_rt_i32({text})"),
+        ScalarType::U32 => format!("dc_rt_u32({text})"),
+        ScalarType::F32 => format!("dc_rt_f32({text})"),
+        _ => text,
+    }
+}
+
 /// Checked mode: `i < n`, and otherwise the launch's first violation recorded in
 /// `dc_err` (the invocation that sets the flag writes the rest). The compare-exchange is
 /// retried on a spurious failure.
@@ -875,6 +936,19 @@ const CHECKED_HELPER: &str = "fn dc_in(i: u32, n: u32, what: u32) -> bool {
 
 /// bits: drivers may fold `x != x` to false (lavapipe does), integer tests they must keep.
 const HELPERS: &str = "
+// Identities that make an operation on constants a runtime one (see `runtime`).
+fn dc_rt_i32(x: i32) -> i32 {
+    return x;
+}
+
+fn dc_rt_u32(x: u32) -> u32 {
+    return x;
+}
+
+fn dc_rt_f32(x: f32) -> f32 {
+    return x;
+}
+
 fn dc_is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 }

@@ -2,6 +2,7 @@
 //! run with the encoding plan.
 
 mod conformance;
+mod random_kernels;
 mod wrong_plans;
 
 use dotcompute::Device;

@@ -1,0 +1,393 @@
+//! Random well-typed kernels, differentially: each is built from random expression trees
+//! (integer and float arithmetic, bit operations, shifts, division and remainder,
+//! comparisons and selects, casts between `i32`, `u32` and `f32`, min / max / abs / clamp,
+//! rounding, an `if` and a counted loop) over random inputs, then run as MSL through the
+//! shim, as WGSL on wgpu (lavapipe in CI; NVIDIA Vulkan on the GPU machine) and as CUDA C++
+//! where present, and every output element must agree. The IR defines every operation
+//! used (C++'s and WGSL's undefined cases included), so any difference is a generator
+//! bug. Float values stay small multiples of powers of two (integers enter floats below
+//! 1000 in magnitude; products are by 2, 0.5, 0.25 or -1; no division or transcendental),
+//! so every float result is exact on every backend, and equality is the test. (With
+//! rounded results lavapipe disagreed: it reassociates `(b + a) - c`, which the IR's
+//! separately rounded operations forbid but Vulkan permits; found by this test.)
+//!
+//! Found and fixed by this test: WGSL const-expressions. An operation on literals only
+//! (`2u % 0u`, `2147483647 + 1`, `abs(-2147483648)`) is evaluated when the shader is
+//! created, where the IR's defined results are errors, and naga rejects any integer
+//! division by a constant zero; the WGSL generator now routes such operands through a
+//! runtime identity (`dc_rt_*`).
+//!
+//! Time-boxed: `DOTCOMPUTE_FUZZ_SECONDS` (default 20). Each kernel's seed is printed on
+//! failure; `DOTCOMPUTE_SEED` replays one.
+
+use dotcompute::ir::{
+    Access, Axis, BinaryOp, Builder, Builtin, Expr, ExprKind, Kernel, MathFn, ScalarType, UnaryOp,
+    V,
+};
+use dotcompute::{Arg, BackendKind, Device, KernelDef, Launch};
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+thread_local! {
+    /// The kernel the next `KernelDef` builds (a `KernelDef` takes a plain `fn`).
+    static CURRENT: RefCell<Option<Kernel>> = const { RefCell::new(None) };
+}
+
+fn current() -> Result<Kernel, dotcompute::ir::BuildError> {
+    Ok(CURRENT.with(|c| c.borrow().clone().expect("a kernel was set")))
+}
+
+const I: ScalarType = ScalarType::I32;
+const U: ScalarType = ScalarType::U32;
+const F: ScalarType = ScalarType::F32;
+
+/// Builds random expressions of one type from the thread's inputs.
+struct Gen<'b> {
+    b: &'b mut Builder,
+    rng: fastrand::Rng,
+    inputs: [(ScalarType, V); 3],
+}
+
+impl Gen<'_> {
+    fn lit(&mut self, ty: ScalarType) -> V {
+        let small = [0i32, 1, -1, 2, 3, 7, 31, 32, 33, -2147483648, 2147483647];
+        match ty {
+            I => V::host(small[self.rng.usize(..small.len())]),
+            U => V::host(small[self.rng.usize(..small.len())] as u32),
+            _ => V::host((self.rng.i32(-64..64) as f32) * 0.5),
+        }
+    }
+
+    fn expr(&mut self, ty: ScalarType, depth: u32) -> V {
+        if depth == 0 || self.rng.u8(..4) == 0 {
+            return match self.rng.u8(..3) {
+                0 => self.lit(ty),
+                _ => {
+                    let (t, v) = self.inputs[self.rng.usize(..3)].clone();
+                    self.cast(v, t, ty)
+                }
+            };
+        }
+        let d = depth - 1;
+        let r = self.rng.u8(..10);
+        match (ty, r) {
+            (_, 0) => {
+                // A cast from another type.
+                let from = [I, U, F][self.rng.usize(..3)];
+                let v = self.expr(from, d);
+                self.cast(v, from, ty)
+            }
+            (_, 1) => {
+                // select(a < b, x, y) through a comparison.
+                let t = [I, U, F][self.rng.usize(..3)];
+                let (a, c) = (self.expr(t, d), self.expr(t, d));
+                let op = [
+                    BinaryOp::Lt,
+                    BinaryOp::Le,
+                    BinaryOp::Eq,
+                    BinaryOp::Ne,
+                    BinaryOp::Gt,
+                ][self.rng.usize(..5)];
+                let cond = self.b.binary(op, a, c).unwrap();
+                let (x, y) = (self.expr(ty, d), self.expr(ty, d));
+                select(cond, x, y, ty)
+            }
+            (_, 2) => {
+                let f = [MathFn::Min, MathFn::Max, MathFn::Abs][self.rng.usize(..3)];
+                let args = match f {
+                    MathFn::Abs => vec![self.expr(ty, d)],
+                    _ => vec![self.expr(ty, d), self.expr(ty, d)],
+                };
+                self.b.math(f, args).unwrap()
+            }
+            (F, 3) => {
+                let f = [MathFn::Floor, MathFn::Ceil, MathFn::Trunc, MathFn::Round]
+                    [self.rng.usize(..4)];
+                let a = self.expr(F, d);
+                self.b.math(f, vec![a]).unwrap()
+            }
+            (F, _) => {
+                // + - * only: exact for these magnitudes.
+                let op = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul][self.rng.usize(..3)];
+                let (a, c) = (self.expr(F, d), self.expr(F, d));
+                // Keep products small and exact: multiply by a power of two (or -1).
+                let c = if op == BinaryOp::Mul {
+                    V::host([0.5f32, 2.0, -1.0, 0.25][self.rng.usize(..4)])
+                } else {
+                    c
+                };
+                self.b.binary(op, a, c).unwrap()
+            }
+            (_, 3) => {
+                let a = self.expr(ty, d);
+                self.b
+                    .unary(
+                        [UnaryOp::Not, UnaryOp::Neg][self.rng.usize(..if ty == I { 2 } else { 1 })],
+                        a,
+                    )
+                    .unwrap()
+            }
+            (_, 4) => {
+                // Shift by any amount: the IR takes it modulo the width.
+                let (a, s) = (self.expr(ty, d), self.expr(U, d));
+                let op = [BinaryOp::Shl, BinaryOp::Shr][self.rng.usize(..2)];
+                self.b.binary(op, a, s).unwrap()
+            }
+            (_, _) => {
+                let ops = [
+                    BinaryOp::Add,
+                    BinaryOp::Sub,
+                    BinaryOp::Mul,
+                    BinaryOp::Div,
+                    BinaryOp::Rem,
+                    BinaryOp::BitAnd,
+                    BinaryOp::BitOr,
+                    BinaryOp::BitXor,
+                ];
+                let op = ops[self.rng.usize(..ops.len())];
+                let (a, c) = (self.expr(ty, d), self.expr(ty, d));
+                self.b.binary(op, a, c).unwrap()
+            }
+        }
+    }
+
+    fn cast(&mut self, v: V, from: ScalarType, to: ScalarType) -> V {
+        if from == to {
+            return v;
+        }
+        // Integers enter float arithmetic below 1000 in magnitude, so every float result
+        // is exact: a GPU compiler may reassociate float additions (lavapipe does), which
+        // changes rounded results but not exact ones.
+        let v = if to == F {
+            let m = if from == I {
+                V::host(1000i32)
+            } else {
+                V::host(1000u32)
+            };
+            self.b.binary(BinaryOp::Rem, v, m).unwrap()
+        } else {
+            v
+        };
+        self.b.cast(v, to).unwrap()
+    }
+}
+
+fn select(cond: V, x: V, y: V, ty: ScalarType) -> V {
+    let typed = |v: V| match v {
+        V::Typed(e) => e,
+        other => panic!("expected a typed value, got {other:?}"),
+    };
+    V::Typed(Expr {
+        ty,
+        kind: ExprKind::Select {
+            cond: Box::new(typed(cond)),
+            then: Box::new(typed(x)),
+            otherwise: Box::new(typed(y)),
+        },
+    })
+}
+
+/// A random kernel over `a: &[i32]`, `b: &[u32]`, `x: &[f32]` writing `oi`, `ou`, `of`.
+fn random_kernel(seed: u64) -> Kernel {
+    let mut b = Builder::new(&format!("random_{seed:x}"));
+    let (a, bu, x) = (
+        b.buffer("a", I, Access::Read),
+        b.buffer("b", U, Access::Read),
+        b.buffer("x", F, Access::Read),
+    );
+    let (oi, ou, of) = (
+        b.buffer("oi", I, Access::ReadWrite),
+        b.buffer("ou", U, Access::ReadWrite),
+        b.buffer("of", F, Access::ReadWrite),
+    );
+    let i = b.builtin(Builtin::GlobalId, Axis::X);
+    let len = b.len(oi);
+    let inside = b.binary(BinaryOp::Lt, i.clone(), len).unwrap();
+    b.begin_if(inside).unwrap();
+    let va = b.load(a, i.clone()).unwrap();
+    let vb = b.load(bu, i.clone()).unwrap();
+    let vx = b.load(x, i.clone()).unwrap();
+    let mut g = Gen {
+        b: &mut b,
+        rng: fastrand::Rng::with_seed(seed),
+        inputs: [(I, va), (U, vb), (F, vx)],
+    };
+    let depth = g.rng.u32(2..5);
+    let ei = g.expr(I, depth);
+    let eu = g.expr(U, depth);
+    let ef = g.expr(F, depth);
+    // A mutable accumulator through an if and a short counted loop.
+    let acc = g.b.let_("acc", Some(I), true, ei).unwrap();
+    let cond_l = g.expr(U, 2);
+    let cond_r = g.expr(U, 2);
+    let cond = g.b.binary(BinaryOp::Lt, cond_l, cond_r).unwrap();
+    g.b.begin_if(cond).unwrap();
+    let bump = g.expr(I, 2);
+    let cur = g.b.get(acc);
+    let sum = g.b.binary(BinaryOp::Add, cur, bump).unwrap();
+    g.b.assign(acc, sum).unwrap();
+    g.b.end_if().unwrap();
+    let trips = g.rng.u32(0..4);
+    let k =
+        g.b.begin_for("k", V::host(0u32), V::host(trips), None)
+            .unwrap();
+    let cur = g.b.get(acc);
+    let kv = g.b.get(k);
+    let kv = g.b.cast(kv, I).unwrap();
+    let step = g.b.binary(BinaryOp::Mul, cur, kv).unwrap();
+    let cur = g.b.get(acc);
+    let next = g.b.binary(BinaryOp::Sub, cur, step).unwrap();
+    g.b.assign(acc, next).unwrap();
+    g.b.end_for().unwrap();
+    let acc_v = g.b.get(acc);
+    b.store(oi, i.clone(), acc_v).unwrap();
+    b.store(ou, i.clone(), eu).unwrap();
+    b.store(of, i, ef).unwrap();
+    b.end_if().unwrap();
+    b.finish().unwrap()
+}
+
+/// The three outputs of `kernel` on `device` for the given inputs.
+fn run(
+    device: &Device,
+    kernel: &Kernel,
+    a: &[i32],
+    b: &[u32],
+    x: &[f32],
+) -> (Vec<i32>, Vec<u32>, Vec<f32>) {
+    CURRENT.with(|c| *c.borrow_mut() = Some(kernel.clone()));
+    let def = KernelDef::new("random", current, None);
+    let n = a.len();
+    let (da, db, dx) = (
+        device.upload(a).unwrap(),
+        device.upload(b).unwrap(),
+        device.upload(x).unwrap(),
+    );
+    let mut oi = device.alloc_filled(n, 0x5EED_5EEDu32 as i32).unwrap();
+    let mut ou = device.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+    let mut of = device.alloc_filled(n, f32::NAN).unwrap();
+    device
+        .launch_kernel(
+            &def,
+            Launch::threads(n),
+            &[
+                Arg::buffer(&da),
+                Arg::buffer(&db),
+                Arg::buffer(&dx),
+                Arg::buffer_mut(&mut oi),
+                Arg::buffer_mut(&mut ou),
+                Arg::buffer_mut(&mut of),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{} failed to launch: {e}", device.label()));
+    (
+        oi.to_vec().unwrap(),
+        ou.to_vec().unwrap(),
+        of.to_vec().unwrap(),
+    )
+}
+
+#[test]
+fn random_kernels_agree_on_every_backend() {
+    let Some(shim) = crate::shim_device() else {
+        return;
+    };
+    let mut others = Vec::new();
+    for kind in [BackendKind::Wgpu, BackendKind::Cuda] {
+        match Device::with_backend(kind) {
+            Ok(d) => others.push(d),
+            Err(e) => {
+                let required = dotcompute_conformance::required_backends().unwrap_or_default();
+                assert!(!required.contains(&kind), "{kind} is required: {e}");
+                eprintln!("skipping {kind}: {e}");
+            }
+        }
+    }
+    if others.is_empty() {
+        return eprintln!("skipping: no second backend to compare the shim with");
+    }
+    let budget = Duration::from_secs_f64(
+        std::env::var("DOTCOMPUTE_FUZZ_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20.0),
+    );
+    let replay: Option<u64> = std::env::var("DOTCOMPUTE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let mut seeds = fastrand::Rng::new();
+    let start = Instant::now();
+    let mut kernels = 0;
+    while start.elapsed() < budget {
+        let seed = replay.unwrap_or_else(|| seeds.u64(..));
+        let kernel = random_kernel(seed);
+        let mut rng = fastrand::Rng::with_seed(seed ^ 0x1234_5678);
+        let n = 1 + rng.usize(..3000);
+        let special = [0i32, 1, -1, 31, 32, i32::MIN, i32::MAX, -100, 100];
+        let a: Vec<i32> = (0..n)
+            .map(|_| {
+                if rng.bool() {
+                    special[rng.usize(..special.len())]
+                } else {
+                    rng.i32(-100..=100)
+                }
+            })
+            .collect();
+        let b: Vec<u32> = (0..n)
+            .map(|_| {
+                if rng.bool() {
+                    special[rng.usize(..special.len())] as u32
+                } else {
+                    rng.u32(0..=200)
+                }
+            })
+            .collect();
+        let x: Vec<f32> = (0..n).map(|_| rng.i32(-400..=400) as f32 * 0.25).collect();
+        let want = run(&shim, &kernel, &a, &b, &x);
+        for other in &others {
+            let got = run(other, &kernel, &a, &b, &x);
+            let same_f = want.2.iter().zip(&got.2).all(|(p, q)| p == q);
+            if want.0 != got.0 || want.1 != got.1 || !same_f {
+                let at = (0..n)
+                    .find(|&j| {
+                        want.0[j] != got.0[j] || want.1[j] != got.1[j] || want.2[j] != got.2[j]
+                    })
+                    .unwrap_or(0);
+                panic!(
+                    "kernel seed {seed} (replay: DOTCOMPUTE_SEED={seed}): MSL shim and {} differ at \
+                     element {at} (inputs a={}, b={}, x={}): shim ({}, {}, {}), {} ({}, {}, {})\n{}",
+                    other.label(),
+                    a[at],
+                    b[at],
+                    x[at],
+                    want.0[at],
+                    want.1[at],
+                    want.2[at],
+                    other.label(),
+                    got.0[at],
+                    got.1[at],
+                    got.2[at],
+                    dotcompute_codegen_ir_text(&kernel)
+                );
+            }
+        }
+        kernels += 1;
+        if replay.is_some() {
+            break;
+        }
+    }
+    eprintln!(
+        "{kernels} random kernels agreed between the MSL shim and {} in {:.1} s",
+        others
+            .iter()
+            .map(|d| d.label())
+            .collect::<Vec<_>>()
+            .join(", "),
+        start.elapsed().as_secs_f64()
+    );
+}
+
+fn dotcompute_codegen_ir_text(k: &Kernel) -> String {
+    use dotcompute_codegen::Target;
+    dotcompute_codegen::IrText.generate(k)
+}
