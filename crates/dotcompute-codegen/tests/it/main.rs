@@ -1,0 +1,3 @@
+//! Code generation's integration tests.
+
+mod decode_fuzz;
