@@ -6,7 +6,8 @@ mod bench_core;
 mod bench_cuda;
 
 use clap::{Parser, Subcommand};
-use dotcompute::{BackendKind, Device};
+use dotcompute::differential::{differential, Agreement, Disagreement, Tolerance};
+use dotcompute::{BackendKind, Device, Launch};
 use dotcompute_codegen::Target;
 use dotcompute_conformance as conformance;
 use std::process::ExitCode;
@@ -221,6 +222,38 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
             }
         }
     }
+    // Cross-backend: each device against the CPU (the oracle) through the differential
+    // helper users have (`dotcompute::differential`), on kernels whose every output is
+    // exact under the IR's semantics.
+    if filters.is_empty() {
+        let cpu = Device::cpu();
+        for device in devices
+            .iter()
+            .filter(|d| d.backend_kind() != BackendKind::Cpu)
+        {
+            for (name, result) in cross_backend(device, &cpu, seed) {
+                let ok = result.is_ok();
+                println!(
+                    "{:<18} {:<14} {:<7} {:<6} {:>11}",
+                    name,
+                    "vs cpu",
+                    device.backend_kind().name(),
+                    if ok { "PASS" } else { "FAIL" },
+                    match &result {
+                        Ok(a) => format!("{} ulp", a.max_ulps),
+                        Err(_) => "-".into(),
+                    }
+                );
+                match result {
+                    Ok(_) => passed += 1,
+                    Err(e) => {
+                        failed += 1;
+                        failures.push(format!("{name} on {} against the CPU: {e}", device.label()));
+                    }
+                }
+            }
+        }
+    }
     for f in &failures {
         println!("FAIL {f}");
     }
@@ -310,4 +343,47 @@ fn emit_through_wgsl(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String
             dotcompute_codegen::spirv_listing(&words)
         }
     })
+}
+
+/// The differential checks of `validate`: kernels of the suite run with the same random
+/// inputs on `device` and on the CPU, every element compared exactly.
+fn cross_backend(
+    device: &Device,
+    cpu: &Device,
+    seed: u64,
+) -> Vec<(&'static str, Result<Agreement, Disagreement>)> {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0xD1FF);
+    let n = 100_003;
+    let a: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
+    let b: Vec<i32> = (0..n)
+        .map(|_| {
+            if rng.u8(..8) == 0 {
+                [0, -1, 1][rng.usize(..3)]
+            } else {
+                rng.i32(..)
+            }
+        })
+        .collect();
+    let fl: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 1e10).collect();
+    let x: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.5) * 1e6).collect();
+    let ints = differential(device, cpu, Tolerance::EXACT, |d| {
+        let (da, db, df) = (d.upload(&a)?, d.upload(&b)?, d.upload(&fl)?);
+        let mut out = d.alloc_filled(n * 8, 0)?;
+        conformance::kernels::int_semantics::launch(
+            d,
+            Launch::threads(n),
+            &da,
+            &db,
+            &df,
+            &mut out,
+        )?;
+        out.to_vec()
+    });
+    let floats = differential(device, cpu, Tolerance::EXACT, |d| {
+        let dx = d.upload(&x)?;
+        let mut out = d.alloc_filled(n, f32::NAN)?;
+        conformance::kernels::vector_multiply::launch(d, Launch::threads(n), &dx, 1.7, &mut out)?;
+        out.to_vec()
+    });
+    vec![("int semantics", ints), ("f32 multiply", floats)]
 }

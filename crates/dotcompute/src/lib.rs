@@ -207,6 +207,7 @@ extern crate self as dotcompute;
 mod args;
 mod buffer;
 mod device;
+pub mod differential;
 mod graph;
 mod host;
 pub mod lang;

@@ -26,8 +26,12 @@ fn seeds() -> Vec<Kernel> {
     let i = b.builtin(Builtin::GlobalId, Axis::X);
     let inside = b.binary(BinaryOp::Lt, i.clone(), n).unwrap();
     b.begin_if(inside).unwrap();
-    let acc = b.let_("acc", Some(ScalarType::F32), true, V::host(0.0f32)).unwrap();
-    let k = b.begin_for("k", V::host(0u32), V::host(4u32), None).unwrap();
+    let acc = b
+        .let_("acc", Some(ScalarType::F32), true, V::host(0.0f32))
+        .unwrap();
+    let k = b
+        .begin_for("k", V::host(0u32), V::host(4u32), None)
+        .unwrap();
     let kv = b.get(k);
     let kf = b.cast(kv, ScalarType::F32).unwrap();
     let cur = b.get(acc);
@@ -48,7 +52,8 @@ fn seeds() -> Vec<Kernel> {
     b.store(s, l.clone(), V::host(0u32)).unwrap();
     b.barrier();
     let bucket = b.binary(BinaryOp::Rem, l.clone(), V::host(64u32)).unwrap();
-    b.atomic(AtomicOp::Add, s, bucket, vec![V::host(1u32)]).unwrap();
+    b.atomic(AtomicOp::Add, s, bucket, vec![V::host(1u32)])
+        .unwrap();
     b.barrier();
     let v = b.load(s, l.clone()).unwrap();
     b.atomic(AtomicOp::Max, h, l, vec![v]).unwrap();
@@ -60,7 +65,9 @@ fn seeds() -> Vec<Kernel> {
         .local_array("arr", Some(ScalarType::I32), V::Int(8), V::host(3i32))
         .unwrap();
     let i = b.builtin(Builtin::GlobalId, Axis::X);
-    let j = b.binary(BinaryOp::BitAnd, i.clone(), V::host(7u32)).unwrap();
+    let j = b
+        .binary(BinaryOp::BitAnd, i.clone(), V::host(7u32))
+        .unwrap();
     let v = b.load(arr, j).unwrap();
     let neg = b.unary(UnaryOp::Neg, v).unwrap();
     b.store(o, i, neg).unwrap();
@@ -135,9 +142,35 @@ fn random_value(rng: &mut fastrand::Rng) -> Value {
         i64::MIN,
     ];
     let names = [
-        "U32", "I32", "F32", "F64", "F16", "BF16", "Bool", "I64", "U64", "Buffer", "Shared",
-        "Local", "Read", "ReadWrite", "Dynamic", "X", "Y", "Z", "GlobalId", "Add", "Div", "Shl",
-        "Lt", "Sqrt", "Return", "Break", "Barrier", "", "x",
+        "U32",
+        "I32",
+        "F32",
+        "F64",
+        "F16",
+        "BF16",
+        "Bool",
+        "I64",
+        "U64",
+        "Buffer",
+        "Shared",
+        "Local",
+        "Read",
+        "ReadWrite",
+        "Dynamic",
+        "X",
+        "Y",
+        "Z",
+        "GlobalId",
+        "Add",
+        "Div",
+        "Shl",
+        "Lt",
+        "Sqrt",
+        "Return",
+        "Break",
+        "Barrier",
+        "",
+        "x",
     ];
     match rng.u8(..7) {
         0 | 1 => Value::from(numbers[rng.usize(..numbers.len())]),
