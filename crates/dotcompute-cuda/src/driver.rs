@@ -70,9 +70,19 @@ pub(crate) fn driver_error(op: &str, e: DriverError) -> Error {
             reason: message,
         };
     }
-    Error::Backend {
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    Error::Driver {
         backend: BACKEND.into(),
-        message,
+        operation: op.to_string(),
+        code: e.0 as i64,
+        name,
+        detail: e
+            .error_string()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
     }
 }
 

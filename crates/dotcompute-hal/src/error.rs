@@ -107,6 +107,17 @@ pub enum Error {
     #[error("{backend} backend: {message}")]
     Backend { backend: String, message: String },
 
+    /// A driver call failed; `code` is the driver's own result code (a `CUresult` on
+    /// CUDA), `name` its symbolic name, so callers can match on it.
+    #[error("{backend} backend: {operation}: {name} ({detail})")]
+    Driver {
+        backend: String,
+        operation: String,
+        code: i64,
+        name: String,
+        detail: String,
+    },
+
     /// An object of one device (a buffer, an event, a stream, an executable graph) used
     /// with another device.
     #[error("{op}: {what} belongs to device {owner}, not to device {device}")]

@@ -138,6 +138,9 @@ fn instance() -> &'static wgpu::Instance {
     INSTANCE.get_or_init(|| {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+        // WGPU_VALIDATION=1 turns on the Vulkan validation layers (where installed),
+        // WGPU_DEBUG=1 debug labels and checks, and so on (wgpu's InstanceFlags::with_env).
+        desc.flags = desc.flags.with_env();
         wgpu::Instance::new(desc)
     })
 }
@@ -1069,6 +1072,37 @@ impl Queue for WgpuBackend {
     /// what one launch did. With profiling on, the pass is timed as a whole (one launch:
     /// the kernel's name; several: `graph (N launches)`).
     fn launch_batch(&self, s: StreamId, requests: &[LaunchRequest<'_, WgpuBuffer>]) -> Result<()> {
+        // wgpu's error scopes belong to the calling thread: a validation error of this
+        // launch comes back to this caller, not to whichever thread calls next.
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let result = self.launch_batch_scoped(s, requests);
+        match (result, pollster::block_on(scope.pop())) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(e)) => Err(backend_err(format!("the launch was invalid: {e}"))),
+            (Ok(()), None) => Ok(()),
+        }
+    }
+
+    fn synchronize(&self, _: StreamId) -> Result<()> {
+        self.wait()
+    }
+
+    fn synchronize_all(&self) -> Result<()> {
+        self.wait()
+    }
+
+    fn wait_stream(&self, _: StreamId, _: StreamId) -> Result<()> {
+        Ok(()) // one queue: the signaller's work was submitted first and runs first
+    }
+}
+
+impl WgpuBackend {
+    /// `launch_batch` inside its error scope.
+    fn launch_batch_scoped(
+        &self,
+        s: StreamId,
+        requests: &[LaunchRequest<'_, WgpuBuffer>],
+    ) -> Result<()> {
         let prepared = requests
             .iter()
             .map(|r| self.prepare_dispatch(r))
@@ -1127,17 +1161,5 @@ impl Queue for WgpuBackend {
             }
         }
         Ok(())
-    }
-
-    fn synchronize(&self, _: StreamId) -> Result<()> {
-        self.wait()
-    }
-
-    fn synchronize_all(&self) -> Result<()> {
-        self.wait()
-    }
-
-    fn wait_stream(&self, _: StreamId, _: StreamId) -> Result<()> {
-        Ok(()) // one queue: the signaller's work was submitted first and runs first
     }
 }

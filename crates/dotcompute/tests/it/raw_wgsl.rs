@@ -187,3 +187,33 @@ fn raw_wgsl_beyond_the_workgroup_memory_limit_is_an_error() {
     );
     assert_eq!(y.to_vec().unwrap(), vec![7u32; 256]);
 }
+
+#[test]
+fn a_raw_wgsl_group_beyond_the_device_limit_is_an_error_and_nothing_runs() {
+    let Some(d) = wgpu_device() else { return };
+    let limit = d.info().limits.max_group_threads;
+    let too_many = (limit + 64).next_multiple_of(64);
+    let text = AXPY_U32.replace(
+        "@workgroup_size(64)",
+        &format!("@workgroup_size({too_many})"),
+    );
+    let k = RawKernel::wgsl("axpy_big_group", &text, &params()).unwrap();
+    let dx = d.upload(&[1u32; 256]).unwrap();
+    let mut dy = d.alloc_filled(256, 5u32).unwrap();
+    let e = d
+        .launch_raw(
+            &k,
+            Launch::threads(256),
+            &[
+                Arg::buffer(&dx),
+                Arg::buffer_mut(&mut dy),
+                Arg::scalar(2u32),
+            ],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidGroupSize { .. }) && e.to_string().contains(&limit.to_string()),
+        "{e:?}"
+    );
+    assert_eq!(dy.to_vec().unwrap(), vec![5u32; 256]);
+}
