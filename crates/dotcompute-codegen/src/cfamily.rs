@@ -480,9 +480,9 @@ DC_FN u32 dc_shr(u32 a, u32 s) { return a >> (s & 31u); }
 DC_FN i64 dc_shr(i64 a, u32 s) { return a >> (s & 63u); }
 DC_FN u64 dc_shr(u64 a, u32 s) { return a >> (s & 63u); }
 
-// Integer abs wraps (abs(MIN) == MIN); min, max and clamp for integers.
-DC_FN i32 dc_abs(i32 a) { return a < 0 ? dc_neg(a) : a; }
-DC_FN i64 dc_abs(i64 a) { return a < 0 ? dc_neg(a) : a; }
+// Integer abs wraps (abs(MIN) == MIN; the signed forms are each dialect's DC_ABS_SIGNED);
+// min, max and clamp for integers.
+DC_ABS_SIGNED
 DC_FN u32 dc_abs(u32 a) { return a; }
 DC_FN u64 dc_abs(u64 a) { return a; }
 DC_FN u32 dc_sat_add(u32 a, u32 b) { u32 r = a + b; return r < a ? 0xffffffffu : r; }

@@ -611,6 +611,12 @@ typedef float f32;
 typedef double f64;
 #define DC_FN static __device__ __forceinline__
 #define DC_THREAD
+// Signed abs through PTX's abs (abs(MIN) == MIN). Written in C (`a < 0 ? -a : a`), NVRTC
+// treats the result as non-negative and turns a following `%` into an unsigned one,
+// which is wrong for MIN (found by the random-kernel differential test: CUDA 13, H100).
+#define DC_ABS_SIGNED \
+DC_FN i32 dc_abs(i32 a) { i32 r; asm("abs.s32 %0, %1;" : "=r"(r) : "r"(a)); return r; } \
+DC_FN i64 dc_abs(i64 a) { i64 r; asm("abs.s64 %0, %1;" : "=l"(r) : "l"(a)); return r; }
 "#;
 
 /// CUDA's float helpers: clamps, and float -> int casts that round toward zero and

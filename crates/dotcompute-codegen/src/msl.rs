@@ -457,6 +457,9 @@ typedef ulong u64;
 typedef float f32;
 #define DC_FN static inline
 #define DC_THREAD thread
+#define DC_ABS_SIGNED \
+DC_FN i32 dc_abs(i32 a) { return a < 0 ? dc_neg(a) : a; } \
+DC_FN i64 dc_abs(i64 a) { return a < 0 ? dc_neg(a) : a; }
 "#;
 
 /// Float helpers: clamps, f16 rounding, saturating float -> int casts (NaN -> 0), and the

@@ -352,6 +352,25 @@ fn random_kernels_agree_on_every_backend() {
             .collect();
         let x: Vec<f32> = (0..n).map(|_| rng.i32(-400..=400) as f32 * 0.25).collect();
         let want = run(reference, &kernel, &a, &b, &x);
+        if replay.is_some() {
+            // A replay shows the kernel and the reference's first outputs.
+            eprintln!("{}", dotcompute_codegen_ir_text(&kernel));
+            if std::env::var_os("DOTCOMPUTE_SHOW_CUDA").is_some() {
+                eprintln!("{}", dotcompute_codegen::cuda::generate(&kernel).source);
+            }
+            for j in 0..n.min(10) {
+                eprintln!(
+                    "element {j}: inputs ({}, {}, {}) -> ({}, {}, {}) on {}",
+                    a[j],
+                    b[j],
+                    x[j],
+                    want.0[j],
+                    want.1[j],
+                    want.2[j],
+                    reference.label()
+                );
+            }
+        }
         for other in others {
             let got = run(other, &kernel, &a, &b, &x);
             let same_f = want.2.iter().zip(&got.2).all(|(p, q)| p == q);
