@@ -611,12 +611,14 @@ typedef float f32;
 typedef double f64;
 #define DC_FN static __device__ __forceinline__
 #define DC_THREAD
-// Signed abs through PTX's abs (abs(MIN) == MIN). Written in C (`a < 0 ? -a : a`), NVRTC
-// treats the result as non-negative and turns a following `%` into an unsigned one,
-// which is wrong for MIN (found by the random-kernel differential test: CUDA 13, H100).
+// Signed abs as a predicated negation in PTX (abs(MIN) == MIN). ptxas treats the result
+// of `abs.s32` (which LLVM also emits for `a < 0 ? -a : a`) as non-negative and turns a
+// following `%` into an unsigned remainder: abs(MIN) % 61 gave 59, not -59 (CUDA 13,
+// H100; found by the random-kernel differential test, checked form by form by the
+// `abs_of_min_then_remainder_forms` diagnosis). The predicated form computes the same.
 #define DC_ABS_SIGNED \
-DC_FN i32 dc_abs(i32 a) { i32 r; asm("abs.s32 %0, %1;" : "=r"(r) : "r"(a)); return r; } \
-DC_FN i64 dc_abs(i64 a) { i64 r; asm("abs.s64 %0, %1;" : "=l"(r) : "l"(a)); return r; }
+DC_FN i32 dc_abs(i32 a) { i32 r; asm volatile("{ .reg .pred p; setp.lt.s32 p, %1, 0; @p sub.s32 %0, 0, %1; @!p mov.b32 %0, %1; }" : "=r"(r) : "r"(a)); return r; } \
+DC_FN i64 dc_abs(i64 a) { i64 r; asm volatile("{ .reg .pred p; setp.lt.s64 p, %1, 0; @p sub.s64 %0, 0, %1; @!p mov.b64 %0, %1; }" : "=l"(r) : "l"(a)); return r; }
 "#;
 
 /// CUDA's float helpers: clamps, and float -> int casts that round toward zero and

@@ -594,3 +594,51 @@ fn vector_forms_match_the_cpu_backend_bit_for_bit() {
         }
     }
 }
+
+/// Diagnosis (prints, does not assert): `abs(MIN) % 61` through several forms of abs, in
+/// NVRTC-compiled code, where the random-kernel test saw an unsigned remainder. On the
+/// H100 (CUDA 13, driver 580) it printed `[59, 59, -59, -59, -2147483648, -59]`: PTX
+/// `abs.s32` and the C form give 59, the guarded C and the predicated PTX forms -59; the
+/// generator uses the predicated form.
+#[test]
+#[ignore = "diagnosis, run by hand on the GPU machine"]
+fn abs_of_min_then_remainder_forms() {
+    let Some(d) = common::cuda_device() else {
+        return;
+    };
+    const SRC: &str = r#"
+extern "C" __global__ void absrem(const int* a, const int* b, int* out) {
+    int x = a[threadIdx.x];
+    int m = b[threadIdx.x];
+    int r1; asm("abs.s32 %0, %1;" : "=r"(r1) : "r"(x));
+    int r2 = x < 0 ? (int)(0u - (unsigned)x) : x;
+    int r3 = x; if (x < 0 && x != (-2147483647 - 1)) { r3 = -x; }
+    int r4; asm volatile("{ .reg .pred p; setp.lt.s32 p, %1, 0; @p sub.s32 %0, 0, %1; @!p mov.b32 %0, %1; }" : "=r"(r4) : "r"(x));
+    out[0] = r1 % m; out[1] = r2 % m; out[2] = r3 % m; out[3] = r4 % m;
+    out[4] = r1; out[5] = x % m;
+}
+"#;
+    let k = RawKernel::cuda(
+        "absrem",
+        SRC,
+        &[
+            RawParam::buffer("a", ScalarType::I32),
+            RawParam::buffer("b", ScalarType::I32),
+            RawParam::buffer_mut("out", ScalarType::I32),
+        ],
+    )
+    .unwrap();
+    let a = d.upload(&[i32::MIN]).unwrap();
+    let b = d.upload(&[61i32]).unwrap();
+    let mut out = d.alloc_filled(6, 0i32).unwrap();
+    d.launch_raw(
+        &k,
+        Launch::threads(1).group(1),
+        &[Arg::buffer(&a), Arg::buffer(&b), Arg::buffer_mut(&mut out)],
+    )
+    .unwrap();
+    eprintln!(
+        "abs(MIN) % 61 (want -59) via PTX abs, C wrap, C guarded, PTX predicated; abs; MIN % 61: {:?}",
+        out.to_vec().unwrap()
+    );
+}
