@@ -9,7 +9,7 @@
 //! attributes from, so the encoder and the kernel agree on every index by construction.
 
 use dotcompute_codegen::msl::{MslBinding, MslModule, INFO_HEADER};
-use dotcompute_hal::{Error, ResolvedLaunch, Result};
+use dotcompute_hal::{BoundArg, Error, ResolvedLaunch, Result};
 use dotcompute_ir::{Kernel, Literal, Param, ScalarType, SharedLen};
 
 /// One launch argument as the plan sees it (the buffer itself stays with the caller).
@@ -21,6 +21,28 @@ pub enum PlanArg {
         len: u64,
     },
     Scalar(Literal),
+}
+
+/// The plan's view of a launch's arguments, and each argument's buffer (`None` for a
+/// scalar), in parameter order: what an executor binds at `BufferBinding::arg`.
+pub fn plan_args<'a, B>(args: &[BoundArg<'a, B>]) -> (Vec<Option<&'a B>>, Vec<PlanArg>) {
+    args.iter()
+        .map(|a| match a {
+            BoundArg::Buffer {
+                buffer,
+                offset,
+                len,
+                ..
+            } => (
+                Some(*buffer),
+                PlanArg::Buffer {
+                    offset: *offset as u64,
+                    len: *len as u64,
+                },
+            ),
+            BoundArg::Scalar(l) => (None, PlanArg::Scalar(*l)),
+        })
+        .unzip()
 }
 
 /// `setBuffer:offset:atIndex:` for launch argument `arg`.

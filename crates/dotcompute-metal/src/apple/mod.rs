@@ -17,12 +17,11 @@ mod pipeline;
 
 pub use memory::MetalBuffer;
 
-use crate::plan::{encode, Dispatch, EncodingPlan, PipelineLimits, PlanArg};
+use crate::plan::{encode, plan_args, Dispatch, EncodingPlan, PipelineLimits};
 use block2::RcBlock;
 use dotcompute_hal::{
-    Backend, BackendDescriptor, BackendKind, Blas, BoundArg, DeviceInfo, Error, KeyMap,
-    LaunchRequest, MemoryStats, ProgramKey, Queue, Result, SizeClassPool, StreamId, StreamSet,
-    Timing,
+    Backend, BackendDescriptor, BackendKind, Blas, DeviceInfo, Error, KeyMap, LaunchRequest,
+    MemoryStats, ProgramKey, Queue, Result, SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::ScalarType;
 use objc2::rc::Retained;
@@ -448,28 +447,7 @@ impl Queue for MetalBackend {
 
     fn launch(&self, stream: StreamId, request: &LaunchRequest<'_, MetalBuffer>) -> Result<()> {
         let pipeline = self.pipeline(request)?;
-        let mut buffers = Vec::with_capacity(request.args.len());
-        let mut args = Vec::with_capacity(request.args.len());
-        for a in &request.args {
-            match a {
-                BoundArg::Buffer {
-                    buffer,
-                    offset,
-                    len,
-                    ..
-                } => {
-                    buffers.push(Some(*buffer));
-                    args.push(PlanArg::Buffer {
-                        offset: *offset as u64,
-                        len: *len as u64,
-                    });
-                }
-                BoundArg::Scalar(l) => {
-                    buffers.push(None);
-                    args.push(PlanArg::Scalar(*l));
-                }
-            }
-        }
+        let (buffers, args) = plan_args(&request.args);
         let limits = PipelineLimits {
             max_threads_per_group: pipeline.max_threads(),
             max_threadgroup_memory: self.info.limits.max_shared_bytes,

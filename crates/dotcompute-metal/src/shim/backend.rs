@@ -5,11 +5,11 @@
 //! `Device::from_backend`.
 
 use super::ShimLibrary;
-use crate::plan::{encode, EncodingPlan, PipelineLimits, PlanArg};
+use crate::plan::{encode, plan_args, EncodingPlan, PipelineLimits};
 use dotcompute_cpu::{CpuBackend, CpuBuffer};
 use dotcompute_hal::{
-    AtomicF32Add, Backend, BackendKind, BoundArg, Capabilities, DeviceInfo, DeviceType, Error,
-    LaunchRequest, Limits, MemoryStats, ProgramKey, Queue, Result, StreamId, StreamSet, Timing,
+    AtomicF32Add, Backend, BackendKind, Capabilities, DeviceInfo, DeviceType, Error, LaunchRequest,
+    Limits, MemoryStats, ProgramKey, Queue, Result, StreamId, StreamSet, Timing,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -167,28 +167,11 @@ impl Queue for ShimBackend {
     }
     fn launch(&self, _: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
         let library = self.library(request)?;
-        let mut bases = Vec::with_capacity(request.args.len());
-        let mut args = Vec::with_capacity(request.args.len());
-        for a in &request.args {
-            match a {
-                BoundArg::Buffer {
-                    buffer,
-                    offset,
-                    len,
-                    ..
-                } => {
-                    bases.push(buffer.as_ptr());
-                    args.push(PlanArg::Buffer {
-                        offset: *offset as u64,
-                        len: *len as u64,
-                    });
-                }
-                BoundArg::Scalar(l) => {
-                    bases.push(std::ptr::null_mut());
-                    args.push(PlanArg::Scalar(*l));
-                }
-            }
-        }
+        let (buffers, args) = plan_args(&request.args);
+        let bases: Vec<*mut u8> = buffers
+            .iter()
+            .map(|b| b.map_or(std::ptr::null_mut(), |b| b.as_ptr()))
+            .collect();
         let mut plan = encode(
             library.module(),
             &request.program.kernel,
