@@ -10,6 +10,7 @@ use dotcompute_hal::{BoundArg, Error, LaunchRequest, Result, StreamId};
 use dotcompute_ir::Literal;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 /// Kernel parameters beyond this count are refused (generated kernels add one length per
 /// buffer and four geometry words).
@@ -58,7 +59,7 @@ impl CudaBackend {
         // Checked launches: a zeroed violation record of their own, read back after the
         // launch (so a checked launch waits for its kernel).
         let record = if checked {
-            Some(ViolationRecord::new(stream)?)
+            Some(ViolationRecord::new(&self.violation_records, stream)?)
         } else {
             None
         };
@@ -152,7 +153,7 @@ impl CudaBackend {
             .map_err(|e| driver_error(&format!("launching kernel `{}`", kernel.name), e))
         });
         match record {
-            Some(record) => {
+            Some(mut record) => {
                 launched?;
                 match dotcompute_hal::decode_violation(kernel, record.read(stream)?) {
                     Some(violation) => Err(violation),
@@ -164,20 +165,36 @@ impl CudaBackend {
     }
 }
 
-/// The violation record of one checked launch: device memory of its own, freed on drop.
-struct ViolationRecord {
+/// The violation record of one checked launch: 16 bytes of device memory taken from the
+/// backend's spare records (allocated the first time), zeroed on the launch's stream, and
+/// given back once read (the launch has then completed). A record whose launch failed is
+/// freed instead: its kernel may still be running.
+struct ViolationRecord<'b> {
     ptr: sys::CUdeviceptr,
+    spares: &'b Mutex<Vec<sys::CUdeviceptr>>,
+    reusable: bool,
 }
 
-impl ViolationRecord {
+impl<'b> ViolationRecord<'b> {
     const BYTES: usize = dotcompute_hal::VIOLATION_WORDS * 4;
 
     /// A record zeroed on `stream` (the context is bound).
-    fn new(stream: sys::CUstream) -> Result<ViolationRecord> {
-        // SAFETY: a plain allocation; freed by Drop.
-        let ptr = unsafe { cu::malloc_sync(Self::BYTES) }
-            .map_err(|e| driver_error("allocating a violation record", e))?;
-        let record = ViolationRecord { ptr };
+    fn new(
+        spares: &'b Mutex<Vec<sys::CUdeviceptr>>,
+        stream: sys::CUstream,
+    ) -> Result<ViolationRecord<'b>> {
+        let spare = spares.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let ptr = match spare {
+            Some(ptr) => ptr,
+            // SAFETY: a plain allocation; freed by Drop or by the backend.
+            None => unsafe { cu::malloc_sync(Self::BYTES) }
+                .map_err(|e| driver_error("allocating a violation record", e))?,
+        };
+        let record = ViolationRecord {
+            ptr,
+            spares,
+            reusable: false,
+        };
         // SAFETY: the allocation holds VIOLATION_WORDS u32s.
         unsafe {
             sys::cuMemsetD32Async(ptr, 0, dotcompute_hal::VIOLATION_WORDS, stream)
@@ -187,7 +204,7 @@ impl ViolationRecord {
     }
 
     /// The record after the launch, waiting for it.
-    fn read(&self, stream: sys::CUstream) -> Result<[u32; dotcompute_hal::VIOLATION_WORDS]> {
+    fn read(&mut self, stream: sys::CUstream) -> Result<[u32; dotcompute_hal::VIOLATION_WORDS]> {
         let mut words = [0u32; dotcompute_hal::VIOLATION_WORDS];
         // SAFETY: the record holds the words; the stream is synchronised before reading.
         unsafe {
@@ -195,13 +212,21 @@ impl ViolationRecord {
                 .during("cuMemcpyDtoHAsync (violation record)")?;
             cu::stream::synchronize(stream).during("waiting for a checked launch")?;
         }
+        self.reusable = true;
         Ok(words)
     }
 }
 
-impl Drop for ViolationRecord {
+impl Drop for ViolationRecord<'_> {
     fn drop(&mut self) {
-        // SAFETY: allocated by malloc_sync; cuMemFree waits for work using it.
-        let _ = unsafe { cu::free_sync(self.ptr) };
+        if self.reusable {
+            self.spares
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(self.ptr);
+        } else {
+            // SAFETY: allocated by malloc_sync; cuMemFree waits for work using it.
+            let _ = unsafe { cu::free_sync(self.ptr) };
+        }
     }
 }

@@ -113,6 +113,8 @@ pub struct CudaBackend {
     vectorize: bool,
     blas: OnceLock<std::result::Result<BlasHandle, String>>,
     blas_calls: Mutex<()>,
+    /// Spare violation records of checked launches (see `launch::ViolationRecord`).
+    violation_records: Mutex<Vec<sys::CUdeviceptr>>,
 }
 
 // SAFETY: the driver handles (context, streams, modules, functions, device pointers) are
@@ -172,6 +174,7 @@ impl CudaBackend {
             vectorize: !env_off("DOTCOMPUTE_CUDA_VECTORIZE"),
             blas: OnceLock::new(),
             blas_calls: Mutex::new(()),
+            violation_records: Mutex::new(Vec::new()),
         })
     }
 }
@@ -251,6 +254,9 @@ impl Drop for CudaBackend {
             self.pool.trim(|p| {
                 let _ = cu::free_sync(p);
             });
+            for p in lock(&self.violation_records).drain(..) {
+                let _ = cu::free_sync(p);
+            }
             for m in lock(&self.modules).drain(..) {
                 let _ = cu::module::unload(m);
             }
