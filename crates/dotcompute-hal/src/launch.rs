@@ -201,6 +201,7 @@ impl Launch {
             dynamic_shared_len,
             shared_bytes: shared,
             checked: self.checked.unwrap_or_else(checked_from_env),
+            default_group: self.group.is_none(),
         })
     }
 }
@@ -231,6 +232,11 @@ pub struct ResolvedLaunch {
     pub shared_bytes: u64,
     /// Checked mode ([`Launch::checked`]).
     pub checked: bool,
+    /// Whether the group size is the default (the launch gave none): a backend whose
+    /// compiled kernel allows fewer threads per group than the device may then shrink it
+    /// (Metal's per-pipeline `maxTotalThreadsPerThreadgroup`); a group the user gave is
+    /// never changed.
+    pub default_group: bool,
 }
 
 /// `DOTCOMPUTE_CHECKED=1` (read once per process).

@@ -156,6 +156,17 @@ pub fn encode(
             kernel.params.len()
         )));
     }
+    // A default group larger than this pipeline allows is halved along its largest
+    // dimension until it fits (a group the user gave is an error instead).
+    let mut geometry = *geometry;
+    if geometry.default_group {
+        while geometry.group_threads() > limits.max_threads_per_group.max(1) {
+            let d = (0..3).max_by_key(|&d| geometry.group[d]).unwrap_or(0);
+            geometry.group[d] = (geometry.group[d] / 2).max(1);
+        }
+        geometry.groups = [0, 1, 2].map(|d| geometry.grid[d].div_ceil(geometry.group[d]));
+    }
+    let geometry = &geometry;
     let threads = geometry.group_threads();
     if threads > limits.max_threads_per_group {
         return Err(Error::InvalidGroupSize {
@@ -294,6 +305,7 @@ mod tests {
             dynamic_shared_len: 0,
             shared_bytes: 256,
             checked: false,
+            default_group: false,
         }
     }
 
@@ -395,6 +407,38 @@ mod tests {
             matches!(e, Error::SharedMemoryTooLarge { requested: 256, .. }),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_default_group_shrinks_to_the_pipeline_limit_and_a_given_one_does_not() {
+        let small = PipelineLimits {
+            max_threads_per_group: 96,
+            ..LIMITS
+        };
+        let default = ResolvedLaunch {
+            default_group: true,
+            ..geometry(1000, 256)
+        };
+        let p = plan(&kernel(false), &default, small).unwrap();
+        assert_eq!(
+            p.dispatch,
+            Dispatch::Threads {
+                threads: [1000, 1, 1],
+                per_group: [64, 1, 1]
+            }
+        );
+        // The kernel reads the group size from dc_info: the shrunk one.
+        let info = &p.bytes.iter().find(|b| b.index == 2).unwrap().bytes;
+        assert_eq!(u32::from_le_bytes(info[12..16].try_into().unwrap()), 64);
+        let barrier = plan(&kernel(true), &default, small).unwrap();
+        assert_eq!(
+            barrier.dispatch,
+            Dispatch::Threadgroups {
+                groups: [16, 1, 1],
+                per_group: [64, 1, 1]
+            }
+        );
+        assert!(plan(&kernel(false), &geometry(1000, 256), small).is_err());
     }
 
     #[test]
