@@ -151,6 +151,15 @@ impl Gen<'_> {
         })
     }
 
+    /// A statement that accesses `mem[index]`; in checked mode it runs only in bounds.
+    fn guarded_line(&mut self, d: usize, mem: Memory, index: &str, text: String) {
+        let text = match self.bounds_check(mem, index) {
+            Some(check) => format!("if ({check}) {{ {text} }}"),
+            None => text,
+        };
+        self.line(d, &text);
+    }
+
     /// An lvalue for `mem[index]`; volatile when the memory is used atomically.
     pub(crate) fn place(&self, mem: Memory, index: &str) -> String {
         if self.lane.is_some() {
@@ -190,10 +199,7 @@ impl Gen<'_> {
                 if self.lane.is_some() {
                     let _ = write!(text, " m_{} = true;", self.buffer_name(*mem));
                 }
-                if let Some(check) = self.bounds_check(*mem, &index) {
-                    text = format!("if ({check}) {{ {text} }}");
-                }
-                self.line(d, &text);
+                self.guarded_line(d, *mem, &index, text);
             }
             Stmt::Atomic {
                 op,
@@ -207,14 +213,11 @@ impl Gen<'_> {
                 let element = format!("{}[{index}]", self.mem_name(*mem));
                 let args = args.iter().map(|a| self.expr(a)).collect();
                 let call = self.d.atomic(*op, *mem, elem, element, args);
-                let mut text = match result {
+                let text = match result {
                     Some(r) => format!("{} = {call};", self.local(*r)),
                     None => format!("{call};"),
                 };
-                if let Some(check) = self.bounds_check(*mem, &index) {
-                    text = format!("if ({check}) {{ {text} }}");
-                }
-                self.line(d, &text);
+                self.guarded_line(d, *mem, &index, text);
             }
             Stmt::If {
                 cond,

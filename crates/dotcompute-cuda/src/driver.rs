@@ -41,15 +41,24 @@ pub(crate) fn cublas_present() -> bool {
     *PRESENT.get_or_init(|| unsafe { cudarc::cublas::sys::is_culib_present() })
 }
 
-/// `CUDA_ERROR_X (what it means)`.
-pub(crate) fn describe(e: DriverError) -> String {
+/// The driver's name of `e` (`CUDA_ERROR_X`) and its description, if it has one.
+fn name_and_detail(e: DriverError) -> (String, Option<String>) {
     let name = e
         .error_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|_| format!("{:?}", e.0));
-    match e.error_string() {
-        Ok(s) => format!("{name} ({})", s.to_string_lossy()),
-        Err(_) => name,
+    let detail = e
+        .error_string()
+        .ok()
+        .map(|s| s.to_string_lossy().into_owned());
+    (name, detail)
+}
+
+/// `CUDA_ERROR_X (what it means)`.
+pub(crate) fn describe(e: DriverError) -> String {
+    match name_and_detail(e) {
+        (name, Some(detail)) => format!("{name} ({detail})"),
+        (name, None) => name,
     }
 }
 
@@ -57,8 +66,8 @@ pub(crate) fn describe(e: DriverError) -> String {
 /// more: an illegal address, a failed launch, ...) marks the current context lost and is
 /// `Error::DeviceLost`; so is any error on a context already lost.
 pub(crate) fn driver_error(op: &str, e: DriverError) -> Error {
-    let message = format!("{op}: {}", describe(e));
     if is_sticky(e.0) {
+        let message = format!("{op}: {}", describe(e));
         if let Some(ctx) = current_context() {
             ctx.mark_lost(&message);
             return ctx
@@ -70,19 +79,13 @@ pub(crate) fn driver_error(op: &str, e: DriverError) -> Error {
             reason: message,
         };
     }
-    let name = e
-        .error_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{:?}", e.0));
+    let (name, detail) = name_and_detail(e);
     Error::Driver {
         backend: BACKEND.into(),
         operation: op.to_string(),
         code: e.0 as i64,
         name,
-        detail: e
-            .error_string()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        detail: detail.unwrap_or_default(),
     }
 }
 
@@ -137,18 +140,11 @@ impl Context {
     pub(crate) fn primary(ordinal: i32) -> Result<Arc<Context>, Error> {
         // The registry's lock is never held across a driver call: a failing call reports
         // through `driver_error`, which looks the current context up in the registry.
-        let live = |ordinal: i32| -> Option<Arc<Context>> {
-            let mut list = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
-            list.retain(|(_, w)| w.strong_count() > 0);
-            list.iter()
-                .find(|(o, _)| *o == ordinal)
-                .and_then(|(_, w)| w.upgrade())
-        };
-        if let Some(ctx) = live(ordinal) {
-            return match ctx.lost_error() {
-                Some(e) => Err(e),
-                None => Ok(ctx),
-            };
+        if let Some(ctx) = live_context(
+            &mut CONTEXTS.lock().unwrap_or_else(|p| p.into_inner()),
+            ordinal,
+        ) {
+            return ctx.usable();
         }
         let device = cu::device::get(ordinal).during("cuDeviceGet")?;
         // A thread still bound to a lost context that was reset gets that context's error
@@ -188,19 +184,20 @@ impl Context {
         let mut list = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
         // Another thread may have registered the device meanwhile: share its context
         // (ours is released when dropped).
-        if let Some(other) = list
-            .iter()
-            .find(|(o, w)| *o == ordinal && w.strong_count() > 0)
-            .and_then(|(_, w)| w.upgrade())
-        {
+        if let Some(other) = live_context(&mut list, ordinal) {
             drop(list);
-            return match other.lost_error() {
-                Some(e) => Err(e),
-                None => Ok(other),
-            };
+            return other.usable();
         }
         list.push((ordinal, Arc::downgrade(&ctx)));
         Ok(ctx)
+    }
+
+    /// This context, or `Error::DeviceLost` if it is lost.
+    fn usable(self: Arc<Self>) -> Result<Arc<Context>, Error> {
+        match self.lost_error() {
+            Some(e) => Err(e),
+            None => Ok(self),
+        }
     }
 
     fn mark_lost(&self, reason: &str) {
@@ -225,6 +222,15 @@ impl Drop for Context {
             }
         }
     }
+}
+
+/// The live context of device `ordinal` in the registry, dropping entries whose context is
+/// gone.
+fn live_context(list: &mut Vec<(i32, Weak<Context>)>, ordinal: i32) -> Option<Arc<Context>> {
+    list.retain(|(_, w)| w.strong_count() > 0);
+    list.iter()
+        .find(|(o, _)| *o == ordinal)
+        .and_then(|(_, w)| w.upgrade())
 }
 
 /// The live context that is current on this thread, if any.

@@ -26,6 +26,30 @@
 
 pub mod plan;
 
+use dotcompute_codegen::msl::MslModule;
+use dotcompute_hal::{Error, Program, Result};
+
+/// The MSL of `program` (its checked form with `checked`), for every executor of plans:
+/// hand-written kernels and kernels MSL cannot express are `Error::Unsupported`.
+pub fn msl_module(program: &Program, checked: bool) -> Result<MslModule> {
+    if let Some(raw) = program.raw_source() {
+        return Err(Error::Unsupported {
+            op: "raw kernel",
+            detail: format!(
+                "kernel `{}` is hand-written {}; Metal runs #[kernel] functions",
+                program.name(),
+                raw.language.name()
+            ),
+        });
+    }
+    dotcompute_codegen::msl::generate_with(&program.kernel, checked).map_err(|e| {
+        Error::Unsupported {
+            op: "kernel",
+            detail: e.to_string(),
+        }
+    })
+}
+
 #[cfg(all(feature = "shim", unix))]
 pub mod shim;
 

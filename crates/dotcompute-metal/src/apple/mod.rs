@@ -177,28 +177,14 @@ impl MetalBackend {
 
     fn pipeline(&self, request: &LaunchRequest<'_, MetalBuffer>) -> Result<Arc<Pipeline>> {
         let program = request.program;
-        if let Some(raw) = program.raw_source() {
-            return Err(Error::Unsupported {
-                op: "raw kernel",
-                detail: format!(
-                    "kernel `{}` is hand-written {}; the Metal backend runs #[kernel] functions",
-                    program.name(),
-                    raw.language.name()
-                ),
-            });
-        }
+        let key = (program.key, request.geometry.checked);
         let mut pipelines = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = pipelines.get(&(program.key, request.geometry.checked)) {
+        if let Some(p) = pipelines.get(&key) {
             return Ok(p.clone());
         }
-        let module =
-            dotcompute_codegen::msl::generate_with(&program.kernel, request.geometry.checked)
-                .map_err(|e| Error::Unsupported {
-                    op: "kernel",
-                    detail: e.to_string(),
-                })?;
+        let module = crate::msl_module(program, key.1)?;
         let p = Arc::new(pipeline::compile(&self.device, program.name(), module)?);
-        pipelines.insert((program.key, request.geometry.checked), p.clone());
+        pipelines.insert(key, p.clone());
         Ok(p)
     }
 
@@ -265,6 +251,22 @@ impl MetalBackend {
         Ok(())
     }
 
+    /// A new command buffer on `stream` and a blit encoder on it.
+    #[allow(clippy::type_complexity)]
+    fn blit_encoder(
+        &self,
+        stream: StreamId,
+    ) -> Result<(
+        Retained<ProtocolObject<dyn MTLCommandBuffer>>,
+        Retained<ProtocolObject<dyn MTLBlitCommandEncoder>>,
+    )> {
+        let cb = self.command_buffer(stream)?;
+        let blit = cb
+            .blitCommandEncoder()
+            .ok_or_else(|| self.failed("no blit encoder".into()))?;
+        Ok((cb, blit))
+    }
+
     /// A shared staging buffer of `bytes` (discrete GPUs).
     fn staging(&self, bytes: usize) -> Result<MetalBuffer> {
         memory::new_buffer(&self.device, bytes.max(1), bytes, true)
@@ -280,10 +282,7 @@ impl MetalBackend {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
-        let cb = self.command_buffer(stream)?;
-        let blit = cb
-            .blitCommandEncoder()
-            .ok_or_else(|| self.failed("no blit encoder".into()))?;
+        let (cb, blit) = self.blit_encoder(stream)?;
         // SAFETY: the facade checked both ranges against their buffers.
         unsafe {
             blit.copyFromBuffer_sourceOffset_toBuffer_destinationOffset_size(
@@ -430,10 +429,7 @@ impl Queue for MetalBackend {
         pattern: &[u8],
     ) -> Result<()> {
         if pattern.iter().all(|&b| b == pattern[0]) {
-            let cb = self.command_buffer(stream)?;
-            let blit = cb
-                .blitCommandEncoder()
-                .ok_or_else(|| self.failed("no blit encoder".into()))?;
+            let (cb, blit) = self.blit_encoder(stream)?;
             blit.fillBuffer_range_value(&dst.buffer, NSRange::new(offset, bytes), pattern[0]);
             blit.endEncoding();
             self.submit(stream, cb, "fill");

@@ -83,28 +83,12 @@ impl ShimBackend {
 
     fn library(&self, request: &LaunchRequest<'_, CpuBuffer>) -> Result<Arc<ShimLibrary>> {
         let program = request.program;
-        if let Some(raw) = program.raw_source() {
-            return Err(Error::Unsupported {
-                op: "raw kernel",
-                detail: format!(
-                    "kernel `{}` is hand-written {}; the MSL shim runs generated kernels",
-                    program.name(),
-                    raw.language.name()
-                ),
-            });
-        }
         let key = (program.key, request.geometry.checked);
         let mut libraries = self.libraries.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(l) = libraries.get(&key) {
             return Ok(l.clone());
         }
-        let module =
-            dotcompute_codegen::msl::generate_with(&program.kernel, key.1).map_err(|e| {
-                Error::Unsupported {
-                    op: "kernel",
-                    detail: e.to_string(),
-                }
-            })?;
+        let module = crate::msl_module(program, key.1)?;
         let library = Arc::new(ShimLibrary::compile(&module, &program.kernel)?);
         libraries.insert(key, library.clone());
         Ok(library)

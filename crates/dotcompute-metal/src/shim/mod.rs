@@ -78,7 +78,6 @@ pub struct ShimLibrary {
     entry: EntryFn,
     module: MslModule,
     uses_barrier: bool,
-    kernel_name: String,
     kernel: dotcompute_ir::Kernel,
 }
 
@@ -244,7 +243,6 @@ impl ShimLibrary {
             entry,
             module: module.clone(),
             uses_barrier: kernel.uses_barrier(),
-            kernel_name: kernel.name.clone(),
             kernel: kernel.clone(),
         })
     }
@@ -261,7 +259,7 @@ impl ShimLibrary {
             backend: "msl-shim".into(),
             message: format!(
                 "kernel `{}`: {message} (the encoding plan is wrong)",
-                self.kernel_name
+                self.kernel.name
             ),
         };
         // Bind, as setBuffer / setBytes do.
@@ -342,7 +340,8 @@ impl ShimLibrary {
                 .collect()
         };
         let block_bytes: usize = layout.iter().map(|r| r.1.next_multiple_of(16)).sum();
-        let error: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
+        // The first error of any group (the CPU backend's slot: a flag read per group).
+        let errors = dotcompute_hal::native::ErrorSlot::new();
         let workers = rayon::current_num_threads() as u64;
         let min_len = (total_groups / (workers * 16)).max(1) as usize;
         (0..total_groups as usize)
@@ -351,14 +350,14 @@ impl ShimLibrary {
             .for_each_init(
                 || vec![0u128; block_bytes.div_ceil(16)],
                 |block, g| {
-                    if error.lock().map(|e| e.is_some()).unwrap_or(true) {
-                        return;
+                    if errors.is_raised() {
+                        return; // the launch already failed: finish quickly
                     }
                     // Threadgroup memory starts undefined on a GPU: poison it so that a kernel
                     // relying on zeros fails here too.
                     block.fill(0xCDCD_CDCD_CDCD_CDCD_CDCD_CDCD_CDCD_CDCDu128);
                     let base = block.as_mut_ptr() as *mut u8;
-                    let mut tg: Vec<*mut c_void> = layout
+                    let tg: Vec<*mut c_void> = layout
                         .iter()
                         .map(|&(at, len)| {
                             if len == 0 {
@@ -369,18 +368,15 @@ impl ShimLibrary {
                             }
                         })
                         .collect();
-                    tg.truncate(31);
                     let group = unflatten(g as u64, groups);
                     let result =
                         self.run_group(&slots, &tg, group, groups, grid, per_group, partial);
                     if let Err(e) = result {
-                        if let Ok(mut slot) = error.lock() {
-                            slot.get_or_insert(e);
-                        }
+                        errors.raise(e);
                     }
                 },
             );
-        if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        if let Some(e) = errors.take() {
             return Err(e);
         }
         if plan.violation_record.is_some() {
@@ -441,7 +437,7 @@ impl ShimLibrary {
             }
             return Ok(());
         }
-        run_with_barriers(&self.kernel_name, group, &threads, |t| {
+        run_with_barriers(&self.kernel.name, group, &threads, |t| {
             // SAFETY: as above.
             unsafe { entry(slots_ptr, tg_ptr, t) }
         })
