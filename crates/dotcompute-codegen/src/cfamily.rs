@@ -99,6 +99,30 @@ impl Gen<'_> {
         }
     }
 
+    /// The spelling of a value type: the dialect's scalar names, and `float4`, `int2`,
+    /// `uint4`, ... for vectors (the same names in CUDA and MSL).
+    pub(crate) fn type_name(&self, t: Type) -> String {
+        if !t.is_vector() {
+            return self.d.ty(t.scalar).to_string();
+        }
+        let base = match t.scalar {
+            ScalarType::F32 => "float",
+            ScalarType::I32 => "int",
+            _ => "uint",
+        };
+        format!("{base}{}", t.lanes)
+    }
+
+    /// The zero of `t` (`dc_vec(f32(0), f32(0))` for a vector).
+    pub(crate) fn zero(&self, t: Type) -> String {
+        let scalar = format!("{}(0)", self.d.ty(t.scalar));
+        if t.is_vector() {
+            format!("dc_vec({})", vec![scalar; t.lanes as usize].join(", "))
+        } else {
+            scalar
+        }
+    }
+
     pub(crate) fn local(&self, id: u32) -> String {
         format!("l_{}_{id}", self.k.locals[id as usize].name)
     }
@@ -124,7 +148,7 @@ impl Gen<'_> {
 
     /// Whether `mem` holds f16 bits (buffers and shared arrays; local arrays are floats).
     pub(crate) fn stored_as_f16(&self, mem: Memory) -> bool {
-        !matches!(mem, Memory::Local(_)) && self.k.memory_elem(mem) == Some(ScalarType::F16)
+        !matches!(mem, Memory::Local(_)) && self.k.memory_elem(mem) == Some(ScalarType::F16.into())
     }
 
     /// The length of `mem` in elements, as an expression.
@@ -166,7 +190,8 @@ impl Gen<'_> {
             // Elementwise: the index is the lane's own id, whose element is in a register.
             format!("r_{}", self.buffer_name(mem))
         } else if self.atomic.contains(&mem) {
-            let elem = self.k.memory_elem(mem).expect("validated");
+            // Atomics are on scalar elements only (validated).
+            let elem = self.k.memory_elem(mem).expect("validated").scalar;
             self.d.volatile_place(mem, elem, &self.mem_name(mem), index)
         } else {
             format!("{}[{index}]", self.mem_name(mem))
@@ -176,10 +201,11 @@ impl Gen<'_> {
     pub(crate) fn stmt(&mut self, s: &Stmt, d: usize) {
         match s {
             Stmt::Let { local, init } => {
-                let t = self.d.ty(self.k.locals[*local as usize].ty);
+                let ty = self.k.locals[*local as usize].ty;
+                let t = self.type_name(ty);
                 let init = match init {
                     Some(e) => self.expr(e),
-                    None => format!("{t}(0)"),
+                    None => self.zero(ty),
                 };
                 let text = format!("{t} {} = {init};", self.local(*local));
                 self.line(d, &text);
@@ -208,7 +234,7 @@ impl Gen<'_> {
                 args,
                 result,
             } => {
-                let elem = self.k.memory_elem(*mem).expect("validated");
+                let elem = self.k.memory_elem(*mem).expect("validated").scalar;
                 let index = self.expr(index);
                 let element = format!("{}[{index}]", self.mem_name(*mem));
                 let args = args.iter().map(|a| self.expr(a)).collect();
@@ -246,7 +272,7 @@ impl Gen<'_> {
                 // stops when the counter would overflow (as Rust's ranges do).
                 // `continue` in a do-while jumps to the condition, which advances.
                 let v = self.local(*var);
-                let t = self.d.ty(self.k.locals[*var as usize].ty);
+                let t = self.d.ty(self.k.locals[*var as usize].ty.scalar);
                 let (e, st) = (self.fresh(), self.fresh());
                 self.line(d, "{");
                 let head = [
@@ -334,13 +360,16 @@ impl Gen<'_> {
                 };
                 match self.bounds_check(*mem, &index) {
                     // Out of bounds in checked mode: the load gives 0.
-                    Some(check) => format!("({check} ? {value} : ({})0)", self.d.ty(e.ty)),
+                    Some(check) => format!("({check} ? {value} : {})", self.zero(e.ty)),
                     None => value,
                 }
             }
+            ExprKind::Unary(UnaryOp::Neg, a) if a.ty.is_vector() => {
+                format!("dc_vneg({})", self.expr(a))
+            }
             ExprKind::Unary(op, a) => {
                 let x = self.expr(a);
-                match (op, a.ty) {
+                match (op, a.ty.scalar) {
                     (UnaryOp::Neg, t) if t.is_signed_int() => format!("dc_neg({x})"),
                     (UnaryOp::Neg, t) if t.is_int() => format!("(({})0 - {x})", self.d.ty(t)),
                     (UnaryOp::Neg, _) => format!("(-{x})"),
@@ -356,9 +385,20 @@ impl Gen<'_> {
                     _ => format!("dc_rh({x} {} {y})", op.symbol()),
                 }
             }
+            // Lane-wise through the prelude's vector helpers (integer `/` and `%` were
+            // split into lanes by the builder).
+            ExprKind::Binary(op, a, b) if e.ty.is_vector() => {
+                let f = match op {
+                    BinaryOp::Add => "dc_vadd",
+                    BinaryOp::Sub => "dc_vsub",
+                    BinaryOp::Mul => "dc_vmul",
+                    _ => "dc_vdiv",
+                };
+                format!("{f}({}, {})", self.expr(a), self.expr(b))
+            }
             ExprKind::Binary(op, a, b) => {
                 let (x, y) = (self.expr(a), self.expr(b));
-                let t = a.ty;
+                let t = a.ty.scalar;
                 use BinaryOp::*;
                 match op {
                     Add | Sub | Mul if t.is_signed_int() => {
@@ -377,7 +417,7 @@ impl Gen<'_> {
                     _ => format!("({x} {} {y})", op.symbol()),
                 }
             }
-            ExprKind::Cast(a) => self.cast(a, e.ty),
+            ExprKind::Cast(a) => self.cast(a, e.ty.scalar),
             // f16 math runs on the f32 functions and rounds the result (see the module docs).
             ExprKind::Math(f, args) if e.ty == ScalarType::F16 => {
                 format!("dc_rh({})", self.math(*f, args))
@@ -385,7 +425,14 @@ impl Gen<'_> {
             ExprKind::Math(f, args) => self.math(*f, args),
             ExprKind::Subgroup(op, args) => {
                 let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                self.d.subgroup(*op, e.ty, a)
+                self.d.subgroup(*op, e.ty.scalar, a)
+            }
+            ExprKind::Extract { value, lane } => {
+                format!("({}).{}", self.expr(value), Type::lane_name(*lane))
+            }
+            ExprKind::Construct(lanes) => {
+                let a: Vec<String> = lanes.iter().map(|x| self.expr(x)).collect();
+                format!("dc_vec({})", a.join(", "))
             }
             ExprKind::Select {
                 cond,
@@ -404,7 +451,7 @@ impl Gen<'_> {
     pub(crate) fn math(&self, f: MathFn, args: &[Expr]) -> String {
         let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
         // The argument's type picks the function (predicates return bool).
-        let t = args[0].ty;
+        let t = args[0].ty.scalar;
         let f32 = t == ScalarType::F32 || t == ScalarType::F16;
         let name = match f {
             MathFn::IsNan => return format!("((bool)isnan({}))", a[0]),
@@ -433,13 +480,13 @@ impl Gen<'_> {
     pub(crate) fn cast(&self, a: &Expr, to: ScalarType) -> String {
         use ScalarType::*;
         let x = self.expr(a);
-        match (a.ty, to) {
+        match (a.ty.scalar, to) {
             (from, to) if from == to => x,
             // To f16: through f32 (an f64 may round twice; see the crate docs), then round.
             (_, F16) => format!("dc_rh((f32)({x}))"),
             // From f16: the value is already an f32.
             (F16, I32 | U32 | I64 | U64) => format!("dc_f32_to_{to}({x})"),
-            (F32 | F64, I32 | U32 | I64 | U64) => format!("dc_{}_to_{}({x})", a.ty, to),
+            (F32 | F64, I32 | U32 | I64 | U64) => format!("dc_{}_to_{}({x})", a.ty.scalar, to),
             // int -> float rounds to nearest, float <-> float rounds to nearest, int -> int
             // truncates or extends, bool -> int is 0 or 1: C++'s conversions on CUDA.
             (_, t) => format!("(({}){x})", self.d.ty(t)),
@@ -511,4 +558,40 @@ template <typename T> DC_FN bool dc_advance(DC_THREAD T& v, T step, T end) {
     v = next;
     return go;
 }
+"#;
+
+/// The vector helpers of both preludes, emitted only for kernels that use vector types:
+/// `dc_vec` builds a vector from its lanes (CUDA's vector types have no constructors,
+/// MSL's do; one spelling serves both), and `dc_vadd` .. `dc_vneg` combine lanes with the
+/// scalar rules (signed lanes wrap through `dc_add`). Each prelude defines `float2` ..
+/// `uint4` (CUDA and Metal have them built in) before this text.
+pub(crate) const VECTOR_HELPERS: &str = r#"
+// Vectors: lane-wise with the scalar rules.
+DC_FN f32 dc_add(f32 a, f32 b) { return a + b; }
+DC_FN f32 dc_sub(f32 a, f32 b) { return a - b; }
+DC_FN f32 dc_mul(f32 a, f32 b) { return a * b; }
+DC_FN f32 dc_neg(f32 a) { return -a; }
+DC_FN u32 dc_sub(u32 a, u32 b) { return a - b; }
+DC_FN u32 dc_mul(u32 a, u32 b) { return a * b; }
+DC_FN u32 dc_neg(u32 a) { return 0u - a; }
+#define DC_VEC2(V, S) \
+DC_FN V dc_vec(S x, S y) { V v; v.x = x; v.y = y; return v; } \
+DC_FN V dc_vadd(V a, V b) { return dc_vec(dc_add(a.x, b.x), dc_add(a.y, b.y)); } \
+DC_FN V dc_vsub(V a, V b) { return dc_vec(dc_sub(a.x, b.x), dc_sub(a.y, b.y)); } \
+DC_FN V dc_vmul(V a, V b) { return dc_vec(dc_mul(a.x, b.x), dc_mul(a.y, b.y)); } \
+DC_FN V dc_vdiv(V a, V b) { return dc_vec(a.x / b.x, a.y / b.y); } \
+DC_FN V dc_vneg(V a) { return dc_vec(dc_neg(a.x), dc_neg(a.y)); }
+#define DC_VEC4(V, S) \
+DC_FN V dc_vec(S x, S y, S z, S w) { V v; v.x = x; v.y = y; v.z = z; v.w = w; return v; } \
+DC_FN V dc_vadd(V a, V b) { return dc_vec(dc_add(a.x, b.x), dc_add(a.y, b.y), dc_add(a.z, b.z), dc_add(a.w, b.w)); } \
+DC_FN V dc_vsub(V a, V b) { return dc_vec(dc_sub(a.x, b.x), dc_sub(a.y, b.y), dc_sub(a.z, b.z), dc_sub(a.w, b.w)); } \
+DC_FN V dc_vmul(V a, V b) { return dc_vec(dc_mul(a.x, b.x), dc_mul(a.y, b.y), dc_mul(a.z, b.z), dc_mul(a.w, b.w)); } \
+DC_FN V dc_vdiv(V a, V b) { return dc_vec(a.x / b.x, a.y / b.y, a.z / b.z, a.w / b.w); } \
+DC_FN V dc_vneg(V a) { return dc_vec(dc_neg(a.x), dc_neg(a.y), dc_neg(a.z), dc_neg(a.w)); }
+DC_VEC2(float2, f32)
+DC_VEC2(int2, i32)
+DC_VEC2(uint2, u32)
+DC_VEC4(float4, f32)
+DC_VEC4(int4, i32)
+DC_VEC4(uint4, u32)
 "#;

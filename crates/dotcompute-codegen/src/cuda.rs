@@ -286,7 +286,10 @@ impl Gen<'_> {
         for (i, p) in k.params.iter().enumerate() {
             match p {
                 Param::Buffer { name, elem, access } => {
-                    let t = cuda_mem_type(*elem);
+                    let t = match elem.as_scalar() {
+                        Some(scalar) => cuda_mem_type(scalar).to_string(),
+                        None => self.type_name(*elem),
+                    };
                     let restrict = if self.atomic.contains(&Memory::Buffer(i as u32)) {
                         ""
                     } else {
@@ -334,6 +337,9 @@ impl Gen<'_> {
         self.out.push_str(crate::cfamily::INT_HELPERS);
         self.out.push_str(CUDA_FLOAT_HELPERS);
         self.out.push_str(crate::cfamily::LOOP_HELPERS);
+        if k.uses_vectors() {
+            self.out.push_str(crate::cfamily::VECTOR_HELPERS);
+        }
         if k.uses_subgroups() {
             self.out.push_str(SUBGROUP_PRELUDE);
         }
@@ -436,7 +442,8 @@ impl Gen<'_> {
         for (i, p) in k.params.iter().enumerate() {
             match p {
                 Param::Buffer { name, elem, .. } if touched.contains(&(i as u32)) => {
-                    let t = cuda_type(*elem);
+                    // No vector types here: `vector_plan` refuses kernels that use them.
+                    let t = cuda_type(elem.scalar);
                     if plan.stored.contains(&(i as u32)) {
                         lane_params.push(format!("{t}& r_{name}"));
                         lane_params.push(format!("bool& m_{name}"));
@@ -509,7 +516,7 @@ impl Gen<'_> {
         };
         for &b in &touched {
             let name = k.params[b as usize].name();
-            let (v, per) = vectors(k.memory_elem(Memory::Buffer(b)).expect("buffer"));
+            let (v, per) = vectors(k.memory_elem(Memory::Buffer(b)).expect("buffer").scalar);
             for q in 0..w / per {
                 let text = if plan.loaded.contains(&b) {
                     let c = if plan.stored.contains(&b) {
@@ -538,7 +545,7 @@ impl Gen<'_> {
                 let i = i as u32;
                 match p {
                     Param::Buffer { name, elem, .. } if touched.contains(&i) => {
-                        args.push(component(name, vectors(*elem).1, j));
+                        args.push(component(name, vectors(elem.scalar).1, j));
                         if plan.stored.contains(&i) {
                             args.push(format!("m_{name}_{j}"));
                         }
@@ -558,7 +565,7 @@ impl Gen<'_> {
         }
         for &b in &plan.stored {
             let name = k.params[b as usize].name();
-            let (v, per) = vectors(k.memory_elem(Memory::Buffer(b)).expect("buffer"));
+            let (v, per) = vectors(k.memory_elem(Memory::Buffer(b)).expect("buffer").scalar);
             let all: Vec<String> = (0..w).map(|j| format!("m_{name}_{j}")).collect();
             let text = format!("if ({}) {{", all.join(" && "));
             self.line(2, &text);

@@ -245,6 +245,13 @@ impl Printer<'_> {
                 self.expr(then),
                 self.expr(otherwise)
             ),
+            ExprKind::Extract { value, lane } => {
+                format!("{}.{}", self.expr(value), Type::lane_name(*lane))
+            }
+            ExprKind::Construct(lanes) => {
+                let a: Vec<String> = lanes.iter().map(|x| self.expr(x)).collect();
+                format!("Vec{}::new({})", lanes.len(), a.join(", "))
+            }
         }
     }
 }

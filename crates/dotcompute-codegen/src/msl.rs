@@ -343,6 +343,9 @@ impl Gen<'_> {
         self.out.push_str(INT_HELPERS);
         self.out.push_str(MSL_FLOAT_HELPERS);
         self.out.push_str(LOOP_HELPERS);
+        if k.uses_vectors() {
+            self.out.push_str(crate::cfamily::VECTOR_HELPERS);
+        }
         if k.uses_subgroups() {
             self.out.push_str(MSL_SUBGROUP_HELPERS);
         }
@@ -361,7 +364,11 @@ impl Gen<'_> {
                     } else {
                         ""
                     };
-                    format!("{c}device {}*", msl_mem_type(*elem))
+                    let t = match elem.as_scalar() {
+                        Some(scalar) => msl_mem_type(scalar).to_string(),
+                        None => self.type_name(*elem),
+                    };
+                    format!("{c}device {t}*")
                 }
                 Param::Scalar { ty, .. } => format!("constant {}&", msl_type(*ty)),
             };

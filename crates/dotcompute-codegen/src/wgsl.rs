@@ -193,7 +193,7 @@ impl Gen<'_> {
         };
         for p in &self.k.params {
             let (ty, name) = match p {
-                Param::Buffer { elem, name, .. } => (*elem, name),
+                Param::Buffer { elem, name, .. } => (elem.scalar, name),
                 Param::Scalar { ty, name } => (*ty, name),
             };
             if wgsl_type(ty).is_none() {
@@ -211,8 +211,8 @@ impl Gen<'_> {
             }
         }
         for l in &self.k.locals {
-            if wgsl_type(l.ty).is_none() {
-                return Err(bad(format!("local `{}`", l.name), l.ty));
+            if wgsl_type(l.ty.scalar).is_none() {
+                return Err(bad(format!("local `{}`", l.name), l.ty.scalar));
             }
         }
         Ok(())
@@ -220,6 +220,15 @@ impl Gen<'_> {
 
     fn ty(&self, ty: ScalarType) -> &'static str {
         wgsl_type(ty).expect("checked by check_types")
+    }
+
+    /// The WGSL spelling of a value type (`vec4<f32>` for a vector).
+    fn type_name(&self, ty: Type) -> String {
+        if ty.is_vector() {
+            format!("vec{}<{}>", ty.lanes, self.ty(ty.scalar))
+        } else {
+            self.ty(ty.scalar).to_string()
+        }
     }
 
     fn mem_name(&self, mem: Memory) -> String {
@@ -278,13 +287,10 @@ impl Gen<'_> {
         // A binding's size is a multiple of 4 bytes, so an f16 buffer's `arrayLength` may
         // count one element too many: its length comes from the launch instead.
         for p in &k.params {
-            if let Param::Buffer {
-                name,
-                elem: ScalarType::F16,
-                ..
-            } = p
-            {
-                let _ = writeln!(self.out, "    len_{name}: u32,");
+            if let Param::Buffer { name, elem, .. } = p {
+                if *elem == ScalarType::F16 {
+                    let _ = writeln!(self.out, "    len_{name}: u32,");
+                }
             }
         }
         self.out.push_str("}\n\n");
@@ -293,9 +299,9 @@ impl Gen<'_> {
             if let Param::Buffer { name, elem, access } = p {
                 let atomic = self.atomic.contains(&Memory::Buffer(i as u32));
                 let elem_ty = if atomic {
-                    Self::atomic_elem(*elem)
+                    Self::atomic_elem(elem.scalar).to_string()
                 } else {
-                    self.ty(*elem)
+                    self.type_name(*elem)
                 };
                 let mode = if *access == Access::Read {
                     "read"
@@ -407,7 +413,7 @@ impl Gen<'_> {
     /// The length of `mem` in elements, as an expression.
     fn len_of(&self, mem: Memory) -> String {
         match mem {
-            Memory::Buffer(i) if self.k.memory_elem(mem) == Some(ScalarType::F16) => {
+            Memory::Buffer(i) if self.k.memory_elem(mem) == Some(ScalarType::F16.into()) => {
                 format!("dc_params.len_{}", self.k.params[i as usize].name())
             }
             Memory::Buffer(i) if self.view_offsets => format!(
@@ -441,7 +447,7 @@ impl Gen<'_> {
         match s {
             Stmt::Let { local, init } => {
                 let l = &self.k.locals[*local as usize];
-                let t = self.ty(l.ty);
+                let t = self.type_name(l.ty);
                 let init = match init {
                     Some(e) => self.expr(e),
                     None => format!("{t}()"),
@@ -513,7 +519,7 @@ impl Gen<'_> {
                 body,
             } => {
                 let v = self.local(*var);
-                let t = self.ty(self.k.locals[*var as usize].ty);
+                let t = self.ty(self.k.locals[*var as usize].ty.scalar);
                 let (e, st) = (self.fresh(), self.fresh());
                 self.line(d, "{");
                 let lines = [
@@ -569,7 +575,8 @@ impl Gen<'_> {
         result: Option<u32>,
         d: usize,
     ) {
-        let elem = self.k.memory_elem(mem).expect("validated");
+        // Atomics are on scalar elements only (validated).
+        let elem = self.k.memory_elem(mem).expect("validated").scalar;
         let addr = self.addr(mem, index);
         let a0 = self.expr(&args[0]);
         let old = self.fresh();
@@ -712,7 +719,7 @@ impl Gen<'_> {
                 match self.bounds_check(*mem, &idx) {
                     // Out of bounds in checked mode: 0 (the clamped load select discards
                     // is harmless under robust buffer access).
-                    Some(check) => format!("select({}(), {value}, {check})", self.ty(e.ty)),
+                    Some(check) => format!("select({}(), {value}, {check})", self.type_name(e.ty)),
                     None => value,
                 }
             }
@@ -723,7 +730,7 @@ impl Gen<'_> {
                 } else {
                     a_s
                 };
-                match (op, a.ty) {
+                match (op, a.ty.scalar) {
                     (UnaryOp::Neg, _) => format!("(-{a_s})"),
                     (UnaryOp::Not, ScalarType::Bool) => format!("(!{a_s})"),
                     (UnaryOp::Not, _) => format!("(~{a_s})"),
@@ -745,7 +752,7 @@ impl Gen<'_> {
                     ExprKind::Literal(l) if l.as_i128().is_some_and(|v| v != 0)
                 );
                 let y = if matches!(op, BinaryOp::Div | BinaryOp::Rem)
-                    && a.ty.is_int()
+                    && a.ty.scalar.is_int()
                     && !nonzero_literal
                 {
                     runtime(b, y)
@@ -772,12 +779,12 @@ impl Gen<'_> {
                     BinaryOp::Ne if a.ty == ScalarType::F16 => {
                         format!("(!dc_feq(f32({x}), f32({y})))")
                     }
-                    BinaryOp::Eq if a.ty.is_float() => format!("dc_feq({x}, {y})"),
-                    BinaryOp::Ne if a.ty.is_float() => format!("(!dc_feq({x}, {y}))"),
+                    BinaryOp::Eq if a.ty.scalar.is_float() => format!("dc_feq({x}, {y})"),
+                    BinaryOp::Ne if a.ty.scalar.is_float() => format!("(!dc_feq({x}, {y}))"),
                     _ => format!("({x} {} {y})", op.symbol()),
                 }
             }
-            ExprKind::Cast(a) => self.cast(a, e.ty),
+            ExprKind::Cast(a) => self.cast(a, e.ty.scalar),
             ExprKind::Math(f, args) => {
                 let mut a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
                 // As for binary operations (`abs(MIN)` overflows in a const-expression).
@@ -867,12 +874,21 @@ impl Gen<'_> {
                 self.expr(then),
                 self.expr(cond)
             ),
+            ExprKind::Extract { value, lane } => {
+                format!("({}).{}", self.expr(value), Type::lane_name(*lane))
+            }
+            // Constant lanes pass through the runtime identity, so that a vector of
+            // literals is no WGSL const-expression (whose overflow is a creation error).
+            ExprKind::Construct(lanes) => {
+                let a: Vec<String> = lanes.iter().map(|x| runtime(x, self.expr(x))).collect();
+                format!("{}({})", self.type_name(e.ty), a.join(", "))
+            }
         }
     }
 
     fn cast(&self, a: &Expr, to: ScalarType) -> String {
         let x = self.expr(a);
-        match (a.ty, to) {
+        match (a.ty.scalar, to) {
             (from, to) if from == to => x,
             (ScalarType::F32, ScalarType::I32) => format!("dc_f32_to_i32({x})"),
             (ScalarType::F32, ScalarType::U32) => format!("dc_f32_to_u32({x})"),
@@ -910,10 +926,10 @@ fn runtime(e: &Expr, text: String) -> String {
     if !is_const(e) {
         return text;
     }
-    match e.ty {
-        ScalarType::I32 => format!("dc_rt_i32({text})"),
-        ScalarType::U32 => format!("dc_rt_u32({text})"),
-        ScalarType::F32 => format!("dc_rt_f32({text})"),
+    match e.ty.as_scalar() {
+        Some(ScalarType::I32) => format!("dc_rt_i32({text})"),
+        Some(ScalarType::U32) => format!("dc_rt_u32({text})"),
+        Some(ScalarType::F32) => format!("dc_rt_f32({text})"),
         _ => text,
     }
 }

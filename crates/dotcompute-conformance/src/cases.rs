@@ -4,7 +4,7 @@
 
 use crate::kernels;
 use crate::{fail, Case, Failure, Outcome, Size, Target, SEED_SIZES};
-use dotcompute::{BackendKind, Buffer, Device, Element, Error, Launch};
+use dotcompute::{BackendKind, Buffer, Device, Element, Error, Launch, Vec2, Vec4};
 
 fn seed_sizes() -> Vec<Size> {
     SEED_SIZES.iter().map(|&n| Size::n(n)).collect()
@@ -107,6 +107,12 @@ pub fn cases() -> Vec<Case> {
             "language",
             vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
             subgroups,
+        ),
+        c(
+            "VectorTypes",
+            "language",
+            vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
+            vector_types,
         ),
         c(
             "SharedArray2D",
@@ -1227,7 +1233,7 @@ fn window_on<T: Exact + dotcompute::Num, const W: u32>(
         if got[i].to_f64() != want {
             return fail(format!(
                 "window_generic::<{}, {W}> element {i}: got {:?}, expected {want}",
-                T::TYPE,
+                <T as Element>::TYPE,
                 got[i]
             ));
         }
@@ -1347,6 +1353,137 @@ fn view_args(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome,
                 "counts[{i}] = {g}, expected {want} (the view is counts[7..{}])",
                 7 + COUNTS
             ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+/// The IR's integer `/` and `%` on one lane (`x / 0 == x`, `x % 0 == 0`, `MIN / -1 == MIN`).
+fn ir_div_rem(p: i32, q: i32) -> (i32, i32) {
+    match q {
+        0 => (p, 0),
+        -1 => (p.wrapping_neg(), 0),
+        _ => (p / q, p % q),
+    }
+}
+
+fn vector_types(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    // Small integers and power-of-two divisors: every float result below is exact, so
+    // every backend must match bit for bit (division included).
+    let small = |rng: &mut fastrand::Rng| rng.i32(-50..50) as f32;
+    let pow2 = |rng: &mut fastrand::Rng| {
+        [0.25f32, 0.5, 1.0, 2.0, 4.0][rng.usize(..5)] * if rng.bool() { 1.0 } else { -1.0 }
+    };
+    // The inputs start 3 vectors into their buffers: vector views at an offset of 48
+    // bytes (below every storage-offset alignment).
+    let a: Vec<Vec4<f32>> = (0..n + 3)
+        .map(|_| Vec4::new(small(rng), small(rng), small(rng), small(rng)))
+        .collect();
+    let b: Vec<Vec4<f32>> = (0..n)
+        .map(|_| Vec4::new(pow2(rng), pow2(rng), pow2(rng), pow2(rng)))
+        .collect();
+    let special = [i32::MIN, i32::MAX, -1, 0, 1];
+    let int = |rng: &mut fastrand::Rng| {
+        if rng.u8(..8) == 0 {
+            special[rng.usize(..special.len())]
+        } else {
+            rng.i32(..)
+        }
+    };
+    let ia: Vec<Vec4<i32>> = (0..n)
+        .map(|_| Vec4::new(int(rng), int(rng), int(rng), int(rng)))
+        .collect();
+    let ib: Vec<Vec4<i32>> = (0..n)
+        .map(|_| Vec4::new(rng.i32(-3..4), int(rng), rng.i32(-3..4), int(rng)))
+        .collect();
+    let u: Vec<Vec2<u32>> = (0..n)
+        .map(|_| Vec2::new(rng.u32(..), rng.u32(..)))
+        .collect();
+    let (da, db, dia, dib, du) = (
+        d.upload(&a)?,
+        d.upload(&b)?,
+        d.upload(&ia)?,
+        d.upload(&ib)?,
+        d.upload(&u)?,
+    );
+    let mut out = d.alloc_filled(n, Vec4::splat(f32::NAN))?;
+    let mut iout = d.alloc_filled(n, Vec4::splat(POISON_U32 as i32))?;
+    let mut uout = d.alloc_filled(n, Vec2::splat(POISON_U32))?;
+    let mut dots = poisoned_f32(d, n)?;
+    kernels::vector_types::launch(
+        d,
+        Launch::threads(n),
+        &da.slice(3..3 + n)?,
+        &db,
+        &dia,
+        &dib,
+        &du,
+        &mut out,
+        &mut iout,
+        &mut uout,
+        &mut dots,
+    )?;
+    let (got, igot, ugot, dgot) = (
+        out.to_vec()?,
+        iout.to_vec()?,
+        uout.to_vec()?,
+        dots.to_vec()?,
+    );
+    for i in 0..n {
+        let (x, y) = (a[i + 3], b[i]);
+        let acc = (x * y + Vec4::splat(1.5)) - x / y;
+        let pick = if ia[i].x > 0 { acc } else { -acc };
+        let want = Vec4::new(pick.w, pick.z, -pick.y, pick.x);
+        if got[i].to_array().map(f32::to_bits) != want.to_array().map(f32::to_bits) {
+            return fail(format!("out[{i}] = {:?}, expected {want:?}", got[i]));
+        }
+        let iwant = ia[i].zip(ib[i], |p, q| {
+            let (div, rem) = ir_div_rem(p, q);
+            div.wrapping_add(rem).wrapping_sub(p.wrapping_mul(q))
+        });
+        if igot[i] != iwant {
+            return fail(format!(
+                "iout[{i}] = {:?}, expected {iwant:?} (p = {:?}, q = {:?})",
+                igot[i], ia[i], ib[i]
+            ));
+        }
+        let v = u[i];
+        let uwant = Vec2::new(v.x.wrapping_mul(3), v.y.wrapping_mul(v.x))
+            .zip(Vec2::splat(7u32), u32::wrapping_sub);
+        if ugot[i] != uwant {
+            return fail(format!("uout[{i}] = {:?}, expected {uwant:?}", ugot[i]));
+        }
+        let p = x * y;
+        let dwant = p.x + p.y + p.z + p.w;
+        if dgot[i].to_bits() != dwant.to_bits() {
+            return fail(format!("dots[{i}] = {}, expected {dwant}", dgot[i]));
+        }
+    }
+    // Checked: an overrun of a vector buffer is reported in vectors, and the device
+    // stays usable (the CPU backend always checks).
+    {
+        let mut short = d.alloc_filled(n, Vec4::splat(0.0f32))?;
+        let overrun = kernels::vector_overrun::launch(
+            d,
+            Launch::threads(n + 2).checked(true),
+            &da.slice(3..3 + n)?,
+            &mut short,
+        );
+        match overrun {
+            Err(Error::OutOfBounds { index, len, .. }) if index >= n as u64 && len == n as u64 => {}
+            other => {
+                return fail(format!(
+                    "a checked launch of {} threads over {n} vectors gave {other:?}, expected \
+                     OutOfBounds",
+                    n + 2
+                ))
+            }
+        }
+        kernels::vector_overrun::launch(d, Launch::threads(n), &da.slice(3..3 + n)?, &mut short)?;
+        let copied = short.to_vec()?;
+        if copied[..] != a[3..3 + n] {
+            return fail("after a checked overrun, a vector copy gave wrong values");
         }
     }
     Ok(Outcome::default())

@@ -1,6 +1,6 @@
 //! The kernels of the seed cases, written once with `#[kernel]`.
 
-use dotcompute::{kernel, kernel_fn, Float, Num};
+use dotcompute::{kernel, kernel_fn, Float, Num, Vec2, Vec4};
 
 /// Tile edge of the matrix multiply.
 pub const TILE: u32 = 16;
@@ -784,4 +784,50 @@ pub fn scatter_far(out: &mut [f32], far: u32) {
     if i < out.len() {
         out[i + far] = 1.0;
     }
+}
+
+/// The dot product of two 4-lane vectors: vectors as `#[kernel_fn]` arguments.
+#[kernel_fn]
+pub fn dot4(a: Vec4<f32>, b: Vec4<f32>) -> f32 {
+    let p = a * b;
+    p.x + p.y + p.z + p.w
+}
+
+/// Vector types: 16- and 8-byte elements loaded and stored whole, lane-wise arithmetic
+/// (float `/`, integer `/` and `%` by zero, wrapping `*`), lanes read and rebuilt, a
+/// vector chosen by an `if`, and vectors through a kernel function.
+#[kernel]
+pub fn vector_types(
+    a: &[Vec4<f32>],
+    b: &[Vec4<f32>],
+    ia: &[Vec4<i32>],
+    ib: &[Vec4<i32>],
+    u: &[Vec2<u32>],
+    out: &mut [Vec4<f32>],
+    iout: &mut [Vec4<i32>],
+    uout: &mut [Vec2<u32>],
+    dots: &mut [f32],
+) {
+    let i = global_id().x;
+    if i < out.len() {
+        let x = a[i];
+        let y = b[i];
+        let mut acc = x * y + Vec4::splat(1.5);
+        acc = acc - x / y;
+        let pick = if ia[i].x > 0 { acc } else { -acc };
+        out[i] = Vec4::new(pick.w, pick.z, -pick.y, pick.x);
+        let p = ia[i];
+        let q = ib[i];
+        iout[i] = p / q + p % q - p * q;
+        let v: Vec2<u32> = u[i];
+        uout[i] = v * Vec2::new(3u32, v.x) - Vec2::splat(7);
+        dots[i] = dot4(x, y);
+    }
+}
+
+/// Copies `a` to `out` without a bounds test: `n + k` threads overrun both by `k`.
+#[kernel]
+pub fn vector_overrun(a: &[Vec4<f32>], out: &mut [Vec4<f32>]) {
+    let i = global_id().x;
+    out[i] = a[i];
 }

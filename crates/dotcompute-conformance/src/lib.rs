@@ -286,6 +286,7 @@ macro_rules! conformance_tests {
             generic_kernels, generic_kernels_on_stream => "GenericKernels",
             local_arrays, local_arrays_on_stream => "LocalArrays",
             view_args, view_args_on_stream => "ViewArgs",
+            vector_types, vector_types_on_stream => "VectorTypes",
             subgroups, subgroups_on_stream => "Subgroups",
             shared_array_2d, shared_array_2d_on_stream => "SharedArray2D",
             literal_inference, literal_inference_on_stream => "LiteralInference",
@@ -303,7 +304,7 @@ macro_rules! conformance_tests {
             checked_mode, checked_mode_on_stream => "CheckedMode");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 34, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 35, "add new cases to conformance_tests!");
         }
     };
     (@each $($test:ident, $on_stream:ident => $name:literal),*) => {
@@ -337,6 +338,7 @@ pub fn seed_kernels() -> Vec<&'static dotcompute::KernelDef> {
         &math_f32::KERNEL,
         &control_flow::KERNEL,
         &elementwise_masked::KERNEL,
+        &vector_types::KERNEL,
     ]
 }
 

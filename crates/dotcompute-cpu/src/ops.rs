@@ -291,6 +291,24 @@ impl Negate for i64 {
     }
 }
 
+// Vectors: each lane with the scalar rules (integer `/` and `%` by zero included), as
+// the builder splits integer `/` and `%` into lanes for the GPUs.
+macro_rules! vector_ops {
+    ($($v:ident),*) => {$(
+        impl<T: Arith> Arith for dotcompute_ir::$v<T> {
+            #[inline(always)] fn k_add(self, o: Self) -> Self { self.zip(o, T::k_add) }
+            #[inline(always)] fn k_sub(self, o: Self) -> Self { self.zip(o, T::k_sub) }
+            #[inline(always)] fn k_mul(self, o: Self) -> Self { self.zip(o, T::k_mul) }
+            #[inline(always)] fn k_div(self, o: Self) -> Self { self.zip(o, T::k_div) }
+            #[inline(always)] fn k_rem(self, o: Self) -> Self { self.zip(o, T::k_rem) }
+        }
+        impl<T: Negate> Negate for dotcompute_ir::$v<T> {
+            #[inline(always)] fn k_neg(self) -> Self { self.map(T::k_neg) }
+        }
+    )*};
+}
+vector_ops!(Vec2, Vec4);
+
 macro_rules! float_ops {
     ($($t:ty),*) => {$(
         impl Arith for $t {

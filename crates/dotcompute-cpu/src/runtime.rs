@@ -5,20 +5,29 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use dotcompute_hal::native::{NativeArg, NativeLaunch};
 use dotcompute_hal::{Error, Result};
-use dotcompute_ir::{Literal, Memory, ScalarType, SharedLen};
+use dotcompute_ir::{Literal, Memory, ScalarType, SharedLen, Type, Vec2, Vec4};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 /// Element and scalar types a kernel can use.
-pub trait KernelScalar: Copy + Default + Send + Sync + 'static {
+pub trait KernelScalar: KernelElem {
     const SCALAR: ScalarType;
     fn from_literal(l: Literal) -> Option<Self>;
 }
 
+/// Element types of buffers a kernel binds: the scalars and the vectors
+/// ([`dotcompute_ir::Vec4`]) of 32-bit lanes.
+pub trait KernelElem: Copy + Default + Send + Sync + 'static {
+    const TYPE: Type;
+}
+
 macro_rules! kernel_scalar {
     ($($t:ty => $st:ident, $pat:pat => $v:expr;)*) => {$(
+        impl KernelElem for $t {
+            const TYPE: Type = Type::scalar(ScalarType::$st);
+        }
         impl KernelScalar for $t {
             const SCALAR: ScalarType = ScalarType::$st;
             fn from_literal(l: Literal) -> Option<Self> {
@@ -37,6 +46,18 @@ kernel_scalar! {
     f64 => F64, Literal::F64(b) => f64::from_bits(b);
     half::f16 => F16, Literal::F16(b) => half::f16::from_bits(b);
 }
+
+macro_rules! kernel_vector {
+    ($($t:ty),*) => {$(
+        impl KernelElem for Vec2<$t> {
+            const TYPE: Type = Vec2::<$t>::TYPE;
+        }
+        impl KernelElem for Vec4<$t> {
+            const TYPE: Type = Vec4::<$t>::TYPE;
+        }
+    )*};
+}
+kernel_vector!(f32, i32, u32);
 
 /// Integer types usable as indices; converted with `as u32` like the IR does.
 pub trait KernelIndex: Copy {
@@ -111,7 +132,7 @@ pub type GlobalMut<'a, T> = View<'a, T, true>;
 /// A workgroup-shared array.
 pub type SharedArr<'a, T> = View<'a, T, true>;
 
-impl<'a, T: KernelScalar, const W: bool> View<'a, T, W> {
+impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
     /// Binds argument `index` of the launch, checking its type.
     pub fn bind(launch: &'a NativeLaunch<'a>, index: usize) -> Result<Self> {
         let arg_name = || {
@@ -124,7 +145,7 @@ impl<'a, T: KernelScalar, const W: bool> View<'a, T, W> {
         let mismatch = |found: String| Error::ArgumentType {
             kernel: launch.kernel.name.clone(),
             arg: arg_name(),
-            expected: format!("{}[{}]", if W { "&mut " } else { "&" }, T::SCALAR),
+            expected: format!("{}[{}]", if W { "&mut " } else { "&" }, T::TYPE),
             found,
         };
         match launch.args.get(index) {
@@ -134,7 +155,7 @@ impl<'a, T: KernelScalar, const W: bool> View<'a, T, W> {
                 elem,
                 writable,
             }) => {
-                if elem != T::SCALAR || (W && !writable) {
+                if elem != T::TYPE || (W && !writable) {
                     return Err(mismatch(format!(
                         "a {} buffer of {elem}",
                         if writable { "writable" } else { "read-only" }
@@ -196,7 +217,7 @@ impl<'a, T: KernelScalar, const W: bool> View<'a, T, W> {
     }
 }
 
-impl<T: KernelScalar> View<'_, T, true> {
+impl<T: KernelElem> View<'_, T, true> {
     #[inline(always)]
     pub fn store<I: KernelIndex>(&self, index: I, value: T) {
         if let Some(p) = self.slot(index) {

@@ -238,20 +238,22 @@ impl Queue for CudaBackend {
                         stream,
                     )
                     .during("cuMemsetD32Async"),
-                    [a, b, c, d, e, f, g, h] => {
-                        // Two strided 32-bit fills: the low words, then the high words.
-                        let lo = u32::from_le_bytes([a, b, c, d]);
-                        let hi = u32::from_le_bytes([e, f, g, h]);
-                        let n = bytes / 8;
-                        sys::cuMemsetD2D32Async(ptr, 8, lo, 1, n, stream)
-                            .during("cuMemsetD2D32Async")?;
-                        sys::cuMemsetD2D32Async(ptr + 4, 8, hi, 1, n, stream)
-                            .during("cuMemsetD2D32Async")
+                    // 8 and 16 bytes (64-bit scalars, Vec2 and Vec4 elements): one strided
+                    // 32-bit fill per word of the pattern.
+                    _ if matches!(pattern.len(), 8 | 16) => {
+                        let width = pattern.len();
+                        let n = bytes / width;
+                        for (w, word) in pattern.chunks_exact(4).enumerate() {
+                            let value = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+                            sys::cuMemsetD2D32Async(ptr + 4 * w as u64, width, value, 1, n, stream)
+                                .during("cuMemsetD2D32Async")?;
+                        }
+                        Ok(())
                     }
                     _ => Err(Error::Backend {
                         backend: BACKEND.into(),
                         message: format!(
-                            "fill patterns are 1, 2, 4 or 8 bytes, not {}",
+                            "fill patterns are 1, 2, 4, 8 or 16 bytes, not {}",
                             pattern.len()
                         ),
                     }),

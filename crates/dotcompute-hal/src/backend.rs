@@ -14,7 +14,7 @@ use crate::launch::ResolvedLaunch;
 use crate::pool::MemoryStats;
 use crate::program::Program;
 use crate::stream::{Completed, Fence, StreamId, StreamSet, Timing};
-use dotcompute_ir::{Literal, ScalarType};
+use dotcompute_ir::{Literal, ScalarType, Type};
 use std::any::Any;
 
 /// One argument of a launch, already checked against the kernel's signature.
@@ -25,7 +25,7 @@ pub enum BoundArg<'a, B> {
         offset: usize,
         /// Length in elements.
         len: usize,
-        elem: ScalarType,
+        elem: Type,
         writable: bool,
     },
     Scalar(Literal),

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::launch::ResolvedLaunch;
-use dotcompute_ir::{Kernel, Literal, ScalarType};
+use dotcompute_ir::{Kernel, Literal, Type};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -17,7 +17,7 @@ pub enum NativeArg {
         /// First element; valid for `len` elements for the whole launch.
         ptr: *mut u8,
         len: usize,
-        elem: ScalarType,
+        elem: Type,
         writable: bool,
     },
     Scalar(Literal),

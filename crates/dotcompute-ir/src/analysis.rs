@@ -102,9 +102,11 @@ impl VectorPlan {
 /// each buffer and nothing else, so `W` consecutive logical threads can run in one CUDA
 /// thread on 16-byte loads and stores, each keeping its elements in registers: results
 /// are those of the scalar form (threads share no elements, so their order is free).
-/// Buffers of `bool` (1 byte) are left to the scalar form.
+/// Buffers of `bool` (1 byte) are left to the scalar form, and so are kernels that use
+/// vector types.
 pub fn vector_plan(k: &Kernel) -> Option<VectorPlan> {
-    if !grid_stride_eligible(k) {
+    // A kernel written with vector types already chose its access width.
+    if !grid_stride_eligible(k) || k.uses_vectors() {
         return None;
     }
     // Locals that always hold the global x id: immutable, and their one `let` reads it.

@@ -11,7 +11,7 @@
 //! guesses silently.
 
 use crate::kernel::*;
-use crate::types::{Literal, ScalarType};
+use crate::types::{Literal, ScalarType, Type};
 use crate::validate::validate;
 use thiserror::Error;
 
@@ -33,6 +33,9 @@ pub enum V {
     Int(i128),
     /// A float literal without suffix.
     Float(f64),
+    /// A vector whose lanes are all untyped literals (`Vec2::splat(7)`): it takes the
+    /// lane type of the vector it meets, as Rust infers it, and defaults to f32 or i32.
+    Lanes(Vec<V>),
 }
 
 impl V {
@@ -42,7 +45,7 @@ impl V {
     }
     fn lit(l: Literal) -> V {
         V::Typed(Expr {
-            ty: l.ty(),
+            ty: l.ty().into(),
             kind: ExprKind::Literal(l),
         })
     }
@@ -95,12 +98,12 @@ pub struct Var {
 #[derive(Clone, Copy, Debug)]
 pub struct Mem {
     mem: Memory,
-    elem: ScalarType,
+    elem: Type,
 }
 
 impl Mem {
-    /// The element type of the array.
-    pub fn elem(&self) -> ScalarType {
+    /// The element type of the array (a vector only for buffers).
+    pub fn elem(&self) -> Type {
         self.elem
     }
 }
@@ -189,7 +192,8 @@ impl Builder {
 
     // ---- signature ----
 
-    pub fn buffer(&mut self, name: &str, elem: ScalarType, access: Access) -> Mem {
+    pub fn buffer(&mut self, name: &str, elem: impl Into<Type>, access: Access) -> Mem {
+        let elem = elem.into();
         let i = self.kernel.params.len() as u32;
         self.kernel.params.push(Param::Buffer {
             name: name.into(),
@@ -209,7 +213,7 @@ impl Builder {
             ty,
         });
         V::Typed(Expr {
-            ty,
+            ty: ty.into(),
             kind: ExprKind::Scalar(i),
         })
     }
@@ -275,7 +279,12 @@ impl Builder {
         if init.ty == ScalarType::Bool {
             return self.err("local arrays of bool are not supported; use u32");
         }
-        let elem = init.ty;
+        let Some(elem) = init.ty.as_scalar() else {
+            return self.err(format!(
+                "local arrays of {} are not supported: local arrays hold scalars",
+                init.ty
+            ));
+        };
         let i = self.kernel.local_arrays.len() as u32;
         self.kernel.local_arrays.push(LocalArray {
             name: name.into(),
@@ -284,9 +293,14 @@ impl Builder {
         });
         let mem = Mem {
             mem: Memory::Local(i),
-            elem,
+            elem: elem.into(),
         };
-        let value = self.let_(&format!("{name}_init"), Some(elem), false, V::Typed(init))?;
+        let value = self.let_(
+            &format!("{name}_init"),
+            Some(elem.into()),
+            false,
+            V::Typed(init),
+        )?;
         let k = self.begin_for(
             &format!("{name}_k"),
             V::host(0u32),
@@ -308,7 +322,7 @@ impl Builder {
         });
         Mem {
             mem: Memory::Shared(i),
-            elem,
+            elem: elem.into(),
         }
     }
 
@@ -316,29 +330,42 @@ impl Builder {
 
     /// `v` as a value of type `ty` (an untyped literal takes it; a typed value must have
     /// it): a `#[kernel_fn]`'s result, `T::zero()`.
-    pub fn typed(&mut self, v: V, ty: ScalarType, what: &str) -> R<V> {
-        Ok(V::Typed(self.coerce(v, ty, what)?))
+    pub fn typed(&mut self, v: V, ty: impl Into<Type>, what: &str) -> R<V> {
+        Ok(V::Typed(self.coerce(v, ty.into(), what)?))
     }
 
     /// The type a `#[kernel_fn]`'s type parameter `name` takes at one call: the element
     /// type of its first array argument, else the type of its first typed value, else
     /// the default type of its first literal.
-    pub fn infer_type(&self, name: &str, arrays: &[ScalarType], values: &[&V]) -> R<ScalarType> {
-        if let Some(&t) = arrays.first() {
-            return Ok(t);
-        }
-        if let Some(V::Typed(e)) = values.iter().find(|v| matches!(v, V::Typed(_))) {
-            return Ok(e.ty);
-        }
-        match values.first() {
-            Some(&v) => Ok(self.default_of(v.clone())?.ty),
-            None => self.err(format!("type parameter `{name}` cannot be inferred")),
+    pub fn infer_type(&self, name: &str, arrays: &[Type], values: &[&V]) -> R<ScalarType> {
+        let t = if let Some(&t) = arrays.first() {
+            t
+        } else if let Some(V::Typed(e)) = values.iter().find(|v| matches!(v, V::Typed(_))) {
+            e.ty
+        } else {
+            match values.first() {
+                Some(&v) => self.default_of(v.clone())?.ty,
+                None => return self.err(format!("type parameter `{name}` cannot be inferred")),
+            }
+        };
+        match t.as_scalar() {
+            Some(t) => Ok(t),
+            None => self.err(format!(
+                "type parameter `{name}` would be {t}; type parameters stand for scalar types"
+            )),
         }
     }
 
     /// Checks an array passed to a `#[kernel_fn]` parameter `name` of element `elem`
     /// (writable if `writable`).
-    pub fn check_array(&self, mem: Mem, elem: ScalarType, writable: bool, name: &str) -> R<()> {
+    pub fn check_array(
+        &self,
+        mem: Mem,
+        elem: impl Into<Type>,
+        writable: bool,
+        name: &str,
+    ) -> R<()> {
+        let elem = elem.into();
         if mem.elem != elem {
             return self.err(format!(
                 "argument `{name}` must be an array of {elem}, found an array of {}",
@@ -358,6 +385,13 @@ impl Builder {
     fn default_of(&self, v: V) -> R<Expr> {
         match v {
             V::Typed(e) => Ok(e),
+            V::Lanes(lanes) => {
+                let scalar = match lanes.first() {
+                    Some(V::Float(_)) => ScalarType::F32,
+                    _ => ScalarType::I32,
+                };
+                self.vector_of(Type::vector(scalar, lanes.len() as u8), lanes)
+            }
             V::Int(n) => match i32::try_from(n) {
                 Ok(n) => Ok(lit(Literal::I32(n))),
                 Err(_) => self.err(format!(
@@ -383,7 +417,8 @@ impl Builder {
     }
 
     /// Converts `v` to `ty`, fixing the type of an untyped literal.
-    fn coerce(&mut self, v: V, ty: ScalarType, what: &str) -> R<Expr> {
+    fn coerce(&mut self, v: V, ty: impl Into<Type>, what: &str) -> R<Expr> {
+        let ty: Type = ty.into();
         match v {
             V::Typed(e) if e.ty == ty => Ok(e),
             V::Typed(e) if self.retype(&e, ty) => Ok(Expr { ty, ..e }),
@@ -391,11 +426,23 @@ impl Builder {
                 let hint = self.hint(&e);
                 self.err(format!("{what} must be {ty}, found {}{hint}", e.ty))
             }
-            V::Int(n) => match Literal::int(ty, n) {
+            V::Lanes(lanes) if ty.is_vector() && lanes.len() == ty.lanes as usize => {
+                self.vector_of(ty, lanes)
+            }
+            V::Lanes(lanes) => self.err(format!(
+                "{what} must be {ty}, found a vector of {} lanes",
+                lanes.len()
+            )),
+            V::Int(_) | V::Float(_) if ty.is_vector() => self.err(format!(
+                "{what} must be {ty}, found a number: make a vector of it with \
+                 `Vec{}::splat(x)`",
+                ty.lanes
+            )),
+            V::Int(n) => match Literal::int(ty.scalar, n) {
                 Some(l) => Ok(lit(l)),
                 None => self.err(format!("{what}: integer literal {n} is not a valid {ty}")),
             },
-            V::Float(f) => match Literal::float(ty, f) {
+            V::Float(f) => match Literal::float(ty.scalar, f) {
                 Some(l) => Ok(lit(l)),
                 None => self.err(format!("{what} must be {ty}, found a float literal")),
             },
@@ -407,8 +454,8 @@ impl Builder {
             V::Typed(e) if e.ty == ScalarType::U32 => Ok(e),
             // Other integer indices are converted to u32 exactly as the CPU path does
             // (`as u32`), so a negative index becomes a huge one and is out of bounds.
-            V::Typed(e) if e.ty.is_int() => Ok(Expr {
-                ty: ScalarType::U32,
+            V::Typed(e) if e.ty.as_scalar().is_some_and(ScalarType::is_int) => Ok(Expr {
+                ty: ScalarType::U32.into(),
                 kind: ExprKind::Cast(Box::new(e)),
             }),
             V::Typed(e) => {
@@ -418,6 +465,7 @@ impl Builder {
             V::Int(n) if (0..=u32::MAX as i128).contains(&n) => Ok(lit(Literal::U32(n as u32))),
             V::Int(n) => self.err(format!("index {n} is outside the u32 range")),
             V::Float(_) => self.err("an index must be an integer, found a float literal"),
+            V::Lanes(_) => self.err("an index must be an integer, found a vector"),
         }
     }
 
@@ -427,8 +475,12 @@ impl Builder {
     /// been assigned, its declaration is retyped to that type, as rustc's inference would
     /// have it (`let x = 1.5; a[i] * x` with `a: &[f32]`). Returns whether `e` was
     /// such a local and now has type `ty`.
-    fn retype(&mut self, e: &Expr, ty: ScalarType) -> bool {
+    fn retype(&mut self, e: &Expr, ty: Type) -> bool {
         let ExprKind::Local(id) = e.kind else {
+            return false;
+        };
+        // Untyped literals are scalars; a vector comes only from `splat` or `new`.
+        let Some(ty) = ty.as_scalar() else {
             return false;
         };
         let i = id as usize;
@@ -451,7 +503,7 @@ impl Builder {
             return false;
         };
         *init = Some(lit(literal));
-        self.kernel.locals[i].ty = ty;
+        self.kernel.locals[i].ty = ty.into();
         self.defaulted[i] = false;
         self.untyped_init[i] = None;
         true
@@ -497,7 +549,7 @@ impl Builder {
         self.frames.last_mut().expect("root frame").1.push(s);
     }
 
-    fn new_local(&mut self, name: &str, ty: ScalarType, mutable: bool, defaulted: bool) -> Var {
+    fn new_local(&mut self, name: &str, ty: Type, mutable: bool, defaulted: bool) -> Var {
         let id = self.kernel.locals.len() as u32;
         self.kernel.locals.push(Local {
             name: name.into(),
@@ -536,14 +588,14 @@ impl Builder {
 
     pub fn len(&mut self, mem: Mem) -> V {
         V::Typed(Expr {
-            ty: ScalarType::U32,
+            ty: ScalarType::U32.into(),
             kind: ExprKind::Len(mem.mem),
         })
     }
 
     pub fn builtin(&mut self, b: Builtin, axis: Axis) -> V {
         V::Typed(Expr {
-            ty: ScalarType::U32,
+            ty: ScalarType::U32.into(),
             kind: ExprKind::Builtin(b, axis),
         })
     }
@@ -554,9 +606,10 @@ impl Builder {
             (UnaryOp::Neg, V::Float(f)) => return Ok(V::Float(-f)),
             (_, a) => self.default_of(a)?,
         };
+        let t = a.ty.scalar;
         let ok = match op {
-            UnaryOp::Neg => a.ty.is_float() || a.ty.is_signed_int(),
-            UnaryOp::Not => a.ty == ScalarType::Bool || a.ty.is_int(),
+            UnaryOp::Neg => t.is_float() || t.is_signed_int(),
+            UnaryOp::Not => !a.ty.is_vector() && (t == ScalarType::Bool || t.is_int()),
         };
         if !ok {
             let sym = if op == UnaryOp::Neg { "-" } else { "!" };
@@ -593,7 +646,10 @@ impl Builder {
             ),
             _ => self.unify(a, b, &what)?,
         };
-        let ty = a.ty;
+        if a.ty.is_vector() || b.ty.is_vector() {
+            return self.vector_binary(op, a, b);
+        }
+        let ty = a.ty.scalar;
         let (ok, result) = match op {
             Add | Sub | Mul | Div | Rem => (ty.is_numeric(), ty),
             BitAnd | BitOr | BitXor => (ty.is_int() || ty == ScalarType::Bool, ty),
@@ -606,12 +662,144 @@ impl Builder {
             return self.err(format!("{what} is not defined on {ty}"));
         }
         Ok(V::Typed(Expr {
-            ty: result,
+            ty: result.into(),
             kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
         }))
     }
 
+    /// Lane-wise `+ - * /` (and `%` on integers) on two vectors of one type. Integer
+    /// `/` and `%` become one scalar operation per lane, so each lane follows the IR's
+    /// division-by-zero rule with the scalar code every backend already has.
+    fn vector_binary(&mut self, op: BinaryOp, a: Expr, b: Expr) -> R<V> {
+        use BinaryOp::*;
+        let ty = a.ty;
+        let allowed = matches!(op, Add | Sub | Mul | Div) || (op == Rem && ty.scalar.is_int());
+        if !allowed || a.ty != b.ty {
+            return self.err(format!(
+                "`{} {} {}` is not defined: vectors take + - * / (and % on integers) with a \
+                 vector of the same type, lane by lane; compare or shift their lanes (`v.x`)",
+                a.ty,
+                op.symbol(),
+                b.ty
+            ));
+        }
+        if ty.scalar.is_int() && matches!(op, Div | Rem) {
+            let lanes = (0..ty.lanes)
+                .map(|lane| Expr {
+                    ty: ty.scalar.into(),
+                    kind: ExprKind::Binary(
+                        op,
+                        Box::new(extract(a.clone(), lane)),
+                        Box::new(extract(b.clone(), lane)),
+                    ),
+                })
+                .collect();
+            return Ok(V::Typed(Expr {
+                ty,
+                kind: ExprKind::Construct(lanes),
+            }));
+        }
+        Ok(V::Typed(Expr {
+            ty,
+            kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+        }))
+    }
+
+    /// `Vec2::new(x, y)` / `Vec4::new(x, y, z, w)`: a vector of the lanes' common type
+    /// (untyped literals take it). With only untyped lanes, the vector's lane type is
+    /// inferred from where it is used, as Rust does (see [`V::Lanes`]).
+    pub fn vector(&mut self, lanes: Vec<V>) -> R<V> {
+        let n = lanes.len();
+        let typed = lanes.iter().find_map(|a| match a {
+            V::Typed(e) => Some(e.ty),
+            _ => None,
+        });
+        let Some(ty) = typed else {
+            if lanes.iter().any(|l| matches!(l, V::Lanes(_))) {
+                return self.err(format!("the lanes of Vec{n} must be scalars"));
+            }
+            return Ok(V::Lanes(lanes));
+        };
+        let vty = Type::vector(ty.scalar, n as u8);
+        if ty.is_vector() || !vty.is_well_formed() {
+            return self.err(format!(
+                "Vec{n} of {ty} is not defined: vectors have 2 or 4 lanes of f32, i32 or u32"
+            ));
+        }
+        Ok(V::Typed(self.vector_of(vty, lanes)?))
+    }
+
+    /// The vector of type `ty` made of `lanes` (each converted to the lane type).
+    fn vector_of(&self, ty: Type, lanes: Vec<V>) -> R<Expr> {
+        if !ty.is_well_formed() {
+            return self.err(format!(
+                "{ty} is not defined: vectors have 2 or 4 lanes of f32, i32 or u32"
+            ));
+        }
+        let what = format!("a lane of {ty}");
+        let lanes = lanes
+            .into_iter()
+            .map(|a| match a {
+                V::Typed(e) if e.ty == ty.scalar => Ok(e),
+                V::Typed(e) => self.err(format!("{what} must be {}, found {}", ty.scalar, e.ty)),
+                V::Int(n) => Literal::int(ty.scalar, n).map(lit).ok_or(()).or_else(|_| {
+                    self.err(format!(
+                        "{what}: integer literal {n} is not a valid {}",
+                        ty.scalar
+                    ))
+                }),
+                V::Float(f) => Literal::float(ty.scalar, f)
+                    .map(lit)
+                    .ok_or(())
+                    .or_else(|_| {
+                        self.err(format!(
+                            "{what} must be {}, found a float literal",
+                            ty.scalar
+                        ))
+                    }),
+                V::Lanes(_) => self.err(format!("{what} must be a scalar")),
+            })
+            .collect::<R<Vec<_>>>()?;
+        Ok(Expr {
+            ty,
+            kind: ExprKind::Construct(lanes),
+        })
+    }
+
+    /// `Vec{lanes}::splat(x)`.
+    pub fn splat(&mut self, x: V, lanes: u8) -> R<V> {
+        self.vector(vec![x; lanes as usize])
+    }
+
+    /// `v.x` (lane 0), `v.y`, `v.z`, `v.w`.
+    pub fn lane(&mut self, v: V, lane: u8) -> R<V> {
+        let v = self.default_of(v)?;
+        if !v.ty.is_vector() {
+            return self.err(format!(
+                "`.{}` reads a vector's lane, and this is {}",
+                Type::lane_name(lane.min(3)),
+                v.ty
+            ));
+        }
+        if lane >= v.ty.lanes {
+            return self.err(format!(
+                "{} has no lane `.{}`",
+                v.ty,
+                Type::lane_name(lane.min(3))
+            ));
+        }
+        Ok(V::Typed(extract(v, lane)))
+    }
+
     pub fn cast(&mut self, a: V, ty: ScalarType) -> R<V> {
+        if let V::Typed(e) = &a {
+            if e.ty.is_vector() {
+                return self.err(format!(
+                    "`as` converts scalars, and this is {}: convert each lane (`v.x as {ty}`)",
+                    e.ty
+                ));
+            }
+        }
         if ty == ScalarType::Bool {
             return self.err("`as bool` is not defined; compare with zero instead");
         }
@@ -628,6 +816,9 @@ impl Builder {
             V::Float(f) => Ok(V::Typed(cast_expr(lit(Literal::f64(f)), ty))),
             V::Typed(e) if e.ty == ty => Ok(V::Typed(e)),
             V::Typed(e) => Ok(V::Typed(cast_expr(e, ty))),
+            V::Lanes(_) => self.err(format!(
+                "`as` converts scalars, and this is a vector: convert each lane (`v.x as {ty}`)"
+            )),
         }
     }
 
@@ -648,6 +839,12 @@ impl Builder {
             Some(t) => t,
             None => self.default_of(args[0].clone())?.ty,
         };
+        let Some(ty) = ty.as_scalar() else {
+            return self.err(format!(
+                "{} takes scalars, and this is {ty}: apply it to each lane (`v.x`)",
+                f.name()
+            ));
+        };
         let what = format!("an argument of {}", f.name());
         let args = args
             .into_iter()
@@ -658,7 +855,7 @@ impl Builder {
             return self.err(format!("{} is not defined on {ty}", f.name()));
         }
         Ok(V::Typed(Expr {
-            ty: f.result_type(ty),
+            ty: f.result_type(ty).into(),
             kind: ExprKind::Math(f, args),
         }))
     }
@@ -670,7 +867,7 @@ impl Builder {
             V::Typed(e) => e,
             other => self.default_of(other)?,
         };
-        if !x.ty.is_float() {
+        if !x.ty.as_scalar().is_some_and(ScalarType::is_float) {
             return self.err(format!("powi is defined on floats, found {}", x.ty));
         }
         let ty = x.ty;
@@ -729,7 +926,8 @@ impl Builder {
                     other => self.default_of(other)?,
                 }
             };
-            if !op.takes_bool() && (!x.ty.is_numeric() || x.ty == ScalarType::F16) {
+            let numeric = x.ty.as_scalar().is_some_and(ScalarType::is_numeric);
+            if !op.takes_bool() && (!numeric || x.ty == ScalarType::F16) {
                 return self.err(format!("{} is not defined on {}", op.name(), x.ty));
             }
             exprs.push(x);
@@ -741,16 +939,16 @@ impl Builder {
                 &format!("the lane of {}", op.name()),
             )?);
         }
-        let ty = op.result_type(exprs.first().map_or(ScalarType::U32, |e| e.ty));
+        let ty = op.result_type(exprs.first().map_or(ScalarType::U32, |e| e.ty.scalar));
         Ok(V::Typed(Expr {
-            ty,
+            ty: ty.into(),
             kind: ExprKind::Subgroup(op, exprs),
         }))
     }
 
     /// An atomic read-modify-write; returns the previous value.
     pub fn atomic(&mut self, op: AtomicOp, mem: Mem, index: V, args: Vec<V>) -> R<V> {
-        if !op.supports(mem.elem) {
+        if mem.elem.is_vector() || !op.supports(mem.elem.scalar) {
             return self.err(format!(
                 "atomic_{} is not defined on {} (u32 and i32 support every atomic, f32 \
                  supports add)",
@@ -791,7 +989,7 @@ impl Builder {
     // ---- statements ----
 
     /// `let [mut] name[: ty] = init;`
-    pub fn let_(&mut self, name: &str, ty: Option<ScalarType>, mutable: bool, init: V) -> R<Var> {
+    pub fn let_(&mut self, name: &str, ty: Option<Type>, mutable: bool, init: V) -> R<Var> {
         let untyped = init.clone();
         let (init, defaulted) = match ty {
             Some(ty) => (
@@ -893,7 +1091,12 @@ impl Builder {
     /// Starts `if cond { .. } else { .. }` used as a value; each arm ends with `set_value`.
     pub fn begin_if_value(&mut self, cond: V) -> R<Slot> {
         let n = self.kernel.locals.len();
-        let var = self.new_local(&format!("if_value_{n}"), ScalarType::Bool, true, false);
+        let var = self.new_local(
+            &format!("if_value_{n}"),
+            ScalarType::Bool.into(),
+            true,
+            false,
+        );
         self.pending[var.id as usize] = true;
         self.push(Stmt::Let {
             local: var.id,
@@ -925,15 +1128,20 @@ impl Builder {
     pub fn begin_for(&mut self, name: &str, start: V, end: V, step: Option<V>) -> R<Var> {
         let defaulted = !matches!(start, V::Typed(_)) && !matches!(end, V::Typed(_));
         let (start, end) = self.unify(start, end, "a for range")?;
-        let ty = start.ty;
-        if !matches!(ty, ScalarType::U32 | ScalarType::I32) {
-            return self.err(format!("a for range must be u32 or i32, found {ty}"));
-        }
+        let ty = match start.ty.as_scalar() {
+            Some(t @ (ScalarType::U32 | ScalarType::I32)) => t,
+            _ => {
+                return self.err(format!(
+                    "a for range must be u32 or i32, found {}",
+                    start.ty
+                ))
+            }
+        };
         let step = match step {
             Some(s) => self.coerce(s, ty, "a step_by amount")?,
             None => lit(Literal::int(ty, 1).unwrap()),
         };
-        let var = self.new_local(name, ty, false, defaulted);
+        let var = self.new_local(name, ty.into(), false, defaulted);
         self.frames.push((
             Frame::For {
                 var: var.id,
@@ -979,7 +1187,7 @@ impl Builder {
         let cond = self.coerce(cond, ScalarType::Bool, "a while condition")?;
         self.push(Stmt::If {
             cond: Expr {
-                ty: ScalarType::Bool,
+                ty: ScalarType::Bool.into(),
                 kind: ExprKind::Unary(UnaryOp::Not, Box::new(cond)),
             },
             then: vec![Stmt::Break],
@@ -1015,15 +1223,26 @@ impl Builder {
 
 fn lit(l: Literal) -> Expr {
     Expr {
-        ty: l.ty(),
+        ty: l.ty().into(),
         kind: ExprKind::Literal(l),
     }
 }
 
 fn cast_expr(e: Expr, ty: ScalarType) -> Expr {
     Expr {
-        ty,
+        ty: ty.into(),
         kind: ExprKind::Cast(Box::new(e)),
+    }
+}
+
+/// Lane `lane` of vector `v`.
+fn extract(v: Expr, lane: u8) -> Expr {
+    Expr {
+        ty: v.ty.scalar.into(),
+        kind: ExprKind::Extract {
+            value: Box::new(v),
+            lane,
+        },
     }
 }
 

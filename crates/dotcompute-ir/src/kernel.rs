@@ -1,6 +1,6 @@
 //! The kernel IR proper: a kernel is a signature plus a tree of statements.
 
-use crate::types::{Literal, ScalarType};
+use crate::types::{Literal, ScalarType, Type};
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the IR's shape or meaning changes; part of every hash and serialized form.
@@ -18,10 +18,10 @@ pub enum Access {
 /// A kernel parameter, bound by position at launch.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Param {
-    /// A global buffer of `elem`.
+    /// A global buffer of `elem` (a scalar or a vector type).
     Buffer {
         name: String,
-        elem: ScalarType,
+        elem: Type,
         access: Access,
     },
     /// A scalar passed by value.
@@ -57,7 +57,7 @@ pub struct SharedArray {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Local {
     pub name: String,
-    pub ty: ScalarType,
+    pub ty: Type,
     pub mutable: bool,
 }
 
@@ -575,7 +575,7 @@ impl AtomicOp {
 /// A typed expression. Expressions have no side effects: atomics are statements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Expr {
-    pub ty: ScalarType,
+    pub ty: Type,
     pub kind: ExprKind,
 }
 
@@ -607,6 +607,13 @@ pub enum ExprKind {
         then: Box<Expr>,
         otherwise: Box<Expr>,
     },
+    /// Lane `lane` (0 is `x`) of a vector value; the expression has the lane type.
+    Extract {
+        value: Box<Expr>,
+        lane: u8,
+    },
+    /// A vector from one scalar per lane, in order (`Vec4::new(x, y, z, w)`).
+    Construct(Vec<Expr>),
 }
 
 /// A statement. Blocks are `Vec<Stmt>`; scoping follows nesting.
@@ -731,9 +738,10 @@ impl Expr {
                 a.walk(f);
                 b.walk(f);
             }
-            ExprKind::Math(_, args) | ExprKind::Subgroup(_, args) => {
+            ExprKind::Math(_, args) | ExprKind::Subgroup(_, args) | ExprKind::Construct(args) => {
                 args.iter().for_each(|a| a.walk(f))
             }
+            ExprKind::Extract { value, .. } => value.walk(f),
             ExprKind::Select {
                 cond,
                 then,
@@ -793,16 +801,32 @@ impl Kernel {
             .sum()
     }
 
-    /// The element type of a memory reference, if it is valid.
-    pub fn memory_elem(&self, mem: Memory) -> Option<ScalarType> {
+    /// The element type of a memory reference, if it is valid (a vector only for
+    /// buffers).
+    pub fn memory_elem(&self, mem: Memory) -> Option<Type> {
         match mem {
             Memory::Buffer(i) => match self.params.get(i as usize)? {
                 Param::Buffer { elem, .. } => Some(*elem),
                 Param::Scalar { .. } => None,
             },
-            Memory::Shared(i) => self.shared.get(i as usize).map(|s| s.elem),
-            Memory::Local(i) => self.local_arrays.get(i as usize).map(|a| a.elem),
+            Memory::Shared(i) => self.shared.get(i as usize).map(|s| s.elem.into()),
+            Memory::Local(i) => self.local_arrays.get(i as usize).map(|a| a.elem.into()),
         }
+    }
+
+    /// Whether any buffer, local or expression has a vector type.
+    pub fn uses_vectors(&self) -> bool {
+        let typed = self.params.iter().any(|p| match p {
+            Param::Buffer { elem, .. } => elem.is_vector(),
+            Param::Scalar { .. } => false,
+        }) || self.locals.iter().any(|l| l.ty.is_vector());
+        let mut found = typed;
+        walk_stmts(&self.body, &mut |s| {
+            for e in s.exprs() {
+                e.walk(&mut |e| found |= e.ty.is_vector());
+            }
+        });
+        found
     }
 
     /// A human-readable name for a memory reference.

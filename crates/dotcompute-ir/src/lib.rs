@@ -9,7 +9,8 @@
 //! ## Contract
 //!
 //! *Validates* ([`validate`]): the version; identifiers; at most one dynamic shared array;
-//! no `bool` in memory; every expression's recorded type equals the type its operands
+//! no `bool` in memory; vector types are well formed and appear only in loads, stores,
+//! locals, lane-wise arithmetic, selects and constructions; every expression's recorded type equals the type its operands
 //! produce; locals are declared once and used only inside the block that declares them;
 //! assignments only to mutable locals; stores and atomics only into writable memory;
 //! atomics only on element types that support them; indices are `u32`; `break` and
@@ -60,6 +61,14 @@
 //!   Vulkan's bounds on wgpu (for example 2^-11 absolute for `sin`/`cos` on [-π, π], and
 //!   nothing promised outside it). The conformance tests state their tolerances.
 //! * Indices are `u32`; an integer index of another type is converted with `as u32`.
+//! * Vectors ([`Type`] with 2 or 4 lanes of `f32`, `i32` or `u32`: `Vec2<T>`, `Vec4<T>`)
+//!   are buffer elements (one 8- or 16-byte load or store each), locals and kernel
+//!   function values. `+ - * /` (and `%` on integers) and unary `-` apply lane by lane
+//!   with the scalar rules above; integer `/` and `%` are split into one scalar
+//!   operation per lane ([`ExprKind::Construct`] of [`ExprKind::Extract`]s), so every
+//!   backend divides with the code it already has. Lanes are read with `v.x` .. `v.w`
+//!   and never assigned one at a time; comparisons, casts, math functions, atomics and
+//!   subgroup operations take scalars. Shared and local arrays hold scalars.
 //!
 //! ## Stability
 //!
@@ -72,11 +81,13 @@ mod build;
 mod kernel;
 mod types;
 mod validate;
+pub mod vector;
 
 pub use build::{BuildError, Builder, HostValue, Mem, Slot, Var, V};
 pub use kernel::*;
-pub use types::{Literal, ScalarType};
+pub use types::{Literal, ScalarType, Type};
 pub use validate::{validate, ValidationError};
+pub use vector::{Vec2, Vec4};
 
 use sha2::{Digest, Sha256};
 

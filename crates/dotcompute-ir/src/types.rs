@@ -90,6 +90,112 @@ impl fmt::Display for ScalarType {
     }
 }
 
+/// The type of an IR value: a scalar, or a vector of 2 or 4 lanes of one scalar type
+/// (`Vec2<f32>`, `Vec4<u32>`). Vectors exist for 8- and 16-byte loads and stores: they
+/// are buffer elements and local values, built with `Vec4::new` / `Vec4::splat`, read one
+/// lane at a time (`v.x`), and combined lane by lane with `+ - * /` (and `%` on
+/// integers) and unary `-`, with the scalar semantics of each lane. Their lanes are
+/// `f32`, `i32` or `u32`.
+///
+/// Serialized as the bare scalar type when it is one, so kernels without vectors keep
+/// the serialized form (and content key) they had before vectors existed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(from = "TypeRepr", into = "TypeRepr")]
+pub struct Type {
+    /// The type of each lane (the type itself for a scalar).
+    pub scalar: ScalarType,
+    /// 1 for a scalar; 2 or 4 for a vector.
+    pub lanes: u8,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum TypeRepr {
+    Scalar(ScalarType),
+    Vector { vector: ScalarType, lanes: u8 },
+}
+
+impl From<TypeRepr> for Type {
+    fn from(r: TypeRepr) -> Type {
+        match r {
+            TypeRepr::Scalar(scalar) => Type { scalar, lanes: 1 },
+            TypeRepr::Vector { vector, lanes } => Type {
+                scalar: vector,
+                lanes,
+            },
+        }
+    }
+}
+
+impl From<Type> for TypeRepr {
+    fn from(t: Type) -> TypeRepr {
+        if t.lanes == 1 {
+            TypeRepr::Scalar(t.scalar)
+        } else {
+            TypeRepr::Vector {
+                vector: t.scalar,
+                lanes: t.lanes,
+            }
+        }
+    }
+}
+
+impl From<ScalarType> for Type {
+    fn from(scalar: ScalarType) -> Type {
+        Type { scalar, lanes: 1 }
+    }
+}
+
+/// `ty == ScalarType::F32` holds for the scalar `f32` only, not for `Vec4<f32>`.
+impl PartialEq<ScalarType> for Type {
+    fn eq(&self, other: &ScalarType) -> bool {
+        self.lanes == 1 && self.scalar == *other
+    }
+}
+
+impl Type {
+    /// The lane types a vector may have.
+    pub const VECTOR_LANES: [ScalarType; 3] = [ScalarType::F32, ScalarType::I32, ScalarType::U32];
+
+    pub const fn scalar(scalar: ScalarType) -> Type {
+        Type { scalar, lanes: 1 }
+    }
+    pub const fn vector(scalar: ScalarType, lanes: u8) -> Type {
+        Type { scalar, lanes }
+    }
+    pub fn is_vector(self) -> bool {
+        self.lanes > 1
+    }
+    /// The scalar type, if this is one.
+    pub fn as_scalar(self) -> Option<ScalarType> {
+        (self.lanes == 1).then_some(self.scalar)
+    }
+    /// Size in bytes as stored in a buffer.
+    pub fn size_bytes(self) -> usize {
+        self.scalar.size_bytes() * self.lanes as usize
+    }
+    /// Whether the type is one the IR defines: a scalar, or 2 or 4 lanes of `f32`, `i32`
+    /// or `u32`.
+    pub fn is_well_formed(self) -> bool {
+        self.lanes == 1
+            || (matches!(self.lanes, 2 | 4) && Type::VECTOR_LANES.contains(&self.scalar))
+    }
+    /// The name of lane `i` (`x y z w`).
+    pub fn lane_name(i: u8) -> &'static str {
+        ["x", "y", "z", "w"][i as usize]
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.lanes == 1 {
+            write!(f, "{}", self.scalar)
+        } else {
+            write!(f, "Vec{}<{}>", self.lanes, self.scalar)
+        }
+    }
+}
+
 /// A constant. Floats are stored as their bit patterns so that literals hash and compare
 /// exactly (NaN payloads and -0.0 included).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 //! backends can trust a validated kernel.
 
 use crate::kernel::*;
-use crate::types::ScalarType;
+use crate::types::{ScalarType, Type};
 use thiserror::Error;
 
 /// Why a kernel is malformed. `path` locates the problem (`body[2].then[0]`).
@@ -79,7 +79,16 @@ impl<'k> Validator<'k> {
                 return self.err(format!("parameter name `{}` is used twice", p.name()));
             }
             let ty = match p {
-                Param::Buffer { elem, .. } => *elem,
+                Param::Buffer { elem, .. } => {
+                    if !elem.is_well_formed() {
+                        return self.err(format!(
+                            "buffer `{}` has element type {elem}: vectors have 2 or 4 lanes \
+                             of f32, i32 or u32",
+                            p.name()
+                        ));
+                    }
+                    elem.scalar
+                }
                 Param::Scalar { ty, .. } => *ty,
             };
             if ty.is_storage_only() {
@@ -151,6 +160,9 @@ impl<'k> Validator<'k> {
             if !is_identifier(&l.name) {
                 return self.err(format!("local name `{}` is not an identifier", l.name));
             }
+            if !l.ty.is_well_formed() {
+                return self.err(format!("local `{}` has type {}", l.name, l.ty));
+            }
         }
         Ok(())
     }
@@ -197,7 +209,7 @@ impl<'k> Validator<'k> {
         Ok(l)
     }
 
-    fn memory(&self, mem: Memory, write: bool) -> Result<ScalarType, ValidationError> {
+    fn memory(&self, mem: Memory, write: bool) -> Result<Type, ValidationError> {
         match mem {
             Memory::Buffer(i) => match self.kernel.params.get(i as usize) {
                 Some(Param::Buffer { elem, access, name }) => {
@@ -215,17 +227,18 @@ impl<'k> Validator<'k> {
                 None => self.err(format!("buffer parameter {i} does not exist")),
             },
             Memory::Shared(i) => match self.kernel.shared.get(i as usize) {
-                Some(s) => Ok(s.elem),
+                Some(s) => Ok(s.elem.into()),
                 None => self.err(format!("shared array {i} does not exist")),
             },
             Memory::Local(i) => match self.kernel.local_arrays.get(i as usize) {
-                Some(a) => Ok(a.elem),
+                Some(a) => Ok(a.elem.into()),
                 None => self.err(format!("local array {i} does not exist")),
             },
         }
     }
 
-    fn expect(&self, e: &Expr, ty: ScalarType, what: &str) -> Result<(), ValidationError> {
+    fn expect(&self, e: &Expr, ty: impl Into<Type>, what: &str) -> Result<(), ValidationError> {
+        let ty = ty.into();
         self.expr(e)?;
         if e.ty != ty {
             return self.err(format!("{what} must be {ty}, found {}", e.ty));
@@ -277,7 +290,7 @@ impl<'k> Validator<'k> {
                         op.name()
                     ));
                 }
-                if !op.supports(elem) {
+                if elem.is_vector() || !op.supports(elem.scalar) {
                     return self.err(format!(
                         "atomic {} is not defined on {elem} (u32 and i32 support all \
                          atomics, f32 supports add)",
@@ -327,7 +340,7 @@ impl<'k> Validator<'k> {
                 self.expr(step)?;
                 let saved = self.in_scope.clone();
                 let l = self.declare(*var)?;
-                if !matches!(l.ty, ScalarType::U32 | ScalarType::I32) {
+                if !(l.ty == ScalarType::U32 || l.ty == ScalarType::I32) {
                     return self.err(format!(
                         "loop variable `{}` must be u32 or i32, found {}",
                         l.name, l.ty
@@ -364,11 +377,77 @@ impl<'k> Validator<'k> {
         Ok(())
     }
 
-    fn expr(&self, e: &Expr) -> Result<(), ValidationError> {
+    /// The type of `e`, which must be a scalar (`what` names its role in errors).
+    fn scalar_of(&self, e: &Expr, what: &str) -> Result<ScalarType, ValidationError> {
+        match e.ty.as_scalar() {
+            Some(t) => Ok(t),
+            None => self.err(format!("{what} must be a scalar, found {}", e.ty)),
+        }
+    }
+
+    /// The expressions that may have a vector type: loads, locals, lane-wise arithmetic,
+    /// selects and constructions.
+    fn vector_expr(&self, e: &Expr) -> Result<(), ValidationError> {
         let ty = e.ty;
+        if !ty.is_well_formed() {
+            return self.err(format!(
+                "type {ty} is not defined (vectors have 2 or 4 lanes of f32, i32 or u32)"
+            ));
+        }
+        match &e.kind {
+            ExprKind::Local(_) | ExprKind::Load { .. } | ExprKind::Select { .. } => {
+                self.scalar_expr(e, ty)
+            }
+            ExprKind::Unary(UnaryOp::Neg, a) => {
+                self.expect(a, ty, "the operand of a vector negation")?;
+                if ty.scalar == ScalarType::U32 {
+                    return self.err(format!("unary Neg is not defined on {ty}"));
+                }
+                Ok(())
+            }
+            ExprKind::Binary(op, a, b) => {
+                use BinaryOp::*;
+                let ok = matches!(op, Add | Sub | Mul | Div) || (*op == Rem && ty.scalar.is_int());
+                if !ok {
+                    return self.err(format!(
+                        "`{} {} {}` is not defined (vectors take + - * / and, for \
+                         integers, %; lane by lane)",
+                        a.ty,
+                        op.symbol(),
+                        b.ty
+                    ));
+                }
+                self.expect(a, ty, "a vector operand")?;
+                self.expect(b, ty, "a vector operand")
+            }
+            ExprKind::Construct(lanes) => {
+                if lanes.len() != ty.lanes as usize {
+                    return self.err(format!("{ty} is built from {} values", lanes.len()));
+                }
+                for l in lanes {
+                    self.expect(l, ty.scalar, "a vector lane")?;
+                }
+                Ok(())
+            }
+            _ => self.err(format!("this expression cannot have the vector type {ty}")),
+        }
+    }
+
+    fn expr(&self, e: &Expr) -> Result<(), ValidationError> {
+        if e.ty.is_vector() {
+            return self.vector_expr(e);
+        }
+        self.scalar_expr(e, e.ty)
+    }
+
+    /// The checks shared by scalar and vector expressions (`ty` is `e.ty`); vector
+    /// operands are refused everywhere a scalar is needed.
+    fn scalar_expr(&self, e: &Expr, ty: Type) -> Result<(), ValidationError> {
+        // Only the kinds `vector_expr` hands over may carry a vector type here.
+        let scalar = ty.scalar;
         match &e.kind {
             ExprKind::Literal(l) => {
-                if l.ty() != ty {
+                if ty != l.ty() {
                     return self.err(format!("literal {l} is labelled {ty}"));
                 }
             }
@@ -383,7 +462,7 @@ impl<'k> Validator<'k> {
             }
             ExprKind::Scalar(i) => match self.kernel.params.get(*i as usize) {
                 Some(Param::Scalar { ty: pty, name }) => {
-                    if *pty != ty {
+                    if ty != *pty {
                         return self.err(format!("scalar `{name}` is {pty} but is read as {ty}"));
                     }
                 }
@@ -406,7 +485,10 @@ impl<'k> Validator<'k> {
                 for a in args {
                     self.expr(a)?;
                 }
-                let arg = args.first().map_or(ScalarType::U32, |a| a.ty);
+                let arg = match args.first() {
+                    Some(a) => self.scalar_of(a, "a subgroup operand")?,
+                    None => ScalarType::U32,
+                };
                 let arg_ok = match args.first() {
                     None => true,
                     Some(_) if op.takes_bool() => arg == ScalarType::Bool,
@@ -421,7 +503,7 @@ impl<'k> Validator<'k> {
                         return self.err(format!("{}'s lane operand must be u32", op.name()));
                     }
                 }
-                if op.result_type(arg) != ty {
+                if ty != op.result_type(arg) {
                     return self.err(format!(
                         "{} yields {}, labelled {ty}",
                         op.name(),
@@ -447,9 +529,10 @@ impl<'k> Validator<'k> {
             }
             ExprKind::Unary(op, a) => {
                 self.expr(a)?;
+                let at = self.scalar_of(a, "a unary operand")?;
                 let ok = match op {
-                    UnaryOp::Neg => a.ty.is_float() || a.ty.is_signed_int(),
-                    UnaryOp::Not => a.ty == ScalarType::Bool || a.ty.is_int(),
+                    UnaryOp::Neg => at.is_float() || at.is_signed_int(),
+                    UnaryOp::Not => at == ScalarType::Bool || at.is_int(),
                 };
                 if !ok || a.ty != ty {
                     return self.err(format!("unary {op:?} is not defined on {}", a.ty));
@@ -458,14 +541,16 @@ impl<'k> Validator<'k> {
             ExprKind::Binary(op, a, b) => {
                 self.expr(a)?;
                 self.expr(b)?;
-                self.binary(*op, a.ty, b.ty, ty)?;
+                let at = self.scalar_of(a, "an operand")?;
+                let bt = self.scalar_of(b, "an operand")?;
+                self.binary(*op, at, bt, scalar)?;
             }
             ExprKind::Cast(a) => {
                 self.expr(a)?;
-                if ty == ScalarType::Bool && a.ty != ScalarType::Bool {
+                let at = self.scalar_of(a, "a cast operand")?;
+                if ty == ScalarType::Bool && at != ScalarType::Bool {
                     return self.err(format!(
-                        "cast from {} to bool is not defined; compare with zero instead",
-                        a.ty
+                        "cast from {at} to bool is not defined; compare with zero instead"
                     ));
                 }
             }
@@ -478,8 +563,11 @@ impl<'k> Validator<'k> {
                         args.len()
                     ));
                 }
-                let arg_ty = args.first().map_or(ty, |a| a.ty);
-                if f.result_type(arg_ty) != ty {
+                let arg_ty = match args.first() {
+                    Some(a) => self.scalar_of(a, "a math argument")?,
+                    None => scalar,
+                };
+                if ty != f.result_type(arg_ty) {
                     return self.err(format!(
                         "{} of {arg_ty} gives {}, but the expression says {ty}",
                         f.name(),
@@ -509,6 +597,21 @@ impl<'k> Validator<'k> {
                 self.expect(cond, ScalarType::Bool, "a select condition")?;
                 self.expect(then, ty, "a select arm")?;
                 self.expect(otherwise, ty, "a select arm")?;
+            }
+            ExprKind::Extract { value, lane } => {
+                self.expr(value)?;
+                if !value.ty.is_vector() || *lane >= value.ty.lanes {
+                    return self.err(format!("lane {lane} of {} does not exist", value.ty));
+                }
+                if ty != value.ty.scalar {
+                    return self.err(format!(
+                        "a lane of {} is {}, labelled {ty}",
+                        value.ty, value.ty.scalar
+                    ));
+                }
+            }
+            ExprKind::Construct(_) => {
+                return self.err(format!("a vector construction is labelled {ty}"));
             }
         }
         Ok(())

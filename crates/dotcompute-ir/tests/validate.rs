@@ -5,19 +5,19 @@ use dotcompute_ir::*;
 
 fn lit_u32(v: u32) -> Expr {
     Expr {
-        ty: ScalarType::U32,
+        ty: ScalarType::U32.into(),
         kind: ExprKind::Literal(Literal::U32(v)),
     }
 }
 fn lit_f32(v: f32) -> Expr {
     Expr {
-        ty: ScalarType::F32,
+        ty: ScalarType::F32.into(),
         kind: ExprKind::Literal(Literal::f32(v)),
     }
 }
 fn gid() -> Expr {
     Expr {
-        ty: ScalarType::U32,
+        ty: ScalarType::U32.into(),
         kind: ExprKind::Builtin(Builtin::GlobalId, Axis::X),
     }
 }
@@ -29,7 +29,7 @@ fn base() -> Kernel {
         name: "k".into(),
         params: vec![Param::Buffer {
             name: "out".into(),
-            elem: ScalarType::F32,
+            elem: ScalarType::F32.into(),
             access: Access::ReadWrite,
         }],
         shared: vec![],
@@ -61,7 +61,7 @@ fn rejects_a_store_into_a_read_only_buffer() {
     let mut k = base();
     k.params[0] = Param::Buffer {
         name: "out".into(),
-        elem: ScalarType::F32,
+        elem: ScalarType::F32.into(),
         access: Access::Read,
     };
     rejects(k, "read-only");
@@ -82,7 +82,7 @@ fn rejects_a_stored_value_of_the_wrong_type() {
 fn rejects_a_binary_op_on_mixed_types() {
     let mut k = base();
     let bad = Expr {
-        ty: ScalarType::F32,
+        ty: ScalarType::F32.into(),
         kind: ExprKind::Binary(BinaryOp::Add, Box::new(lit_f32(1.0)), Box::new(lit_u32(2))),
     };
     k.body = vec![Stmt::Store {
@@ -97,7 +97,7 @@ fn rejects_a_binary_op_on_mixed_types() {
 fn rejects_a_mislabelled_expression_type() {
     let mut k = base();
     let bad = Expr {
-        ty: ScalarType::F32,
+        ty: ScalarType::F32.into(),
         kind: ExprKind::Literal(Literal::U32(3)),
     };
     k.body = vec![Stmt::Store {
@@ -113,7 +113,7 @@ fn rejects_an_undeclared_local() {
     let mut k = base();
     k.locals.push(Local {
         name: "x".into(),
-        ty: ScalarType::F32,
+        ty: ScalarType::F32.into(),
         mutable: true,
     });
     k.body = vec![Stmt::Assign {
@@ -128,13 +128,13 @@ fn rejects_a_local_used_after_its_block() {
     let mut k = base();
     k.locals.push(Local {
         name: "x".into(),
-        ty: ScalarType::F32,
+        ty: ScalarType::F32.into(),
         mutable: false,
     });
     k.body = vec![
         Stmt::If {
             cond: Expr {
-                ty: ScalarType::Bool,
+                ty: ScalarType::Bool.into(),
                 kind: ExprKind::Literal(Literal::Bool(true)),
             },
             then: vec![Stmt::Let {
@@ -147,7 +147,7 @@ fn rejects_a_local_used_after_its_block() {
             mem: Memory::Buffer(0),
             index: gid(),
             value: Expr {
-                ty: ScalarType::F32,
+                ty: ScalarType::F32.into(),
                 kind: ExprKind::Local(0),
             },
         },
@@ -160,7 +160,7 @@ fn rejects_assignment_to_an_immutable_local() {
     let mut k = base();
     k.locals.push(Local {
         name: "x".into(),
-        ty: ScalarType::F32,
+        ty: ScalarType::F32.into(),
         mutable: false,
     });
     k.body = vec![
@@ -214,7 +214,7 @@ fn rejects_bool_buffers_and_bad_names_and_versions() {
     let mut k = base();
     k.params[0] = Param::Buffer {
         name: "out".into(),
-        elem: ScalarType::Bool,
+        elem: ScalarType::Bool.into(),
         access: Access::ReadWrite,
     };
     rejects(k, "bool");
@@ -223,7 +223,7 @@ fn rejects_bool_buffers_and_bad_names_and_versions() {
     let mut k = base();
     k.params[0] = Param::Buffer {
         name: "out".into(),
-        elem: ty,
+        elem: ty.into(),
         access: Access::ReadWrite,
     };
     rejects(k, "kernels cannot use yet");
@@ -263,16 +263,16 @@ fn rejects_a_float_index_and_a_non_bool_condition() {
 fn rejects_a_shift_by_a_signed_amount() {
     let mut k = base();
     let amount = Expr {
-        ty: ScalarType::I32,
+        ty: ScalarType::I32.into(),
         kind: ExprKind::Literal(Literal::I32(1)),
     };
     let shifted = Expr {
-        ty: ScalarType::U32,
+        ty: ScalarType::U32.into(),
         kind: ExprKind::Binary(BinaryOp::Shl, Box::new(gid()), Box::new(amount)),
     };
     k.params.push(Param::Buffer {
         name: "o2".into(),
-        elem: ScalarType::U32,
+        elem: ScalarType::U32.into(),
         access: Access::ReadWrite,
     });
     k.body = vec![Stmt::Store {
@@ -363,4 +363,147 @@ fn a_literal_local_takes_the_type_of_its_first_use() {
         "{:?}",
         k.body[0]
     );
+}
+
+fn vec4_f32() -> Type {
+    Type::vector(ScalarType::F32, 4)
+}
+
+/// `out[gid] = v` with `out: &mut [elem]`.
+fn vector_store(elem: Type, value: Expr) -> Kernel {
+    let mut k = base();
+    k.params[0] = Param::Buffer {
+        name: "out".into(),
+        elem,
+        access: Access::ReadWrite,
+    };
+    k.body = vec![Stmt::Store {
+        mem: Memory::Buffer(0),
+        index: gid(),
+        value,
+    }];
+    k
+}
+
+fn splat4(x: Expr) -> Expr {
+    Expr {
+        ty: Type::vector(x.ty.scalar, 4),
+        kind: ExprKind::Construct(vec![x.clone(), x.clone(), x.clone(), x]),
+    }
+}
+
+#[test]
+fn vectors_are_checked_lane_by_lane() {
+    validate(&vector_store(vec4_f32(), splat4(lit_f32(1.0)))).unwrap();
+    // Lane types and counts outside the IR's.
+    rejects(
+        vector_store(Type::vector(ScalarType::F64, 2), splat4(lit_f32(1.0))),
+        "vectors have 2 or 4 lanes of f32, i32 or u32",
+    );
+    rejects(
+        vector_store(Type::vector(ScalarType::F32, 3), splat4(lit_f32(1.0))),
+        "vectors have 2 or 4 lanes",
+    );
+    // A construction with the wrong number or type of lanes.
+    let mut three = splat4(lit_f32(1.0));
+    if let ExprKind::Construct(l) = &mut three.kind {
+        l.pop();
+    }
+    rejects(vector_store(vec4_f32(), three), "is built from 3 values");
+    rejects(
+        vector_store(vec4_f32(), splat4(lit_u32(1))),
+        "must be Vec4<f32>, found Vec4<u32>",
+    );
+    // A scalar stored into a vector buffer, and a comparison of vectors.
+    rejects(
+        vector_store(vec4_f32(), lit_f32(1.0)),
+        "must be Vec4<f32>, found f32",
+    );
+    let v = splat4(lit_f32(2.0));
+    let lt = Expr {
+        ty: vec4_f32(),
+        kind: ExprKind::Binary(BinaryOp::Lt, Box::new(v.clone()), Box::new(v.clone())),
+    };
+    rejects(vector_store(vec4_f32(), lt), "is not defined");
+    // A lane past the end, and math on a vector.
+    let lane = |lane| Expr {
+        ty: ScalarType::F32.into(),
+        kind: ExprKind::Extract {
+            value: Box::new(v.clone()),
+            lane,
+        },
+    };
+    validate(&vector_store(ScalarType::F32.into(), lane(3))).unwrap();
+    rejects(
+        vector_store(ScalarType::F32.into(), lane(4)),
+        "lane 4 of Vec4<f32> does not exist",
+    );
+    let sqrt = Expr {
+        ty: ScalarType::F32.into(),
+        kind: ExprKind::Math(MathFn::Sqrt, vec![v.clone()]),
+    };
+    rejects(
+        vector_store(ScalarType::F32.into(), sqrt),
+        "must be a scalar, found Vec4<f32>",
+    );
+}
+
+#[test]
+fn atomics_on_vector_buffers_are_rejected() {
+    let mut k = vector_store(Type::vector(ScalarType::U32, 2), splat4(lit_u32(0)));
+    k.body = vec![Stmt::Atomic {
+        op: AtomicOp::Add,
+        mem: Memory::Buffer(0),
+        index: gid(),
+        args: vec![lit_u32(1)],
+        result: None,
+    }];
+    rejects(k, "atomic add is not defined on Vec2<u32>");
+}
+
+#[test]
+fn the_builder_splits_integer_vector_division_into_lanes() {
+    let mut b = Builder::new("k");
+    let ty = Type::vector(ScalarType::I32, 4);
+    let a = b.buffer("a", ty, Access::Read);
+    let out = b.buffer("out", ty, Access::ReadWrite);
+    let i = b.builtin(Builtin::GlobalId, Axis::X);
+    let x = b.load(a, i.clone()).unwrap();
+    let q = b.binary(BinaryOp::Div, x.clone(), x.clone()).unwrap();
+    let V::Typed(Expr {
+        kind: ExprKind::Construct(lanes),
+        ..
+    }) = &q
+    else {
+        panic!("integer vector division is not split: {q:?}");
+    };
+    assert_eq!(lanes.len(), 4);
+    assert!(matches!(lanes[2].kind, ExprKind::Binary(BinaryOp::Div, ..)));
+    // An untyped splat takes the lane type of the vector it meets (u32 here, not i32).
+    let u = Type::vector(ScalarType::U32, 2);
+    let ub = b.buffer("u", u, Access::ReadWrite);
+    let seven = b.splat(V::Int(7), 2).unwrap();
+    let ux = b.load(ub, i.clone()).unwrap();
+    let diff = b.binary(BinaryOp::Sub, ux, seven).unwrap();
+    b.store(ub, i.clone(), diff).unwrap();
+    b.store(out, i, q).unwrap();
+    let k = b.finish().unwrap();
+    assert!(k.uses_vectors());
+    // Lanes of a scalar, and `as` on a vector, are errors that say what to do.
+    let mut b = Builder::new("k");
+    let one = b.lane(V::host(1.0f32), 0).unwrap_err();
+    assert!(one.message.contains("reads a vector's lane"), "{one}");
+    let v = b.splat(V::host(1.0f32), 4).unwrap();
+    let cast = b.cast(v, ScalarType::I32).unwrap_err();
+    assert!(cast.message.contains("convert each lane"), "{cast}");
+}
+
+#[test]
+fn vector_types_serialize_apart_from_scalars() {
+    let k = vector_store(vec4_f32(), splat4(lit_f32(1.0)));
+    let json = k.to_json();
+    assert!(json.contains(r#"{"vector":"F32","lanes":4}"#), "{json}");
+    assert_eq!(Kernel::from_json(&json).unwrap(), k);
+    // A scalar keeps its old form, so kernels without vectors keep their content keys.
+    assert!(base().to_json().contains(r#""elem":"F32""#));
 }

@@ -99,6 +99,29 @@ struct Ty {
     name: String,
     ir: TokenStream,
     native: TokenStream,
+    /// 1 for a scalar, 2 or 4 for `Vec2<T>` / `Vec4<T>`.
+    lanes: u8,
+}
+
+/// `Vec2<T>` or `Vec4<T>`: the lane count and the lane type's syntax.
+fn vector_type(ty: &Type) -> Option<(u8, &Type)> {
+    let Type::Path(p) = ty else { return None };
+    if p.qself.is_some() || p.path.segments.len() != 1 {
+        return None;
+    }
+    let seg = &p.path.segments[0];
+    let lanes = match seg.ident.to_string().as_str() {
+        "Vec2" => 2,
+        "Vec4" => 4,
+        _ => return None,
+    };
+    let PathArguments::AngleBracketed(args) = &seg.arguments else {
+        return None;
+    };
+    match args.args.first() {
+        Some(GenericArgument::Type(t)) if args.args.len() == 1 => Some((lanes, t)),
+        _ => None,
+    }
 }
 
 fn scalar_type(ty: &Type) -> Option<(String, Ident)> {
@@ -149,16 +172,63 @@ impl Tx {
         self.scopes.last_mut().unwrap().insert(name.to_string(), b);
     }
 
+    /// A kernel type that must be a scalar (shared and local arrays, casts, a kernel's
+    /// scalar parameters).
+    fn scalar_ty(&mut self, ty: &Type, what: &str) -> Option<Ty> {
+        let t = self.ty(ty, what)?;
+        if t.lanes > 1 {
+            self.errors.push(err(
+                ty.span(),
+                format!(
+                    "{what} cannot be a vector: vectors are buffer elements (`&[Vec4<f32>]`), \
+                     locals and #[kernel_fn] values"
+                ),
+            ));
+            return None;
+        }
+        Some(t)
+    }
+
     fn ty(&mut self, ty: &Type, what: &str) -> Option<Ty> {
+        if let Some((lanes, lane)) = vector_type(ty) {
+            let lane_ty = self.ty(lane, what)?;
+            if lane_ty.lanes > 1
+                || !["f32", "i32", "u32"].contains(&lane_ty.name.as_str())
+                    && self.type_param(lane).is_none()
+            {
+                self.errors.push(err(
+                    lane.span(),
+                    format!(
+                        "Vec{lanes} lanes are f32, i32 or u32 (8- and 16-byte vectors), found `{}`",
+                        lane_ty.name
+                    ),
+                ));
+                return None;
+            }
+            let (ir, native) = (&lane_ty.ir, &lane_ty.native);
+            // The user's own name for the type (`use dotcompute::Vec4;`), as Rust resolves it.
+            let vec = match ty {
+                Type::Path(p) => p.path.segments[0].ident.clone(),
+                _ => format_ident!("Vec{lanes}"),
+            };
+            return Some(Ty {
+                name: format!("Vec{lanes}<{}>", lane_ty.name),
+                ir: quote!(__dc::ir::Type::vector(#ir, #lanes)),
+                native: quote!(#vec<#native>),
+                lanes,
+            });
+        }
         if let Some(param) = self.type_param(ty) {
             return Some(Ty {
                 name: param.to_string(),
                 ir: ty_var(&param).to_token_stream(),
                 native: param.to_token_stream(),
+                lanes: 1,
             });
         }
         match scalar_type(ty) {
             Some((name, id)) => Some(Ty {
+                lanes: 1,
                 ir: ir_type(&name),
                 // `f16` is no Rust primitive (on stable): kernels mean dotcompute's.
                 native: if name == "f16" {
@@ -173,8 +243,9 @@ impl Tx {
                     ty.span(),
                     format!(
                         "unsupported type in {what}: kernels use the scalar types \
-                         bool, i32, u32, i64, u64, f32 and f64 (indices and lengths are u32) \
-                         and their generic type parameters"
+                         bool, i32, u32, i64, u64, f32, f64 and f16 (indices and lengths are \
+                         u32), their generic type parameters, and Vec2<T> / Vec4<T> of f32, \
+                         i32 or u32"
                     ),
                 ));
                 None
@@ -368,7 +439,7 @@ impl Tx {
         }
         let elem = match ty {
             None => None,
-            Some(Type::Array(a)) => match self.ty(&a.elem, "a local array") {
+            Some(Type::Array(a)) => match self.scalar_ty(&a.elem, "a local array") {
                 Some(t) => Some(t),
                 None => return (quote!(), quote!()),
             },
@@ -391,7 +462,10 @@ impl Tx {
                 Binding::ReadOnlyArray
             },
         );
-        let elem_b = optional_ir(elem.as_ref());
+        let elem_b = match &elem {
+            Some(Ty { ir, .. }) => quote!(Some(#ir)),
+            None => quote!(None),
+        };
         let ty_n = match ty {
             Some(t) => quote!(: #t),
             None => quote!(),
@@ -444,7 +518,7 @@ impl Tx {
                 ir: t,
                 native: elem_id,
                 ..
-            }) = self.ty(&inner.elem, "a shared array")
+            }) = self.scalar_ty(&inner.elem, "a shared array")
             else {
                 return (quote!(), quote!());
             };
@@ -480,7 +554,7 @@ impl Tx {
             ir: t,
             native: elem_id,
             ..
-        }) = self.ty(elem_ty, "a shared array")
+        }) = self.scalar_ty(elem_ty, "a shared array")
         else {
             return (quote!(), quote!());
         };
@@ -667,6 +741,11 @@ impl Tx {
                     }
                 }
             }
+            Expr::Field(f) if !matches!(&*f.base, Expr::Call(_)) => self.fail(
+                f.span(),
+                "a vector's lanes are not assigned one at a time in kernels: assign the whole \
+                 vector (`v = Vec4::new(x, v.y, v.z, v.w)`)",
+            ),
             other => self.fail(
                 span.join(other.span()).unwrap_or(span),
                 "only locals (`x = ..`) and array elements (`out[i] = ..`) can be assigned in kernels",
@@ -919,7 +998,7 @@ impl Tx {
             Expr::Cast(c) => {
                 let Some(Ty {
                     ir: t, native: id, ..
-                }) = self.ty(&c.ty, "a cast")
+                }) = self.scalar_ty(&c.ty, "a cast")
                 else {
                     return (quote!(), quote!());
                 };
@@ -939,7 +1018,7 @@ impl Tx {
                 )
             }
             Expr::MethodCall(m) => self.method(m),
-            Expr::Field(f) => self.builtin(f),
+            Expr::Field(f) => self.field(f),
             Expr::Call(c) => self.call(c),
             Expr::If(i) => self.if_value(i),
             Expr::Match(m) => match self.desugar_match(m, true) {
@@ -1151,15 +1230,31 @@ impl Tx {
         )
     }
 
-    fn builtin(&mut self, f: &syn::ExprField) -> Pair {
+    /// `global_id().x` and the other coordinates, or a vector's lane (`v.x` .. `v.w`).
+    fn field(&mut self, f: &syn::ExprField) -> Pair {
         let builtin = match &*f.base {
             Expr::Call(c) if c.args.is_empty() => builtins().find(|(n, _)| is_call_to(c, n)),
             _ => None,
         };
         let Some((native, ir)) = builtin else {
-            return self.fail(
-                f.span(),
-                "field access is only supported on builtins, as in `global_id().x`",
+            let lane = match &f.member {
+                syn::Member::Named(id) => ["x", "y", "z", "w"]
+                    .iter()
+                    .position(|l| id == l)
+                    .map(|i| (i as u8, id.clone())),
+                syn::Member::Unnamed(_) => None,
+            };
+            let Some((lane, id)) = lane else {
+                return self.fail(
+                    f.member.span(),
+                    "fields are a vector's lanes (`.x`, `.y`, `.z`, `.w`) and the builtins' \
+                     coordinates (`global_id().x`)",
+                );
+            };
+            let (b, n) = self.expr(&f.base);
+            return (
+                quote!({ let __v = #b; __b.lane(__v, #lane)? }),
+                quote!((#n).#id),
             );
         };
         let axis = match &f.member {
@@ -1276,12 +1371,45 @@ impl Tx {
         }
     }
 
+    /// `Vec2::new(x, y)`, `Vec4::new(x, y, z, w)` and `Vec{2,4}::splat(v)`.
+    fn vector_call(&mut self, c: &syn::ExprCall, vec: &Ident, f: &Ident) -> Pair {
+        let lanes: u8 = if vec == "Vec4" { 4 } else { 2 };
+        let arity = match f.to_string().as_str() {
+            "new" => lanes as usize,
+            "splat" => 1,
+            other => {
+                return self.fail(
+                    f.span(),
+                    format!("`Vec{lanes}::{other}` is not supported in kernels; vectors are made with `new` and `splat`"),
+                )
+            }
+        };
+        if c.args.len() != arity {
+            return self.fail(
+                c.span(),
+                format!("`Vec{lanes}::{f}` takes {arity} argument(s)"),
+            );
+        }
+        let (bs, ns): (Vec<_>, Vec<_>) = c.args.iter().map(|a| self.expr(a)).unzip();
+        let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__l{i}")).collect();
+        let build = if arity == 1 {
+            quote!({ let __x = #(#bs)*; __b.splat(__x, #lanes)? })
+        } else {
+            quote!({ #(let #tmps = #bs;)* __b.vector(vec![#(#tmps),*])? })
+        };
+        (build, quote!(#vec::#f(#(#ns),*)))
+    }
+
     /// `T::zero()`, `T::one()` and `T::cast(x)` on a generic or scalar type `T`.
     fn type_function(&mut self, c: &syn::ExprCall) -> Option<Pair> {
         let Expr::Path(p) = &*c.func else { return None };
         let segs = &p.path.segments;
         if p.qself.is_some() || segs.len() != 2 || !segs[1].arguments.is_empty() {
             return None;
+        }
+        let head = segs[0].ident.to_string();
+        if head == "Vec2" || head == "Vec4" {
+            return Some(self.vector_call(c, &segs[0].ident, &segs[1].ident));
         }
         let ty: Type = Type::Path(syn::TypePath {
             qself: None,
@@ -1304,7 +1432,7 @@ impl Tx {
         if c.args.len() != arity {
             return Some(self.fail(c.span(), format!("`{f}` takes {arity} argument(s)")));
         }
-        let Ty { ir, native, .. } = self.ty(&ty, "a type function")?;
+        let Ty { ir, native, .. } = self.scalar_ty(&ty, "a type function")?;
         Some(if arity == 0 {
             let v: i32 = if f == "one" { 1 } else { 0 };
             (
@@ -1539,7 +1667,7 @@ fn is_call_to(c: &syn::ExprCall, name: &str) -> bool {
 /// `Some(<IR type>)` or `None`, as builder code.
 fn optional_ir(ty: Option<&Ty>) -> TokenStream {
     match ty {
-        Some(Ty { ir, .. }) => quote!(Some(#ir)),
+        Some(Ty { ir, .. }) => quote!(Some(__dc::ir::Type::from(#ir))),
         None => quote!(None),
     }
 }
@@ -1691,7 +1819,11 @@ impl Tx {
                 ty_syntax: &slice.elem,
             });
         }
-        let ty = self.ty(&pt.ty, "a scalar parameter")?;
+        let ty = if self.helper.is_some() {
+            self.ty(&pt.ty, "a parameter")?
+        } else {
+            self.scalar_ty(&pt.ty, "a kernel's scalar parameter")?
+        };
         Some(ParamSpec {
             pat: pi,
             array: None,
@@ -1763,6 +1895,7 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
             name: elem,
             ir: t,
             native: elem_id,
+            ..
         } = ty;
         match array {
             Some(writable) => {
@@ -2138,7 +2271,7 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 let mut_tok = pi.mutability;
                 build_params.push(quote!(#pname: __dc::ir::V));
                 bind.extend(
-                    quote!(let #pname = __b.let_(#pname_str, Some(#ir), #mutable, #pname)?;),
+                    quote!(let #pname = __b.let_(#pname_str, Some(__dc::ir::Type::from(#ir)), #mutable, #pname)?;),
                 );
                 native_params.push(quote!(#mut_tok #pname: #native));
                 if let Some(t) = type_param {

@@ -3,12 +3,12 @@
 
 use crate::Device;
 use dotcompute_hal::{Error, Program, RawLanguage, Result};
-use dotcompute_ir::{Access, Kernel, Literal, Param, ScalarType};
+use dotcompute_ir::{Access, Kernel, Literal, Param, Type};
 
 /// What a caller passes for one parameter, as far as the signature cares.
 pub(crate) enum ArgView {
     Buffer {
-        elem: ScalarType,
+        elem: Type,
         writable: bool,
         len: usize,
     },

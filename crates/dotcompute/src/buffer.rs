@@ -3,7 +3,7 @@
 use crate::device::Device;
 use crate::tracking::Uses;
 use dotcompute_hal::{Error, RawBuffer, Result, StreamId};
-use dotcompute_ir::{Literal, ScalarType};
+use dotcompute_ir::{Literal, ScalarType, Type, Vec2, Vec4};
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
@@ -15,7 +15,8 @@ mod sealed {
 pub trait Element:
     bytemuck::Pod + Send + Sync + sealed::Sealed + PartialEq + std::fmt::Debug
 {
-    const TYPE: ScalarType;
+    /// The IR type: a scalar, or a vector ([`crate::Vec4`]) for 8- and 16-byte elements.
+    const TYPE: Type;
 }
 
 /// Types that can be passed to a kernel by value.
@@ -27,7 +28,7 @@ macro_rules! element {
     ($($t:ty => $st:ident, $lit:expr;)*) => {$(
         impl sealed::Sealed for $t {}
         impl Element for $t {
-            const TYPE: ScalarType = ScalarType::$st;
+            const TYPE: Type = Type::scalar(ScalarType::$st);
         }
         impl ScalarArg for $t {
             fn literal(self) -> Literal {
@@ -49,7 +50,7 @@ element! {
 // storage type (buffers, transfers, `Device::matmul`).
 impl sealed::Sealed for half::f16 {}
 impl Element for half::f16 {
-    const TYPE: ScalarType = ScalarType::F16;
+    const TYPE: Type = Type::scalar(ScalarType::F16);
 }
 impl ScalarArg for half::f16 {
     fn literal(self) -> Literal {
@@ -58,8 +59,22 @@ impl ScalarArg for half::f16 {
 }
 impl sealed::Sealed for half::bf16 {}
 impl Element for half::bf16 {
-    const TYPE: ScalarType = ScalarType::BF16;
+    const TYPE: Type = Type::scalar(ScalarType::BF16);
 }
+// Vectors of 32-bit lanes: one 8- or 16-byte load or store per element on GPUs.
+macro_rules! vector_element {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for Vec2<$t> {}
+        impl Element for Vec2<$t> {
+            const TYPE: Type = Vec2::<$t>::TYPE;
+        }
+        impl sealed::Sealed for Vec4<$t> {}
+        impl Element for Vec4<$t> {
+            const TYPE: Type = Vec4::<$t>::TYPE;
+        }
+    )*};
+}
+vector_element!(f32, i32, u32);
 impl sealed::Sealed for bool {}
 impl ScalarArg for bool {
     fn literal(self) -> Literal {
@@ -402,7 +417,7 @@ pub enum Arg<'a> {
         /// The first element the kernel sees (a view's offset; 0 for a whole buffer).
         offset: usize,
         len: usize,
-        elem: ScalarType,
+        elem: Type,
         writable: bool,
         uses: &'a Uses,
     },

@@ -48,7 +48,7 @@ use dotcompute_hal::{
     BoundArg, Error, GraphExec, KernelDef, Launch, LaunchRequest, Program, RawBuffer,
     ResolvedLaunch, Result, StreamId,
 };
-use dotcompute_ir::{Access, Literal, Param, ScalarType};
+use dotcompute_ir::{Access, Literal, Param, Type};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -60,7 +60,7 @@ struct Registered<'a> {
     raw: &'a RawBuffer,
     uses: &'a Uses,
     len: usize,
-    elem: ScalarType,
+    elem: Type,
     writable: bool,
 }
 

@@ -226,6 +226,7 @@ pub use dotcompute_hal::{
     AtomicF32Add, BackendDescriptor, BackendKind, Capabilities, DeviceInfo, DeviceType, Error,
     KernelDef, Launch, Limits, MemoryStats, RawLanguage, ResolvedLaunch, Result, StreamId, Timing,
 };
+pub use dotcompute_ir::vector::{Vec2, Vec4};
 pub use dotcompute_macros::{kernel, kernel_fn};
 pub use graph::{ExecGraph, Graph, GraphArg, GraphBuffer, GraphBufferMut, NodeId};
 pub use half::{bf16, f16};
@@ -243,7 +244,9 @@ pub use dotcompute_ir as ir;
 
 /// Everything a typical program needs.
 pub mod prelude {
-    pub use crate::{kernel, kernel_fn, AsStream, Buffer, Device, Float, Int, Launch, Num, Stream};
+    pub use crate::{
+        kernel, kernel_fn, AsStream, Buffer, Device, Float, Int, Launch, Num, Stream, Vec2, Vec4,
+    };
 }
 
 /// Paths used by code that `#[kernel]` generates. Not a public API.

@@ -130,9 +130,9 @@ impl Device {
             m,
             n,
             k,
-            elem: T::TYPE,
+            elem: T::TYPE.scalar,
         };
-        if self.backend().has_blas(T::TYPE) {
+        if self.backend().has_blas(T::TYPE.scalar) {
             let s = StreamId::DEFAULT;
             self.before_use(a.uses(), s, false)?;
             self.before_use(b.uses(), s, false)?;

@@ -135,7 +135,7 @@ impl RawKernel {
                     buffer_bindings.push((binding, read_only));
                     ir_params.push(Param::Buffer {
                         name: pname.clone(),
-                        elem: *elem,
+                        elem: (*elem).into(),
                         access: if *writable {
                             Access::ReadWrite
                         } else {
@@ -250,7 +250,7 @@ impl RawKernel {
                     writable,
                 } => Param::Buffer {
                     name: name.clone(),
-                    elem: *elem,
+                    elem: (*elem).into(),
                     access: if *writable {
                         Access::ReadWrite
                     } else {

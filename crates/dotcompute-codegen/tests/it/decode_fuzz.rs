@@ -27,7 +27,7 @@ fn seeds() -> Vec<Kernel> {
     let inside = b.binary(BinaryOp::Lt, i.clone(), n).unwrap();
     b.begin_if(inside).unwrap();
     let acc = b
-        .let_("acc", Some(ScalarType::F32), true, V::host(0.0f32))
+        .let_("acc", Some(ScalarType::F32.into()), true, V::host(0.0f32))
         .unwrap();
     let k = b
         .begin_for("k", V::host(0u32), V::host(4u32), None)

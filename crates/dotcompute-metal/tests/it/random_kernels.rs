@@ -178,7 +178,7 @@ fn select(cond: V, x: V, y: V, ty: ScalarType) -> V {
         other => panic!("expected a typed value, got {other:?}"),
     };
     V::Typed(Expr {
-        ty,
+        ty: ty.into(),
         kind: ExprKind::Select {
             cond: Box::new(typed(cond)),
             then: Box::new(typed(x)),
@@ -217,7 +217,7 @@ fn random_kernel(seed: u64) -> Kernel {
     let eu = g.expr(U, depth);
     let ef = g.expr(F, depth);
     // A mutable accumulator through an if and a short counted loop.
-    let acc = g.b.let_("acc", Some(I), true, ei).unwrap();
+    let acc = g.b.let_("acc", Some(I.into()), true, ei).unwrap();
     let cond_l = g.expr(U, 2);
     let cond_r = g.expr(U, 2);
     let cond = g.b.binary(BinaryOp::Lt, cond_l, cond_r).unwrap();
