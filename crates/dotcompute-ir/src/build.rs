@@ -495,14 +495,13 @@ impl Builder {
         let Some(literal) = literal else {
             return false;
         };
-        let Some(init) = self
+        let found = self
             .frames
             .iter_mut()
-            .find_map(|(_, stmts)| let_init_mut(stmts, id))
-        else {
+            .any(|(_, stmts)| set_let_init(stmts, id, lit(literal)));
+        if !found {
             return false;
-        };
-        *init = Some(lit(literal));
+        }
         self.kernel.locals[i].ty = ty.into();
         self.defaulted[i] = false;
         self.untyped_init[i] = None;
@@ -1246,14 +1245,13 @@ fn extract(v: Expr, lane: u8) -> Expr {
     }
 }
 
-/// The initialiser of local `id`'s declaration among `stmts` and the blocks nested in them.
-fn let_init_mut(stmts: &mut [Stmt], id: u32) -> Option<&mut Option<Expr>> {
-    stmts.iter_mut().find_map(|s| match s {
-        Stmt::Let { local, init } if *local == id => Some(init),
-        Stmt::If {
-            then, otherwise, ..
-        } => let_init_mut(then, id).or_else(|| let_init_mut(otherwise, id)),
-        Stmt::For { body, .. } | Stmt::Loop { body } => let_init_mut(body, id),
-        _ => None,
-    })
+/// Replaces the initialiser of local `id`'s declaration among `stmts` and the blocks
+/// nested in them; whether the declaration was found.
+fn set_let_init(stmts: &mut [Stmt], id: u32, value: Expr) -> bool {
+    let mut value = Some(value);
+    walk_stmts_mut(stmts, &mut |s| match s {
+        Stmt::Let { local, init } if *local == id && value.is_some() => *init = value.take(),
+        _ => {}
+    });
+    value.is_none()
 }

@@ -708,7 +708,54 @@ pub fn walk_stmts(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
     }
 }
 
+/// The mutable twin of [`walk_stmts`], for passes that rewrite a kernel in place: calls
+/// `f` on every statement of `stmts` and of the blocks nested in them, each statement
+/// before the statements inside it (which `f` may have replaced).
+pub fn walk_stmts_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                walk_stmts_mut(then, f);
+                walk_stmts_mut(otherwise, f);
+            }
+            Stmt::For { body, .. } | Stmt::Loop { body } => walk_stmts_mut(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Calls `f` on every expression of `stmts` and of the blocks nested in them, inner
+/// expressions before the expression that contains them (so a rewrite of an operand is
+/// seen by the rewrite of its parent).
+pub fn rewrite_exprs(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Expr)) {
+    walk_stmts_mut(stmts, &mut |s| {
+        for e in s.exprs_mut() {
+            e.walk_mut(f);
+        }
+    });
+}
+
 impl Stmt {
+    /// The statement's own expressions, mutably (see [`Stmt::exprs`]).
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Stmt::Let { init, .. } => init.iter_mut().collect(),
+            Stmt::Assign { value, .. } => vec![value],
+            Stmt::Store { index, value, .. } => vec![index, value],
+            Stmt::Atomic { index, args, .. } => std::iter::once(index).chain(args).collect(),
+            Stmt::If { cond, .. } => vec![cond],
+            Stmt::For {
+                start, end, step, ..
+            } => vec![start, end, step],
+            Stmt::Loop { .. } | Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {
+                vec![]
+            }
+        }
+    }
+
     /// The statement's own expressions (not those of statements nested in it).
     pub fn exprs(&self) -> Vec<&Expr> {
         match self {
@@ -728,6 +775,38 @@ impl Stmt {
 }
 
 impl Expr {
+    /// Calls `f` on every subexpression and then on this expression (inner before outer),
+    /// mutably: the rewrite half of [`Expr::walk`].
+    pub fn walk_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        match &mut self.kind {
+            ExprKind::Load { index, .. } => index.walk_mut(f),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.walk_mut(f),
+            ExprKind::Extract { value, .. } => value.walk_mut(f),
+            ExprKind::Binary(_, a, b) => {
+                a.walk_mut(f);
+                b.walk_mut(f);
+            }
+            ExprKind::Math(_, args) | ExprKind::Subgroup(_, args) | ExprKind::Construct(args) => {
+                args.iter_mut().for_each(|a| a.walk_mut(f))
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                cond.walk_mut(f);
+                then.walk_mut(f);
+                otherwise.walk_mut(f);
+            }
+            ExprKind::Literal(_)
+            | ExprKind::Local(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Len(_)
+            | ExprKind::Builtin(..) => {}
+        }
+        f(self);
+    }
+
     /// Calls `f` on this expression and on every subexpression, outer before inner.
     pub fn walk(&self, f: &mut impl FnMut(&Expr)) {
         f(self);

@@ -407,11 +407,13 @@ impl<'k> Validator<'k> {
             }
             ExprKind::Binary(op, a, b) => {
                 use BinaryOp::*;
-                let ok = matches!(op, Add | Sub | Mul | Div) || (*op == Rem && ty.scalar.is_int());
+                // Integer `/` and `%` exist only split into lanes (what the builder
+                // emits), so each lane gets the scalar division-by-zero rule.
+                let ok = matches!(op, Add | Sub | Mul) || (*op == Div && ty.scalar.is_float());
                 if !ok {
                     return self.err(format!(
-                        "`{} {} {}` is not defined (vectors take + - * / and, for \
-                         integers, %; lane by lane)",
+                        "`{} {} {}` is not defined on vectors (they take + - * and float /; \
+                         integer / and % are written lane by lane)",
                         a.ty,
                         op.symbol(),
                         b.ty

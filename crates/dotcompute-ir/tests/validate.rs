@@ -507,3 +507,50 @@ fn vector_types_serialize_apart_from_scalars() {
     // A scalar keeps its old form, so kernels without vectors keep their content keys.
     assert!(base().to_json().contains(r#""elem":"F32""#));
 }
+
+#[test]
+fn integer_vector_division_exists_only_split_into_lanes() {
+    let v = splat4(lit_u32(6));
+    let div = Expr {
+        ty: Type::vector(ScalarType::U32, 4),
+        kind: ExprKind::Binary(BinaryOp::Div, Box::new(v.clone()), Box::new(v)),
+    };
+    rejects(
+        vector_store(Type::vector(ScalarType::U32, 4), div),
+        "integer / and % are written lane by lane",
+    );
+}
+
+#[test]
+fn rewrites_reach_every_expression_inner_first() {
+    // A pass that doubles every f32 literal, run on `out[gid] = if .. { 1.0 } ..`.
+    let mut k = base();
+    k.body = vec![Stmt::If {
+        cond: Expr {
+            ty: ScalarType::Bool.into(),
+            kind: ExprKind::Literal(Literal::Bool(true)),
+        },
+        then: k.body.clone(),
+        otherwise: vec![],
+    }];
+    let mut order = Vec::new();
+    rewrite_exprs(&mut k.body, &mut |e| {
+        order.push(format!("{:?}", std::mem::discriminant(&e.kind)));
+        if let ExprKind::Literal(Literal::F32(bits)) = &mut e.kind {
+            *bits = (f32::from_bits(*bits) * 2.0).to_bits();
+        }
+    });
+    validate(&k).unwrap();
+    let mut stored = None;
+    walk_stmts(&k.body, &mut |s| {
+        if let Stmt::Store { value, .. } = s {
+            stored = Some(value.clone());
+        }
+    });
+    assert_eq!(stored, Some(lit_f32(2.0)));
+    assert_eq!(
+        order.len(),
+        3,
+        "the condition, the index and the value: {order:?}"
+    );
+}

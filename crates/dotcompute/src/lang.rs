@@ -32,6 +32,42 @@
 //! `x as T` is accepted too. Each instantiation is a kernel of its own, named after its
 //! parameters (`axpy_f32`), compiled and cached separately; `axpy::kernel::<f32>()` is its
 //! definition.
+//!
+//! ## Vectors
+//!
+//! [`crate::Vec2`] and [`crate::Vec4`] of `f32`, `i32` or `u32` are 8- and 16-byte buffer
+//! elements (one load or store each on GPUs), locals and `#[kernel_fn]` values. Build
+//! them with `Vec4::new(x, y, z, w)` or `Vec4::splat(v)`, read lanes with `v.x` .. `v.w`,
+//! and combine two vectors lane by lane with `+ - *`, `/` and `%` (integer `/` and `%`
+//! follow the scalar division-by-zero rule in each lane) or negate them. Lanes are not
+//! assigned one at a time: assign the whole vector. Comparisons, casts and math
+//! functions take scalars (apply them to `v.x` ..); shared and local arrays hold scalars.
+//!
+//! ```
+//! use dotcompute::prelude::*;
+//!
+//! /// `out[i] = a[i] * s + b[i]` on 16-byte vectors, and the lanes' sum.
+//! #[kernel]
+//! fn scale_add4(a: &[Vec4<f32>], b: &[Vec4<f32>], s: f32, out: &mut [Vec4<f32>], sum: &mut [f32]) {
+//!     let i = global_id().x;
+//!     if i < out.len() {
+//!         let v = a[i] * Vec4::splat(s) + b[i];
+//!         out[i] = v;
+//!         sum[i] = v.x + v.y + v.z + v.w;
+//!     }
+//! }
+//!
+//! # fn main() -> dotcompute::Result<()> {
+//! let device = Device::best()?;
+//! let a = device.upload(&[Vec4::new(1.0f32, 2.0, 3.0, 4.0)])?;
+//! let b = device.upload(&[Vec4::splat(0.5f32)])?;
+//! let (mut out, mut sum) = (device.alloc::<Vec4<f32>>(1)?, device.alloc::<f32>(1)?);
+//! scale_add4::launch(&device, Launch::threads(1), &a, &b, 2.0, &mut out, &mut sum)?;
+//! assert_eq!(out.to_vec()?, [Vec4::new(2.5, 4.5, 6.5, 8.5)]);
+//! assert_eq!(sum.to_vec()?, [22.0]);
+//! # Ok(())
+//! # }
+//! ```
 
 use crate::buffer::{Element, ScalarArg};
 use dotcompute_cpu::ops::{Arith, CastTarget, Float as FloatMath, Negate, Numeric, Shift};
