@@ -135,6 +135,7 @@ impl CpuBackend {
         CpuBackend {
             info: DeviceInfo {
                 backend: BackendKind::Cpu,
+                ordinal: 0,
                 name: cpu_name(),
                 device_type: DeviceType::Cpu,
                 memory_bytes: memory,
@@ -193,7 +194,7 @@ impl CpuBackend {
     /// errors report (the class is an implementation detail).
     fn os_alloc(&self, bytes: usize, requested: usize) -> Result<Block> {
         let oom = |detail: String| Error::OutOfMemory {
-            device: "cpu".into(),
+            device: self.info.label(),
             requested: requested as u64,
             detail,
         };

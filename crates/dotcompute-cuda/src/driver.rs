@@ -89,9 +89,15 @@ pub(crate) fn driver_error(op: &str, e: DriverError) -> Error {
     }
 }
 
+/// `Error::DeviceLost` for device `ordinal`, named as `DeviceInfo::label` names it
+/// (the name query needs no context, so it works on a lost device).
 fn lost(ordinal: i32, reason: String) -> Error {
+    let name = cu::device::get(ordinal).and_then(cu::device::get_name);
     Error::DeviceLost {
-        device: format!("cuda:{ordinal}"),
+        device: match name {
+            Ok(name) => format!("cuda:{ordinal} ({name})"),
+            Err(_) => format!("cuda:{ordinal}"),
+        },
         reason,
     }
 }

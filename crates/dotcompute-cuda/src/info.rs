@@ -43,6 +43,7 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
     let integrated = a(CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0;
     Ok(DeviceInfo {
         backend: BackendKind::Cuda,
+        ordinal: ordinal as usize,
         name: cu::device::get_name(dev).during("cuDeviceGetName")?,
         device_type: if integrated {
             DeviceType::IntegratedGpu

@@ -33,7 +33,7 @@ impl CudaBackend {
     fn alloc_error(&self, bytes: usize, e: cudarc::driver::DriverError) -> Error {
         if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
             Error::OutOfMemory {
-                device: self.info.name.clone(),
+                device: self.info.label(),
                 requested: bytes as u64,
                 detail: format!("cuMemAlloc: {}", driver::describe(e)),
             }
@@ -70,7 +70,7 @@ impl CudaBackend {
         let ptr = unsafe { cu::malloc_host(bytes, PORTABLE) }.map_err(|e| {
             if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
                 Error::OutOfMemory {
-                    device: self.info.name.clone(),
+                    device: self.info.label(),
                     requested: bytes as u64,
                     detail: format!(
                         "cuMemHostAlloc (page-locked host memory): {}",

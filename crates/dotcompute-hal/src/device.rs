@@ -193,6 +193,8 @@ pub struct Limits {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
     pub backend: BackendKind,
+    /// The device's number within its backend (`cuda:1` is ordinal 1).
+    pub ordinal: usize,
     pub name: String,
     pub device_type: DeviceType,
     /// Memory the device can allocate, in bytes (physical RAM for the CPU).
@@ -203,4 +205,12 @@ pub struct DeviceInfo {
     /// Driver / runtime description.
     pub driver: String,
     pub caps: Capabilities,
+}
+
+impl DeviceInfo {
+    /// How every message names this device: `cuda:0 (NVIDIA H100 80GB HBM3)`, the
+    /// backend and number that `Device::by_name` takes, then the device's own name.
+    pub fn label(&self) -> String {
+        format!("{}:{} ({})", self.backend.name(), self.ordinal, self.name)
+    }
 }

@@ -51,6 +51,7 @@ mod tests {
     fn info(backend: BackendKind, device_type: DeviceType) -> DeviceInfo {
         DeviceInfo {
             backend,
+            ordinal: 0,
             name: "test".into(),
             device_type,
             memory_bytes: 0,

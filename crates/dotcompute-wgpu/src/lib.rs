@@ -90,8 +90,9 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
                 n => dotcompute_hal::registry::no_such_device(BackendKind::Wgpu, ordinal, n),
             });
         }
-        Ok(Box::new(WgpuBackend::open(list.swap_remove(ordinal))?)
-            as Box<dyn dotcompute_hal::DynBackend>)
+        let mut backend = WgpuBackend::open(list.swap_remove(ordinal))?;
+        backend.info.ordinal = ordinal;
+        Ok(Box::new(backend) as Box<dyn dotcompute_hal::DynBackend>)
     },
 };
 
@@ -179,13 +180,21 @@ pub fn devices() -> std::result::Result<Vec<DeviceInfo>, String> {
     if list.is_empty() {
         return Err("no Vulkan, Metal or DX12 adapter with compute shaders was found (on Linux without a GPU, install mesa-vulkan-drivers for lavapipe)".into());
     }
-    Ok(list.iter().map(|a| describe(a, &a.limits())).collect())
+    Ok(list
+        .iter()
+        .enumerate()
+        .map(|(ordinal, a)| DeviceInfo {
+            ordinal,
+            ..describe(a, &a.limits())
+        })
+        .collect())
 }
 
 fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
     let ai = adapter.get_info();
     DeviceInfo {
         backend: BackendKind::Wgpu,
+        ordinal: 0, // set by `devices` and `open`, which know the adapter's place
         name: ai.name.clone(),
         device_type: match ai.device_type {
             wgpu::DeviceType::DiscreteGpu => DeviceType::DiscreteGpu,
@@ -363,7 +372,7 @@ impl WgpuBackend {
     fn check_lost(&self) -> Result<()> {
         match self.lost.get() {
             Some(reason) => Err(Error::DeviceLost {
-                device: self.info.name.clone(),
+                device: self.info.label(),
                 reason: reason.clone(),
             }),
             None => Ok(()),
@@ -408,7 +417,7 @@ impl WgpuBackend {
     /// bytes, which errors report.
     fn create_storage(&self, bytes: usize, requested: usize) -> Result<wgpu::Buffer> {
         let oom = |detail: String| Error::OutOfMemory {
-            device: self.info.name.clone(),
+            device: self.info.label(),
             requested: requested as u64,
             detail,
         };
@@ -975,7 +984,7 @@ impl Queue for WgpuBackend {
             });
             if let Some(e) = pollster::block_on(scope.pop()) {
                 return Err(Error::OutOfMemory {
-                    device: self.info.name.clone(),
+                    device: self.info.label(),
                     requested: size,
                     detail: format!("the staging buffer for a read: {e}"),
                 });

@@ -152,14 +152,25 @@ impl Device {
     pub fn backend_kind(&self) -> BackendKind {
         self.info().backend
     }
-    /// `cpu#1 (model name)`: the one way errors name a device.
+    /// How errors and tables name this device: `cuda:0 (NVIDIA H100 80GB HBM3)`, the
+    /// backend and number [`Device::by_name`] takes and the device's own name, the same
+    /// in every backend's errors ([`DeviceInfo::label`]).
     pub fn label(&self) -> String {
-        format!(
-            "{}#{} ({})",
-            self.backend_kind(),
-            self.id(),
-            self.info().name
-        )
+        self.info().label()
+    }
+
+    /// The labels of two devices for an error about an object of `owner` used on
+    /// `self`; when both are the same device opened twice, each with its handle number.
+    pub(crate) fn labels_against(&self, owner: &Device) -> (String, String) {
+        let (mine, theirs) = (self.label(), owner.label());
+        if mine == theirs {
+            (
+                format!("{mine}, opened as device #{}", self.id()),
+                format!("{theirs}, opened as device #{}", owner.id()),
+            )
+        } else {
+            (mine, theirs)
+        }
     }
     pub(crate) fn backend(&self) -> &dyn DynBackend {
         &*self.inner.backend
@@ -404,11 +415,12 @@ impl Device {
                         },
                     )?;
                     if !device.same(self) {
+                        let (here, owner) = self.labels_against(device);
                         return Err(Error::WrongDevice {
                             kernel: ir.name.clone(),
                             arg: param.name().to_string(),
-                            buffer_device: device.label(),
-                            device: self.label(),
+                            buffer_device: owner,
+                            device: here,
                         });
                     }
                     bound.push(BoundArg::Buffer {

@@ -204,8 +204,8 @@ impl<'a> Graph<'a> {
             return Err(Error::ForeignObject {
                 op: "Graph::buffer",
                 what: format!("a buffer of {} elements", b.len()),
-                owner: b.device().label(),
-                device: self.device.label(),
+                owner: self.device.labels_against(b.device()).1,
+                device: self.device.labels_against(b.device()).0,
             });
         }
         self.buffers.push(Registered {
@@ -543,8 +543,8 @@ impl<'a> ExecGraph<'a> {
             return Err(Error::ForeignObject {
                 op: "ExecGraph::launch",
                 what: "the executable graph".into(),
-                owner: self.graph.device.label(),
-                device: device.label(),
+                owner: device.labels_against(&self.graph.device).1,
+                device: device.labels_against(&self.graph.device).0,
             });
         }
         let s = on.stream_id();
@@ -769,8 +769,8 @@ impl<'a> ExecGraph<'a> {
             return Err(Error::ForeignObject {
                 op: "ExecGraph::set_buffer",
                 what: "the buffer".into(),
-                owner: buffer.device().label(),
-                device: self.graph.device.label(),
+                owner: self.graph.device.labels_against(buffer.device()).1,
+                device: self.graph.device.labels_against(buffer.device()).0,
             });
         }
         crate::buffer::same_len(

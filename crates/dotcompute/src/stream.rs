@@ -132,8 +132,8 @@ impl Stream {
             return Err(Error::ForeignObject {
                 op: "Stream::wait_event",
                 what: "the event".into(),
-                owner: event.device().label(),
-                device: self.device.label(),
+                owner: self.device.labels_against(event.device()).1,
+                device: self.device.labels_against(event.device()).0,
             });
         }
         self.device.backend().wait_fence(self.id, event.fence())
@@ -150,8 +150,8 @@ impl Stream {
             Err(Error::ForeignObject {
                 op,
                 what: "the buffer".into(),
-                owner: owner.label(),
-                device: self.device.label(),
+                owner: self.device.labels_against(owner).1,
+                device: self.device.labels_against(owner).0,
             })
         }
     }

@@ -40,6 +40,7 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
     let simd_width = 32;
     DeviceInfo {
         backend: BackendKind::Metal,
+        ordinal: 0, // set by the registry entry, which knows the device's place
         name: device.name().to_string(),
         device_type: if unified {
             DeviceType::IntegratedGpu

@@ -48,13 +48,24 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
         if devices.is_empty() {
             return Err("no Metal device present".into());
         }
-        Ok(devices.iter().map(|d| device::describe(d)).collect())
+        Ok(devices
+            .iter()
+            .enumerate()
+            .map(|(ordinal, d)| dotcompute_hal::DeviceInfo {
+                ordinal,
+                ..device::describe(d)
+            })
+            .collect())
     },
     open: |ordinal| {
         let devices = device::all_devices();
         let count = devices.len();
         match devices.into_iter().nth(ordinal) {
-            Some(d) => Ok(Box::new(MetalBackend::new(d)?) as Box<dyn dotcompute_hal::DynBackend>),
+            Some(d) => {
+                let mut backend = MetalBackend::new(d)?;
+                backend.info.ordinal = ordinal;
+                Ok(Box::new(backend) as Box<dyn dotcompute_hal::DynBackend>)
+            }
             None => Err(dotcompute_hal::registry::no_such_device(
                 BackendKind::Metal,
                 ordinal,

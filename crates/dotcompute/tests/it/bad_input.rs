@@ -191,6 +191,15 @@ fn a_buffer_from_another_device_is_an_error() {
         Error::WrongDevice { arg, .. } => assert_eq!(arg, "b"),
         other => panic!("expected WrongDevice, got {other:?}"),
     }
+    // Both are the CPU opened twice: the message names the device as every error does
+    // and tells the two handles apart.
+    let text = e.to_string();
+    assert!(text.contains(&d.label()), "{text}");
+    assert!(d.label().starts_with("cpu:0 ("), "{}", d.label());
+    assert!(
+        text.contains(&format!("opened as device #{}", other.id())),
+        "{text}"
+    );
     still_works(&d);
     still_works(&other);
 }
@@ -489,7 +498,8 @@ fn out_of_memory_reports_the_bytes_requested_not_the_pool_class() {
         let len = (d.info().limits.max_buffer_bytes / 4 + 12_345) as usize;
         let e = d.alloc::<f32>(len).unwrap_err();
         assert!(
-            matches!(&e, Error::OutOfMemory { requested, .. } if *requested == len as u64 * 4),
+            matches!(&e, Error::OutOfMemory { requested, device, .. }
+                if *requested == len as u64 * 4 && *device == d.label()),
             "{d:?}: {e:?}"
         );
         still_works(&d);
