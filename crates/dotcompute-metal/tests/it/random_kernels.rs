@@ -1,7 +1,10 @@
 //! Random well-typed kernels, differentially: each is built from random expression trees
 //! (integer and float arithmetic, bit operations, shifts, division and remainder,
 //! comparisons and selects, casts between `i32`, `u32` and `f32`, min / max / abs / clamp,
-//! rounding, an `if` and a counted loop) over random inputs, then run as MSL through the
+//! rounding, an `if` and a counted loop, 4-lane `i32` vectors, an atomic on the thread's
+//! own element (every operation, compare-exchange included, its old value used) and
+//! contended atomics of one commutative operation per kernel on a 17-element array)
+//! over random inputs, then run as MSL through the
 //! shim, as WGSL on wgpu (lavapipe in CI; NVIDIA Vulkan on the GPU machine) and as CUDA C++
 //! where present, and every output element must agree. The IR defines every operation
 //! used (C++'s and WGSL's undefined cases included), so any difference is a generator
@@ -21,8 +24,8 @@
 //! failure; `DOTCOMPUTE_SEED` replays one.
 
 use dotcompute::ir::{
-    Access, Axis, BinaryOp, Builder, Builtin, Expr, ExprKind, Kernel, MathFn, ScalarType, UnaryOp,
-    V,
+    Access, AtomicOp, Axis, BinaryOp, Builder, Builtin, Expr, ExprKind, Kernel, MathFn, ScalarType,
+    UnaryOp, V,
 };
 use dotcompute::{Arg, BackendKind, Device, KernelDef, Launch};
 use std::cell::RefCell;
@@ -187,7 +190,11 @@ fn select(cond: V, x: V, y: V, ty: ScalarType) -> V {
     })
 }
 
-/// A random kernel over `a: &[i32]`, `b: &[u32]`, `x: &[f32]` writing `oi`, `ou`, `of`.
+/// Elements of the contended atomic array.
+const HIST: usize = 17;
+
+/// A random kernel over `a: &[i32]`, `b: &[u32]`, `x: &[f32]` writing `oi`, `ou`, `of`,
+/// with atomics on `own` (one element per thread) and `hist` (`HIST`, contended).
 fn random_kernel(seed: u64) -> Kernel {
     let mut b = Builder::new(&format!("random_{seed:x}"));
     let (a, bu, x) = (
@@ -199,6 +206,10 @@ fn random_kernel(seed: u64) -> Kernel {
         b.buffer("oi", I, Access::ReadWrite),
         b.buffer("ou", U, Access::ReadWrite),
         b.buffer("of", F, Access::ReadWrite),
+    );
+    let (own, hist) = (
+        b.buffer("own", U, Access::ReadWrite),
+        b.buffer("hist", I, Access::ReadWrite),
     );
     let i = b.builtin(Builtin::GlobalId, Axis::X);
     let len = b.len(oi);
@@ -239,6 +250,61 @@ fn random_kernel(seed: u64) -> Kernel {
     let next = g.b.binary(BinaryOp::Sub, cur, step).unwrap();
     g.b.assign(acc, next).unwrap();
     g.b.end_for().unwrap();
+    // Vectors: four random lanes, lane-wise arithmetic (integer / and % split into
+    // lanes), two lanes folded into the accumulator.
+    let lanes: Vec<V> = (0..4).map(|_| g.expr(I, 2)).collect();
+    let v = g.b.vector(lanes).unwrap();
+    let k = g.expr(I, 1);
+    let kv = g.b.splat(k, 4).unwrap();
+    let op = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Rem,
+    ][g.rng.usize(..5)];
+    let w = g.b.binary(op, v.clone(), kv).unwrap();
+    let w = g.b.binary(BinaryOp::Sub, w, v).unwrap();
+    let w = g.b.let_("w", None, false, w).unwrap();
+    let (l0, l3) = (g.b.get(w), g.b.get(w));
+    let (l0, l3) = (g.b.lane(l0, 0).unwrap(), g.b.lane(l3, 3).unwrap());
+    let folded = g.b.binary(BinaryOp::BitXor, l0, l3).unwrap();
+    let cur = g.b.get(acc);
+    let next = g.b.binary(BinaryOp::Add, cur, folded).unwrap();
+    g.b.assign(acc, next).unwrap();
+    // An atomic on the thread's own element: no other thread touches it, so its old value
+    // is the host's `b[i]` and every operation is deterministic.
+    let own_op = AtomicOp::ALL[g.rng.usize(..AtomicOp::ALL.len())];
+    let mut args = vec![g.expr(U, 2)];
+    if own_op == AtomicOp::CompareExchange {
+        // Expect the element's value half of the time, so the exchange happens.
+        let expected = if g.rng.bool() {
+            g.b.load(bu, i.clone()).unwrap()
+        } else {
+            g.expr(U, 1)
+        };
+        args.insert(0, expected);
+    }
+    let old = g.b.atomic(own_op, own, i.clone(), args).unwrap();
+    let eu = g.b.binary(BinaryOp::BitXor, eu, old).unwrap();
+    // Contended atomics: one commutative, associative operation per kernel, so the final
+    // values do not depend on the order of the threads (their old values would, so they
+    // are not used).
+    let hist_op = [
+        AtomicOp::Add,
+        AtomicOp::Sub,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+    ][g.rng.usize(..7)];
+    let slot = g.expr(U, 2);
+    let slot =
+        g.b.binary(BinaryOp::Rem, slot, V::host(HIST as u32))
+            .unwrap();
+    let value = g.expr(I, 2);
+    g.b.atomic(hist_op, hist, slot, vec![value]).unwrap();
     let acc_v = g.b.get(acc);
     b.store(oi, i.clone(), acc_v).unwrap();
     b.store(ou, i.clone(), eu).unwrap();
@@ -247,14 +313,43 @@ fn random_kernel(seed: u64) -> Kernel {
     b.finish().unwrap()
 }
 
-/// The three outputs of `kernel` on `device` for the given inputs.
-fn run(
-    device: &Device,
-    kernel: &Kernel,
-    a: &[i32],
-    b: &[u32],
-    x: &[f32],
-) -> (Vec<i32>, Vec<u32>, Vec<f32>) {
+/// What a random kernel leaves: its three outputs and its two atomic arrays.
+#[derive(Debug)]
+struct Outputs {
+    oi: Vec<i32>,
+    ou: Vec<u32>,
+    of: Vec<f32>,
+    own: Vec<u32>,
+    hist: Vec<i32>,
+}
+
+impl Outputs {
+    /// The first place the two differ (floats compared by value), as text.
+    fn first_difference(&self, o: &Outputs) -> Option<String> {
+        if let Some(j) = (0..self.oi.len()).find(|&j| {
+            self.oi[j] != o.oi[j]
+                || self.ou[j] != o.ou[j]
+                || self.of[j] != o.of[j]
+                || self.own[j] != o.own[j]
+        }) {
+            return Some(format!(
+                "element {j}: (oi, ou, of, own) = ({}, {}, {}, {}) against ({}, {}, {}, {})",
+                self.oi[j],
+                self.ou[j],
+                self.of[j],
+                self.own[j],
+                o.oi[j],
+                o.ou[j],
+                o.of[j],
+                o.own[j]
+            ));
+        }
+        (self.hist != o.hist).then(|| format!("hist {:?} against {:?}", self.hist, o.hist))
+    }
+}
+
+/// The outputs of `kernel` on `device` for the given inputs.
+fn run(device: &Device, kernel: &Kernel, a: &[i32], b: &[u32], x: &[f32]) -> Outputs {
     CURRENT.with(|c| *c.borrow_mut() = Some(kernel.clone()));
     let def = KernelDef::new("random", current, None);
     let n = a.len();
@@ -266,6 +361,9 @@ fn run(
     let mut oi = device.alloc_filled(n, 0x5EED_5EEDu32 as i32).unwrap();
     let mut ou = device.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
     let mut of = device.alloc_filled(n, f32::NAN).unwrap();
+    let mut own = device.upload(b).unwrap();
+    let start: Vec<i32> = (0..HIST as i32).map(|k| k * 1000 - 7000).collect();
+    let mut hist = device.upload(&start).unwrap();
     device
         .launch_kernel(
             &def,
@@ -277,14 +375,18 @@ fn run(
                 Arg::buffer_mut(&mut oi),
                 Arg::buffer_mut(&mut ou),
                 Arg::buffer_mut(&mut of),
+                Arg::buffer_mut(&mut own),
+                Arg::buffer_mut(&mut hist),
             ],
         )
         .unwrap_or_else(|e| panic!("{} failed to launch: {e}", device.label()));
-    (
-        oi.to_vec().unwrap(),
-        ou.to_vec().unwrap(),
-        of.to_vec().unwrap(),
-    )
+    Outputs {
+        oi: oi.to_vec().unwrap(),
+        ou: ou.to_vec().unwrap(),
+        of: of.to_vec().unwrap(),
+        own: own.to_vec().unwrap(),
+        hist: hist.to_vec().unwrap(),
+    }
 }
 
 #[test]
@@ -360,41 +462,34 @@ fn random_kernels_agree_on_every_backend() {
             }
             for j in 0..n.min(10) {
                 eprintln!(
-                    "element {j}: inputs ({}, {}, {}) -> ({}, {}, {}) on {}",
+                    "element {j}: inputs ({}, {}, {}) -> ({}, {}, {}, own {}) on {}",
                     a[j],
                     b[j],
                     x[j],
-                    want.0[j],
-                    want.1[j],
-                    want.2[j],
+                    want.oi[j],
+                    want.ou[j],
+                    want.of[j],
+                    want.own[j],
                     reference.label()
                 );
             }
+            eprintln!("hist: {:?}", want.hist);
         }
         for other in others {
             let got = run(other, &kernel, &a, &b, &x);
-            let same_f = want.2.iter().zip(&got.2).all(|(p, q)| p == q);
-            if want.0 != got.0 || want.1 != got.1 || !same_f {
-                let at = (0..n)
-                    .find(|&j| {
-                        want.0[j] != got.0[j] || want.1[j] != got.1[j] || want.2[j] != got.2[j]
-                    })
-                    .unwrap_or(0);
+            if let Some(difference) = want.first_difference(&got) {
+                let at = difference
+                    .strip_prefix("element ")
+                    .and_then(|t| t.split(':').next())
+                    .and_then(|j| j.parse::<usize>().ok());
+                let inputs = at.map_or(String::new(), |j| {
+                    format!(" (inputs a={}, b={}, x={})", a[j], b[j], x[j])
+                });
                 panic!(
-                    "kernel seed {seed} (replay: DOTCOMPUTE_SEED={seed}): {} and {} differ at \
-                     element {at} (inputs a={}, b={}, x={}): ({}, {}, {}) against {} ({}, {}, {})\n{}",
+                    "kernel seed {seed} (replay: DOTCOMPUTE_SEED={seed}): {} against {}: \
+                     {difference}{inputs}\n{}",
                     reference.label(),
                     other.label(),
-                    a[at],
-                    b[at],
-                    x[at],
-                    want.0[at],
-                    want.1[at],
-                    want.2[at],
-                    other.label(),
-                    got.0[at],
-                    got.1[at],
-                    got.2[at],
                     dotcompute_codegen_ir_text(&kernel)
                 );
             }
