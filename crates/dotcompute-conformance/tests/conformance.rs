@@ -99,3 +99,162 @@ fn cuda_fault_in_this_process() {
         Device::with_backend(BackendKind::Cuda).map(|_| ()),
     );
 }
+
+/// A wgpu kernel that never ends (no GPU API lets a safe shader fault a Vulkan device:
+/// naga bounds-checks every access and wgpu turns on robust buffer access, so this is the
+/// fault wgpu users can meet). The wait for it ends after `DOTCOMPUTE_WGPU_TIMEOUT_S`
+/// with `Error::DeviceLost`, and every later call on the device says the same at once
+/// instead of waiting again. The hang runs in a child process (the driver ends its work
+/// when the process exits); afterwards this process opens the device and it passes every
+/// conformance case at every size: recovery is a new process. Runs on hardware adapters
+/// (NVIDIA Vulkan on the GPU machine); lavapipe caps loops, so nothing hangs there.
+#[test]
+fn a_hung_wgpu_kernel_loses_the_device_and_a_new_process_uses_it_again() {
+    use dotcompute::{BackendKind, Device, DeviceType};
+    let required = dotcompute_conformance::required_backends().unwrap();
+    match Device::with_backend(BackendKind::Wgpu) {
+        Err(e) => {
+            assert!(
+                !required.contains(&BackendKind::Wgpu),
+                "wgpu is required: {e}"
+            );
+            return eprintln!("skipping: {e}");
+        }
+        // llvmpipe ends every shader invocation after 65,535 loop iterations (gallivm's
+        // LP_MAX_TGSI_LOOP_ITERATIONS, measured here): no kernel hangs on lavapipe.
+        Ok(d) if d.info().device_type == DeviceType::SoftwareGpu => {
+            return eprintln!(
+                "skipping on {}: lavapipe ends every loop after 65,535 iterations, so no \
+                 kernel hangs there",
+                d.label()
+            );
+        }
+        Ok(_) => {}
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "wgpu_hang_in_this_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("DOTCOMPUTE_WGPU_TIMEOUT_S", "3")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The child must end by itself well within a minute; a hang here is the failure.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the hanging child did not return within 120 s of a 3 s timeout");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        status.success() && text.contains("every later call: DeviceLost"),
+        "the hanging child failed:\n{text}"
+    );
+    eprintln!("{text}");
+    let fresh = Device::with_backend(BackendKind::Wgpu).expect("wgpu opens in this process");
+    let seed = dotcompute_conformance::seed_from_env();
+    let mut passed = 0;
+    for case in dotcompute_conformance::cases() {
+        for &size in &case.sizes {
+            let r = dotcompute_conformance::run_case(&fresh, &case, size, seed);
+            assert!(
+                r.passed,
+                "{} at {} failed after the hang (seed {seed}): {}",
+                r.case, r.size, r.message
+            );
+            passed += 1;
+        }
+    }
+    eprintln!(
+        "after the hang, {} passed {passed} conformance case-sizes",
+        fresh.label()
+    );
+}
+
+/// The hanging half of the test above, run in its own process.
+#[test]
+#[ignore = "run by a_hung_wgpu_kernel_loses_the_device_and_a_new_process_uses_it_again in a child process"]
+fn wgpu_hang_in_this_process() {
+    use dotcompute::ir::ScalarType;
+    use dotcompute::{Arg, BackendKind, Device, Error, Launch, RawKernel, RawParam};
+    let device = Device::with_backend(BackendKind::Wgpu).unwrap();
+    // Spins until flag[0] is 7, which nothing ever writes. The atomic add in the loop is
+    // a side effect, so no compiler may remove the loop (lavapipe's LLVM removed one that
+    // only loaded), and three nested loops outlast any iteration cap (lavapipe ended a
+    // single such loop after 65,535 iterations).
+    let spin = RawKernel::wgsl(
+        "spin",
+        "@group(0) @binding(0) var<storage, read_write> flag: array<atomic<u32>>;
+         @compute @workgroup_size(64)
+         fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+             loop {
+                 loop {
+                     loop {
+                         atomicAdd(&flag[1], 1u);
+                         if (atomicLoad(&flag[0]) == 7u) { return; }
+                     }
+                     if (atomicLoad(&flag[0]) == 7u) { return; }
+                 }
+                 if (atomicLoad(&flag[0]) == 7u) { return; }
+             }
+         }",
+        &[RawParam::buffer_mut("flag", ScalarType::U32)],
+    )
+    .unwrap();
+    let mut flag = device.alloc_filled(64, 0u32).unwrap();
+    let started = std::time::Instant::now();
+    let hung = device
+        .launch_raw(&spin, Launch::threads(64), &[Arg::buffer_mut(&mut flag)])
+        .and_then(|()| device.synchronize());
+    match hung {
+        Err(Error::DeviceLost {
+            device: name,
+            reason,
+        }) => eprintln!(
+            "the hung launch after {:.1} s: DeviceLost on {name} ({reason})",
+            started.elapsed().as_secs_f64()
+        ),
+        other => panic!(
+            "expected DeviceLost after the timeout, got {other:?} after {:?}; flag {:?}",
+            started.elapsed(),
+            &flag.to_vec().map(|v| v[..2].to_vec())
+        ),
+    }
+    let started = std::time::Instant::now();
+    let lost = |what: &str, r: Result<(), Error>| match r {
+        Err(Error::DeviceLost { .. }) => {}
+        other => panic!("{what}: expected DeviceLost, got {other:?}"),
+    };
+    lost("alloc", device.alloc::<f32>(16).map(|_| ()));
+    lost("reading a buffer", flag.to_vec().map(|_| ()));
+    lost("writing a buffer", flag.write(&[1u32; 64]));
+    lost(
+        "a launch",
+        device.launch_raw(&spin, Launch::threads(64), &[Arg::buffer_mut(&mut flag)]),
+    );
+    lost("synchronize", device.synchronize());
+    assert!(
+        started.elapsed().as_secs_f64() < 2.0,
+        "the lost device's calls waited"
+    );
+    eprintln!("every later call: DeviceLost, at once");
+    // The hung work keeps the device's queue: skip the destructors, which would wait for
+    // it; the driver ends the work with the process.
+    std::process::exit(0);
+}

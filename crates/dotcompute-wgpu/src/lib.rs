@@ -403,11 +403,18 @@ impl WgpuBackend {
                 timeout: Some(self.wait_timeout),
             })
             .map_err(|e| match e {
-                wgpu::PollError::Timeout => backend_err(format!(
-                    "the device did not finish its work within {:?} (DOTCOMPUTE_WGPU_TIMEOUT_S \
-                     sets the limit)",
-                    self.wait_timeout
-                )),
+                // A kernel that does not end cannot be stopped through wgpu, and every
+                // later submission would queue behind it: the device is lost to this
+                // process (its driver ends the work when the process exits).
+                wgpu::PollError::Timeout => {
+                    let _ = self.lost.set(format!(
+                        "its work did not finish within {:?} (a kernel that never ends? \
+                         DOTCOMPUTE_WGPU_TIMEOUT_S sets the limit); the device cannot be used \
+                         again in this process",
+                        self.wait_timeout
+                    ));
+                    self.check_lost().unwrap_err()
+                }
                 e => backend_err(format!("waiting for the device failed: {e}")),
             })?;
         self.check_uncaptured()
@@ -943,6 +950,7 @@ impl Backend for WgpuBackend {
 
 impl Queue for WgpuBackend {
     fn write(&self, s: StreamId, dst: &WgpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+        self.check_lost()?;
         if !word_aligned(offset, data.len()) {
             // 16-bit elements: widen to whole words, keeping the bytes around the range
             // (pool blocks are whole words, so the widened range is inside the block).
@@ -961,6 +969,8 @@ impl Queue for WgpuBackend {
     }
 
     fn read(&self, _: StreamId, src: &WgpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        // A lost device's staging buffer may still wait on a mapping: touch nothing.
+        self.check_lost()?;
         // Every stream is the one queue (crate docs).
         if !word_aligned(offset, out.len()) {
             let (start, end) = widen(offset, out.len());
@@ -1007,6 +1017,7 @@ impl Queue for WgpuBackend {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
+        self.check_lost()?;
         if !word_aligned(src_offset, bytes) || !word_aligned(dst_offset, bytes) {
             // Buffer copies move whole words: 16-bit ranges go through the host.
             let mut data = vec![0u8; bytes];
@@ -1053,6 +1064,7 @@ impl Queue for WgpuBackend {
         bytes: usize,
         pattern: &[u8],
     ) -> Result<()> {
+        self.check_lost()?;
         if !word_aligned(offset, bytes) {
             let data: Vec<u8> = pattern.iter().copied().cycle().take(bytes).collect();
             return self.write(s, dst, offset, &data);
@@ -1081,6 +1093,7 @@ impl Queue for WgpuBackend {
     /// what one launch did. With profiling on, the pass is timed as a whole (one launch:
     /// the kernel's name; several: `graph (N launches)`).
     fn launch_batch(&self, s: StreamId, requests: &[LaunchRequest<'_, WgpuBuffer>]) -> Result<()> {
+        self.check_lost()?;
         // wgpu's error scopes belong to the calling thread: a validation error of this
         // launch comes back to this caller, not to whichever thread calls next.
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
