@@ -145,10 +145,21 @@ impl Dialect for CudaDialect {
         &self,
         op: AtomicOp,
         _: Memory,
-        _: ScalarType,
+        elem: ScalarType,
         element: String,
         args: Vec<String>,
     ) -> String {
+        if op == AtomicOp::Sub && elem.is_int() {
+            // CUDA's `atomicSub(int*, int v)` adds `-v`, which C++ leaves undefined for
+            // v = INT_MIN: NVRTC then took `(x & INT_MIN)` to be 0 and subtracted
+            // nothing (found by the random-kernel test on an H100). The subtraction as
+            // an unsigned add of the two's complement is defined for every value.
+            return format!(
+                "(({})atomicAdd((u32*)&{element}, 0u - (u32)({})))",
+                cuda_type(elem),
+                args[0]
+            );
+        }
         let f = match op {
             AtomicOp::Add => "atomicAdd",
             AtomicOp::Sub => "atomicSub",

@@ -718,7 +718,7 @@ fn atomic_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome
         u32::MAX,
         0,
     ];
-    let iinit = [i32::MAX, i32::MIN, 12345];
+    let iinit = [i32::MAX, i32::MIN, 12345, 77, -77];
     let dv = d.upload(&v)?;
     let mut uc = d.upload(&uinit)?;
     let mut ic = d.upload(&iinit)?;
@@ -756,9 +756,17 @@ fn atomic_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome
         ));
     }
     let (imin, imax) = (*signed.iter().min().unwrap(), *signed.iter().max().unwrap());
-    if i[0] != imin || i[1] != imax || !signed.contains(&i[2]) {
+    let wide: Vec<i32> = v
+        .iter()
+        .map(|&x| if x % 7 == 0 { i32::MIN } else { x as i32 - 500 })
+        .collect();
+    let (iadd, isub) = (
+        wide.iter().fold(iinit[3], |a, &w| a.wrapping_add(w)),
+        wide.iter().fold(iinit[4], |a, &w| a.wrapping_sub(w)),
+    );
+    if i[0] != imin || i[1] != imax || !signed.contains(&i[2]) || i[3] != iadd || i[4] != isub {
         return fail(format!(
-            "i32 counters {i:?}, expected [{imin}, {imax}, one of the values]"
+            "i32 counters {i:?}, expected [{imin}, {imax}, one of the values, {iadd}, {isub}]"
         ));
     }
     // Old values: every thread wrote all nine (the add's old value is at most the total,
