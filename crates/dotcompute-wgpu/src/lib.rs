@@ -49,6 +49,24 @@ fn backend_err(message: impl Into<String>) -> Error {
     }
 }
 
+/// An error wgpu raised during `operation`, with its kind in structured fields:
+/// `Error::Driver { code, name }` is 1 `OutOfMemory`, 2 `Validation` or 3 `Internal`
+/// (wgpu's error filters), and `detail` is wgpu's text.
+fn wgpu_error(operation: &str, e: &wgpu::Error) -> Error {
+    let (code, name) = match e {
+        wgpu::Error::OutOfMemory { .. } => (1, "OutOfMemory"),
+        wgpu::Error::Validation { .. } => (2, "Validation"),
+        wgpu::Error::Internal { .. } => (3, "Internal"),
+    };
+    Error::Driver {
+        backend: BACKEND.into(),
+        operation: operation.into(),
+        code,
+        name: name.into(),
+        detail: e.to_string(),
+    }
+}
+
 /// A pooled device buffer.
 pub struct WgpuBuffer {
     buffer: wgpu::Buffer,
@@ -106,7 +124,7 @@ pub struct WgpuBackend {
     pipelines: Mutex<dotcompute_hal::KeyMap<PipelineKey, Arc<Pipeline>>>,
     staging: Mutex<Option<wgpu::Buffer>>,
     /// Errors wgpu reported outside an error scope (instead of its default panic).
-    uncaptured: Arc<Mutex<Option<String>>>,
+    uncaptured: Arc<Mutex<Option<Error>>>,
     /// Set by wgpu's device-lost callback: every later call is `Error::DeviceLost`.
     lost: Arc<OnceLock<String>>,
     /// The longest wait for the device (`DOTCOMPUTE_WGPU_TIMEOUT_S`, default 300 s).
@@ -306,7 +324,7 @@ impl WgpuBackend {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             let mut slot = sink.lock().unwrap_or_else(|p| p.into_inner());
             if slot.is_none() {
-                *slot = Some(e.to_string());
+                *slot = Some(wgpu_error("an earlier call (reported asynchronously)", &e));
             }
         }));
         let lost = Arc::new(OnceLock::new());
@@ -388,7 +406,7 @@ impl WgpuBackend {
             .unwrap_or_else(|p| p.into_inner())
             .take()
         {
-            Some(e) => Err(backend_err(e)),
+            Some(e) => Err(e),
             None => Ok(()),
         }
     }
@@ -1100,7 +1118,7 @@ impl Queue for WgpuBackend {
         let result = self.launch_batch_scoped(s, requests);
         match (result, pollster::block_on(scope.pop())) {
             (Err(e), _) => Err(e),
-            (Ok(()), Some(e)) => Err(backend_err(format!("the launch was invalid: {e}"))),
+            (Ok(()), Some(e)) => Err(wgpu_error("launch", &e)),
             (Ok(()), None) => Ok(()),
         }
     }
@@ -1183,5 +1201,32 @@ impl WgpuBackend {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+
+    #[test]
+    fn wgpu_errors_keep_their_kind_in_structured_fields() {
+        let e = wgpu::Error::Validation {
+            source: Box::new(std::fmt::Error),
+            description: "a binding is missing".into(),
+        };
+        match wgpu_error("launch", &e) {
+            Error::Driver {
+                backend,
+                operation,
+                code: 2,
+                name,
+                detail,
+            } => {
+                assert_eq!((backend.as_str(), operation.as_str()), ("wgpu", "launch"));
+                assert_eq!(name, "Validation");
+                assert!(detail.contains("a binding is missing"), "{detail}");
+            }
+            other => panic!("expected a structured Driver error, got {other:?}"),
+        }
     }
 }
