@@ -59,7 +59,7 @@ pub fn to_hlsl(m: &NagaModule) -> Result<String, String> {
 pub struct Reflection {
     pub workgroup_size: [u32; 3],
     /// `(binding, read_only, element type)` of each storage buffer in group 0, by binding.
-    pub storage: Vec<(u32, bool, dotcompute_ir::ScalarType)>,
+    pub storage: Vec<(u32, bool, dotcompute_ir::Type)>,
     /// Binding and size in bytes of the uniform block in group 0, if any.
     pub uniform: Option<(u32, u32)>,
     /// Bytes of `var<workgroup>` memory the module declares (checked against the device's
@@ -68,9 +68,10 @@ pub struct Reflection {
 }
 
 /// Parses and validates hand-written WGSL and reflects entry point `entry`. Only group 0
-/// is supported; storage buffers must be runtime-sized arrays of a scalar type.
+/// is supported; storage buffers must be runtime-sized arrays of a 32-bit scalar type or
+/// of a 2- or 4-lane vector of one (`array<vec4<f32>>` is a buffer of `Vec4<f32>`).
 pub fn reflect_compute(source: &str, entry: &str) -> Result<Reflection, String> {
-    use dotcompute_ir::ScalarType;
+    use dotcompute_ir::{ScalarType, Type};
     use naga::{AddressSpace, ScalarKind, StorageAccess, TypeInner};
     let m = validate_wgsl(source)?;
     let ep = m
@@ -103,21 +104,26 @@ pub fn reflect_compute(source: &str, entry: &str) -> Result<Reflection, String> 
             AddressSpace::Storage { access } => {
                 let elem = match &m.module.types[var.ty].inner {
                     TypeInner::Array { base, .. } => match &m.module.types[*base].inner {
-                        TypeInner::Scalar(s) => Some(*s),
-                        TypeInner::Atomic(s) => Some(*s),
+                        TypeInner::Scalar(s) => Some((*s, 1)),
+                        TypeInner::Atomic(s) => Some((*s, 1)),
+                        TypeInner::Vector { size, scalar } => Some((*scalar, *size as u8)),
                         _ => None,
                     },
                     _ => None,
                 };
-                let ty = elem.and_then(|s| match (s.kind, s.width) {
-                    (ScalarKind::Float, 4) => Some(ScalarType::F32),
-                    (ScalarKind::Sint, 4) => Some(ScalarType::I32),
-                    (ScalarKind::Uint, 4) => Some(ScalarType::U32),
-                    _ => None,
+                let ty = elem.and_then(|(s, lanes)| {
+                    let scalar = match (s.kind, s.width) {
+                        (ScalarKind::Float, 4) => ScalarType::F32,
+                        (ScalarKind::Sint, 4) => ScalarType::I32,
+                        (ScalarKind::Uint, 4) => ScalarType::U32,
+                        _ => return None,
+                    };
+                    Some(Type::vector(scalar, lanes)).filter(|t| t.is_well_formed())
                 });
                 let ty = ty.ok_or_else(|| {
                     format!(
-                        "storage buffer `{name}` (binding {}) must be an array of f32, i32 or u32",
+                        "storage buffer `{name}` (binding {}) must be an array of f32, i32 or \
+                         u32, or of vec2 / vec4 of one",
                         binding.binding
                     )
                 })?;

@@ -836,3 +836,12 @@ pub fn vector_overrun(a: &[Vec4<f32>], out: &mut [Vec4<f32>]) {
     let i = global_id().x;
     out[i] = a[i];
 }
+
+/// `out[i] = a[i] + b[i]` on 16-byte vectors: the vector add a user writes with `Vec4`.
+#[kernel]
+pub fn vector_add4(a: &[Vec4<f32>], b: &[Vec4<f32>], out: &mut [Vec4<f32>]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = a[i] + b[i];
+    }
+}

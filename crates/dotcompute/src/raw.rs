@@ -1,16 +1,17 @@
 //! Hand-written kernels for one backend.
 
 use dotcompute_hal::{Error, Launch, Program, RawLanguage, RawSource, Result};
-use dotcompute_ir::{Access, Kernel, Param, ScalarType, IR_VERSION};
+use dotcompute_ir::{Access, Kernel, Param, ScalarType, Type, IR_VERSION};
 use std::sync::Arc;
 
 /// One parameter of a hand-written kernel, in launch-argument order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RawParam {
-    /// A storage buffer; the `i`-th buffer parameter is `@group(0) @binding(i)`.
+    /// A storage buffer; the `i`-th buffer parameter is `@group(0) @binding(i)`. Its
+    /// element is a scalar or a vector (`Vec4::<f32>::TYPE` for `array<vec4<f32>>`).
     Buffer {
         name: String,
-        elem: ScalarType,
+        elem: Type,
         writable: bool,
     },
     /// A scalar; scalars are packed, 4 bytes each in parameter order, into the uniform
@@ -19,17 +20,17 @@ pub enum RawParam {
 }
 
 impl RawParam {
-    pub fn buffer(name: &str, elem: ScalarType) -> RawParam {
+    pub fn buffer(name: &str, elem: impl Into<Type>) -> RawParam {
         RawParam::Buffer {
             name: name.into(),
-            elem,
+            elem: elem.into(),
             writable: false,
         }
     }
-    pub fn buffer_mut(name: &str, elem: ScalarType) -> RawParam {
+    pub fn buffer_mut(name: &str, elem: impl Into<Type>) -> RawParam {
         RawParam::Buffer {
             name: name.into(),
-            elem,
+            elem: elem.into(),
             writable: true,
         }
     }
@@ -135,7 +136,7 @@ impl RawKernel {
                     buffer_bindings.push((binding, read_only));
                     ir_params.push(Param::Buffer {
                         name: pname.clone(),
-                        elem: (*elem).into(),
+                        elem: *elem,
                         access: if *writable {
                             Access::ReadWrite
                         } else {
@@ -250,7 +251,7 @@ impl RawKernel {
                     writable,
                 } => Param::Buffer {
                     name: name.clone(),
-                    elem: (*elem).into(),
+                    elem: *elem,
                     access: if *writable {
                         Access::ReadWrite
                     } else {
