@@ -331,6 +331,7 @@ fn emit_through_wgsl(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String
         dynamic_shared_len: 256,
         view_offsets: false,
         checked: false,
+        strided: false,
     };
     let module = wgsl::generate(ir, &opts).map_err(|e| e.to_string())?;
     let naga = naga_out::validate_wgsl(&module.source)?;

@@ -44,7 +44,18 @@ pub struct WgslOptions {
     /// recorded in `dc_err` (binding [`WgslModule::violation_binding`]; four zeroed `u32`s,
     /// `[set, memory, index, len]`, see `dotcompute_hal::decode_violation`).
     pub checked: bool,
+    /// The grid-stride form: the kernel's body becomes `dc_body(dc_global)`, and each
+    /// invocation of a fixed dispatch ([`STRIDED_GROUPS`] groups at most) calls it for
+    /// x, x + stride, ... up to the grid. Only for kernels that are
+    /// [`dotcompute_ir::analysis::grid_stride_eligible`] launched on a 1-D grid with 1-D
+    /// groups (which thread runs a logical thread is then unobservable); it spares each
+    /// logical thread the dispatch folding's division and a group's launch.
+    pub strided: bool,
 }
+
+/// Groups dispatched by the grid-stride form (when the grid needs more): enough to fill
+/// every GPU wgpu runs on many times over (an H100 holds about 1,000 groups of 256).
+pub const STRIDED_GROUPS: u32 = 8192;
 
 /// How the generated module expects its resources.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -350,6 +361,10 @@ impl Gen<'_> {
         } else {
             ""
         };
+        if opts.strided {
+            self.strided_entry(gx);
+            return;
+        }
         let _ = writeln!(
             self.out,
             "\n@compute @workgroup_size({gx}, {gy}, {gz})\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n{subgroup_builtins}) {{"
@@ -377,6 +392,29 @@ impl Gen<'_> {
         }
         self.block(&k.body, 1);
         self.out.push_str("}\n");
+    }
+
+    /// The grid-stride form (see [`WgslOptions::strided`]): the body as a function of
+    /// the global id (a `return` in it ends one logical thread, not the loop), and an
+    /// entry point that calls it for every x the invocation strides over.
+    fn strided_entry(&mut self, gx: u32) {
+        let k = self.k;
+        self.out.push_str("\nfn dc_body(dc_global: vec3<u32>) {\n");
+        for (i, a) in k.local_arrays.iter().enumerate() {
+            let _ = writeln!(
+                self.out,
+                "    var a_{}_{i}: array<{}, {}>;",
+                a.name,
+                self.ty(a.elem),
+                a.len
+            );
+        }
+        self.block(&k.body, 1);
+        self.out.push_str("}\n");
+        let _ = writeln!(
+            self.out,
+            "\n@compute @workgroup_size({gx}, 1, 1)\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n) {{\n    let dc_stride = dc_nwg.x * {gx}u;\n    var dc_x = dc_wid.x * {gx}u + dc_lid.x;\n    loop {{\n        if (dc_x >= dc_params.grid_x) {{\n            break;\n        }}\n        dc_body(vec3<u32>(dc_x, 0u, 0u));\n        let dc_next = dc_x + dc_stride;\n        // The last stride may pass u32::MAX.\n        if (dc_next < dc_x) {{\n            break;\n        }}\n        dc_x = dc_next;\n    }}\n}}"
+        );
     }
 
     fn line(&mut self, depth: usize, text: &str) {

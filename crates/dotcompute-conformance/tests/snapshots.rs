@@ -13,6 +13,7 @@ fn generated(def: &dotcompute::KernelDef) -> (String, naga_out::NagaModule) {
         dynamic_shared_len: 256,
         view_offsets: false,
         checked: false,
+        strided: false,
     };
     let module = wgsl::generate(ir, &opts).expect("seed kernels are 32-bit");
     let naga = naga_out::validate_wgsl(&module.source)

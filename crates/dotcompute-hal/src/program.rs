@@ -61,6 +61,9 @@ pub struct Program {
     pub uses_subgroups: bool,
     /// Whether the kernel computes with `f16` (a device capability).
     pub uses_f16: bool,
+    /// Whether the kernel may run in grid-stride form
+    /// ([`dotcompute_ir::analysis::grid_stride_eligible`]), computed once.
+    pub grid_stride: bool,
 }
 
 impl Program {
@@ -70,6 +73,7 @@ impl Program {
             key: ProgramKey(kernel.content_hash()),
             uses_subgroups: kernel.uses_subgroups(),
             uses_f16: dotcompute_ir::analysis::uses_f16(&kernel),
+            grid_stride: dotcompute_ir::analysis::grid_stride_eligible(&kernel),
             kernel,
             source: ProgramSource::Ir { native },
         }
@@ -83,6 +87,7 @@ impl Program {
             source: ProgramSource::Raw(source),
             uses_subgroups: false,
             uses_f16: false,
+            grid_stride: false,
         }
     }
     pub fn name(&self) -> &str {

@@ -91,7 +91,8 @@ struct Dispatch {
 
 /// (program, group size, dynamic shared length, view offsets).
 /// Program, group size, dynamic shared length, view offsets, checked mode.
-type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool);
+/// (program, group size, dynamic shared length, view offsets, checked, strided).
+type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, bool);
 
 /// The wgpu backend's entry in the registry: every compute-capable adapter.
 pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
@@ -556,9 +557,17 @@ impl WgpuBackend {
         dynamic_len: u32,
         view_offsets: bool,
         checked: bool,
+        strided: bool,
     ) -> Result<Arc<Pipeline>> {
         let kernel = &*program.kernel;
-        let key = (program.key, group, dynamic_len, view_offsets, checked);
+        let key = (
+            program.key,
+            group,
+            dynamic_len,
+            view_offsets,
+            checked,
+            strided,
+        );
         if let Some(p) = self
             .pipelines
             .lock()
@@ -579,6 +588,7 @@ impl WgpuBackend {
                 dynamic_shared_len: dynamic_len,
                 view_offsets,
                 checked,
+                strided,
             },
         )
         .map_err(|e| compile_err(e.message))?;
@@ -709,6 +719,7 @@ impl WgpuBackend {
             u32::MAX,
             false,
             false,
+            false,
         );
         let cached = self
             .pipelines
@@ -798,9 +809,32 @@ impl WgpuBackend {
                     .filter(|&(_, _, elem)| elem == ScalarType::F16)
                     .map(|(_, len, _)| len as u32)
                     .collect();
+                // The grid-stride form where it cannot be observed (see WgslOptions::strided).
+                let strided = !g.checked
+                    && g.grid[1] == 1
+                    && g.grid[2] == 1
+                    && g.group[1] == 1
+                    && g.group[2] == 1
+                    && program.grid_stride;
+                let dispatch = if strided {
+                    [
+                        g.total_groups().min(wgsl::STRIDED_GROUPS as u64) as u32,
+                        1,
+                        1,
+                    ]
+                } else {
+                    self.fold(&kernel.name, g.total_groups())?
+                };
                 (
-                    self.pipeline(program, g.group, g.dynamic_shared_len, unaligned, g.checked)?,
-                    self.fold(&kernel.name, g.total_groups())?,
+                    self.pipeline(
+                        program,
+                        g.group,
+                        g.dynamic_shared_len,
+                        unaligned,
+                        g.checked,
+                        strided,
+                    )?,
+                    dispatch,
                     wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets, &half_lens),
                     unaligned,
                 )

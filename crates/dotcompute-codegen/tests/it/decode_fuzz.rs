@@ -225,6 +225,7 @@ fn exercise(text: &str) -> bool {
                 dynamic_shared_len: 64,
                 view_offsets: checked,
                 checked,
+                strided: !checked && dotcompute_ir::analysis::grid_stride_eligible(&k),
             },
         );
     }
