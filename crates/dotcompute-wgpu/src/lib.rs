@@ -130,6 +130,9 @@ pub struct WgpuBackend {
     lost: Arc<OnceLock<String>>,
     /// The longest wait for the device (`DOTCOMPUTE_WGPU_TIMEOUT_S`, default 300 s).
     wait_timeout: std::time::Duration,
+    /// Whether eligible kernels run in the grid-stride form (`DOTCOMPUTE_WGPU_STRIDED=0`
+    /// turns it off, for comparisons and as an escape hatch).
+    strided: bool,
     profiling: AtomicBool,
     /// When profiling was turned on: the origin of timeline start times.
     origin: Mutex<std::time::Instant>,
@@ -384,6 +387,7 @@ impl WgpuBackend {
                     .filter(|s| *s > 0.0)
                     .unwrap_or(300.0),
             ),
+            strided: std::env::var("DOTCOMPUTE_WGPU_STRIDED").map_or(true, |v| v.trim() != "0"),
         })
     }
 
@@ -810,7 +814,8 @@ impl WgpuBackend {
                     .map(|(_, len, _)| len as u32)
                     .collect();
                 // The grid-stride form where it cannot be observed (see WgslOptions::strided).
-                let strided = !g.checked
+                let strided = self.strided
+                    && !g.checked
                     && g.grid[1] == 1
                     && g.grid[2] == 1
                     && g.group[1] == 1
