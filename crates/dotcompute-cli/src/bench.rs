@@ -59,6 +59,16 @@ pub fn run(
                 }
             }
         }
+        ("atomics", other) => {
+            match Device::by_name(other).and_then(|d| contended_atomics(&d, n, reps.max(1))) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         ("vector-add", "cpu") => vector_add(n, reps.max(1)),
         ("vector-add", other) => match Device::by_name(other) {
             Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1), group) {
@@ -74,7 +84,7 @@ pub fn run(
             }
         },
         (other, _) => {
-            eprintln!("error: unknown benchmark `{other}`; available: vector-add, checked, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
+            eprintln!("error: unknown benchmark `{other}`; available: vector-add, checked, atomics, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
             ExitCode::from(2)
         }
     }
@@ -504,6 +514,57 @@ extern "C" __global__ void add_vec4(const float* __restrict__ a, const float* __
         );
     }
     Ok(())
+}
+
+/// f32 atomic adds from `n` threads (at most 2^24, so the sum is exact) to one address:
+/// the median time of `reps` launches after 3 warm-ups, device time where the backend
+/// measures it; every launch's sum is checked. Compare backends by running it on each
+/// (the reference: CUDA, same GPU).
+fn contended_atomics(device: &Device, n: usize, reps: usize) -> dotcompute::Result<bool> {
+    let n = n.min(1 << 24);
+    let mut total = device.alloc_filled(1, 0.0f32)?;
+    let run = |total: &mut dotcompute::Buffer<f32>| -> dotcompute::Result<()> {
+        total.fill(0.0)?;
+        kernels::contended_add::launch(device, Launch::threads(n), total, n as u32)
+    };
+    for _ in 0..3 {
+        run(&mut total)?;
+    }
+    device.synchronize()?;
+    device.take_timings();
+    let mut times = Vec::with_capacity(reps);
+    let mut device_time = true;
+    for _ in 0..reps {
+        device.set_profiling(true);
+        run(&mut total)?;
+        device.synchronize()?;
+        device.set_profiling(false);
+        let t = device.take_timings();
+        device_time &= t.iter().all(|t| t.device_time);
+        times.push(
+            t.iter()
+                .filter(|t| t.label == "contended_add")
+                .map(|t| t.duration)
+                .sum(),
+        );
+        let sum = total.to_vec()?[0];
+        if sum != n as f32 {
+            eprintln!("error: {n} atomic adds of 1.0 gave {sum}");
+            return Ok(false);
+        }
+    }
+    let t = median(times);
+    println!(
+        "{n} threads adding 1.0 to one f32 on {} ({}, {}): {:.3} ms, median of {reps}, every sum exact",
+        device.label(),
+        match device.info().caps.atomic_f32_add {
+            dotcompute::AtomicF32Add::Native => "native f32 atomics",
+            dotcompute::AtomicF32Add::CompareExchangeLoop => "compare-exchange loop",
+        },
+        if device_time { "device time" } else { "host wall time" },
+        t.as_secs_f64() * 1e3
+    );
+    Ok(true)
 }
 
 /// The cost of checked mode (`Launch::checked`): each kernel launched unchecked and

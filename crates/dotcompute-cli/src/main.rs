@@ -332,6 +332,7 @@ fn emit_through_wgsl(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String
         view_offsets: false,
         checked: false,
         strided: false,
+        native_f32_atomics: false,
     };
     let module = wgsl::generate(ir, &opts).map_err(|e| e.to_string())?;
     let naga = naga_out::validate_wgsl(&module.source)?;

@@ -17,7 +17,7 @@ pub fn validate_wgsl(source: &str) -> Result<NagaModule, String> {
     // kernel using them is launched.
     let info = Validator::new(
         ValidationFlags::all(),
-        Capabilities::SUBGROUP | Capabilities::SHADER_FLOAT16,
+        Capabilities::SUBGROUP | Capabilities::SHADER_FLOAT16 | Capabilities::SHADER_FLOAT32_ATOMIC,
     )
     .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
     .subgroup_operations(naga::valid::SubgroupOperationSet::all())

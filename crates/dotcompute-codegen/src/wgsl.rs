@@ -51,6 +51,11 @@ pub struct WgslOptions {
     /// groups (which thread runs a logical thread is then unobservable); it spares each
     /// logical thread the dispatch folding's division and a group's launch.
     pub strided: bool,
+    /// The device has f32 atomics (wgpu's SHADER_FLOAT32_ATOMIC): arrays of f32 touched
+    /// by atomics are `array<atomic<f32>>` and `atomic_add` is one `atomicAdd`, instead of
+    /// `atomic<u32>` bits and a compare-exchange loop (which NVIDIA's Vulkan driver did
+    /// not finish in 100 s with a million threads on one address).
+    pub native_f32_atomics: bool,
 }
 
 /// Groups dispatched by the grid-stride form (when the grid needs more): enough to fill
@@ -156,6 +161,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
         dynamic_shared_len: opts.dynamic_shared_len.max(1),
         view_offsets: opts.view_offsets,
         checked: opts.checked,
+        native_f32_atomics: opts.native_f32_atomics,
     };
     g.check_types()?;
     g.module(opts);
@@ -192,6 +198,7 @@ struct Gen<'k> {
     dynamic_shared_len: u32,
     view_offsets: bool,
     checked: bool,
+    native_f32_atomics: bool,
 }
 
 impl Gen<'_> {
@@ -254,12 +261,17 @@ impl Gen<'_> {
         format!("l_{}_{id}", self.k.locals[id as usize].name)
     }
 
-    fn atomic_elem(ty: ScalarType) -> &'static str {
-        if ty == ScalarType::I32 {
-            "atomic<i32>"
-        } else {
-            "atomic<u32>"
+    fn atomic_elem(&self, ty: ScalarType) -> &'static str {
+        match ty {
+            ScalarType::I32 => "atomic<i32>",
+            ScalarType::F32 if self.native_f32_atomics => "atomic<f32>",
+            _ => "atomic<u32>",
         }
+    }
+
+    /// Whether f32 values of atomic arrays are held as `u32` bits.
+    fn f32_as_bits(&self, ty: Type) -> bool {
+        ty == ScalarType::F32 && !self.native_f32_atomics
     }
 
     fn module(&mut self, opts: &WgslOptions) {
@@ -310,7 +322,7 @@ impl Gen<'_> {
             if let Param::Buffer { name, elem, access } = p {
                 let atomic = self.atomic.contains(&Memory::Buffer(i as u32));
                 let elem_ty = if atomic {
-                    Self::atomic_elem(elem.scalar).to_string()
+                    self.atomic_elem(elem.scalar).to_string()
                 } else {
                     self.type_name(*elem)
                 };
@@ -344,7 +356,7 @@ impl Gen<'_> {
             };
             let atomic = self.atomic.contains(&Memory::Shared(i as u32));
             let elem_ty = if atomic {
-                Self::atomic_elem(s.elem)
+                self.atomic_elem(s.elem)
             } else {
                 self.ty(s.elem)
             };
@@ -500,7 +512,7 @@ impl Gen<'_> {
             Stmt::Store { mem, index, value } => {
                 let text = if self.atomic.contains(mem) {
                     let v = self.expr(value);
-                    let v = if value.ty == ScalarType::F32 {
+                    let v = if self.f32_as_bits(value.ty) {
                         format!("bitcast<u32>({v})")
                     } else {
                         v
@@ -622,6 +634,14 @@ impl Gen<'_> {
             Some(r) => format!("{} = {v};", g.local(r)),
             None => String::new(),
         };
+        if elem == ScalarType::F32 && self.native_f32_atomics {
+            let text = match result {
+                Some(r) => format!("{} = atomicAdd({addr}, {a0});", self.local(r)),
+                None => format!("atomicAdd({addr}, {a0});"),
+            };
+            self.line(d, &text);
+            return;
+        }
         if elem == ScalarType::F32 {
             // Float add: compare-exchange on the bits until no other thread intervened.
             let ptr = self.fresh();
@@ -746,7 +766,7 @@ impl Gen<'_> {
                 let idx = self.expr(index);
                 let value = if self.atomic.contains(mem) {
                     let load = format!("atomicLoad(&{})", self.element(*mem, &idx));
-                    if e.ty == ScalarType::F32 {
+                    if self.f32_as_bits(e.ty) {
                         format!("bitcast<f32>({load})")
                     } else {
                         load

@@ -845,3 +845,12 @@ pub fn vector_add4(a: &[Vec4<f32>], b: &[Vec4<f32>], out: &mut [Vec4<f32>]) {
         out[i] = a[i] + b[i];
     }
 }
+
+/// Every thread below `count` adds 1.0 to `total[0]`: f32 atomics under full contention.
+#[kernel]
+pub fn contended_add(total: &mut [f32], count: u32) {
+    let i = global_id().x;
+    if i < count {
+        atomic_add(&total[0], 1.0f32);
+    }
+}

@@ -14,6 +14,7 @@ fn generated(def: &dotcompute::KernelDef) -> (String, naga_out::NagaModule) {
         view_offsets: false,
         checked: false,
         strided: false,
+        native_f32_atomics: false,
     };
     let module = wgsl::generate(ir, &opts).expect("seed kernels are 32-bit");
     let naga = naga_out::validate_wgsl(&module.source)
@@ -60,5 +61,32 @@ fn the_cuda_cpp_of_every_seed_kernel() {
     for def in dotcompute_conformance::seed_kernels() {
         let module = dotcompute_codegen::cuda::generate(def.ir().unwrap());
         insta::assert_snapshot!(format!("{}.cu", def.name()), module.source);
+    }
+}
+
+/// With the adapter's f32 atomics, f32 arrays touched by atomics are `atomic<f32>` and the
+/// add is one instruction; every seed kernel's module still passes naga.
+#[test]
+fn native_f32_atomics_pass_naga() {
+    for def in dotcompute_conformance::seed_kernels() {
+        let opts = wgsl::WgslOptions {
+            group_size: [256, 1, 1],
+            dynamic_shared_len: 256,
+            view_offsets: false,
+            checked: false,
+            strided: false,
+            native_f32_atomics: true,
+        };
+        let module = wgsl::generate(def.ir().unwrap(), &opts).unwrap();
+        naga_out::validate_wgsl(&module.source)
+            .unwrap_or_else(|e| panic!("naga rejected {}:\n{e}", def.name()));
+        if def.name() == "reduce_sum" {
+            assert!(
+                module.source.contains("array<atomic<f32>>"),
+                "{}",
+                module.source
+            );
+            assert!(!module.source.contains("atomicCompareExchangeWeak"));
+        }
     }
 }

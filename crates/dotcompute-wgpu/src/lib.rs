@@ -249,7 +249,15 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
             f64: false,
             i64: false,
             f16: usable_features(adapter).contains(wgpu::Features::SHADER_F16),
-            atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
+            // VK_EXT_shader_atomic_float (and Metal 3): one instruction; otherwise a
+            // compare-exchange loop on the bits.
+            atomic_f32_add: if usable_features(adapter)
+                .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
+            {
+                AtomicF32Add::Native
+            } else {
+                AtomicF32Add::CompareExchangeLoop
+            },
             timestamps: usable_features(adapter).contains(wgpu::Features::TIMESTAMP_QUERY),
             raw_languages: vec![RawLanguage::Wgsl],
             concurrent_streams: false,
@@ -275,6 +283,7 @@ fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
             match name {
                 "subgroups" => features.remove(wgpu::Features::SUBGROUP),
                 "f16" => features.remove(wgpu::Features::SHADER_F16),
+                "float-atomics" => features.remove(wgpu::Features::SHADER_FLOAT32_ATOMIC),
                 "timestamps" => features.remove(
                     wgpu::Features::TIMESTAMP_QUERY
                         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
@@ -308,6 +317,7 @@ impl WgpuBackend {
             wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
             wgpu::Features::SUBGROUP,
             wgpu::Features::SHADER_F16,
+            wgpu::Features::SHADER_FLOAT32_ATOMIC,
         ] {
             if usable_features(&adapter).contains(f) {
                 required_features |= f;
@@ -593,6 +603,7 @@ impl WgpuBackend {
                 view_offsets,
                 checked,
                 strided,
+                native_f32_atomics: self.info.caps.atomic_f32_add == AtomicF32Add::Native,
             },
         )
         .map_err(|e| compile_err(e.message))?;

@@ -540,3 +540,43 @@ fn f16_missing_child() {
     assert!(x.to_vec().unwrap().iter().all(|v| v.to_f32() == 3.0));
     still_works(&d);
 }
+
+/// Adds `1.0` to `total[i % 3]` from every thread: f32 atomics under contention.
+#[kernel]
+fn spread_add(total: &mut [f32], count: u32) {
+    let i = global_id().x;
+    if i < count {
+        atomic_add(&total[i % 3], 1.0f32);
+    }
+}
+
+/// Where the adapter has f32 atomics the WGSL uses them (lavapipe and NVIDIA Vulkan do);
+/// this runs the fallback, a compare-exchange loop on the bits, on a device opened
+/// without the feature, and checks every sum.
+#[test]
+fn f32_atomics_without_the_adapter_feature_take_the_compare_exchange_loop() {
+    run_in_child(
+        "bad_input::float_atomics_missing_child",
+        &[("DOTCOMPUTE_WGPU_DISABLE", "float-atomics")],
+    );
+}
+
+#[test]
+#[ignore = "run by f32_atomics_without_the_adapter_feature_take_the_compare_exchange_loop"]
+fn float_atomics_missing_child() {
+    let Some(d) = child_wgpu_device() else {
+        return;
+    };
+    assert_eq!(
+        d.info().caps.atomic_f32_add,
+        dotcompute::AtomicF32Add::CompareExchangeLoop,
+        "{d:?}"
+    );
+    let count = 100_003u32;
+    let mut total = d.alloc_filled(3, 0.5f32).unwrap();
+    spread_add::launch(&d, Launch::threads(count as usize), &mut total, count).unwrap();
+    let want: Vec<f32> = (0..3)
+        .map(|r| 0.5 + (0..count).filter(|i| i % 3 == r).count() as f32)
+        .collect();
+    assert_eq!(total.to_vec().unwrap(), want);
+}
