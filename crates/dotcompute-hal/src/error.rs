@@ -12,9 +12,11 @@ pub enum Error {
     BackendUnavailable { backend: String, reason: String },
 
     /// The device hit a fault it cannot continue from (on CUDA: a sticky error such as an
-    /// illegal address). Every later call on it returns this error; drop every handle of
-    /// the device (buffers, streams, events, graphs, the `Device`) and open it again.
-    #[error("device {device} is lost: {reason}; drop every buffer, stream and handle of it and open the device again")]
+    /// illegal address; on wgpu: the device-lost callback, or work that outlasted
+    /// `DOTCOMPUTE_WGPU_TIMEOUT_S`). Every later call on it returns this error at once.
+    /// Both NVIDIA drivers refuse the device for the rest of the process: a new process
+    /// uses it again (`docs/reliability.md`).
+    #[error("device {device} is lost: {reason}; its buffers, streams and handles are unusable, and a new process can use the device again")]
     DeviceLost { device: String, reason: String },
 
     #[error("unknown backend `{0}`: expected one of cpu, cuda, wgpu, metal")]
