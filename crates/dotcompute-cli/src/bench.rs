@@ -303,18 +303,20 @@ fn device_median(
     Ok(median(times))
 }
 
+/// `x` as whole 16-byte vectors (a tail of fewer than 4 is left out).
+fn pack4(x: &[f32]) -> Vec<dotcompute::Vec4<f32>> {
+    x.chunks_exact(4)
+        .map(|c| dotcompute::Vec4::new(c[0], c[1], c[2], c[3]))
+        .collect()
+}
+
 /// The same vector add written by a user with `Vec4<f32>` elements (one 16-byte access
 /// per element), on `n / 4` vectors; its output is verified. Whether it fails is the
 /// return value.
 fn user_vec4(device: &Device, a: &[f32], b: &[f32], reps: usize) -> dotcompute::Result<bool> {
     use dotcompute::Vec4;
     let v = a.len() / 4;
-    let pack = |x: &[f32]| -> Vec<Vec4<f32>> {
-        x.chunks_exact(4)
-            .map(|c| Vec4::new(c[0], c[1], c[2], c[3]))
-            .collect()
-    };
-    let (a4, b4) = (pack(a), pack(b));
+    let (a4, b4) = (pack4(a), pack4(b));
     let (da, db) = (device.upload(&a4)?, device.upload(&b4)?);
     let mut out = device.alloc_filled(v, Vec4::splat(f32::NAN))?;
     let t = device_median(device, reps, || {
@@ -393,13 +395,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n
     );
     // vec4: its own buffers of n / 4 vectors (a buffer's element type is fixed).
     let v = n / 4;
-    let (ha, hb) = (a.to_vec()?, b.to_vec()?);
-    let pack = |x: &[f32]| -> Vec<Vec4<f32>> {
-        x.chunks_exact(4)
-            .map(|c| Vec4::new(c[0], c[1], c[2], c[3]))
-            .collect()
-    };
-    let (a4, b4) = (pack(&ha), pack(&hb));
+    let (a4, b4) = (pack4(&a.to_vec()?), pack4(&b.to_vec()?));
     let (da4, db4) = (device.upload(&a4)?, device.upload(&b4)?);
     let mut c4 = device.alloc_filled(v, Vec4::splat(f32::NAN))?;
     let vec4 = RawKernel::wgsl(

@@ -326,14 +326,7 @@ fn emit(kernel: &str, target: &str) -> ExitCode {
 /// length of 256) and what naga makes of it.
 fn emit_through_wgsl(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String, String> {
     use dotcompute_codegen::{naga_out, wgsl};
-    let opts = wgsl::WgslOptions {
-        group_size: [256, 1, 1],
-        dynamic_shared_len: 256,
-        view_offsets: false,
-        checked: false,
-        strided: false,
-        native_f32_atomics: false,
-    };
+    let opts = wgsl::WgslOptions::default();
     let module = wgsl::generate(ir, &opts).map_err(|e| e.to_string())?;
     let naga = naga_out::validate_wgsl(&module.source)?;
     Ok(match target {

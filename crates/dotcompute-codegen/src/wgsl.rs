@@ -58,6 +58,21 @@ pub struct WgslOptions {
     pub native_f32_atomics: bool,
 }
 
+/// 256 threads per group, a dynamic shared length of 256, every variant off: the
+/// module `dotcompute emit` prints and the snapshots record.
+impl Default for WgslOptions {
+    fn default() -> WgslOptions {
+        WgslOptions {
+            group_size: [256, 1, 1],
+            dynamic_shared_len: 256,
+            view_offsets: false,
+            checked: false,
+            strided: false,
+            native_f32_atomics: false,
+        }
+    }
+}
+
 /// Groups dispatched by the grid-stride form (when the grid needs more): enough to fill
 /// every GPU wgpu runs on many times over (an H100 holds about 1,000 groups of 256).
 pub const STRIDED_GROUPS: u32 = 8192;
@@ -392,7 +407,13 @@ impl Gen<'_> {
         if !k.runs_whole_groups() {
             self.out.push_str("    if (dc_global.x >= dc_params.grid_x || dc_global.y >= dc_params.grid_y || dc_global.z >= dc_params.grid_z) {\n        return;\n    }\n");
         }
-        // Thread-private arrays: declared once, filled where the kernel declares them.
+        self.local_arrays_and_body();
+    }
+
+    /// The thread-private arrays (declared once, filled where the kernel declares them),
+    /// the body, and the closing brace of the function they are in.
+    fn local_arrays_and_body(&mut self) {
+        let k = self.k;
         for (i, a) in k.local_arrays.iter().enumerate() {
             let _ = writeln!(
                 self.out,
@@ -410,19 +431,8 @@ impl Gen<'_> {
     /// the global id (a `return` in it ends one logical thread, not the loop), and an
     /// entry point that calls it for every x the invocation strides over.
     fn strided_entry(&mut self, gx: u32) {
-        let k = self.k;
         self.out.push_str("\nfn dc_body(dc_global: vec3<u32>) {\n");
-        for (i, a) in k.local_arrays.iter().enumerate() {
-            let _ = writeln!(
-                self.out,
-                "    var a_{}_{i}: array<{}, {}>;",
-                a.name,
-                self.ty(a.elem),
-                a.len
-            );
-        }
-        self.block(&k.body, 1);
-        self.out.push_str("}\n");
+        self.local_arrays_and_body();
         let _ = writeln!(
             self.out,
             "\n@compute @workgroup_size({gx}, 1, 1)\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n) {{\n    let dc_stride = dc_nwg.x * {gx}u;\n    var dc_x = dc_wid.x * {gx}u + dc_lid.x;\n    loop {{\n        if (dc_x >= dc_params.grid_x) {{\n            break;\n        }}\n        dc_body(vec3<u32>(dc_x, 0u, 0u));\n        let dc_next = dc_x + dc_stride;\n        // The last stride may pass u32::MAX.\n        if (dc_next < dc_x) {{\n            break;\n        }}\n        dc_x = dc_next;\n    }}\n}}"

@@ -42,20 +42,27 @@ fn a_faulted_cuda_device_is_lost_and_a_new_process_uses_it_again() {
     );
     eprintln!("{text}");
     let fresh = Device::with_backend(BackendKind::Cuda).expect("CUDA opens in this process");
+    let passed = every_case_passes(&fresh, "the fault");
+    eprintln!("after the fault, CUDA passed {passed} conformance case-sizes");
+}
+
+/// Runs every conformance case at every size on `device` (after `event` in another
+/// process), failing on the first that does not pass; the number run.
+fn every_case_passes(device: &dotcompute::Device, event: &str) -> usize {
     let seed = dotcompute_conformance::seed_from_env();
     let mut passed = 0;
     for case in dotcompute_conformance::cases() {
         for &size in &case.sizes {
-            let r = dotcompute_conformance::run_case(&fresh, &case, size, seed);
+            let r = dotcompute_conformance::run_case(device, &case, size, seed);
             assert!(
                 r.passed,
-                "{} at {} failed after the fault (seed {seed}): {}",
+                "{} at {} failed after {event} (seed {seed}): {}",
                 r.case, r.size, r.message
             );
             passed += 1;
         }
     }
-    eprintln!("after the fault, CUDA passed {passed} conformance case-sizes");
+    passed
 }
 
 /// The faulting half of the test above, run in its own process.
@@ -173,19 +180,7 @@ fn a_hung_wgpu_kernel_loses_the_device_and_a_new_process_uses_it_again() {
     );
     eprintln!("{text}");
     let fresh = Device::with_backend(BackendKind::Wgpu).expect("wgpu opens in this process");
-    let seed = dotcompute_conformance::seed_from_env();
-    let mut passed = 0;
-    for case in dotcompute_conformance::cases() {
-        for &size in &case.sizes {
-            let r = dotcompute_conformance::run_case(&fresh, &case, size, seed);
-            assert!(
-                r.passed,
-                "{} at {} failed after the hang (seed {seed}): {}",
-                r.case, r.size, r.message
-            );
-            passed += 1;
-        }
-    }
+    let passed = every_case_passes(&fresh, "the hang");
     eprintln!(
         "after the hang, {} passed {passed} conformance case-sizes",
         fresh.label()

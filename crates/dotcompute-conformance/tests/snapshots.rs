@@ -8,14 +8,7 @@ use dotcompute_codegen::{naga_out, spirv_listing, wgsl};
 
 fn generated(def: &dotcompute::KernelDef) -> (String, naga_out::NagaModule) {
     let ir = def.ir().expect("seed kernels build");
-    let opts = wgsl::WgslOptions {
-        group_size: [256, 1, 1],
-        dynamic_shared_len: 256,
-        view_offsets: false,
-        checked: false,
-        strided: false,
-        native_f32_atomics: false,
-    };
+    let opts = wgsl::WgslOptions::default();
     let module = wgsl::generate(ir, &opts).expect("seed kernels are 32-bit");
     let naga = naga_out::validate_wgsl(&module.source)
         .unwrap_or_else(|e| panic!("naga rejected the WGSL of {}:\n{e}", def.name()));
@@ -70,12 +63,8 @@ fn the_cuda_cpp_of_every_seed_kernel() {
 fn native_f32_atomics_pass_naga() {
     for def in dotcompute_conformance::seed_kernels() {
         let opts = wgsl::WgslOptions {
-            group_size: [256, 1, 1],
-            dynamic_shared_len: 256,
-            view_offsets: false,
-            checked: false,
-            strided: false,
             native_f32_atomics: true,
+            ..Default::default()
         };
         let module = wgsl::generate(def.ir().unwrap(), &opts).unwrap();
         naga_out::validate_wgsl(&module.source)
