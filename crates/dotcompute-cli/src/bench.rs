@@ -69,6 +69,16 @@ pub fn run(
                 }
             }
         }
+        ("transpose", other) => {
+            match Device::by_name(other).and_then(|d| transpose(&d, reps.max(1))) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         ("vector-add", "cpu") => vector_add(n, reps.max(1)),
         ("vector-add", other) => match Device::by_name(other) {
             Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1), group) {
@@ -84,7 +94,7 @@ pub fn run(
             }
         },
         (other, _) => {
-            eprintln!("error: unknown benchmark `{other}`; available: vector-add, checked, atomics, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
+            eprintln!("error: unknown benchmark `{other}`; available: vector-add, checked, atomics, transpose, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
             ExitCode::from(2)
         }
     }
@@ -510,6 +520,39 @@ extern "C" __global__ void add_vec4(const float* __restrict__ a, const float* __
         );
     }
     Ok(())
+}
+
+/// The tiled transpose through a padded 2-D shared tile (`kernels::transpose_2d`, one
+/// barrier per tile) of a 4096×4095 f32 matrix, the 2-D shared-memory figure:
+/// median device time of `reps` after 3 warm-ups, as bytes moved (read + write) per
+/// second; the output is verified.
+fn transpose(device: &Device, reps: usize) -> dotcompute::Result<bool> {
+    let (w, h) = (4096usize, 4095usize);
+    let input: Vec<f32> = (0..w * h).map(|i| (i % 10007) as f32).collect();
+    let din = device.upload(&input)?;
+    let mut out = device.alloc_filled(w * h, f32::NAN)?;
+    let t2 = kernels::TILE_2D as usize;
+    let launch = Launch::grid2d(w.next_multiple_of(t2), h.next_multiple_of(t2))
+        .group2d(t2 as u32, t2 as u32);
+    let t = device_median(device, reps, || {
+        kernels::transpose_2d::launch(device, launch, &din, &mut out, w as u32, h as u32)
+    })?;
+    let got = out.to_vec()?;
+    let wrong = (0..h)
+        .flat_map(|y| (0..w).map(move |x| (x, y)))
+        .filter(|&(x, y)| got[x * h + y] != input[y * w + x])
+        .count();
+    if wrong > 0 {
+        eprintln!("error: {wrong} wrong elements in the transpose");
+        return Ok(false);
+    }
+    println!(
+        "transpose {h}x{w} f32 on {}, tiles {t2}x{t2}: {:.3} ms, {:.1} GB/s (read + write), median of {reps}",
+        device.label(),
+        t.as_secs_f64() * 1e3,
+        (8 * w * h) as f64 / t.as_secs_f64() / 1e9
+    );
+    Ok(true)
 }
 
 /// f32 atomic adds from `n` threads (at most 2^24, so the sum is exact) to one address:

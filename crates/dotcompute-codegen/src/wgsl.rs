@@ -56,6 +56,10 @@ pub struct WgslOptions {
     /// `atomic<u32>` bits and a compare-exchange loop (which NVIDIA's Vulkan driver did
     /// not finish in 100 s with a million threads on one address).
     pub native_f32_atomics: bool,
+    /// Barriers also order storage buffers (`storageBarrier()` before
+    /// `workgroupBarrier()`). Needed only when a buffer is both read and written
+    /// ([`dotcompute_ir::analysis::barrier_orders_buffers`]); the backend passes that.
+    pub storage_barriers: bool,
 }
 
 /// 256 threads per group, a dynamic shared length of 256, every variant off: the
@@ -69,6 +73,7 @@ impl Default for WgslOptions {
             checked: false,
             strided: false,
             native_f32_atomics: false,
+            storage_barriers: true,
         }
     }
 }
@@ -177,6 +182,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
         view_offsets: opts.view_offsets,
         checked: opts.checked,
         native_f32_atomics: opts.native_f32_atomics,
+        storage_barriers: opts.storage_barriers,
     };
     g.check_types()?;
     g.module(opts);
@@ -214,6 +220,7 @@ struct Gen<'k> {
     view_offsets: bool,
     checked: bool,
     native_f32_atomics: bool,
+    storage_barriers: bool,
 }
 
 impl Gen<'_> {
@@ -620,7 +627,9 @@ impl Gen<'_> {
             Stmt::Return => self.line(d, "return;"),
             // The IR's barrier orders shared and global memory within the group.
             Stmt::Barrier => {
-                self.line(d, "storageBarrier();");
+                if self.storage_barriers {
+                    self.line(d, "storageBarrier();");
+                }
                 self.line(d, "workgroupBarrier();");
             }
         }

@@ -76,6 +76,86 @@ pub fn grid_stride_eligible(k: &Kernel) -> bool {
     ok
 }
 
+/// Whether a barrier must also order global memory: some buffer is both read and written
+/// (stored or updated atomically) by the kernel, so one thread may read what another of
+/// its group wrote before the barrier; or some buffer write can precede a barrier in
+/// execution order (two threads' writes of one element would then be ordered by it).
+/// Otherwise the threads of a group communicate only through shared memory, and a
+/// workgroup-memory barrier is all the IR's `Barrier` needs (WGSL's `storageBarrier` is
+/// a device-scope fence on NVIDIA Vulkan).
+pub fn barrier_orders_buffers(k: &Kernel) -> bool {
+    read_and_written(k) || write_then_barrier(&k.body, &mut false)
+}
+
+/// Whether a buffer write can be followed by a barrier in execution order; `wrote` says
+/// whether one may have happened before `stmts` (and is updated).
+fn write_then_barrier(stmts: &[Stmt], wrote: &mut bool) -> bool {
+    for s in stmts {
+        match s {
+            Stmt::Barrier if *wrote => return true,
+            Stmt::Store {
+                mem: Memory::Buffer(_),
+                ..
+            }
+            | Stmt::Atomic {
+                mem: Memory::Buffer(_),
+                ..
+            } => *wrote = true,
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                let (mut a, mut b) = (*wrote, *wrote);
+                if write_then_barrier(then, &mut a) || write_then_barrier(otherwise, &mut b) {
+                    return true;
+                }
+                *wrote = a || b;
+            }
+            // A write in one iteration precedes the barriers of the next: two passes.
+            Stmt::For { body, .. } | Stmt::Loop { body } => {
+                let mut w = *wrote;
+                if write_then_barrier(body, &mut w) || (w && write_then_barrier(body, &mut w)) {
+                    return true;
+                }
+                *wrote = w;
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether some buffer is both loaded and written by the kernel.
+fn read_and_written(k: &Kernel) -> bool {
+    let (mut loaded, mut written) = (BTreeSet::new(), BTreeSet::new());
+    walk_stmts(&k.body, &mut |s| {
+        match s {
+            Stmt::Store {
+                mem: Memory::Buffer(b),
+                ..
+            }
+            | Stmt::Atomic {
+                mem: Memory::Buffer(b),
+                ..
+            } => {
+                written.insert(*b);
+            }
+            _ => {}
+        }
+        for e in s.exprs() {
+            e.walk(&mut |e| {
+                if let ExprKind::Load {
+                    mem: Memory::Buffer(b),
+                    ..
+                } = e.kind
+                {
+                    loaded.insert(b);
+                }
+            });
+        }
+    });
+    loaded.intersection(&written).next().is_some()
+}
+
 /// How the vector form of a kernel reaches its buffers (see [`vector_plan`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VectorPlan {
@@ -178,4 +258,49 @@ pub fn vector_plan(k: &Kernel) -> Option<VectorPlan> {
 
 fn is_global_x(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Builtin(Builtin::GlobalId, Axis::X))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Access, Builder, ScalarType, V};
+
+    /// `out[g] = 1` placed `before` or after a barrier (in a loop when `looped`).
+    fn kernel(before: bool, looped: bool, read_out: bool) -> Kernel {
+        let mut b = Builder::new("k");
+        let out = b.buffer("out", ScalarType::F32, Access::ReadWrite);
+        let g = b.builtin(Builtin::GlobalId, Axis::X);
+        if looped {
+            b.begin_for("i", V::host(0u32), V::host(4u32), None)
+                .unwrap();
+        }
+        let value = if read_out {
+            b.load(out, g.clone()).unwrap()
+        } else {
+            V::host(1.0f32)
+        };
+        if before {
+            b.store(out, g.clone(), value).unwrap();
+            b.barrier();
+        } else {
+            b.barrier();
+            b.store(out, g.clone(), value).unwrap();
+        }
+        if looped {
+            b.end_for().unwrap();
+        }
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn barriers_order_buffers_only_when_threads_can_observe_it() {
+        // A write after the last barrier, read nowhere: shared memory is all a barrier
+        // orders (transpose, matmul, reductions end this way).
+        assert!(!barrier_orders_buffers(&kernel(false, false, false)));
+        // A write before a barrier, a write before the next iteration's barrier, and a
+        // buffer read and written all need the storage fence.
+        assert!(barrier_orders_buffers(&kernel(true, false, false)));
+        assert!(barrier_orders_buffers(&kernel(false, true, false)));
+        assert!(barrier_orders_buffers(&kernel(false, false, true)));
+    }
 }

@@ -133,6 +133,9 @@ pub struct WgpuBackend {
     /// Whether eligible kernels run in the grid-stride form (`DOTCOMPUTE_WGPU_STRIDED=0`
     /// turns it off, for comparisons and as an escape hatch).
     strided: bool,
+    /// `DOTCOMPUTE_WGPU_STORAGE_BARRIERS=always`: every barrier also orders storage
+    /// buffers, as before the analysis (for comparisons).
+    storage_barriers_always: bool,
     profiling: AtomicBool,
     /// When profiling was turned on: the origin of timeline start times.
     origin: Mutex<std::time::Instant>,
@@ -398,6 +401,8 @@ impl WgpuBackend {
                     .unwrap_or(300.0),
             ),
             strided: std::env::var("DOTCOMPUTE_WGPU_STRIDED").map_or(true, |v| v.trim() != "0"),
+            storage_barriers_always: std::env::var("DOTCOMPUTE_WGPU_STORAGE_BARRIERS")
+                .is_ok_and(|v| v.trim() == "always"),
         })
     }
 
@@ -604,6 +609,8 @@ impl WgpuBackend {
                 checked,
                 strided,
                 native_f32_atomics: self.info.caps.atomic_f32_add == AtomicF32Add::Native,
+                storage_barriers: self.storage_barriers_always
+                    || dotcompute_ir::analysis::barrier_orders_buffers(kernel),
             },
         )
         .map_err(|e| compile_err(e.message))?;

@@ -226,6 +226,7 @@ fn exercise(text: &str) -> bool {
                 view_offsets: checked,
                 checked,
                 strided: !checked && dotcompute_ir::analysis::grid_stride_eligible(&k),
+                storage_barriers: checked,
                 native_f32_atomics: false,
             },
         );
