@@ -403,9 +403,11 @@ impl Gen<'_> {
             self.out,
             "\n@compute @workgroup_size({gx}, {gy}, {gz})\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n{subgroup_builtins}) {{"
         );
-        // Fold the dispatch: number groups linearly, skip the padding groups.
+        // A launch whose groups fit the dispatch limits is dispatched as they are: the
+        // group id is the workgroup id, with no arithmetic. Otherwise the dispatch is
+        // folded: number groups linearly, skip the padding groups (a uniform branch).
         self.out.push_str(
-            "    let dc_linear = dc_wid.x + dc_nwg.x * (dc_wid.y + dc_nwg.y * dc_wid.z);\n    if (dc_linear >= dc_params.total_groups) {\n        return;\n    }\n    let dc_ngroups = vec3<u32>(dc_params.groups_x, dc_params.groups_y, dc_params.groups_z);\n    let dc_group = vec3<u32>(dc_linear % dc_ngroups.x, (dc_linear / dc_ngroups.x) % dc_ngroups.y, dc_linear / (dc_ngroups.x * dc_ngroups.y));\n",
+            "    let dc_ngroups = vec3<u32>(dc_params.groups_x, dc_params.groups_y, dc_params.groups_z);\n    var dc_group = dc_wid;\n    if (any(dc_nwg != dc_ngroups)) {\n        let dc_linear = dc_wid.x + dc_nwg.x * (dc_wid.y + dc_nwg.y * dc_wid.z);\n        if (dc_linear >= dc_params.total_groups) {\n            return;\n        }\n        dc_group = vec3<u32>(dc_linear % dc_ngroups.x, (dc_linear / dc_ngroups.x) % dc_ngroups.y, dc_linear / (dc_ngroups.x * dc_ngroups.y));\n    }\n",
         );
         let _ = writeln!(
             self.out,

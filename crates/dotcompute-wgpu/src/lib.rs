@@ -846,7 +846,7 @@ impl WgpuBackend {
                         1,
                     ]
                 } else {
-                    self.fold(&kernel.name, g.total_groups())?
+                    self.dispatch_for(&kernel.name, g.groups)?
                 };
                 (
                     self.pipeline(
@@ -944,6 +944,16 @@ impl WgpuBackend {
             groups: dispatch,
             record: record.map(|(_, buffer)| (buffer, program.kernel.clone())),
         })
+    }
+
+    /// The dispatch of a generated kernel's `groups`: as they are when every dimension
+    /// fits the adapter's limit (the shader then takes its group id as is), else folded.
+    fn dispatch_for(&self, kernel: &str, groups: [u32; 3]) -> Result<[u32; 3]> {
+        let max = self.limits.max_compute_workgroups_per_dimension.max(1);
+        if groups.iter().all(|&g| g <= max) {
+            return Ok(groups);
+        }
+        self.fold(kernel, groups.iter().map(|&g| g as u64).product())
     }
 
     /// Splits `total` groups into a dispatch of at most `max` per dimension.

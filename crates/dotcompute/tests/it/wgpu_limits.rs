@@ -61,3 +61,38 @@ fn a_64_bit_kernel_is_a_compile_error_naming_the_type() {
     assert!(matches!(e, Error::Compile { .. }), "{e:?}");
     assert!(e.to_string().contains("f64"), "{e}");
 }
+
+/// Each thread writes its global id, and a group's first thread also its group id, with
+/// a barrier (which keeps the kernel out of the grid-stride form).
+#[kernel]
+fn ids_with_barrier(out: &mut [u32], groups: &mut [u32]) {
+    let i = global_id().x;
+    barrier();
+    if i < out.len() {
+        out[i] = i;
+    }
+    if local_id().x == 0 && group_id().x < groups.len() {
+        groups[group_id().x] = group_id().x;
+    }
+}
+
+/// Dispatches past the adapter's 65,535 groups per dimension are folded and unfolded in
+/// the shader; within the limit the groups are dispatched as they are. Both give every
+/// thread and group its id.
+#[test]
+fn folded_and_direct_dispatches_give_every_thread_its_id() {
+    let Some(d) = wgpu_device() else { return };
+    let max = 65_535usize; // wgpu's default max_compute_workgroups_per_dimension
+    for groups in [1000usize, max + 7] {
+        let n = groups * 64 - 3; // a partial last group
+        let mut out = d.alloc_filled(n, u32::MAX).unwrap();
+        let mut ids = d.alloc_filled(groups, u32::MAX).unwrap();
+        ids_with_barrier::launch(&d, Launch::threads(n).group(64), &mut out, &mut ids).unwrap();
+        let got = out.to_vec().unwrap();
+        let wrong = (0..n).filter(|&i| got[i] != i as u32).count();
+        assert_eq!(wrong, 0, "{groups} groups: {wrong} wrong thread ids");
+        let got = ids.to_vec().unwrap();
+        let wrong = (0..groups).filter(|&g| got[g] != g as u32).count();
+        assert_eq!(wrong, 0, "{groups} groups: {wrong} wrong group ids");
+    }
+}
