@@ -79,6 +79,14 @@ pub fn run(
                 }
             }
         }
+        ("softmax", other) => match Device::by_name(other).and_then(|d| softmax(&d, reps.max(1))) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
         ("vector-add", "cpu") => vector_add(n, reps.max(1)),
         ("vector-add", other) => match Device::by_name(other) {
             Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1), group) {
@@ -94,7 +102,7 @@ pub fn run(
             }
         },
         (other, _) => {
-            eprintln!("error: unknown benchmark `{other}`; available: vector-add, checked, atomics, transpose, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
+            eprintln!("error: unknown benchmark `{other}`; available: vector-add, checked, atomics, transpose, softmax, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
             ExitCode::from(2)
         }
     }
@@ -551,6 +559,46 @@ fn transpose(device: &Device, reps: usize) -> dotcompute::Result<bool> {
         device.label(),
         t.as_secs_f64() * 1e3,
         (8 * w * h) as f64 / t.as_secs_f64() / 1e9
+    );
+    Ok(true)
+}
+
+/// Row softmax of an 8192×1000 f32 matrix (`kernels::softmax_rows`, one group per row,
+/// two shared-memory reductions): median device time of `reps` after 3 warm-ups, as the
+/// bytes the kernel reads (twice) and writes per second; every element is checked
+/// against an f64 reference (relative error at most 1e-5).
+fn softmax(device: &Device, reps: usize) -> dotcompute::Result<bool> {
+    let (rows, cols) = (8192usize, 1000usize);
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7919) % 2003) as f32 * 0.005 - 5.0)
+        .collect();
+    let dx = device.upload(&x)?;
+    let mut out = device.alloc_filled(rows * cols, f32::NAN)?;
+    let g = kernels::SOFTMAX_GROUP;
+    let launch = Launch::threads(rows * g as usize).group(g);
+    let t = device_median(device, reps, || {
+        kernels::softmax_rows::launch(device, launch, &dx, &mut out, cols as u32)
+    })?;
+    let got = out.to_vec()?;
+    let mut worst = 0.0f64;
+    for r in 0..rows {
+        let row = &x[r * cols..(r + 1) * cols];
+        let top = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+        let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
+        for c in 0..cols {
+            let want = (row[c] as f64 - top).exp() / sum;
+            worst = worst.max((got[r * cols + c] as f64 - want).abs() / want);
+        }
+    }
+    if worst.is_nan() || worst > 1e-5 {
+        eprintln!("error: softmax relative error {worst:e} (at most 1e-5 allowed)");
+        return Ok(false);
+    }
+    println!(
+        "softmax {rows}x{cols} f32 on {}, {g} threads per row: {:.3} ms, {:.1} GB/s (2 reads + 1 write), max relative error {worst:.1e}, median of {reps}",
+        device.label(),
+        t.as_secs_f64() * 1e3,
+        (12 * rows * cols) as f64 / t.as_secs_f64() / 1e9
     );
     Ok(true)
 }

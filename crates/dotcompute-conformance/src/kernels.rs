@@ -854,3 +854,56 @@ pub fn contended_add(total: &mut [f32], count: u32) {
         atomic_add(&total[0], 1.0f32);
     }
 }
+
+/// Threads per row of `softmax_rows`.
+pub const SOFTMAX_GROUP: u32 = 256;
+
+/// Row softmax of a row-major matrix with `cols` columns, one group of
+/// [`SOFTMAX_GROUP`] threads per row: the row's maximum and sum through shared-memory
+/// tree reductions (the row-softmax figure).
+#[kernel]
+pub fn softmax_rows(x: &[f32], out: &mut [f32], cols: u32) {
+    let red = shared::<f32, 256>();
+    let lid = local_id().x;
+    let base = group_id().x * cols;
+    let mut m = f32::NEG_INFINITY;
+    let mut j = lid;
+    while j < cols {
+        m = m.max(x[base + j]);
+        j += SOFTMAX_GROUP;
+    }
+    red[lid] = m;
+    barrier();
+    let mut s = SOFTMAX_GROUP / 2;
+    while s > 0 {
+        if lid < s {
+            red[lid] = red[lid].max(red[lid + s]);
+        }
+        barrier();
+        s /= 2;
+    }
+    let top = red[0];
+    barrier();
+    let mut sum = 0.0f32;
+    j = lid;
+    while j < cols {
+        sum += (x[base + j] - top).exp();
+        j += SOFTMAX_GROUP;
+    }
+    red[lid] = sum;
+    barrier();
+    s = SOFTMAX_GROUP / 2;
+    while s > 0 {
+        if lid < s {
+            red[lid] += red[lid + s];
+        }
+        barrier();
+        s /= 2;
+    }
+    let total = red[0];
+    j = lid;
+    while j < cols {
+        out[base + j] = (x[base + j] - top).exp() / total;
+        j += SOFTMAX_GROUP;
+    }
+}
