@@ -60,33 +60,14 @@ pub fn run(
             }
         }
         ("atomics", other) => {
-            match Device::by_name(other).and_then(|d| contended_atomics(&d, n, reps.max(1))) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::FAILURE,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            verified(Device::by_name(other).and_then(|d| contended_atomics(&d, n, reps.max(1))))
         }
         ("transpose", other) => {
-            match Device::by_name(other).and_then(|d| transpose(&d, reps.max(1))) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::FAILURE,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            verified(Device::by_name(other).and_then(|d| transpose(&d, reps.max(1))))
         }
-        ("softmax", other) => match Device::by_name(other).and_then(|d| softmax(&d, reps.max(1))) {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::FAILURE,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        ("softmax", other) => {
+            verified(Device::by_name(other).and_then(|d| softmax(&d, reps.max(1))))
+        }
         ("vector-add", "cpu") => vector_add(n, reps.max(1)),
         ("vector-add", other) => match Device::by_name(other) {
             Ok(d) => match vector_add_vs_copy(&d, n, reps.max(1), group) {
@@ -104,6 +85,19 @@ pub fn run(
         (other, _) => {
             eprintln!("error: unknown benchmark `{other}`; available: vector-add, checked, atomics, transpose, softmax, streams, graph, stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// The exit code of a benchmark that verifies its results: success only when it ran and
+/// every result was right (it has printed what was wrong otherwise).
+fn verified(outcome: dotcompute::Result<bool>) -> ExitCode {
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
         }
     }
 }

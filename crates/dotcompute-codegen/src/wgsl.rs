@@ -57,7 +57,7 @@ pub struct WgslOptions {
     /// not finish in 100 s with a million threads on one address).
     pub native_f32_atomics: bool,
     /// Barriers also order storage buffers (`storageBarrier()` before
-    /// `workgroupBarrier()`). Needed only when a buffer is both read and written
+    /// `workgroupBarrier()`). Needed only where a thread can observe that order
     /// ([`dotcompute_ir::analysis::barrier_orders_buffers`]); the backend passes that.
     pub storage_barriers: bool,
 }
@@ -655,15 +655,8 @@ impl Gen<'_> {
             Some(r) => format!("{} = {v};", g.local(r)),
             None => String::new(),
         };
-        if elem == ScalarType::F32 && self.native_f32_atomics {
-            let text = match result {
-                Some(r) => format!("{} = atomicAdd({addr}, {a0});", self.local(r)),
-                None => format!("atomicAdd({addr}, {a0});"),
-            };
-            self.line(d, &text);
-            return;
-        }
-        if elem == ScalarType::F32 {
+        // With the adapter's f32 atomics, an f32 add is the plain `atomicAdd` below.
+        if self.f32_as_bits(elem.into()) {
             // Float add: compare-exchange on the bits until no other thread intervened.
             let ptr = self.fresh();
             let r = self.fresh();

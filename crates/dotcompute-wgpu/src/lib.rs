@@ -89,8 +89,6 @@ struct Dispatch {
     record: Option<(wgpu::Buffer, Arc<dotcompute_ir::Kernel>)>,
 }
 
-/// (program, group size, dynamic shared length, view offsets).
-/// Program, group size, dynamic shared length, view offsets, checked mode.
 /// (program, group size, dynamic shared length, view offsets, checked, strided).
 type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, bool);
 
@@ -217,6 +215,7 @@ pub fn devices() -> std::result::Result<Vec<DeviceInfo>, String> {
 
 fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
     let ai = adapter.get_info();
+    let features = usable_features(adapter);
     DeviceInfo {
         backend: BackendKind::Wgpu,
         ordinal: 0, // set by `devices` and `open`, which know the adapter's place
@@ -251,22 +250,20 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
         caps: Capabilities {
             f64: false,
             i64: false,
-            f16: usable_features(adapter).contains(wgpu::Features::SHADER_F16),
+            f16: features.contains(wgpu::Features::SHADER_F16),
             // VK_EXT_shader_atomic_float (and Metal 3): one instruction; otherwise a
             // compare-exchange loop on the bits.
-            atomic_f32_add: if usable_features(adapter)
-                .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
-            {
+            atomic_f32_add: if features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC) {
                 AtomicF32Add::Native
             } else {
                 AtomicF32Add::CompareExchangeLoop
             },
-            timestamps: usable_features(adapter).contains(wgpu::Features::TIMESTAMP_QUERY),
+            timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
             raw_languages: vec![RawLanguage::Wgsl],
             concurrent_streams: false,
             native_graphs: false,
             blas: Vec::new(),
-            subgroup_size: usable_features(adapter)
+            subgroup_size: features
                 .contains(wgpu::Features::SUBGROUP)
                 .then_some([ai.subgroup_min_size, ai.subgroup_max_size]),
         },
