@@ -13,6 +13,7 @@
 //!   on host memory in one thread (the raw-library reference; `Device::matmul` runs it in
 //!   row bands on every core).
 
+use crate::suite::Stats;
 use dotcompute::prelude::*;
 use dotcompute::{BackendKind, Graph, GraphArg};
 use std::time::{Duration, Instant};
@@ -47,17 +48,21 @@ fn s<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
 /// Times `f` `reps` times after 3 warm-ups; returns the median.
-fn time(reps: usize, mut f: impl FnMut() -> Res<()>) -> Res<Duration> {
+fn time(reps: usize, f: impl FnMut() -> Res<()>) -> Res<Duration> {
+    Ok(median_of(&time_stats(reps, f)?))
+}
+
+fn median_of(s: &Stats) -> Duration {
+    Duration::from_secs_f64(s.median_s)
+}
+
+/// Times `f` `reps` times after 3 warm-ups (host wall time).
+fn time_stats(reps: usize, mut f: impl FnMut() -> Res<()>) -> Res<Stats> {
     for _ in 0..3 {
         f()?;
     }
@@ -67,7 +72,7 @@ fn time(reps: usize, mut f: impl FnMut() -> Res<()>) -> Res<Duration> {
         f()?;
         v.push(t.elapsed());
     }
-    Ok(median(v))
+    Ok(Stats::from_times(v, false))
 }
 
 pub fn run(name: &str, backend: &str, reps: usize, trace: Option<&str>) -> Res<()> {
@@ -78,7 +83,6 @@ pub fn run(name: &str, backend: &str, reps: usize, trace: Option<&str>) -> Res<(
         "graph" => graph(&device, reps),
         "stream-acquire" => stream_acquire(&device),
         "alloc" => alloc(&device),
-        "matmul" => matmul(&device, reps),
         other => Err(format!("unknown benchmark `{other}`")),
     }
 }
@@ -86,7 +90,58 @@ pub fn run(name: &str, backend: &str, reps: usize, trace: Option<&str>) -> Res<(
 /// Threads per small kernel and loop trips: a few groups, tens of microseconds on a GPU.
 const SMALL_THREADS: usize = 2048;
 
+/// Wall times of one round of 4 small kernels: one after another on the default stream,
+/// on 4 streams of one device, and on 4 devices; every buffer verified.
+pub struct StreamTimes {
+    pub kernels: usize,
+    pub threads: usize,
+    pub iters: u32,
+    pub serial: Stats,
+    pub streams: Stats,
+    pub devices: Stats,
+}
+
 fn streams(device: &Device, reps: usize, trace: Option<&str>) -> Res<()> {
+    let StreamTimes {
+        threads: n,
+        iters,
+        serial: t_serial,
+        streams: t_streams,
+        devices: t_devices,
+        ..
+    } = measure_streams(device, reps, trace)?;
+    let (t_serial, t_streams, t_devices) = (
+        median_of(&t_serial),
+        median_of(&t_streams),
+        median_of(&t_devices),
+    );
+    println!(
+        "4 independent kernels of {n} threads × {iters} iterations, median of {reps} after 3 warm-ups (wall time, enqueue to synchronize)"
+    );
+    println!(
+        "  one after another, default stream  {:>10.1} µs",
+        us(t_serial)
+    );
+    println!(
+        "  4 streams of one device            {:>10.1} µs",
+        us(t_streams)
+    );
+    println!(
+        "  4 devices (one stream each)        {:>10.1} µs",
+        us(t_devices)
+    );
+    println!(
+        "  speed-up, 4 streams / serial       {:>10.2}× (target ≥ 1.8 on CUDA)",
+        t_serial.as_secs_f64() / t_streams.as_secs_f64()
+    );
+    println!(
+        "  speed-up, 4 devices / serial       {:>10.2}×",
+        t_serial.as_secs_f64() / t_devices.as_secs_f64()
+    );
+    Ok(())
+}
+
+pub fn measure_streams(device: &Device, reps: usize, trace: Option<&str>) -> Res<StreamTimes> {
     let iters: u32 = match device.backend_kind() {
         BackendKind::Cuda => 20_000,
         _ => 2_000,
@@ -122,15 +177,15 @@ fn streams(device: &Device, reps: usize, trace: Option<&str>) -> Res<()> {
         }
         device.synchronize().map_err(s)
     };
-    let t_serial = time(reps, || {
+    let t_serial = time_stats(reps, || {
         rounds += 1;
         serial(&mut bufs)
     })?;
-    let t_streams = time(reps, || {
+    let t_streams = time_stats(reps, || {
         rounds += 1;
         concurrent(&mut bufs)
     })?;
-    let t_devices = time(reps, || {
+    let t_devices = time_stats(reps, || {
         for (b, d) in other_bufs.iter_mut().zip(&others) {
             busy::launch(d, Launch::threads(n), b, iters).map_err(s)?;
         }
@@ -149,29 +204,6 @@ fn streams(device: &Device, reps: usize, trace: Option<&str>) -> Res<()> {
             ));
         }
     }
-    println!(
-        "4 independent kernels of {n} threads × {iters} iterations, median of {reps} after 3 warm-ups (wall time, enqueue to synchronize)"
-    );
-    println!(
-        "  one after another, default stream  {:>10.1} µs",
-        us(t_serial)
-    );
-    println!(
-        "  4 streams of one device            {:>10.1} µs",
-        us(t_streams)
-    );
-    println!(
-        "  4 devices (one stream each)        {:>10.1} µs",
-        us(t_devices)
-    );
-    println!(
-        "  speed-up, 4 streams / serial       {:>10.2}× (target ≥ 1.8 on CUDA)",
-        t_serial.as_secs_f64() / t_streams.as_secs_f64()
-    );
-    println!(
-        "  speed-up, 4 devices / serial       {:>10.2}×",
-        t_serial.as_secs_f64() / t_devices.as_secs_f64()
-    );
     if let Some(path) = trace {
         device.synchronize().map_err(s)?;
         device.set_profiling(true);
@@ -179,12 +211,59 @@ fn streams(device: &Device, reps: usize, trace: Option<&str>) -> Res<()> {
         concurrent(&mut bufs)?;
         let events = device.write_trace(path).map_err(s)?;
         device.set_profiling(false);
-        println!("  trace: {events} events (one serial round, then one on 4 streams) in {path}");
+        eprintln!("  trace: {events} events (one serial round, then one on 4 streams) in {path}");
     }
-    Ok(())
+    Ok(StreamTimes {
+        kernels: 4,
+        threads: n,
+        iters,
+        serial: t_serial,
+        streams: t_streams,
+        devices: t_devices,
+    })
+}
+
+/// A chain of dependent launches: one by one, and as one graph replay (both verified).
+pub struct GraphTimes {
+    pub nodes: usize,
+    pub one_by_one: Stats,
+    pub replay: Stats,
+    pub native: bool,
 }
 
 fn graph(device: &Device, reps: usize) -> Res<()> {
+    let g = measure_graph(device, reps)?;
+    const NODES: usize = 100;
+    let n = 256;
+    let (t_one, t_graph) = (median_of(&g.one_by_one), median_of(&g.replay));
+    let kind = if g.native {
+        "driver graph"
+    } else {
+        "replayed by the facade; wgpu batches consecutive launches into one submission"
+    };
+    let (per_launch, per_node) = (t_one / NODES as u32, t_graph / NODES as u32);
+    println!(
+        "a chain of {NODES} dependent launches of {n} threads, median of {reps} after 3 warm-ups ({})",
+        kind
+    );
+    println!(
+        "  100 launches one by one   {:>9.1} µs  ({:.3} µs per launch)",
+        us(t_one),
+        us(per_launch)
+    );
+    println!(
+        "  one graph replay          {:>9.1} µs  ({:.3} µs per node)",
+        us(t_graph),
+        us(per_node)
+    );
+    println!(
+        "  per node / per launch     {:>9.3}   (target ≤ 0.5 on CUDA)",
+        per_node.as_secs_f64() / per_launch.as_secs_f64()
+    );
+    Ok(())
+}
+
+pub fn measure_graph(device: &Device, reps: usize) -> Res<GraphTimes> {
     const NODES: usize = 100;
     let n = 256;
     let start: Vec<u32> = (0..n as u32).collect();
@@ -219,39 +298,17 @@ fn graph(device: &Device, reps: usize) -> Res<()> {
     if exec.read(hx).map_err(s)? != x_one.to_vec().map_err(s)? {
         return Err("the graph's result differs from the launches one by one".into());
     }
-    let t_one = time(reps, || one_by_one(&mut x_one))?;
-    let t_graph = time(reps, || {
+    let t_one = time_stats(reps, || one_by_one(&mut x_one))?;
+    let t_graph = time_stats(reps, || {
         exec.launch(device).map_err(s)?;
         device.synchronize().map_err(s)
     })?;
-    let (per_launch, per_node) = (t_one / NODES as u32, t_graph / NODES as u32);
-    println!(
-        "a chain of {NODES} dependent launches of {n} threads, median of {reps} after 3 warm-ups ({})",
-        exec_kind(&exec)
-    );
-    println!(
-        "  100 launches one by one   {:>9.1} µs  ({:.3} µs per launch)",
-        us(t_one),
-        us(per_launch)
-    );
-    println!(
-        "  one graph replay          {:>9.1} µs  ({:.3} µs per node)",
-        us(t_graph),
-        us(per_node)
-    );
-    println!(
-        "  per node / per launch     {:>9.3}   (target ≤ 0.5 on CUDA)",
-        per_node.as_secs_f64() / per_launch.as_secs_f64()
-    );
-    Ok(())
-}
-
-fn exec_kind(exec: &dotcompute::ExecGraph<'_>) -> &'static str {
-    if exec.is_native() {
-        "driver graph"
-    } else {
-        "replayed by the facade; wgpu batches consecutive launches into one submission"
-    }
+    Ok(GraphTimes {
+        nodes: NODES,
+        one_by_one: t_one,
+        replay: t_graph,
+        native: exec.is_native(),
+    })
 }
 
 fn stream_acquire(device: &Device) -> Res<()> {
@@ -304,86 +361,5 @@ fn alloc(device: &Device) -> Res<()> {
         stats.driver_allocations, stats.pool_hits
     );
     st.synchronize().map_err(s)?;
-    Ok(())
-}
-
-fn matmul(device: &Device, reps: usize) -> Res<()> {
-    const N: usize = 512;
-    let flops = 2.0 * (N * N * N) as f64;
-    let gflops = |t: Duration| flops / t.as_secs_f64() / 1e9;
-    let a: Vec<f32> = (0..N * N)
-        .map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.1)
-        .collect();
-    let b: Vec<f32> = (0..N * N)
-        .map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.1)
-        .collect();
-    let (da, db) = (device.upload(&a).map_err(s)?, device.upload(&b).map_err(s)?);
-    let mut dc = device.alloc::<f32>(N * N).map_err(s)?;
-    let mut path = None;
-    let t_vendor = time(reps, || {
-        path = Some(device.matmul(&da, &db, &mut dc, N, N, N).map_err(s)?);
-        device.synchronize().map_err(s)
-    })?;
-    let vendor = dc.to_vec().map_err(s)?;
-    let t_generated = time(reps, || {
-        device
-            .matmul_generated(&da, &db, &mut dc, N, N, N)
-            .map_err(s)?;
-        device.synchronize().map_err(s)
-    })?;
-    let generated = dc.to_vec().map_err(s)?;
-    // Both verified against each other and a sampled f64 reference.
-    for (i, j) in [(0, 0), (N / 3, N / 2), (N - 1, N - 1), (17, N - 5)] {
-        let want: f64 = (0..N)
-            .map(|p| a[i * N + p] as f64 * b[p * N + j] as f64)
-            .sum();
-        for (name, got) in [("vendor", &vendor), ("generated", &generated)] {
-            let g = got[i * N + j] as f64;
-            if (g - want).abs() > 1e-3 * want.abs().max(1.0) {
-                return Err(format!("{name} c[{i}][{j}] = {g}, expected {want}"));
-            }
-        }
-    }
-    println!("f32 matmul {N}³, median of {reps} after 3 warm-ups (each verified)");
-    println!(
-        "  Device::matmul ({:?})  {:>8.1} GFLOP/s",
-        path.unwrap_or(dotcompute::MatmulPath::Generated),
-        gflops(t_vendor)
-    );
-    println!(
-        "  generated tiled kernel   {:>8.1} GFLOP/s ({:.3} of Device::matmul)",
-        gflops(t_generated),
-        t_vendor.as_secs_f64() / t_generated.as_secs_f64()
-    );
-    if device.backend_kind() == BackendKind::Cpu {
-        let mut c = vec![0.0f32; N * N];
-        let t_raw = time(reps, || {
-            // SAFETY: a, b and c hold N×N f32s, row-major; c aliases neither.
-            unsafe {
-                matrixmultiply::sgemm(
-                    N,
-                    N,
-                    N,
-                    1.0,
-                    a.as_ptr(),
-                    N as isize,
-                    1,
-                    b.as_ptr(),
-                    N as isize,
-                    1,
-                    0.0,
-                    c.as_mut_ptr(),
-                    N as isize,
-                    1,
-                )
-            };
-            Ok(())
-        })?;
-        println!(
-            "  matrixmultiply, 1 thread {:>8.1} GFLOP/s (reference: the library called directly; Device::matmul is {:.3}× it)",
-            gflops(t_raw),
-            t_raw.as_secs_f64() / t_vendor.as_secs_f64()
-        );
-    }
     Ok(())
 }

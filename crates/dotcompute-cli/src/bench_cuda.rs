@@ -6,6 +6,7 @@
 //!   versus a fresh process that finds it on disk;
 //! * `cuda-pool`: a pooled allocation and free versus raw `cuMemAlloc` + `cuMemFree`.
 
+use crate::suite::Stats;
 use cudarc::driver::{result as cu, sys};
 use dotcompute::{BackendKind, Device, Launch};
 use dotcompute_cuda::{CacheOutcome, CudaBackend};
@@ -56,50 +57,11 @@ pub fn run(name: &str, reps: usize) -> ExitCode {
 const BATCH: u32 = 2000;
 
 fn launch(reps: usize) -> Res<()> {
-    let device = Device::with_backend(BackendKind::Cuda).map_err(s)?;
-    let mut out = device.alloc_filled(1, 7u32).map_err(s)?;
-    // The reference: the same generated function, launched by hand on another stream of
-    // the same (primary) context with the same six parameters.
-    let reference = CudaBackend::new().map_err(s)?;
-    let program = empty::KERNEL.program().map_err(s)?;
-    let (func, stream) = reference.raw_handles(program).map_err(s)?;
-    let raw_out = dotcompute_hal_buffer(&reference)?;
-    let mut slots: [u64; 6] = [raw_out, 1, 1, 1, 1, 0];
-    let mut dotcompute_batch = || -> Res<Duration> {
-        let t = Instant::now();
-        for _ in 0..BATCH {
-            empty::launch(&device, Launch::threads(1), &mut out).map_err(s)?;
-        }
-        device.synchronize().map_err(s)?;
-        Ok(t.elapsed() / BATCH)
-    };
-    let mut raw_batch = || -> Res<Duration> {
-        let mut params: Vec<*mut c_void> =
-            slots.iter_mut().map(|p| (p as *mut u64).cast()).collect();
-        let t = Instant::now();
-        for _ in 0..BATCH {
-            // SAFETY: the parameters match the generated kernel's ABI (pointer, length,
-            // grid x/y/z, dynamic shared length) and point at live storage.
-            unsafe { cu::launch_kernel(func, (1, 1, 1), (256, 1, 1), 0, stream, &mut params) }
-                .map_err(|e| format!("cuLaunchKernel: {e:?}"))?;
-        }
-        // SAFETY: the stream is live.
-        unsafe { cu::stream::synchronize(stream) }.map_err(|e| format!("{e:?}"))?;
-        Ok(t.elapsed() / BATCH)
-    };
-    for _ in 0..3 {
-        dotcompute_batch()?;
-        raw_batch()?;
-    }
-    let (mut td, mut tr) = (Vec::new(), Vec::new());
-    for _ in 0..reps {
-        td.push(dotcompute_batch()?);
-        tr.push(raw_batch()?);
-    }
-    let (td, tr) = (median(td), median(tr));
-    if out.to_vec().map_err(s)? != vec![7] {
-        return Err("the empty kernel changed its buffer".into());
-    }
+    let (device, td, tr) = measure_launch(reps, BATCH)?;
+    let (td, tr) = (
+        Duration::from_secs_f64(td.median_s),
+        Duration::from_secs_f64(tr.median_s),
+    );
     println!(
         "empty-kernel launch on {}, median of {reps} batches of {BATCH} after 3 warm-ups",
         device.label()
@@ -111,6 +73,60 @@ fn launch(reps: usize) -> Res<()> {
         td.as_secs_f64() / tr.as_secs_f64()
     );
     Ok(())
+}
+
+/// Per-launch wall time of an empty kernel through dotcompute and through a raw
+/// `cuLaunchKernel` of the same function: `reps` batches of `batch` launches and one
+/// synchronize, after 3 warm-up batches.
+pub fn measure_launch(reps: usize, batch: u32) -> Res<(Device, Stats, Stats)> {
+    let device = Device::with_backend(BackendKind::Cuda).map_err(s)?;
+    let mut out = device.alloc_filled(1, 7u32).map_err(s)?;
+    // The reference: the same generated function, launched by hand on another stream of
+    // the same (primary) context with the same six parameters.
+    let reference = CudaBackend::new().map_err(s)?;
+    let program = empty::KERNEL.program().map_err(s)?;
+    let (func, stream) = reference.raw_handles(program).map_err(s)?;
+    let raw_out = dotcompute_hal_buffer(&reference)?;
+    let mut slots: [u64; 6] = [raw_out, 1, 1, 1, 1, 0];
+    let mut dotcompute_batch = || -> Res<Duration> {
+        let t = Instant::now();
+        for _ in 0..batch {
+            empty::launch(&device, Launch::threads(1), &mut out).map_err(s)?;
+        }
+        device.synchronize().map_err(s)?;
+        Ok(t.elapsed() / batch)
+    };
+    let mut raw_batch = || -> Res<Duration> {
+        let mut params: Vec<*mut c_void> =
+            slots.iter_mut().map(|p| (p as *mut u64).cast()).collect();
+        let t = Instant::now();
+        for _ in 0..batch {
+            // SAFETY: the parameters match the generated kernel's ABI (pointer, length,
+            // grid x/y/z, dynamic shared length) and point at live storage.
+            unsafe { cu::launch_kernel(func, (1, 1, 1), (256, 1, 1), 0, stream, &mut params) }
+                .map_err(|e| format!("cuLaunchKernel: {e:?}"))?;
+        }
+        // SAFETY: the stream is live.
+        unsafe { cu::stream::synchronize(stream) }.map_err(|e| format!("{e:?}"))?;
+        Ok(t.elapsed() / batch)
+    };
+    for _ in 0..3 {
+        dotcompute_batch()?;
+        raw_batch()?;
+    }
+    let (mut td, mut tr) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        td.push(dotcompute_batch()?);
+        tr.push(raw_batch()?);
+    }
+    if out.to_vec().map_err(s)? != vec![7] {
+        return Err("the empty kernel changed its buffer".into());
+    }
+    Ok((
+        device,
+        Stats::from_times(td, false),
+        Stats::from_times(tr, false),
+    ))
 }
 
 /// A one-element device buffer of the reference backend, as a raw address.

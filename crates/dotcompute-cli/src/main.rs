@@ -4,6 +4,7 @@
 mod bench;
 mod bench_core;
 mod bench_cuda;
+mod suite;
 
 use clap::{Parser, Subcommand};
 use dotcompute::differential::{differential, Agreement, Disagreement, Tolerance};
@@ -50,29 +51,42 @@ enum Command {
         #[arg(long, default_value = "ir")]
         target: String,
     },
-    /// Runs a benchmark and prints figures as ratios against a reference measured in the
-    /// same run.
+    /// Runs the performance suite (or the named benchmarks) and prints every figure as a
+    /// ratio against a reference measured in the same run, then a summary table.
+    ///
+    /// Suite benchmarks: vector-add, reduce, transpose, softmax, stencil, atomics, matmul,
+    /// launch, streams, graph. Single benchmarks with their own report: checked,
+    /// stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer (and
+    /// `streams`/`graph` with `--trace`).
     Bench {
-        /// vector-add (with --backend), streams, graph, stream-acquire, alloc, matmul
-        /// (with --backend), cuda-launch, cuda-compile, cuda-pool or cuda-transfer.
-        #[arg(default_value = "vector-add")]
-        name: String,
-        /// Elements.
-        #[arg(long, default_value_t = 16 * 1024 * 1024)]
-        n: usize,
-        /// Timed repetitions (after warm-up); the median is reported.
-        #[arg(long, default_value_t = 30)]
-        reps: usize,
-        /// cpu: the kernel versus a hand-written rayon loop; wgpu (or any device): the
-        /// kernel's bandwidth versus a device-to-device copy on the same device.
+        /// Benchmarks to run (default: the whole suite).
+        names: Vec<String>,
+        /// A backend (cpu, cuda, wgpu, ...), several separated by commas, or `all`.
         #[arg(long, default_value = "cpu")]
         backend: String,
-        /// Threads per group of the vector-add launch (default: the launch default, 256).
+        /// Small sizes and few repetitions (a smoke run: under 3 minutes on the CPU).
         #[arg(long)]
-        group: Option<u32>,
-        /// Writes a Chrome / Perfetto trace of the benchmark (streams).
+        quick: bool,
+        /// Timed repetitions after warm-up (default 15, quick 5); the median is reported.
+        #[arg(long)]
+        reps: Option<usize>,
+        /// Writes every figure as JSON.
+        #[arg(long)]
+        json: Option<std::path::PathBuf>,
+        /// Writes SVG plots (matmul TFLOP/s and bandwidth against size) into this folder.
+        #[arg(long)]
+        plot: Option<std::path::PathBuf>,
+        /// Elements (the single `checked` benchmark).
+        #[arg(long, default_value_t = 16 * 1024 * 1024)]
+        n: usize,
+        /// Writes a Chrome / Perfetto trace (the single `streams` benchmark).
         #[arg(long)]
         trace: Option<String>,
+    },
+    /// Prints the Markdown tables of `docs/benchmarks.md` from `bench --json` files.
+    BenchReport {
+        /// JSON files written by `dotcompute bench --json`.
+        files: Vec<std::path::PathBuf>,
     },
 }
 
@@ -87,13 +101,30 @@ fn main() -> ExitCode {
         } => validate(backend.as_deref(), &cases, seed),
         Command::Emit { kernel, target } => emit(&kernel, &target),
         Command::Bench {
-            name,
-            n,
-            reps,
+            names,
             backend,
-            group,
+            quick,
+            reps,
+            json,
+            plot,
+            n,
             trace,
-        } => bench::run(&name, n, reps, &backend, group, trace.as_deref()),
+        } => {
+            let single = |n: &String| bench::SINGLE.contains(&n.as_str()) || n.starts_with("cuda-");
+            if names.len() == 1 && (single(&names[0]) || trace.is_some()) {
+                bench::run(&names[0], n, reps.unwrap_or(30), &backend, trace.as_deref())
+            } else {
+                suite::run(suite::Options {
+                    names,
+                    backend,
+                    quick,
+                    reps,
+                    json,
+                    plot,
+                })
+            }
+        }
+        Command::BenchReport { files } => bench_report(&files),
     }
 }
 
@@ -381,4 +412,22 @@ fn cross_backend(
         out.to_vec()
     });
     vec![("int semantics", ints), ("f32 multiply", floats)]
+}
+
+fn bench_report(files: &[std::path::PathBuf]) -> ExitCode {
+    let mut runs = Vec::new();
+    for f in files {
+        let parsed = std::fs::read_to_string(f)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<suite::Run>(&t).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(run) => runs.push((f.display().to_string(), run)),
+            Err(e) => {
+                eprintln!("error: {}: {e}", f.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    print!("{}", suite::report::markdown(&runs));
+    ExitCode::SUCCESS
 }

@@ -272,7 +272,19 @@ impl Gen<'_> {
                 // stops when the counter would overflow (as Rust's ranges do).
                 // `continue` in a do-while jumps to the condition, which advances.
                 let v = self.local(*var);
-                let t = self.d.ty(self.k.locals[*var as usize].ty.scalar);
+                let scalar = self.k.locals[*var as usize].ty.scalar;
+                let t = self.d.ty(scalar);
+                if let Some((first, end, step)) = small_constant_range(start, end, step, scalar) {
+                    // Constant bounds, a few trips and no possible overflow: a plain loop
+                    // the compiler fully unrolls, so that thread-private arrays indexed by
+                    // the counter (register blocks) stay in registers.
+                    self.line(d, "#pragma unroll");
+                    let head = format!("for ({t} {v} = {first}; {v} < {end}; {v} += {step}) {{");
+                    self.line(d, &head);
+                    self.block(body, d + 1);
+                    self.line(d, "}");
+                    return;
+                }
                 let (e, st) = (self.fresh(), self.fresh());
                 self.line(d, "{");
                 let head = [
@@ -595,3 +607,36 @@ DC_VEC4(float4, f32)
 DC_VEC4(int4, i32)
 DC_VEC4(uint4, u32)
 "#;
+
+/// The bounds of a `for` loop over literal bounds with a positive literal step, at most
+/// [`UNROLL_TRIPS`] trips, whose counter cannot overflow past `end` (so a C `for` with
+/// `<` is exact), as C literals: `(start, end, step)`.
+pub(crate) fn small_constant_range(
+    start: &Expr,
+    end: &Expr,
+    step: &Expr,
+    ty: ScalarType,
+) -> Option<(String, String, String)> {
+    let lit = |e: &Expr| match &e.kind {
+        ExprKind::Literal(l) => l.as_i128(),
+        _ => None,
+    };
+    let (s, e, st) = (lit(start)?, lit(end)?, lit(step)?);
+    let max = match ty {
+        ScalarType::I32 => i32::MAX as i128,
+        ScalarType::U32 => u32::MAX as i128,
+        ScalarType::I64 => i64::MAX as i128,
+        ScalarType::U64 => u64::MAX as i128,
+        _ => return None,
+    };
+    let trips = if e > s {
+        (e - s + st - 1) / st.max(1)
+    } else {
+        0
+    };
+    (st > 0 && trips <= UNROLL_TRIPS && e + st <= max && s >= -(1 << 31))
+        .then(|| (s.to_string(), e.to_string(), st.to_string()))
+}
+
+/// The most trips of a loop [`small_constant_range`] unrolls.
+const UNROLL_TRIPS: i128 = 64;

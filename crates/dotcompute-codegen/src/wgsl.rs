@@ -588,7 +588,26 @@ impl Gen<'_> {
                 body,
             } => {
                 let v = self.local(*var);
-                let t = self.ty(self.k.locals[*var as usize].ty.scalar);
+                let scalar = self.k.locals[*var as usize].ty.scalar;
+                let t = self.ty(scalar);
+                let constant = crate::cfamily::small_constant_range(start, end, step, scalar);
+                if let Some(trips) = constant.and_then(|r| unrollable(&r, body)) {
+                    // Constant bounds, a few trips, no jumps: the body once per value of
+                    // the counter. WGSL has no unroll hint; unrolled, thread-private
+                    // arrays indexed by the counter stay in registers, and drivers that
+                    // bound loop iterations (llvmpipe ends a loop after 65,535) count
+                    // only the loops that remain.
+                    self.line(d, "{");
+                    self.line(d + 1, &format!("var {v}: {t};"));
+                    for value in trips {
+                        self.line(d + 1, &format!("{v} = {t}({value});"));
+                        self.line(d + 1, "{");
+                        self.block(body, d + 2);
+                        self.line(d + 1, "}");
+                    }
+                    self.line(d, "}");
+                    return;
+                }
                 let (e, st) = (self.fresh(), self.fresh());
                 self.line(d, "{");
                 let lines = [
@@ -1103,6 +1122,23 @@ fn dc_f32_to_u32(x: f32) -> u32 {
     return u32(x);
 }
 ";
+
+/// The counter's values of a constant loop the WGSL printer writes out, when it has at
+/// most [`UNROLL_TRIPS`] trips and its body (nested loops included) neither breaks,
+/// continues nor returns.
+fn unrollable((start, end, step): &(String, String, String), body: &[Stmt]) -> Option<Vec<i128>> {
+    let (s, e, st): (i128, i128, i128) =
+        (start.parse().ok()?, end.parse().ok()?, step.parse().ok()?);
+    let values: Vec<i128> = (s..e).step_by(st as usize).collect();
+    let mut jumps = false;
+    walk_stmts(body, &mut |x| {
+        jumps |= matches!(x, Stmt::Break | Stmt::Continue | Stmt::Return);
+    });
+    (values.len() <= UNROLL_TRIPS && !jumps).then_some(values)
+}
+
+/// The most trips of a loop the WGSL printer writes out.
+const UNROLL_TRIPS: usize = 16;
 
 #[cfg(test)]
 mod tests {

@@ -33,6 +33,16 @@ pub fn cases() -> Vec<Case> {
                 .collect(),
             matrix_multiply,
         ),
+        c(
+            "GeneratedMatmul",
+            "kernel",
+            [1, 17, 130, 257]
+                .iter()
+                .map(|&s| Size::mkn(s, s, s))
+                .chain([Size::mkn(64, 128, 32), Size::mkn(200, 1000, 129)])
+                .collect(),
+            generated_matmul,
+        ),
         c("UnifiedMemory", "kernel", seed_sizes(), unified_memory),
         c(
             "GridIds3D",
@@ -378,7 +388,28 @@ fn matrix_multiply(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Ou
     let tile = kernels::TILE;
     let launch = Launch::grid2d(n, m).group2d(tile, tile);
     kernels::matmul_tiled::launch(d, launch, &da, &db, &mut dc, m as u32, n as u32, k as u32)?;
-    let c = dc.to_vec()?;
+    check_product(&a, &b, &dc.to_vec()?, [m, k, n])
+}
+
+/// `Device::matmul_generated` (the register-blocked kernel dotcompute generates, 128×128
+/// per group) on shapes below, across and off its blocking.
+fn generated_matmul(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let [m, k, n] = size.dims;
+    let a: Vec<f32> = (0..m * k).map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let (da, db) = (d.upload(&a)?, d.upload(&b)?);
+    let mut dc = poisoned_f32(d, m * n)?;
+    d.matmul_generated(&da, &db, &mut dc, m, n, k)?;
+    check_product(&a, &b, &dc.to_vec()?, [m, k, n])
+}
+
+/// Every element of `c = a · b` against an f64 reference, and the norm-wise error.
+fn check_product(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    [m, k, n]: [usize; 3],
+) -> Result<Outcome, Failure> {
     let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
     for i in 0..m {
         for j in 0..n {

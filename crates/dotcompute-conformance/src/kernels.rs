@@ -907,3 +907,31 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], cols: u32) {
         j += SOFTMAX_GROUP;
     }
 }
+
+/// 5-point stencil on a row-major `w`×`h` grid, written as a new user would (one thread
+/// per point, neighbours read from memory): `out = x/2 + (north + south + east + west)/8`
+/// inside, `out = x` on the border (the stencil figure).
+/// Launch as `Launch::grid2d(w, h)`.
+#[kernel]
+pub fn stencil5(x: &[f32], out: &mut [f32], w: u32, h: u32) {
+    let gx = global_id().x;
+    let gy = global_id().y;
+    if gx < w && gy < h {
+        let i = gy * w + gx;
+        if gx == 0 || gy == 0 || gx == w - 1 || gy == h - 1 {
+            out[i] = x[i];
+        } else {
+            out[i] = 0.5 * x[i] + 0.125 * (x[i - 1] + x[i + 1] + x[i - w] + x[i + w]);
+        }
+    }
+}
+
+/// Every thread below `total.len()` adds 1.0 to its own element: f32 atomics without
+/// contention (the reference of `contended_add`).
+#[kernel]
+pub fn spread_add(total: &mut [f32]) {
+    let i = global_id().x;
+    if i < total.len() {
+        atomic_add(&total[i], 1.0f32);
+    }
+}

@@ -272,6 +272,7 @@ macro_rules! conformance_tests {
             vector_multiply, vector_multiply_on_stream => "VectorMultiply",
             reduction_sum, reduction_sum_on_stream => "ReductionSum",
             matrix_multiply, matrix_multiply_on_stream => "MatrixMultiply",
+            generated_matmul, generated_matmul_on_stream => "GeneratedMatmul",
             unified_memory, unified_memory_on_stream => "UnifiedMemory",
             grid_ids_3d, grid_ids_3d_on_stream => "GridIds3D",
             shared_atomics, shared_atomics_on_stream => "SharedAtomics",
@@ -304,7 +305,7 @@ macro_rules! conformance_tests {
             checked_mode, checked_mode_on_stream => "CheckedMode");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 35, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 36, "add new cases to conformance_tests!");
         }
     };
     (@each $($test:ident, $on_stream:ident => $name:literal),*) => {

@@ -4,7 +4,7 @@ use crate::driver::{self, bind, BACKEND};
 use crate::memory::CudaBuffer;
 use crate::{lock, CudaBackend};
 use cudarc::cublas::{result as blas, sys as blas_sys};
-use dotcompute_hal::{Blas, Error, MatmulRequest, Result, StreamId};
+use dotcompute_hal::{Blas, Error, MatmulRequest, Precision, Result, StreamId};
 use dotcompute_ir::ScalarType;
 
 /// Element types cuBLAS multiplies here: FP32 / FP64 GEMM, and 16-bit GemmEx with f32
@@ -54,7 +54,12 @@ impl Blas<CudaBuffer> for CudaBackend {
         let _serial = lock(&self.blas_calls);
         let (m, n, k) = (r.m as i32, r.n as i32, r.k as i32);
         let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
-        self.timed(s, stream, "matmul (cuBLAS)", || {
+        let label = if r.precision == Precision::Tf32 && r.elem == ScalarType::F32 {
+            "matmul (cuBLAS TF32)"
+        } else {
+            "matmul (cuBLAS)"
+        };
+        self.timed(s, stream, label, || {
             // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: swap the operands, keep the
             // data.
             // SAFETY: the facade checked that a, b, c hold m×k, k×n and m×n elements of
@@ -62,6 +67,32 @@ impl Blas<CudaBuffer> for CudaBackend {
             // handle and stream are live.
             unsafe {
                 blas::set_stream(h, stream as _).and_then(|()| match r.elem {
+                    // FP32 data through TF32 tensor cores, FP32 accumulation.
+                    ScalarType::F32 if r.precision == Precision::Tf32 => {
+                        let (one, zero) = (1.0f32, 0.0f32);
+                        let t = blas_sys::cudaDataType::CUDA_R_32F;
+                        blas::gemm_ex(
+                            h,
+                            op,
+                            op,
+                            n,
+                            m,
+                            k,
+                            (&one as *const f32).cast(),
+                            r.b.ptr as _,
+                            t,
+                            n,
+                            r.a.ptr as _,
+                            t,
+                            k,
+                            (&zero as *const f32).cast(),
+                            r.c.ptr as _,
+                            t,
+                            n,
+                            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+                            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+                        )
+                    }
                     ScalarType::F32 => blas::sgemm(
                         h,
                         op,

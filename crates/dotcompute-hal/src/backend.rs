@@ -49,6 +49,19 @@ pub struct MatmulRequest<'a, B> {
     pub n: usize,
     pub k: usize,
     pub elem: ScalarType,
+    pub precision: Precision,
+}
+
+/// The arithmetic a floating-point matrix product may use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// The element type's own precision throughout (FP32 for `f32`).
+    #[default]
+    Full,
+    /// `f32` products may round their inputs to TF32 (10-bit mantissa) on tensor cores,
+    /// accumulating in FP32 (about 1e-3 relative error per product). A backend without
+    /// TF32 computes in full FP32, which satisfies the bound.
+    Tf32,
 }
 
 /// Host memory allocated by a backend (page-locked on CUDA); freed on drop.

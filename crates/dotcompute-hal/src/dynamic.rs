@@ -187,6 +187,7 @@ impl<B: Backend + Queue> DynBackend for B {
                 n: r.n,
                 k: r.k,
                 elem: r.elem,
+                precision: r.precision,
             },
         )
     }

@@ -39,7 +39,7 @@ pub mod registry;
 mod stream;
 
 pub use backend::{
-    Backend, Blas, BoundArg, GraphExec, HostMemory, LaunchRequest, MatmulRequest, Queue,
+    Backend, Blas, BoundArg, GraphExec, HostMemory, LaunchRequest, MatmulRequest, Precision, Queue,
 };
 pub use device::{
     AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, Limits, RawLanguage,

@@ -232,7 +232,7 @@ pub use graph::{ExecGraph, Graph, GraphArg, GraphBuffer, GraphBufferMut, NodeId}
 pub use half::{bf16, f16};
 pub use host::{Event, HostBuffer};
 pub use lang::{Float, Int, Num};
-pub use linalg::{MatmulElement, MatmulPath};
+pub use linalg::{MatmulElement, MatmulPath, Precision};
 pub use raw::{RawKernel, RawParam};
 pub use registry::{backends, registry, BackendStatus};
 pub use stream::{AsStream, Stream};

@@ -1,19 +1,17 @@
 //! Matrix products: a vendor library where the backend has one (cuBLAS on CUDA,
-//! matrixmultiply on the CPU), the generated tiled kernel everywhere else (and on
+//! matrixmultiply on the CPU), the generated register-blocked kernel everywhere else (and on
 //! request).
 
 use crate::{kernel, Buffer, Device, Element, Float, Launch};
+pub use dotcompute_hal::Precision;
 use dotcompute_hal::{Error, KernelDef, MatmulRequest, Result, StreamId};
-
-/// Edge of the square tiles of the generated kernels (16×16 = 256 threads per group).
-const TILE: u32 = 16;
 
 /// Which implementation computed a matrix product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MatmulPath {
     /// The backend's vendor library (cuBLAS on CUDA, matrixmultiply on the CPU).
     Vendor,
-    /// dotcompute's generated tiled kernel.
+    /// dotcompute's generated register-blocked kernel.
     Generated,
 }
 
@@ -26,12 +24,12 @@ pub trait MatmulElement: Element {
 }
 impl MatmulElement for f32 {
     fn kernel() -> Option<&'static KernelDef> {
-        Some(matmul_tiled::kernel::<f32, TILE>())
+        Some(matmul_blocked::kernel::<f32>())
     }
 }
 impl MatmulElement for f64 {
     fn kernel() -> Option<&'static KernelDef> {
-        Some(matmul_tiled::kernel::<f64, TILE>())
+        Some(matmul_blocked::kernel::<f64>())
     }
 }
 impl MatmulElement for half::f16 {
@@ -59,39 +57,90 @@ fn no_half_kernel<T: Element>(device: &Device) -> Error {
     }
 }
 
-/// `c = a · b` for row-major `a` (m×k), `b` (k×n), `c` (m×n), tiled through shared
-/// memory; one instantiation per float type.
+/// Threads per group edge of the generated product: 16×16 = 256 threads.
+const GROUP_EDGE: u32 = 16;
+/// Rows (and columns) of `c` each thread computes: an 8×8 register block.
+const REG: u32 = 8;
+/// Rows and columns of `c` per group: 128×128.
+const BLOCK: u32 = GROUP_EDGE * REG;
+/// Depth of the `a` and `b` tiles staged in shared memory per step.
+const DEPTH: u32 = 8;
+/// Row stride of the staged `a` tile (transposed, `[DEPTH][BLOCK]`): padded by 4 so the
+/// 8 rows a warp stores land in different banks.
+const A_STRIDE: u32 = BLOCK + 4;
+
+/// `c = a · b` for row-major `a` (m×k), `b` (k×n), `c` (m×n), register-blocked: a group
+/// of 16×16 threads computes a 128×128 block of `c`, each thread an 8×8 block held in a
+/// thread-private array (the compiler keeps it in registers: the loops over it have
+/// constant bounds and unroll). Per step, 128×8 of `a` (stored transposed) and 8×128 of
+/// `b` are staged in shared memory; each thread then does 64 multiply-adds per 16 shared
+/// reads. A thread's rows and columns are strided by 16 (row `ty + 16 i`, column
+/// `tx + 16 j`), so a warp's shared reads are broadcasts or consecutive and its stores to
+/// `c` are coalesced. Edges are zero-padded on load and masked on store: any m, n, k.
 #[kernel]
-fn matmul_tiled<T: Float, const TILE: u32>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u32) {
-    let ta = shared::<T, { TILE * TILE }>();
-    let tb = shared::<T, { TILE * TILE }>();
-    let col = global_id().x;
-    let row = global_id().y;
-    let lx = local_id().x;
-    let ly = local_id().y;
-    let mut acc = T::zero();
-    let tiles = (k + TILE - 1) / TILE;
-    for t in 0..tiles {
-        let ak = t * TILE + lx;
-        let bk = t * TILE + ly;
-        ta[ly * TILE + lx] = if row < m && ak < k {
-            a[row * k + ak]
-        } else {
-            T::zero()
-        };
-        tb[ly * TILE + lx] = if bk < k && col < n {
-            b[bk * n + col]
-        } else {
-            T::zero()
-        };
-        barrier();
-        for kk in 0..TILE {
-            acc += ta[ly * TILE + kk] * tb[kk * TILE + lx];
+fn matmul_blocked<T: Float>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u32) {
+    let ta = shared::<T, { DEPTH * A_STRIDE }>();
+    let tb = shared::<T, { DEPTH * BLOCK }>();
+    let tx = local_id().x;
+    let ty = local_id().y;
+    let tid = ty * GROUP_EDGE + tx;
+    let row0 = group_id().y * BLOCK;
+    let col0 = group_id().x * BLOCK;
+    let mut acc = [T::zero(); 64];
+    let mut a_reg = [T::zero(); 8];
+    let mut b_reg = [T::zero(); 8];
+    let mut k0: u32 = 0;
+    while k0 < k {
+        // 1,024 elements of each tile, 4 per thread.
+        for q in 0..4u32 {
+            let e = tid + 256 * q;
+            let r = e / DEPTH;
+            let kk = e % DEPTH;
+            let gr = row0 + r;
+            let gk = k0 + kk;
+            ta[kk * A_STRIDE + r] = if gr < m && gk < k {
+                a[gr * k + gk]
+            } else {
+                T::zero()
+            };
+        }
+        for q in 0..4u32 {
+            let e = tid + 256 * q;
+            let kk = e / BLOCK;
+            let cc = e % BLOCK;
+            let gk = k0 + kk;
+            let gc = col0 + cc;
+            tb[kk * BLOCK + cc] = if gk < k && gc < n {
+                b[gk * n + gc]
+            } else {
+                T::zero()
+            };
         }
         barrier();
+        for kk in 0..DEPTH {
+            for i in 0..8u32 {
+                a_reg[i] = ta[kk * A_STRIDE + ty + GROUP_EDGE * i];
+            }
+            for j in 0..8u32 {
+                b_reg[j] = tb[kk * BLOCK + tx + GROUP_EDGE * j];
+            }
+            for i in 0..8u32 {
+                for j in 0..8u32 {
+                    acc[i * REG + j] += a_reg[i] * b_reg[j];
+                }
+            }
+        }
+        barrier();
+        k0 += DEPTH;
     }
-    if row < m && col < n {
-        c[row * n + col] = acc;
+    for i in 0..8u32 {
+        for j in 0..8u32 {
+            let r = row0 + ty + GROUP_EDGE * i;
+            let cc = col0 + tx + GROUP_EDGE * j;
+            if r < m && cc < n {
+                c[r * n + cc] = acc[i * REG + j];
+            }
+        }
     }
 }
 
@@ -122,7 +171,40 @@ impl Device {
         n: usize,
         k: usize,
     ) -> Result<MatmulPath> {
+        self.matmul_with(a, b, c, m, n, k, Precision::Full)
+    }
+
+    /// [`Device::matmul`] at a chosen [`Precision`]: `Precision::Tf32` lets an `f32`
+    /// product run on TF32 tensor cores (cuBLAS on CUDA, about 1e-3 relative error);
+    /// backends without TF32 compute it in full FP32. TF32 for any other element type is
+    /// an [`Error::Unsupported`].
+    ///
+    /// ```
+    /// use dotcompute::{Device, Precision};
+    /// let d = Device::cpu();
+    /// let a = d.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    /// let mut c = d.alloc::<f32>(4).unwrap();
+    /// d.matmul_with(&a, &a, &mut c, 2, 2, 2, Precision::Tf32).unwrap();
+    /// assert_eq!(c.to_vec().unwrap(), vec![7.0, 10.0, 15.0, 22.0]);
+    /// ```
+    #[allow(clippy::too_many_arguments)] // the BLAS shape: three matrices, three sizes, one mode
+    pub fn matmul_with<T: MatmulElement>(
+        &self,
+        a: &Buffer<T>,
+        b: &Buffer<T>,
+        c: &mut Buffer<T>,
+        m: usize,
+        n: usize,
+        k: usize,
+        precision: Precision,
+    ) -> Result<MatmulPath> {
         self.check_matmul(a, b, c, m, n, k)?;
+        if precision == Precision::Tf32 && T::TYPE.scalar != dotcompute_ir::ScalarType::F32 {
+            return Err(Error::Unsupported {
+                op: "matmul",
+                detail: format!("TF32 applies to f32 products, not {}", T::TYPE),
+            });
+        }
         let request = MatmulRequest {
             a: a.raw(),
             b: b.raw(),
@@ -131,6 +213,7 @@ impl Device {
             n,
             k,
             elem: T::TYPE.scalar,
+            precision,
         };
         if self.backend().has_blas(T::TYPE.scalar) {
             let s = StreamId::DEFAULT;
@@ -144,7 +227,7 @@ impl Device {
         Ok(MatmulPath::Generated)
     }
 
-    /// `c = a · b` through dotcompute's generated tiled kernel, on any backend.
+    /// `c = a · b` through dotcompute's generated register-blocked kernel, on any backend.
     pub fn matmul_generated<T: MatmulElement>(
         &self,
         a: &Buffer<T>,
@@ -156,7 +239,11 @@ impl Device {
     ) -> Result<()> {
         self.check_matmul(a, b, c, m, n, k)?;
         let kernel = T::kernel().ok_or_else(|| no_half_kernel::<T>(self))?;
-        let launch = Launch::grid2d(n, m).group2d(TILE, TILE);
+        let launch = Launch::grid2d(
+            n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+            m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+        )
+        .group2d(GROUP_EDGE, GROUP_EDGE);
         let (m, n, k) = (m as u32, n as u32, k as u32);
         self.launch_kernel(
             kernel,

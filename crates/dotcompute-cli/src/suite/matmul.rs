@@ -1,0 +1,238 @@
+//! Matrix products from 256 to 8192 per path and precision: the generated
+//! register-blocked kernel (`Device::matmul_generated`) against the backend's vendor
+//! library (cuBLAS on CUDA, matrixmultiply on the CPU) in FP32, and on CUDA cuBLAS in
+//! TF32 and f16 against cuBLAS FP32. Where a backend has no vendor library (wgpu), the
+//! reference is the plain 16×16 tiled kernel a user would write first.
+//! Every product is checked on 64 sampled elements against an f64 reference.
+
+use super::{measure_all, Bench, Ctx, Figure, Res, Stats, Unit};
+use dotcompute::{BackendKind, Buffer, Device, Launch, MatmulPath, Precision};
+use dotcompute_conformance::kernels;
+use half::f16;
+
+pub fn benches() -> Vec<Bench> {
+    vec![Bench {
+        name: "matmul",
+        what: "square products 256…8192: generated against vendor, per precision",
+        run: matmul,
+    }]
+}
+
+fn sizes(ctx: &Ctx) -> &'static [usize] {
+    match (ctx.quick, ctx.kind()) {
+        (true, _) => &[256, 512],
+        (false, BackendKind::Cpu) => &[256, 512, 1024],
+        _ => &[256, 512, 1024, 2048, 4096, 8192],
+    }
+}
+
+fn matmul(ctx: &Ctx) -> Res<Vec<Figure>> {
+    let mut out = Vec::new();
+    for &n in sizes(ctx) {
+        ctx.step(&format!("matmul {n}³"));
+        out.extend(at_size(ctx, n)?);
+    }
+    Ok(out)
+}
+
+/// The inputs of one size: random f32 in [-1, 1), seeded by the size.
+struct Inputs {
+    n: usize,
+    a: Vec<f32>,
+    b: Vec<f32>,
+}
+
+impl Inputs {
+    /// Checks 64 sampled elements of `c` against f64 dot products of `a` and `b` (as
+    /// given: the f16 product passes its rounded inputs), each within `rel` of the sum of
+    /// the products' magnitudes.
+    fn check(&self, what: &str, c: &[f32], a: &[f32], b: &[f32], rel: f64) -> Res<()> {
+        let n = self.n;
+        let mut rng = fastrand::Rng::with_seed(n as u64);
+        for _ in 0..64 {
+            let (i, j) = (rng.usize(..n), rng.usize(..n));
+            let (mut want, mut mag) = (0.0f64, 0.0f64);
+            for p in 0..n {
+                let t = a[i * n + p] as f64 * b[p * n + j] as f64;
+                want += t;
+                mag += t.abs();
+            }
+            let got = c[i * n + j] as f64;
+            if got.is_nan() || (got - want).abs() > rel * mag + 1e-30 {
+                return Err(format!(
+                    "{what} {n}³: c[{i}][{j}] = {got}, expected {want} (allowed {:e})",
+                    rel * mag
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// f32 rounding of the error bound of an n-term dot product, loosely (2 n eps).
+fn fp32_rel(n: usize) -> f64 {
+    2.0 * n as f64 * f32::EPSILON as f64
+}
+
+fn at_size(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
+    let d = ctx.device;
+    let mut rng = fastrand::Rng::with_seed(0x3a7 + n as u64);
+    let inputs = Inputs {
+        n,
+        a: (0..n * n).map(|_| rng.f32() * 2.0 - 1.0).collect(),
+        b: (0..n * n).map(|_| rng.f32() * 2.0 - 1.0).collect(),
+    };
+    let (da, db) = (
+        d.upload(&inputs.a).map_err(super::s)?,
+        d.upload(&inputs.b).map_err(super::s)?,
+    );
+    let poisoned = |d: &Device| d.alloc_filled(n * n, f32::NAN).map_err(super::s);
+    let (mut c_gen, mut c_ref) = (poisoned(d)?, poisoned(d)?);
+    let flops = 2.0 * (n as f64).powi(3);
+    let size = format!("{n}³");
+    let vendor = d.matmul(&da, &db, &mut c_ref, n, n, n).map_err(super::s)? == MatmulPath::Vendor;
+    // The CPU runs the generated kernel one coroutine per thread (it has barriers): only
+    // the small sizes, or the run takes minutes.
+    let generated = ctx.kind() != BackendKind::Cpu || n <= 512;
+    let mut figs = Vec::new();
+    let vendor_name = match ctx.kind() {
+        BackendKind::Cuda => "cuBLAS",
+        BackendKind::Cpu => "matrixmultiply",
+        _ => "vendor",
+    };
+    if generated {
+        let reference_case = if vendor {
+            format!("{vendor_name} fp32")
+        } else {
+            "generated 16×16 tiled (the first kernel a user writes)".into()
+        };
+        let tile = kernels::TILE;
+        let times = measure_all(
+            ctx,
+            &mut [
+                &mut || {
+                    d.matmul_generated(&da, &db, &mut c_gen, n, n, n)
+                        .map_err(super::s)
+                },
+                &mut || {
+                    if vendor {
+                        d.matmul(&da, &db, &mut c_ref, n, n, n)
+                            .map(|_| ())
+                            .map_err(super::s)
+                    } else {
+                        let l = Launch::grid2d(n, n).group2d(tile, tile);
+                        let nn = n as u32;
+                        kernels::matmul_tiled::launch(d, l, &da, &db, &mut c_ref, nn, nn, nn)
+                            .map_err(super::s)
+                    }
+                },
+            ],
+        )?;
+        let rel = fp32_rel(n);
+        inputs.check(
+            "generated",
+            &c_gen.to_vec().map_err(super::s)?,
+            &inputs.a,
+            &inputs.b,
+            rel,
+        )?;
+        inputs.check(
+            &reference_case,
+            &c_ref.to_vec().map_err(super::s)?,
+            &inputs.a,
+            &inputs.b,
+            rel,
+        )?;
+        let mut f = ctx
+            .figure("matmul", size.clone(), n as f64, Unit::TflopS)
+            .precision("fp32")
+            .ours("generated register-blocked", flops, times[0].clone())
+            .against(&reference_case, flops, times[1].clone());
+        if vendor && ctx.kind() == BackendKind::Cuda {
+            f = f.target("≥ 0.5 at 4096 (stretch 0.65)");
+        }
+        figs.push(f.build());
+    }
+    if ctx.kind() == BackendKind::Cuda {
+        figs.extend(cublas_precisions(ctx, &inputs, &da, &db, flops, &size)?);
+    }
+    Ok(figs)
+}
+
+/// cuBLAS TF32 and f16 (f32 accumulation) against cuBLAS FP32, same inputs.
+fn cublas_precisions(
+    ctx: &Ctx,
+    inputs: &Inputs,
+    da: &Buffer<f32>,
+    db: &Buffer<f32>,
+    flops: f64,
+    size: &str,
+) -> Res<Vec<Figure>> {
+    let d = ctx.device;
+    let n = inputs.n;
+    let (a16, b16): (Vec<f16>, Vec<f16>) = (
+        inputs.a.iter().map(|&x| f16::from_f32(x)).collect(),
+        inputs.b.iter().map(|&x| f16::from_f32(x)).collect(),
+    );
+    let (da16, db16) = (
+        d.upload(&a16).map_err(super::s)?,
+        d.upload(&b16).map_err(super::s)?,
+    );
+    let mut c16 = d.alloc_filled(n * n, f16::NAN).map_err(super::s)?;
+    let mut c32 = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
+    let mut ctf = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
+    let times: Vec<Stats> = measure_all(
+        ctx,
+        &mut [
+            &mut || {
+                d.matmul(da, db, &mut c32, n, n, n)
+                    .map(|_| ())
+                    .map_err(super::s)
+            },
+            &mut || {
+                d.matmul_with(da, db, &mut ctf, n, n, n, Precision::Tf32)
+                    .map(|_| ())
+                    .map_err(super::s)
+            },
+            &mut || {
+                d.matmul(&da16, &db16, &mut c16, n, n, n)
+                    .map(|_| ())
+                    .map_err(super::s)
+            },
+        ],
+    )?;
+    // TF32 keeps 10 mantissa bits of each input: about 2^-10 of each product's size.
+    inputs.check(
+        "cuBLAS TF32",
+        &ctf.to_vec().map_err(super::s)?,
+        &inputs.a,
+        &inputs.b,
+        2.0 / 1024.0,
+    )?;
+    let (ra, rb): (Vec<f32>, Vec<f32>) = (
+        a16.iter().map(|x| x.to_f32()).collect(),
+        b16.iter().map(|x| x.to_f32()).collect(),
+    );
+    let got16: Vec<f32> = c16
+        .to_vec()
+        .map_err(super::s)?
+        .iter()
+        .map(|x| x.to_f32())
+        .collect();
+    // f16 output: half an f16 ulp of the result, bounded by the products' magnitudes.
+    inputs.check("cuBLAS f16", &got16, &ra, &rb, 2.0 / 2048.0)?;
+    let fp32 = "cuBLAS fp32";
+    Ok(vec![
+        ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
+            .precision("tf32")
+            .ours("cuBLAS TF32", flops, times[1].clone())
+            .against(fp32, flops, times[0].clone())
+            .note("generated TF32 (mma.sync) is not built yet")
+            .build(),
+        ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
+            .precision("f16")
+            .ours("cuBLAS f16, f32 accumulation", flops, times[2].clone())
+            .against(fp32, flops, times[0].clone())
+            .build(),
+    ])
+}
