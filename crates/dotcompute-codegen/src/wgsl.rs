@@ -597,15 +597,14 @@ impl Gen<'_> {
                     // arrays indexed by the counter stay in registers, and drivers that
                     // bound loop iterations (llvmpipe ends a loop after 65,535) count
                     // only the loops that remain.
-                    self.line(d, "{");
-                    self.line(d + 1, &format!("var {v}: {t};"));
+                    // Each trip binds the counter with `let`: a constant expression, so
+                    // array indices built from it are constant in naga's output too.
                     for value in trips {
-                        self.line(d + 1, &format!("{v} = {t}({value});"));
-                        self.line(d + 1, "{");
-                        self.block(body, d + 2);
-                        self.line(d + 1, "}");
+                        self.line(d, "{");
+                        self.line(d + 1, &format!("let {v}: {t} = {t}({value});"));
+                        self.block(body, d + 1);
+                        self.line(d, "}");
                     }
-                    self.line(d, "}");
                     return;
                 }
                 let (e, st) = (self.fresh(), self.fresh());

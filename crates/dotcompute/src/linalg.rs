@@ -64,15 +64,17 @@ const REG: u32 = 8;
 /// Rows and columns of `c` per group: 128×128.
 const BLOCK: u32 = GROUP_EDGE * REG;
 /// Depth of the `a` and `b` tiles staged in shared memory per step.
-const DEPTH: u32 = 8;
-/// Row stride of the staged `a` tile (transposed, `[DEPTH][BLOCK]`): padded by 4 so the
-/// 8 rows a warp stores land in different banks.
-const A_STRIDE: u32 = BLOCK + 4;
+const DEPTH: u32 = 16;
+/// Row stride of the staged `a` tile (transposed, `[DEPTH][BLOCK]`): padded by
+/// 32 / DEPTH so that the DEPTH rows a warp stores land in different banks.
+const A_STRIDE: u32 = BLOCK + 32 / DEPTH;
+/// Elements of each staged tile every thread loads (the group has 256 threads).
+const LOADS: u32 = DEPTH * BLOCK / 256;
 
 /// `c = a · b` for row-major `a` (m×k), `b` (k×n), `c` (m×n), register-blocked: a group
 /// of 16×16 threads computes a 128×128 block of `c`, each thread an 8×8 block held in a
 /// thread-private array (the compiler keeps it in registers: the loops over it have
-/// constant bounds and unroll). Per step, 128×8 of `a` (stored transposed) and 8×128 of
+/// constant bounds and unroll). Per step, 128×16 of `a` (stored transposed) and 16×128 of
 /// `b` are staged in shared memory; each thread then does 64 multiply-adds per 16 shared
 /// reads. A thread's rows and columns are strided by 16 (row `ty + 16 i`, column
 /// `tx + 16 j`), so a warp's shared reads are broadcasts or consecutive and its stores to
@@ -91,8 +93,8 @@ fn matmul_blocked<T: Float>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u3
     let mut b_reg = [T::zero(); 8];
     let mut k0: u32 = 0;
     while k0 < k {
-        // 1,024 elements of each tile, 4 per thread.
-        for q in 0..4u32 {
+        // DEPTH × 128 elements of each tile, LOADS per thread.
+        for q in 0..LOADS {
             let e = tid + 256 * q;
             let r = e / DEPTH;
             let kk = e % DEPTH;
@@ -104,7 +106,7 @@ fn matmul_blocked<T: Float>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u3
                 T::zero()
             };
         }
-        for q in 0..4u32 {
+        for q in 0..LOADS {
             let e = tid + 256 * q;
             let kk = e / BLOCK;
             let cc = e % BLOCK;

@@ -342,7 +342,12 @@ impl HandWritten {
 /// compute unit), as a user who read the occupancy guide would launch it.
 fn reduce_launch(device: &Device, n: usize) -> Launch {
     const GROUP: usize = 256;
-    let groups = (device.info().compute_units.max(1) as usize * 8).min(n.div_ceil(GROUP));
+    // wgpu does not report compute units: a fixed 1,024 groups, enough for any GPU.
+    let units = match device.info().compute_units {
+        0 => 128,
+        u => u as usize,
+    };
+    let groups = (units * 8).min(n.div_ceil(GROUP));
     Launch::threads(groups * GROUP)
         .group(GROUP as u32)
         .dynamic_shared(GROUP as u32)

@@ -477,7 +477,9 @@ pub fn run(opts: Options) -> ExitCode {
 /// both ran (same benchmark, case and size): the cross-backend targets.
 fn cross_backend(figures: &[Figure]) -> Vec<Figure> {
     let mut out = Vec::new();
-    for f in figures.iter().filter(|f| f.ours.backend == "wgpu") {
+    // Cases already against a same-backend hand-written kernel would repeat themselves.
+    let comparable = |f: &&Figure| f.ours.backend == "wgpu" && !f.ours.case.contains(" vs ");
+    for f in figures.iter().filter(comparable) {
         let twin = figures.iter().find(|c| {
             c.ours.backend == "cuda"
                 && c.bench == f.bench
