@@ -68,31 +68,14 @@ impl Blas<CudaBuffer> for CudaBackend {
             unsafe {
                 blas::set_stream(h, stream as _).and_then(|()| match r.elem {
                     // FP32 data through TF32 tensor cores, FP32 accumulation.
-                    ScalarType::F32 if r.precision == Precision::Tf32 => {
-                        let (one, zero) = (1.0f32, 0.0f32);
-                        let t = blas_sys::cudaDataType::CUDA_R_32F;
-                        blas::gemm_ex(
-                            h,
-                            op,
-                            op,
-                            n,
-                            m,
-                            k,
-                            (&one as *const f32).cast(),
-                            r.b.ptr as _,
-                            t,
-                            n,
-                            r.a.ptr as _,
-                            t,
-                            k,
-                            (&zero as *const f32).cast(),
-                            r.c.ptr as _,
-                            t,
-                            n,
-                            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
-                            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
-                        )
-                    }
+                    // FP32 data through TF32 tensor cores, FP32 accumulation.
+                    ScalarType::F32 if r.precision == Precision::Tf32 => gemm_ex(
+                        h,
+                        (n, m, k),
+                        r,
+                        blas_sys::cudaDataType::CUDA_R_32F,
+                        blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+                    ),
                     ScalarType::F32 => blas::sgemm(
                         h,
                         op,
@@ -127,35 +110,17 @@ impl Blas<CudaBuffer> for CudaBackend {
                     ),
                     // 16-bit inputs and output, f32 accumulation (alpha and beta are then
                     // f32), tensor cores where the device has them.
-                    half_type => {
-                        let t = if half_type == ScalarType::F16 {
+                    half_type => gemm_ex(
+                        h,
+                        (n, m, k),
+                        r,
+                        if half_type == ScalarType::F16 {
                             blas_sys::cudaDataType::CUDA_R_16F
                         } else {
                             blas_sys::cudaDataType::CUDA_R_16BF
-                        };
-                        let (one, zero) = (1.0f32, 0.0f32);
-                        blas::gemm_ex(
-                            h,
-                            op,
-                            op,
-                            n,
-                            m,
-                            k,
-                            (&one as *const f32).cast(),
-                            r.b.ptr as _,
-                            t,
-                            n,
-                            r.a.ptr as _,
-                            t,
-                            k,
-                            (&zero as *const f32).cast(),
-                            r.c.ptr as _,
-                            t,
-                            n,
-                            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
-                        )
-                    }
+                        },
+                        blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    ),
                 })
             }
             .map_err(|e| Error::Backend {
@@ -163,5 +128,46 @@ impl Blas<CudaBuffer> for CudaBackend {
                 message: format!("cuBLAS gemm ({m}×{k} · {k}×{n}, {}): {e:?}", r.elem),
             })
         })
+    }
+}
+
+/// `cublasGemmEx` of row-major `c = a · b` as column-major `cᵀ = bᵀ · aᵀ` (`dims` is
+/// `(n, m, k)` in cuBLAS's order), with data type `t` for all three matrices, compute
+/// type `compute` and f32 alpha = 1, beta = 0, on tensor cores where the device has them.
+///
+/// # Safety
+/// As for `Blas::gemm`: the buffers hold their matrices of type `t`; the handle is live.
+unsafe fn gemm_ex(
+    h: blas_sys::cublasHandle_t,
+    (n, m, k): (i32, i32, i32),
+    r: &MatmulRequest<'_, CudaBuffer>,
+    t: blas_sys::cudaDataType,
+    compute: blas_sys::cublasComputeType_t,
+) -> std::result::Result<(), cudarc::cublas::result::CublasError> {
+    let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
+    let (one, zero) = (1.0f32, 0.0f32);
+    // SAFETY: the caller's contract; alpha and beta outlive the call.
+    unsafe {
+        blas::gemm_ex(
+            h,
+            op,
+            op,
+            n,
+            m,
+            k,
+            (&one as *const f32).cast(),
+            r.b.ptr as _,
+            t,
+            n,
+            r.a.ptr as _,
+            t,
+            k,
+            (&zero as *const f32).cast(),
+            r.c.ptr as _,
+            t,
+            n,
+            compute,
+            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+        )
     }
 }
