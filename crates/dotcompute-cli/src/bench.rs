@@ -16,7 +16,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 pub fn run(name: &str, n: usize, reps: usize, backend: &str, trace: Option<&str>) -> ExitCode {
     let outcome = match name {
-        "streams" | "graph" | "stream-acquire" | "alloc" => {
+        "streams" | "stream-acquire" | "alloc" => {
             crate::bench_core::run(name, backend, reps.max(1), trace)
         }
         cuda if cuda.starts_with("cuda-") => return crate::bench_cuda::run(cuda, reps.max(1)),
@@ -24,7 +24,7 @@ pub fn run(name: &str, n: usize, reps: usize, backend: &str, trace: Option<&str>
             .and_then(|d| checked_overhead(&d, n, reps.max(1)))
             .map_err(|e| e.to_string()),
         other => Err(format!(
-            "`{other}` is not a single benchmark; available: {}, streams/graph with --trace, cuda-launch, cuda-compile, cuda-pool, cuda-transfer",
+            "`{other}` is not a single benchmark; available: {}, streams with --trace, cuda-launch, cuda-compile, cuda-pool, cuda-transfer",
             SINGLE.join(", ")
         )),
     };

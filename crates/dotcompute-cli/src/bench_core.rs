@@ -4,14 +4,10 @@
 //! * `streams`: 4 independent small kernels on 4 streams of one device, against the same
 //!   4 one after another on the default stream (and on 4 devices, the old way to get
 //!   concurrency). `--trace FILE` writes a Perfetto timeline of one round of each.
-//! * `graph`: a 100-node chain as one graph replay, against the same 100 launches one by
-//!   one; the figure is the cost per node.
+//! * `graph` (measured here, reported by the suite): a 100-node chain as one graph
+//!   replay, against the same 100 launches one by one; the figure is the cost per node.
 //! * `stream-acquire`: opening and dropping a stream, against a pooled alloc + free.
 //! * `alloc`: pooled alloc + free of 1 MiB while another stream is open and in use.
-//! * `matmul`: f32 `Device::matmul` (the vendor path: cuBLAS, matrixmultiply on the CPU)
-//!   and the generated tiled kernel, 512³; on the CPU also matrixmultiply called directly
-//!   on host memory in one thread (the raw-library reference; `Device::matmul` runs it in
-//!   row bands on every core).
 
 use crate::suite::Stats;
 use dotcompute::prelude::*;
@@ -80,7 +76,6 @@ pub fn run(name: &str, backend: &str, reps: usize, trace: Option<&str>) -> Res<(
     println!("device: {}", device.label());
     match name {
         "streams" => streams(&device, reps, trace),
-        "graph" => graph(&device, reps),
         "stream-acquire" => stream_acquire(&device),
         "alloc" => alloc(&device),
         other => Err(format!("unknown benchmark `{other}`")),
@@ -229,38 +224,6 @@ pub struct GraphTimes {
     pub one_by_one: Stats,
     pub replay: Stats,
     pub native: bool,
-}
-
-fn graph(device: &Device, reps: usize) -> Res<()> {
-    let g = measure_graph(device, reps)?;
-    const NODES: usize = 100;
-    let n = 256;
-    let (t_one, t_graph) = (median_of(&g.one_by_one), median_of(&g.replay));
-    let kind = if g.native {
-        "driver graph"
-    } else {
-        "replayed by the facade; wgpu batches consecutive launches into one submission"
-    };
-    let (per_launch, per_node) = (t_one / NODES as u32, t_graph / NODES as u32);
-    println!(
-        "a chain of {NODES} dependent launches of {n} threads, median of {reps} after 3 warm-ups ({})",
-        kind
-    );
-    println!(
-        "  100 launches one by one   {:>9.1} µs  ({:.3} µs per launch)",
-        us(t_one),
-        us(per_launch)
-    );
-    println!(
-        "  one graph replay          {:>9.1} µs  ({:.3} µs per node)",
-        us(t_graph),
-        us(per_node)
-    );
-    println!(
-        "  per node / per launch     {:>9.3}   (target ≤ 0.5 on CUDA)",
-        per_node.as_secs_f64() / per_launch.as_secs_f64()
-    );
-    Ok(())
 }
 
 pub fn measure_graph(device: &Device, reps: usize) -> Res<GraphTimes> {

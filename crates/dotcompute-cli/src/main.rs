@@ -57,7 +57,7 @@ enum Command {
     /// Suite benchmarks: vector-add, reduce, transpose, softmax, stencil, atomics, matmul,
     /// launch, streams, graph. Single benchmarks with their own report: checked,
     /// stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer (and
-    /// `streams`/`graph` with `--trace`).
+    /// `streams` with `--trace`).
     Bench {
         /// Benchmarks to run (default: the whole suite).
         names: Vec<String>,

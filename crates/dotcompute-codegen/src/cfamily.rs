@@ -610,13 +610,13 @@ DC_VEC4(uint4, u32)
 
 /// The bounds of a `for` loop over literal bounds with a positive literal step, at most
 /// [`UNROLL_TRIPS`] trips, whose counter cannot overflow past `end` (so a C `for` with
-/// `<` is exact), as C literals: `(start, end, step)`.
+/// `<` is exact): `(start, end, step)`.
 pub(crate) fn small_constant_range(
     start: &Expr,
     end: &Expr,
     step: &Expr,
     ty: ScalarType,
-) -> Option<(String, String, String)> {
+) -> Option<(i128, i128, i128)> {
     let lit = |e: &Expr| match &e.kind {
         ExprKind::Literal(l) => l.as_i128(),
         _ => None,
@@ -634,8 +634,7 @@ pub(crate) fn small_constant_range(
     } else {
         0
     };
-    (st > 0 && trips <= UNROLL_TRIPS && e + st <= max && s >= -(1 << 31))
-        .then(|| (s.to_string(), e.to_string(), st.to_string()))
+    (st > 0 && trips <= UNROLL_TRIPS && e + st <= max && s >= -(1 << 31)).then_some((s, e, st))
 }
 
 /// The most trips of a loop [`small_constant_range`] unrolls.

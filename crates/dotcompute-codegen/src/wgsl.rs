@@ -591,7 +591,7 @@ impl Gen<'_> {
                 let scalar = self.k.locals[*var as usize].ty.scalar;
                 let t = self.ty(scalar);
                 let constant = crate::cfamily::small_constant_range(start, end, step, scalar);
-                if let Some(trips) = constant.and_then(|r| unrollable(&r, body)) {
+                if let Some(trips) = constant.and_then(|r| unrollable(r, body)) {
                     // Constant bounds, a few trips, no jumps: the body once per value of
                     // the counter. WGSL has no unroll hint; unrolled, thread-private
                     // arrays indexed by the counter stay in registers, and drivers that
@@ -1125,10 +1125,8 @@ fn dc_f32_to_u32(x: f32) -> u32 {
 /// The counter's values of a constant loop the WGSL printer writes out, when it has at
 /// most [`UNROLL_TRIPS`] trips and its body (nested loops included) neither breaks,
 /// continues nor returns.
-fn unrollable((start, end, step): &(String, String, String), body: &[Stmt]) -> Option<Vec<i128>> {
-    let (s, e, st): (i128, i128, i128) =
-        (start.parse().ok()?, end.parse().ok()?, step.parse().ok()?);
-    let values: Vec<i128> = (s..e).step_by(st as usize).collect();
+fn unrollable((start, end, step): (i128, i128, i128), body: &[Stmt]) -> Option<Vec<i128>> {
+    let values: Vec<i128> = (start..end).step_by(step as usize).collect();
     let mut jumps = false;
     walk_stmts(body, &mut |x| {
         jumps |= matches!(x, Stmt::Break | Stmt::Continue | Stmt::Return);

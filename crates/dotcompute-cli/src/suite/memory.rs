@@ -65,10 +65,29 @@ impl CopyRef {
         self.dst.copy_from(&self.src).map_err(super::s)
     }
 
+    /// Whether every copied element arrived (the reference is verified like the cases).
+    fn verify(&self) -> Res<()> {
+        let got = self.dst.to_vec().map_err(super::s)?;
+        match got.iter().position(|&x| x != 1.5) {
+            Some(i) => Err(format!("the reference copy is wrong at element {i}")),
+            None => Ok(()),
+        }
+    }
+
     /// Bytes a copy of `n` f32 moves (read + write).
     fn bytes(n: usize) -> f64 {
         8.0 * n as f64
     }
+}
+
+/// Times `kernel` alternately with a copy of `n` f32 on the same device (the copy
+/// verified): `(kernel, copy)`.
+fn versus_copy(ctx: &Ctx, n: usize, mut kernel: impl FnMut() -> Res<()>) -> Res<(Stats, Stats)> {
+    let mut copy = CopyRef::new(ctx.device, n)?;
+    let mut times = measure_all(ctx, &mut [&mut kernel, &mut || copy.run()])?;
+    copy.verify()?;
+    let t_copy = times.pop().expect("two timings");
+    Ok((times.pop().expect("two timings"), t_copy))
 }
 
 fn pow2_label(n: usize, what: &str) -> String {
@@ -134,10 +153,10 @@ fn vector_add_at(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
                 kernels::vector_add4::launch(d, Launch::threads(v), &da4, &db4, &mut dc4)
                     .map_err(super::s)
             },
-            &mut || match (&mut hand, kind) {
-                (Some(h), _) => h.vector_add4(d, &da4, &db4, &mut hand_c4),
+            &mut || match &mut hand {
+                Some(h) => h.vector_add4(d, &da4, &db4, &mut hand_c4),
                 // The CPU's hand-written reference: a rayon loop over host vectors.
-                (None, _) => {
+                None => {
                     host_c
                         .par_iter_mut()
                         .zip(a.par_iter().zip(b.par_iter()))
@@ -166,16 +185,10 @@ fn vector_add_at(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
         if (0..v).any(|i| h4[i] != a4[i] + b4[i]) {
             return Err("the hand-written vec4 reference gave wrong elements".into());
         }
+    } else if (0..n).any(|i| host_c[i] != a[i] + b[i]) {
+        return Err("the hand-written rayon reference gave wrong elements".into());
     }
-    if copy
-        .dst
-        .to_vec()
-        .map_err(super::s)?
-        .iter()
-        .any(|&x| x != 1.5)
-    {
-        return Err("the reference copy is wrong".into());
-    }
+    copy.verify()?;
     let size = pow2_label(n, "f32");
     let bytes = 12.0 * n as f64;
     let [t_kernel, t_copy, t_vec4, t_hand]: [Stats; 4] =
@@ -204,8 +217,7 @@ fn vector_add_at(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
         vs_hand = vs_hand.target(t);
     }
     if kind == BackendKind::Cpu {
-        vs_hand = vs_hand
-            .note("the rayon loop works on host vectors; its output is the same sum, unchecked");
+        vs_hand = vs_hand.note("the rayon loop works on host vectors");
     }
     figs.push(vs_hand.build());
     Ok(figs)
@@ -403,6 +415,7 @@ fn reduce(ctx: &Ctx) -> Res<Vec<Figure>> {
     let times = measure_all(ctx, &mut refs)?;
     drop(refs);
     drop(fs);
+    copy.verify()?;
     for (who, got) in [("#[kernel]", &sums), ("hand-written", &hand_sums)] {
         if let Some(bad) = got
             .iter()
@@ -442,20 +455,13 @@ fn transpose(ctx: &Ctx) -> Res<Vec<Figure>> {
     let input = data(w * h, 0x7a05);
     let din = d.upload(&input).map_err(super::s)?;
     let mut out = d.alloc_filled(w * h, f32::NAN).map_err(super::s)?;
-    let mut copy = CopyRef::new(d, w * h)?;
     let t2 = kernels::TILE_2D as usize;
     let launch = Launch::grid2d(w.next_multiple_of(t2), h.next_multiple_of(t2))
         .group2d(t2 as u32, t2 as u32);
-    let times = measure_all(
-        ctx,
-        &mut [
-            &mut || {
-                kernels::transpose_2d::launch(d, launch, &din, &mut out, w as u32, h as u32)
-                    .map_err(super::s)
-            },
-            &mut || copy.run(),
-        ],
-    )?;
+    let (t_kernel, t_copy) = versus_copy(ctx, w * h, || {
+        kernels::transpose_2d::launch(d, launch, &din, &mut out, w as u32, h as u32)
+            .map_err(super::s)
+    })?;
     let got = out.to_vec().map_err(super::s)?;
     for y in 0..h {
         for x in 0..w {
@@ -471,12 +477,8 @@ fn transpose(ctx: &Ctx) -> Res<Vec<Figure>> {
             (w * h) as f64,
             Unit::GBs,
         )
-        .ours(
-            "#[kernel] 2-D shared tile",
-            8.0 * (w * h) as f64,
-            times[0].clone(),
-        )
-        .against(COPY, CopyRef::bytes(w * h), times[1].clone())
+        .ours("#[kernel] 2-D shared tile", 8.0 * (w * h) as f64, t_kernel)
+        .against(COPY, CopyRef::bytes(w * h), t_copy)
         .build()])
 }
 
@@ -491,19 +493,11 @@ fn softmax(ctx: &Ctx) -> Res<Vec<Figure>> {
     let x: Vec<f32> = data(rows * cols, 0x50f7).iter().map(|v| v * 5.0).collect();
     let dx = d.upload(&x).map_err(super::s)?;
     let mut out = d.alloc_filled(rows * cols, f32::NAN).map_err(super::s)?;
-    let mut copy = CopyRef::new(d, rows * cols)?;
     let g = kernels::SOFTMAX_GROUP;
     let launch = Launch::threads(rows * g as usize).group(g);
-    let times = measure_all(
-        ctx,
-        &mut [
-            &mut || {
-                kernels::softmax_rows::launch(d, launch, &dx, &mut out, cols as u32)
-                    .map_err(super::s)
-            },
-            &mut || copy.run(),
-        ],
-    )?;
+    let (t_kernel, t_copy) = versus_copy(ctx, rows * cols, || {
+        kernels::softmax_rows::launch(d, launch, &dx, &mut out, cols as u32).map_err(super::s)
+    })?;
     let got = out.to_vec().map_err(super::s)?;
     for r in 0..rows {
         let row = &x[r * cols..(r + 1) * cols];
@@ -527,9 +521,9 @@ fn softmax(ctx: &Ctx) -> Res<Vec<Figure>> {
         .ours(
             "#[kernel] two shared reductions",
             12.0 * (rows * cols) as f64,
-            times[0].clone(),
+            t_kernel,
         )
-        .against(COPY, CopyRef::bytes(rows * cols), times[1].clone())
+        .against(COPY, CopyRef::bytes(rows * cols), t_copy)
         .note("bytes: the row read twice and written once")
         .build()])
 }
@@ -545,24 +539,10 @@ fn stencil(ctx: &Ctx) -> Res<Vec<Figure>> {
     let x = data(w * h, 0x57e4);
     let dx = d.upload(&x).map_err(super::s)?;
     let mut out = d.alloc_filled(w * h, f32::NAN).map_err(super::s)?;
-    let mut copy = CopyRef::new(d, w * h)?;
-    let times = measure_all(
-        ctx,
-        &mut [
-            &mut || {
-                kernels::stencil5::launch(
-                    d,
-                    Launch::grid2d(w, h),
-                    &dx,
-                    &mut out,
-                    w as u32,
-                    h as u32,
-                )
-                .map_err(super::s)
-            },
-            &mut || copy.run(),
-        ],
-    )?;
+    let (t_kernel, t_copy) = versus_copy(ctx, w * h, || {
+        kernels::stencil5::launch(d, Launch::grid2d(w, h), &dx, &mut out, w as u32, h as u32)
+            .map_err(super::s)
+    })?;
     let got = out.to_vec().map_err(super::s)?;
     for yy in 0..h {
         for xx in 0..w {
@@ -585,8 +565,8 @@ fn stencil(ctx: &Ctx) -> Res<Vec<Figure>> {
     }
     Ok(vec![ctx
         .figure("stencil", format!("{w}×{h} f32"), (w * h) as f64, Unit::GBs)
-        .ours("#[kernel] 5-point", 8.0 * (w * h) as f64, times[0].clone())
-        .against(COPY, CopyRef::bytes(w * h), times[1].clone())
+        .ours("#[kernel] 5-point", 8.0 * (w * h) as f64, t_kernel)
+        .against(COPY, CopyRef::bytes(w * h), t_copy)
         .note("bytes: one read and one write per point (neighbours come from cache)")
         .build()])
 }

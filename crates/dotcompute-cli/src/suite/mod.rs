@@ -157,7 +157,8 @@ impl Ctx<'_> {
         self.device.backend_kind()
     }
 
-    /// A figure of `bench` for `case` doing `work` (in `unit`'s terms) per run in `time`.
+    /// A figure of `bench` at `size` (plotted at `x`) in `unit`, on this device; the
+    /// builder adds our case, its reference and the rest.
     pub fn figure(&self, bench: &str, size: String, x: f64, unit: Unit) -> FigureBuilder {
         FigureBuilder {
             figure: Figure {
