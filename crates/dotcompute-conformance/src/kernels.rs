@@ -935,3 +935,28 @@ pub fn spread_add(total: &mut [f32]) {
         atomic_add(&total[i], 1.0f32);
     }
 }
+
+/// Threads per group of [`block_scan`].
+pub const SCAN_GROUP: u32 = 256;
+
+/// Inclusive prefix sums (wrapping) within each group of [`SCAN_GROUP`] threads
+/// (Hillis-Steele: two barriers per step, the neighbour's value held across the first).
+#[kernel]
+pub fn block_scan(x: &[u32], out: &mut [u32]) {
+    let tmp = shared::<u32, { SCAN_GROUP }>();
+    let i = global_id().x;
+    let l = local_id().x;
+    tmp[l] = if i < x.len() { x[i] } else { 0 };
+    barrier();
+    let mut off = 1u32;
+    while off < SCAN_GROUP {
+        let add = if l >= off { tmp[l - off] } else { 0 };
+        barrier();
+        tmp[l] += add;
+        barrier();
+        off *= 2;
+    }
+    if i < x.len() {
+        out[i] = tmp[l];
+    }
+}

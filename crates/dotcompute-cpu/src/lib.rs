@@ -30,6 +30,7 @@
 //! (the backend is `Sync`) and, for graphs, from the facade running independent branches
 //! in parallel.
 
+pub mod fission;
 pub mod ops;
 pub mod runtime;
 

@@ -377,7 +377,7 @@ pub fn scalar<T: KernelScalar>(launch: &NativeLaunch<'_>, index: usize) -> Resul
 }
 
 /// Shared memory of one group: one block, each array at an 8-aligned offset.
-struct GroupMem<'a> {
+pub(crate) struct GroupMem<'a> {
     launch: &'a NativeLaunch<'a>,
     block: Vec<u64>,
     /// (byte offset, length) per shared array.
@@ -385,7 +385,7 @@ struct GroupMem<'a> {
 }
 
 impl<'a> GroupMem<'a> {
-    fn new(launch: &'a NativeLaunch<'a>) -> GroupMem<'a> {
+    pub(crate) fn new(launch: &'a NativeLaunch<'a>) -> GroupMem<'a> {
         let mut layout = Vec::new();
         let mut bytes = 0usize;
         for s in &launch.kernel.shared {
@@ -413,8 +413,8 @@ pub struct ThreadCtx<'a> {
     pub group_id: UVec3,
     pub group_size: UVec3,
     pub num_groups: UVec3,
-    mem: &'a GroupMem<'a>,
-    yielder: Option<&'a Yielder<(), u32>>,
+    pub(crate) mem: &'a GroupMem<'a>,
+    pub(crate) yielder: Option<&'a Yielder<(), u32>>,
 }
 
 impl<'a> ThreadCtx<'a> {
@@ -472,7 +472,7 @@ thread_local! {
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
 
-fn unflatten(i: u64, dims: [u32; 3]) -> UVec3 {
+pub(crate) fn unflatten(i: u64, dims: [u32; 3]) -> UVec3 {
     let x = (i % dims[0] as u64) as u32;
     let rest = i / dims[0] as u64;
     UVec3 {
@@ -482,7 +482,7 @@ fn unflatten(i: u64, dims: [u32; 3]) -> UVec3 {
     }
 }
 
-fn uvec(a: [u32; 3]) -> UVec3 {
+pub(crate) fn uvec(a: [u32; 3]) -> UVec3 {
     UVec3 {
         x: a[0],
         y: a[1],

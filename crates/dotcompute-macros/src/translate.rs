@@ -6,6 +6,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use std::collections::HashMap;
 use syn::spanned::Spanned;
+
+mod fission;
 use syn::{
     BinOp, Expr, FnArg, GenericArgument, Ident, ItemFn, Lit, Pat, PathArguments, RangeLimits,
     ReturnType, Stmt, Type, UnOp,
@@ -65,6 +67,7 @@ fn math_methods() -> impl Iterator<Item = (&'static str, String, &'static str, u
         .map(|f| (f.method(), format!("{f:?}"), f.name(), f.arity()))
 }
 
+#[derive(Clone)]
 struct Tx {
     errors: Vec<syn::Error>,
     scopes: Vec<HashMap<String, Binding>>,
@@ -86,6 +89,17 @@ struct Tx {
     type_params: Vec<Ident>,
     /// The name of the `#[kernel_fn]` being translated; `None` in a kernel.
     helper: Option<String>,
+    /// `#[kernel_fn]`s called (their paths), whose barriers decide whether the CPU may
+    /// split the kernel at its own barriers.
+    helper_paths: Vec<syn::Path>,
+    /// While translating one region of a kernel split at its barriers (the CPU's group
+    /// body, `fission.rs`): the depth of loops entered inside the region. `break` and
+    /// `continue` at depth 0 leave the loop around the region, and `return` ends the
+    /// thread, so they become `Flow` values returned from the region's closure.
+    region: Option<u32>,
+    /// Set by the splitter for a local array declared at a region's top level: its
+    /// per-thread slot, which replaces the thread's stack storage.
+    lift_array: Option<Ident>,
 }
 
 fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
@@ -265,6 +279,18 @@ impl Tx {
 
     // ---------------------------------------------------------------- blocks
 
+    /// The body of a `for`, `while` or `loop`.
+    fn loop_body(&mut self, stmts: &[Stmt]) -> Pair {
+        if let Some(d) = &mut self.region {
+            *d += 1;
+        }
+        let r = self.block(stmts);
+        if let Some(d) = &mut self.region {
+            *d -= 1;
+        }
+        r
+    }
+
     fn block(&mut self, stmts: &[Stmt]) -> Pair {
         self.scopes.push(HashMap::new());
         let mut b = TokenStream::new();
@@ -431,6 +457,8 @@ impl Tx {
         rep: &syn::ExprRepeat,
         span: Span,
     ) -> Pair {
+        // Taken first: the initial value's translation must not see it.
+        let lifted_slot = self.lift_array.take();
         if self.helper.is_some() {
             return self.fail(
                 span,
@@ -471,6 +499,21 @@ impl Tx {
             None => quote!(),
         };
         let storage = format_ident!("__dc_storage_{name}");
+        if let Some(lifted) = lifted_slot {
+            // `(v)` or, with a declared element type, `<T>::from(v)`: the slot's type.
+            let elem_n = match &elem {
+                Some(Ty { native, .. }) => {
+                    quote!(<#native as ::core::convert::From<#native>>::from)
+                }
+                None => quote!(),
+            };
+            // The CPU's group body: the array lives in its per-thread slot, indexed in
+            // place in every region that uses it.
+            return (
+                quote!(),
+                quote!(let #name = __ctx.local_array(#lifted.fill(__th, #elem_n(#inn)), #slot);),
+            );
+        }
         (
             quote!(let #name = { let __v = #ib; __b.local_array(#name_str, #elem_b, __dc::ir::V::host(#len), __v)? };),
             quote!(let mut #storage #ty_n = [#inn; #len]; let #name = __ctx.local_array(&mut #storage, #slot);),
@@ -607,7 +650,7 @@ impl Tx {
                     return self.fail(l.span(), "`while let` is not supported in kernels");
                 }
                 let (cb, cn) = self.expr(&w.cond);
-                let (bb, bn) = self.block(&w.body.stmts);
+                let (bb, bn) = self.loop_body(&w.body.stmts);
                 (
                     quote!({ __b.begin_loop(); { let __c = #cb; __b.break_unless(__c)?; #bb } __b.end_loop()?; }),
                     quote!(while #cn #bn),
@@ -617,7 +660,7 @@ impl Tx {
                 if let Some(l) = &l.label {
                     return self.fail(l.span(), "loop labels are not supported in kernels");
                 }
-                let (bb, bn) = self.block(&l.body.stmts);
+                let (bb, bn) = self.loop_body(&l.body.stmts);
                 (
                     quote!({ __b.begin_loop(); #bb __b.end_loop()?; }),
                     quote!(loop #bn),
@@ -630,13 +673,23 @@ impl Tx {
                         "`break` with a label or a value is not supported in kernels",
                     );
                 }
-                (quote!(__b.brk();), quote!(break;))
+                let native = if self.region == Some(0) {
+                    quote!(return __dc::cpu::Flow::Break;)
+                } else {
+                    quote!(break;)
+                };
+                (quote!(__b.brk();), native)
             }
             Expr::Continue(c) => {
                 if c.label.is_some() {
                     return self.fail(c.span(), "loop labels are not supported in kernels");
                 }
-                (quote!(__b.cont();), quote!(continue;))
+                let native = if self.region == Some(0) {
+                    quote!(return __dc::cpu::Flow::Continue;)
+                } else {
+                    quote!(continue;)
+                };
+                (quote!(__b.cont();), native)
             }
             Expr::Return(r) if self.helper.is_some() => self.fail(
                 r.span(),
@@ -647,7 +700,12 @@ impl Tx {
                 if r.expr.is_some() {
                     return self.fail(r.span(), "kernels return nothing: write `return;`");
                 }
-                (quote!(__b.ret();), quote!(return;))
+                let native = if self.region.is_some() {
+                    quote!(return __dc::cpu::Flow::Return;)
+                } else {
+                    quote!(return;)
+                };
+                (quote!(__b.ret();), native)
             }
             Expr::Block(b) if b.label.is_none() && b.block.stmts.iter().all(|_| true) => {
                 if b.attrs.is_empty() {
@@ -841,7 +899,7 @@ impl Tx {
         };
         self.scopes.push(HashMap::new());
         self.bind(&var_str, Binding::Local);
-        let (bb, bn) = self.block(&f.body.stmts);
+        let (bb, bn) = self.loop_body(&f.body.stmts);
         self.scopes.pop();
         let native = match stn {
             None => quote!(for #var in (#sn)..(#en) #bn),
@@ -1490,6 +1548,9 @@ impl Tx {
         }
         let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
         let path = &p.path;
+        if !self.helper_paths.contains(path) {
+            self.helper_paths.push(path.clone());
+        }
         let build = quote_spanned!(path.span()=> #path::__dc_build);
         let native = quote_spanned!(path.span()=> #path::__dc_native);
         (
@@ -1741,6 +1802,9 @@ impl Tx {
             row_len: HashMap::new(),
             type_params: Vec::new(),
             helper,
+            helper_paths: Vec::new(),
+            region: None,
+            lift_array: None,
         }
     }
 
@@ -1961,6 +2025,8 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
 
     // The body: builder and native code from one walk.
     tx.scopes.push(HashMap::new());
+    // The CPU's group body (split at barriers) walks the body again from here.
+    let before_body = tx.clone();
     let mut body_b = TokenStream::new();
     let mut body_n = TokenStream::new();
     for s in &f.block.stmts {
@@ -1972,6 +2038,28 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     if !tx.errors.is_empty() {
         return Err(tx.errors);
     }
+    // Kernels with barriers run on the CPU as a group body split at the barriers where the
+    // body allows it, unless a #[kernel_fn] it calls has barriers of its own (the split
+    // cannot see inside it), which the helpers' constants tell at compile time.
+    let split = match (tx.barrier_sites > 0)
+        .then(|| fission::group_body(before_body, &f.block.stmts))
+        .flatten()
+    {
+        Some(group) => {
+            let helper_paths = &tx.helper_paths;
+            quote! {
+                const __DC_SPLIT: bool = true #(&& !#helper_paths::__DC_BARRIER)*;
+                if __DC_SPLIT
+                    && __dc::cpu::barrier_schedule() == __dc::cpu::BarrierSchedule::Fission
+                {
+                    return __dc::cpu::execute_groups(__l, move |__g: &__dc::cpu::Group<'_>| {
+                        #group
+                    });
+                }
+            }
+        }
+        None => quote!(),
+    };
 
     let vis = &f.vis;
     let docs = doc_attrs(f);
@@ -2093,6 +2181,7 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
 
             fn __native #decl (__l: &__dc::NativeLaunch<'_>) -> ::dotcompute::Result<()> #where_clause {
                 #bind_params
+                #split
                 // Threads with global_id().x below this bound index every array listed in
                 // the fast body's assumption in bounds.
                 let __fast_limit: u32 = [#(#fast_views.len()),*].into_iter().min().unwrap_or(u32::MAX);
@@ -2327,6 +2416,8 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     let where_clause = &generics.where_clause;
     let declared = &generics.params;
     let span = name.span();
+    let own_barriers = tx.barrier_sites > 0;
+    let callees = &tx.helper_paths;
     Ok(quote_spanned! {span=>
         #(#docs)*
         ///
@@ -2337,6 +2428,11 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
             use super::*;
             #[allow(unused_imports)]
             use ::dotcompute::__private as __dc;
+
+            /// Whether the body, or a kernel function it calls, has a barrier (a kernel
+            /// calling it then runs on the CPU with a coroutine per thread).
+            #[doc(hidden)]
+            pub const __DC_BARRIER: bool = #own_barriers #(|| #callees::__DC_BARRIER)*;
 
             /// Emits the body into the calling kernel's IR and returns its value.
             #[doc(hidden)]

@@ -242,6 +242,16 @@ pub use tracking::Uses;
 /// The kernel IR, for inspecting what `#[kernel]` produced or building kernels by hand.
 pub use dotcompute_ir as ir;
 
+/// How the CPU backend runs kernels with barriers: split at the barriers into loops over
+/// a group's threads (the default), or one coroutine per thread
+/// (`DOTCOMPUTE_CPU_BARRIERS=coroutines`). Both give the same results; `docs/architecture.md`
+/// compares them.
+pub mod cpu {
+    pub use dotcompute_cpu::fission::{
+        barrier_schedule, set_barrier_schedule, split_launches, BarrierSchedule,
+    };
+}
+
 /// Everything a typical program needs.
 pub mod prelude {
     pub use crate::{
@@ -258,6 +268,10 @@ pub mod __private {
     pub use dotcompute_hal::{instance_part, leak_name, Instances, KernelDef};
     pub use dotcompute_ir as ir;
     pub mod cpu {
+        pub use dotcompute_cpu::fission::{
+            barrier_schedule, execute_groups, Alive, ArraySlots, BarrierSchedule, Exit, Flow,
+            Group, Slots, Uniform,
+        };
         pub use dotcompute_cpu::runtime::{
             execute, scalar, GlobalMut, GlobalRef, KernelScalar, SharedArr, ThreadCtx, View,
         };

@@ -13,6 +13,7 @@
 //! table; `dotcompute bench-report FILE...` turns JSON files into the Markdown of
 //! `docs/benchmarks.md` ([`report`]).
 
+pub mod cpu;
 pub mod matmul;
 pub mod memory;
 pub mod plot;
@@ -332,6 +333,7 @@ pub fn benches() -> Vec<Bench> {
     let mut v = memory::benches();
     v.extend(matmul::benches());
     v.extend(runtime::benches());
+    v.extend(cpu::benches());
     v
 }
 

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod common;
+mod cpu_barriers;
 mod cpu_matmul;
 mod cuda;
 mod graphs;

@@ -1,0 +1,588 @@
+//! The CPU's group body: a kernel with barriers split at them (loop fission, as pocl's
+//! work-group functions), so a group runs as loops over its threads instead of one
+//! coroutine per thread. `dotcompute_cpu::fission` is the runtime half and documents the
+//! semantics.
+//!
+//! The walk mirrors the translator's own: statements without a barrier are translated by
+//! it unchanged (the native half of each pair) and grouped into *regions*, each run as
+//! `for __th in 0..__n { closure }`. Statements that contain a barrier are walked here:
+//! a barrier becomes a check between regions; `if`, `for`, `while`, `loop`, blocks and
+//! `match` containing one run once for the group, with their condition or range evaluated
+//! by every thread and required to agree. Locals declared at the top level of a statement
+//! list that contains barriers outlive their region, so each gets a per-thread `Slots`:
+//! copied into a `let mut` at the start of every region that names it and back at its end
+//! (local arrays are indexed in their slot in place; shared arrays are re-declared).
+//!
+//! The walk visits statements in the same order as the translator, starting from a clone
+//! of its state before the body, so barrier sites, shared and local array slots and
+//! desugared `match` names agree with the per-thread body. Whatever it cannot place (a
+//! barrier inside an expression, a `break` inside a condition) makes it give up, and the
+//! kernel keeps its coroutines.
+
+use super::{is_call_to, Tx};
+use proc_macro2::{TokenStream, TokenTree};
+use quote::{format_ident, quote, ToTokens};
+use std::collections::{HashMap, HashSet};
+use syn::visit::Visit;
+use syn::{Expr, Pat, RangeLimits, Stmt, Type};
+
+/// A name that a later region may need.
+struct Lifted {
+    name: String,
+    ident: syn::Ident,
+    kind: Kind,
+}
+
+enum Kind {
+    /// A scalar or vector local, copied in and out of its slot.
+    Value { slot: syn::Ident, mutable: bool },
+    /// A local array, indexed in its slot (`index`: its number in `Kernel::local_arrays`).
+    Array { slot: syn::Ident, index: usize },
+    /// A group-level name (a `for` loop's variable, a shared array): no slot, but it
+    /// hides earlier names.
+    GroupVar,
+}
+
+struct Splitter {
+    tx: Tx,
+    /// Lifted names per group-level statement list, outermost first.
+    lifted: Vec<Vec<Lifted>>,
+    /// Every slot and its constructor, declared at the top of the group body.
+    slots: Vec<(syn::Ident, TokenStream)>,
+    /// Group-level loops around the current point.
+    loops: u32,
+    /// Whether the kernel has a `return`: without one every thread stays alive and the
+    /// loops over threads need not check.
+    may_return: bool,
+}
+
+/// The group body of a kernel whose own body is `stmts`, translated from `tx` (the
+/// translator's state just before the body), or `None` where the body cannot be split.
+pub(super) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<TokenStream> {
+    let mut finder = Finder::default();
+    for st in stmts {
+        finder.visit_stmt(st);
+    }
+    let mut s = Splitter {
+        tx,
+        lifted: Vec::new(),
+        slots: Vec::new(),
+        loops: 0,
+        may_return: finder.ret,
+    };
+    s.tx.top_level = true;
+    let body = s.list(stmts, true, false)?;
+    if !s.tx.errors.is_empty() {
+        return None;
+    }
+    let (slots, makes): (Vec<_>, Vec<_>) = s.slots.into_iter().unzip();
+    Some(quote! {
+        #[allow(unused_macros)]
+        macro_rules! __dc_assume_in_bounds { ($i:ident) => {}; }
+        let __n = __g.threads();
+        let mut __alive = __dc::cpu::Alive::new(__n);
+        #( let mut #slots = #makes; )*
+        // Shared arrays are declared once for the group, through thread 0's context.
+        let __ctx = &__g.ctx(0);
+        #body
+    })
+}
+
+impl Splitter {
+    /// A statement list in which some statement contains a barrier. `top`: the kernel's
+    /// own body; `loop_tail`: the list ends a group-level loop's body, so a `continue` in
+    /// its last region is the same as running on.
+    fn list(&mut self, stmts: &[Stmt], top: bool, loop_tail: bool) -> Option<TokenStream> {
+        self.lifted.push(Vec::new());
+        if !top {
+            self.tx.scopes.push(HashMap::new());
+        }
+        let mut out = TokenStream::new();
+        let mut pending: Vec<&Stmt> = Vec::new();
+        for (k, s) in stmts.iter().enumerate() {
+            match s {
+                // Items are visible in their whole block: stated once, at group level.
+                Stmt::Item(syn::Item::Const(c)) => out.extend(c.to_token_stream()),
+                // A shared array is the group's: declared once, between the regions.
+                Stmt::Local(l)
+                    if top && simple_let(l).is_some_and(|(_, _, i)| is_shared_decl(i)) =>
+                {
+                    let ident = simple_let(l)?.0.clone();
+                    out.extend(self.tx.stmt(s).1);
+                    self.lifted.last_mut()?.push(Lifted {
+                        name: ident.to_string(),
+                        ident,
+                        kind: Kind::GroupVar,
+                    });
+                }
+                s if !has_barrier(s) => pending.push(s),
+                s => {
+                    if !pending.is_empty() {
+                        out.extend(self.region(&pending, top, false)?);
+                        pending.clear();
+                    }
+                    let last = k + 1 == stmts.len();
+                    out.extend(self.group_stmt(s, loop_tail && last)?);
+                }
+            }
+        }
+        if !pending.is_empty() {
+            out.extend(self.region(&pending, top, loop_tail)?);
+        }
+        if !top {
+            self.tx.scopes.pop();
+        }
+        self.lifted.pop();
+        Some(out)
+    }
+
+    /// A statement that contains a barrier.
+    fn group_stmt(&mut self, s: &Stmt, loop_tail: bool) -> Option<TokenStream> {
+        let Stmt::Expr(e, _) = s else { return None };
+        let was_top = std::mem::replace(&mut self.tx.top_level, false);
+        let r = self.group_expr(e, loop_tail);
+        self.tx.top_level = was_top;
+        r
+    }
+
+    fn group_expr(&mut self, e: &Expr, loop_tail: bool) -> Option<TokenStream> {
+        match e {
+            Expr::Call(c) if is_call_to(c, "barrier") && c.args.is_empty() => {
+                self.tx.barrier_sites += 1;
+                let site = self.tx.barrier_site();
+                Some(quote!(if __alive.barrier(__g, #site) { return; }))
+            }
+            Expr::Block(b) if b.label.is_none() && b.attrs.is_empty() => {
+                let inner = self.list(&b.block.stmts, false, loop_tail)?;
+                Some(quote!({ #inner }))
+            }
+            Expr::Match(m) => match self.tx.desugar_match(m, false)? {
+                Expr::Block(b) => {
+                    let inner = self.list(&b.block.stmts, false, loop_tail)?;
+                    Some(quote!({ #inner }))
+                }
+                _ => None,
+            },
+            Expr::If(i) => self.group_if(i, loop_tail),
+            Expr::ForLoop(f) => self.group_for(f),
+            Expr::While(w) => {
+                if w.label.is_some() || matches!(&*w.cond, Expr::Let(_)) || has_flow(&w.cond) {
+                    return None;
+                }
+                let cond = self.uniform(
+                    &[&*w.cond],
+                    "the condition of a `while` loop containing barrier()",
+                )?;
+                let body = self.group_loop_body(&w.body.stmts, None)?;
+                Some(quote!(loop { let (__c,): (bool,) = #cond; if !__c { break; } #body }))
+            }
+            Expr::Loop(l) => {
+                if l.label.is_some() {
+                    return None;
+                }
+                let body = self.group_loop_body(&l.body.stmts, None)?;
+                Some(quote!(loop { #body }))
+            }
+            _ => None,
+        }
+    }
+
+    fn group_if(&mut self, i: &syn::ExprIf, loop_tail: bool) -> Option<TokenStream> {
+        if matches!(&*i.cond, Expr::Let(_)) || has_flow(&i.cond) {
+            return None;
+        }
+        let cond = self.uniform(&[&*i.cond], "the condition of an `if` containing barrier()")?;
+        let then = self.list(&i.then_branch.stmts, false, loop_tail)?;
+        let els = match &i.else_branch {
+            None => quote!(),
+            Some((_, e)) => match &**e {
+                Expr::If(inner) if has_barrier_expr(e) => {
+                    let inner = self.group_if(inner, loop_tail)?;
+                    quote!(else { #inner })
+                }
+                Expr::If(_) => {
+                    // A barrier-free `else if`: one region.
+                    let stmt = Stmt::Expr((**e).clone(), None);
+                    self.lifted.push(Vec::new());
+                    let r = self.region(&[&stmt], false, loop_tail);
+                    self.lifted.pop();
+                    let r = r?;
+                    quote!(else { #r })
+                }
+                Expr::Block(b) => {
+                    let inner = self.list(&b.block.stmts, false, loop_tail)?;
+                    quote!(else { #inner })
+                }
+                _ => return None,
+            },
+        };
+        Some(quote!({ let (__c,): (bool,) = #cond; if __c { #then } #els }))
+    }
+
+    fn group_for(&mut self, f: &syn::ExprForLoop) -> Option<TokenStream> {
+        if f.label.is_some() {
+            return None;
+        }
+        let Pat::Ident(pi) = &*f.pat else { return None };
+        let (range, step) = match &*f.expr {
+            Expr::Range(r) => (r, None),
+            Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                let mut recv = &*m.receiver;
+                while let Expr::Paren(p) = recv {
+                    recv = &p.expr;
+                }
+                match recv {
+                    Expr::Range(r) => (r, Some(&m.args[0])),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        let (Some(start), Some(end), RangeLimits::HalfOpen(_)) =
+            (&range.start, &range.end, &range.limits)
+        else {
+            return None;
+        };
+        // The step as the translator gives it: `s as usize` stays a usize natively.
+        let step_expr = step.map(|s| match s {
+            Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
+                (&*c.expr, true)
+            }
+            s => (s, false),
+        });
+        let mut parts: Vec<&Expr> = vec![start, end];
+        if let Some((s, _)) = step_expr {
+            parts.push(s);
+        }
+        if parts.iter().any(|e| has_flow(e)) {
+            return None;
+        }
+        let what = "the range of a `for` loop containing barrier()";
+        let var = &pi.ident;
+        let header = match step_expr {
+            None => {
+                let r = self.uniform(&parts, what)?;
+                quote!(let (__s, __e) = #r; for #var in __s..__e)
+            }
+            Some((_, as_usize)) => {
+                let r = self.uniform_with_cast(&parts, as_usize, what)?;
+                quote!(let (__s, __e, __st) = #r; for #var in __dc::ops::step_range(__s, __e, __st))
+            }
+        };
+        self.tx.scopes.push(HashMap::new());
+        self.tx.bind(&var.to_string(), super::Binding::Local);
+        let body = self.group_loop_body(&f.body.stmts, Some(var.clone()));
+        self.tx.scopes.pop();
+        let body = body?;
+        Some(quote!({ #header { #body } }))
+    }
+
+    /// The body of a group-level loop; `var` is a `for` loop's variable.
+    fn group_loop_body(&mut self, stmts: &[Stmt], var: Option<syn::Ident>) -> Option<TokenStream> {
+        self.lifted.push(
+            var.into_iter()
+                .map(|v| Lifted {
+                    name: v.to_string(),
+                    ident: v,
+                    kind: Kind::GroupVar,
+                })
+                .collect(),
+        );
+        self.loops += 1;
+        let body = self.list(stmts, false, true);
+        self.loops -= 1;
+        self.lifted.pop();
+        body
+    }
+
+    /// A tuple of values every live thread computes, which must agree: `(a,)`, `(a, b)`.
+    fn uniform(&mut self, exprs: &[&Expr], what: &str) -> Option<TokenStream> {
+        self.uniform_with_cast(exprs, false, what)
+    }
+
+    /// As `uniform`; `last_as_usize` casts the last value to `usize` (a `step_by`).
+    fn uniform_with_cast(
+        &mut self,
+        exprs: &[&Expr],
+        last_as_usize: bool,
+        what: &str,
+    ) -> Option<TokenStream> {
+        let names = names_in(exprs.iter().map(|e| e.to_token_stream()));
+        let (rebinds, _, used) = self.rebinds(&names, false);
+        let skip_dead = self.skip_dead();
+        let mut values = Vec::new();
+        for (k, e) in exprs.iter().enumerate() {
+            let (_, n) = self.tx.expr(e);
+            values.push(if last_as_usize && k + 1 == exprs.len() {
+                quote!(((#n) as usize))
+            } else {
+                n
+            });
+        }
+        Some(quote!({
+            let mut __u = __dc::cpu::Uniform::new();
+            #( #used.for_threads(__n); )*
+            for __th in 0..__n {
+                #skip_dead
+                let __ctx = &__g.ctx(__th);
+                __u.add({ #rebinds (#(#values,)*) });
+            }
+            match __u.get(__g, #what) {
+                ::core::option::Option::Some(__v) => __v,
+                ::core::option::Option::None => return,
+            }
+        }))
+    }
+
+    /// Barrier-free statements, run by every live thread in turn.
+    fn region(&mut self, stmts: &[&Stmt], top: bool, loop_tail: bool) -> Option<TokenStream> {
+        let names = names_in(stmts.iter().map(|s| s.to_token_stream()));
+        let (rebinds, stores, mut used) = self.rebinds(&names, true);
+        let was_top = std::mem::replace(&mut self.tx.top_level, top);
+        let was_region = self.tx.region.replace(0);
+        let mut body = TokenStream::new();
+        let first_new = self.lifted.last().map_or(0, Vec::len);
+        for s in stmts {
+            let Stmt::Local(l) = s else {
+                body.extend(self.tx.stmt(s).1);
+                continue;
+            };
+            let Some((ident, mutable, init)) = simple_let(l) else {
+                body.extend(self.tx.stmt(s).1);
+                continue;
+            };
+            let name = ident.to_string();
+            let kind = if let Expr::Repeat(rep) = init {
+                let len = &rep.len;
+                let slot = self.new_slot(
+                    &name,
+                    quote!(__dc::cpu::ArraySlots::new(__n, (#len) as usize)),
+                );
+                let index = self.tx.local_arrays;
+                self.tx.lift_array = Some(slot.clone());
+                body.extend(self.tx.stmt(s).1);
+                self.tx.lift_array = None;
+                used.push(slot.clone());
+                Kind::Array { slot, index }
+            } else {
+                body.extend(self.tx.stmt(s).1);
+                let slot = self.new_slot(&name, quote!(__dc::cpu::Slots::new(__n)));
+                used.push(slot.clone());
+                Kind::Value { slot, mutable }
+            };
+            self.lifted.last_mut()?.push(Lifted {
+                name,
+                ident: ident.clone(),
+                kind,
+            });
+        }
+        self.tx.top_level = was_top;
+        self.tx.region = was_region;
+        // Locals declared here are stored when the region runs to its end; a thread that
+        // leaves it early (`break`/`continue` of the loop around it, `return`) leaves
+        // their scope too.
+        let mut new_stores = TokenStream::new();
+        let level = self.lifted.last()?;
+        for (k, l) in level.iter().enumerate().skip(first_new) {
+            let hidden = level[k + 1..].iter().any(|m| m.name == l.name);
+            if let (Kind::Value { slot, .. }, false) = (&l.kind, hidden) {
+                let id = &l.ident;
+                new_stores.extend(quote!(#slot.set(__th, #id);));
+            }
+        }
+        let exit = if self.loops > 0 && has_loop_exit(stmts) {
+            quote! {
+                match __alive.exit(__g, #loop_tail) {
+                    __dc::cpu::Exit::Next => {}
+                    __dc::cpu::Exit::Break => break,
+                    __dc::cpu::Exit::Continue => continue,
+                    __dc::cpu::Exit::Stop => return,
+                }
+            }
+        } else {
+            quote!()
+        };
+        let skip_dead = self.skip_dead();
+        let (note, begin) = if self.may_return || !exit.is_empty() {
+            (
+                quote!(__alive.note(__th, __flow);),
+                quote!(__alive.begin_region();),
+            )
+        } else {
+            (quote!(let _ = __flow;), quote!())
+        };
+        Some(quote! {
+            #begin
+            #( #used.for_threads(__n); )*
+            for __th in 0..__n {
+                #skip_dead
+                let __ctx = &__g.ctx(__th);
+                let __flow: __dc::cpu::Flow = (|| {
+                    #rebinds
+                    let __flow: __dc::cpu::Flow = (|| {
+                        #body
+                        #new_stores
+                        __dc::cpu::Flow::Next
+                    })();
+                    #stores
+                    __flow
+                })();
+                #note
+            }
+            #exit
+        })
+    }
+
+    /// The check that skips threads that have returned, where the kernel can return.
+    fn skip_dead(&self) -> TokenStream {
+        if self.may_return {
+            quote!(if !__alive.is(__th) {
+                continue;
+            })
+        } else {
+            quote!()
+        }
+    }
+
+    /// Statements that bring the lifted names in `names` into a region or an expression
+    /// (the visible declaration of each), and, for a region, store the mutable values
+    /// back.
+    /// Also returns the slots they use.
+    fn rebinds(
+        &self,
+        names: &HashSet<String>,
+        region: bool,
+    ) -> (TokenStream, TokenStream, Vec<syn::Ident>) {
+        let visible: Vec<&Lifted> = self.lifted.iter().flatten().collect();
+        let mut rebinds = TokenStream::new();
+        let mut stores = TokenStream::new();
+        let mut used = Vec::new();
+        for (k, l) in visible.iter().enumerate() {
+            if !names.contains(&l.name) || visible[k + 1..].iter().any(|m| m.name == l.name) {
+                continue;
+            }
+            let id = &l.ident;
+            match &l.kind {
+                Kind::Value { slot, mutable } => {
+                    used.push(slot.clone());
+                    rebinds.extend(quote!(let mut #id = #slot.get(__th);));
+                    if *mutable && region {
+                        stores.extend(quote!(#slot.set(__th, #id);));
+                    }
+                }
+                Kind::Array { slot, index } => {
+                    used.push(slot.clone());
+                    rebinds
+                        .extend(quote!(let #id = __ctx.local_array(#slot.get_mut(__th), #index);));
+                }
+                Kind::GroupVar => {}
+            }
+        }
+        (rebinds, stores, used)
+    }
+
+    /// A slot, made by `make` at the top of the group body.
+    fn new_slot(&mut self, name: &str, make: TokenStream) -> syn::Ident {
+        let slot = format_ident!("__dc_lift_{}_{}", self.slots.len(), name);
+        self.slots.push((slot.clone(), make));
+        slot
+    }
+}
+
+/// `let [mut] name [: T] = init;`
+fn simple_let(l: &syn::Local) -> Option<(&syn::Ident, bool, &Expr)> {
+    let pat = match &l.pat {
+        Pat::Type(pt) => &*pt.pat,
+        p => p,
+    };
+    let Pat::Ident(pi) = pat else { return None };
+    let init = l.init.as_ref()?;
+    Some((&pi.ident, pi.mutability.is_some(), &init.expr))
+}
+
+fn is_shared_decl(init: &Expr) -> bool {
+    let Expr::Call(call) = init else { return false };
+    let Expr::Path(p) = &*call.func else {
+        return false;
+    };
+    p.path
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "shared" || s.ident == "shared_dynamic")
+}
+
+/// Every identifier in the token streams (a superset of the locals they name).
+fn names_in(streams: impl Iterator<Item = TokenStream>) -> HashSet<String> {
+    fn walk(ts: TokenStream, out: &mut HashSet<String>) {
+        for t in ts {
+            match t {
+                TokenTree::Ident(i) => {
+                    out.insert(i.to_string());
+                }
+                TokenTree::Group(g) => walk(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    for s in streams {
+        walk(s, &mut out);
+    }
+    out
+}
+
+/// Finds `barrier()` calls, and `break` / `continue` / `return`.
+#[derive(Default)]
+struct Finder {
+    barrier: bool,
+    loop_exit: bool,
+    ret: bool,
+}
+
+impl<'ast> Visit<'ast> for Finder {
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if is_call_to(c, "barrier") {
+            self.barrier = true;
+        }
+        syn::visit::visit_expr_call(self, c);
+    }
+    fn visit_expr_break(&mut self, b: &'ast syn::ExprBreak) {
+        self.loop_exit = true;
+        syn::visit::visit_expr_break(self, b);
+    }
+    fn visit_expr_continue(&mut self, c: &'ast syn::ExprContinue) {
+        self.loop_exit = true;
+        syn::visit::visit_expr_continue(self, c);
+    }
+    fn visit_expr_return(&mut self, r: &'ast syn::ExprReturn) {
+        self.ret = true;
+        syn::visit::visit_expr_return(self, r);
+    }
+}
+
+fn has_barrier(s: &Stmt) -> bool {
+    let mut f = Finder::default();
+    f.visit_stmt(s);
+    f.barrier
+}
+
+fn has_barrier_expr(e: &Expr) -> bool {
+    let mut f = Finder::default();
+    f.visit_expr(e);
+    f.barrier
+}
+
+fn has_loop_exit(stmts: &[&Stmt]) -> bool {
+    let mut f = Finder::default();
+    for s in stmts {
+        f.visit_stmt(s);
+    }
+    f.loop_exit
+}
+
+/// Whether `e` can leave its surroundings (`break`, `continue`, `return`).
+fn has_flow(e: &Expr) -> bool {
+    let mut f = Finder::default();
+    f.visit_expr(e);
+    f.loop_exit || f.ret
+}

@@ -1,0 +1,391 @@
+//! The CPU backend's two schedules for kernels with barriers: split at the barriers (the
+//! default) and one coroutine per thread. Every output element is checked against a host
+//! reference where one is simple to state, otherwise against the other schedule and
+//! against the wgpu backend (lavapipe here, NVIDIA Vulkan on the GPU machine). Divergent
+//! barriers are errors under both, and the device keeps working.
+
+use crate::common::{seed, wgpu_device};
+use dotcompute::cpu::{set_barrier_schedule, split_launches, BarrierSchedule};
+use dotcompute::prelude::*;
+use dotcompute::{Device, Error};
+use std::sync::Mutex;
+
+/// The schedule is one setting per process: tests that switch it take turns.
+static SCHEDULE: Mutex<()> = Mutex::new(());
+
+const SCHEDULES: [BarrierSchedule; 2] = [BarrierSchedule::Fission, BarrierSchedule::Coroutines];
+
+/// Runs `f` under `s`; asserts that a split kernel took the split path exactly when `s`
+/// is fission (`splits`), and restores the default.
+fn under<R>(s: BarrierSchedule, splits: bool, f: impl FnOnce() -> R) -> R {
+    let _turn = SCHEDULE.lock().unwrap_or_else(|p| p.into_inner());
+    set_barrier_schedule(s);
+    let before = split_launches();
+    let r = f();
+    let split = split_launches() > before;
+    set_barrier_schedule(BarrierSchedule::Fission);
+    assert_eq!(
+        split,
+        splits && s == BarrierSchedule::Fission,
+        "schedule {s:?}: the split path {} taken",
+        if split { "was" } else { "was not" }
+    );
+    r
+}
+
+/// Inclusive prefix sums within each group of 256 (Hillis-Steele: two barriers per step,
+/// a value lifted across the first).
+#[kernel]
+fn block_scan(x: &[u32], out: &mut [u32]) {
+    let tmp = shared::<u32, 256>();
+    let i = global_id().x;
+    let l = local_id().x;
+    tmp[l] = if i < x.len() { x[i] } else { 0 };
+    barrier();
+    let mut off = 1u32;
+    while off < group_size().x {
+        let add = if l >= off { tmp[l - off] } else { 0 };
+        barrier();
+        tmp[l] += add;
+        barrier();
+        off *= 2;
+    }
+    if i < x.len() {
+        out[i] = tmp[l];
+    }
+}
+
+/// Each group's sum by a shared tree, written by every thread minus its own value (so a
+/// thread's value must survive three barriers in its slot).
+#[kernel]
+fn group_sums(x: &[f32], out: &mut [f32]) {
+    let part = shared::<f32, 128>();
+    let i = global_id().x;
+    let l = local_id().x;
+    let v = if i < x.len() { x[i] } else { 0.0 };
+    part[l] = v;
+    barrier();
+    let mut s = group_size().x / 2;
+    while s > 0 {
+        if l < s {
+            part[l] += part[l + s];
+        }
+        barrier();
+        s /= 2;
+    }
+    let total = part[0];
+    if i < x.len() {
+        out[i] = total - v;
+    }
+}
+
+/// Control flow around barriers: a `loop` left by a uniform `break` and a mid-body
+/// `continue`, a local array lifted across barriers, an `if` and a `match` containing
+/// barriers, a strided `for` with a barrier, shadowed names, and a `return` taken by
+/// every thread of some groups.
+#[kernel]
+fn barrier_shapes(x: &[i32], out: &mut [i32], rounds: u32) {
+    let sh = shared::<i32, 64>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let n = group_size().x;
+    if group_id().x % 5 == 3 {
+        return;
+    }
+    let mut acc = [0i32; 4];
+    let v = if i < x.len() { x[i] } else { 1 };
+    let mut r = 0u32;
+    loop {
+        sh[l] = v + r as i32;
+        barrier();
+        let k = r % 4;
+        match k {
+            0 => acc[0] += sh[(l + 1) % n],
+            1 => acc[1] += sh[(l + 3) % n],
+            _ => acc[k] -= sh[l ^ 1],
+        }
+        barrier();
+        r += 1;
+        if r >= rounds {
+            break;
+        }
+        if r % 3 == 1 {
+            continue;
+        }
+        let v = v * 2;
+        acc[3] ^= v;
+    }
+    if rounds > 3 {
+        sh[l] = acc[0] + acc[1];
+        barrier();
+        acc[2] += sh[n - 1 - l];
+    } else {
+        acc[3] = 7;
+    }
+    let v = acc[0] ^ acc[1];
+    for t in (0..rounds).step_by(2) {
+        barrier();
+        sh[l] = v + t as i32;
+        barrier();
+        acc[3] += sh[(l + t) % n];
+    }
+    match rounds % 2 {
+        0 => {
+            barrier();
+            sh[l] = acc[3];
+            barrier();
+            acc[0] = sh[0];
+        }
+        _ => acc[0] = -acc[0],
+    }
+    if i < x.len() {
+        for j in 0..4u32 {
+            out[4 * i + j] = acc[j];
+        }
+    }
+}
+
+#[kernel]
+fn barrier_in_divergent_if(out: &mut [u32]) {
+    let l = local_id().x;
+    if l < 5 {
+        barrier();
+    }
+    out[global_id().x] = l;
+}
+
+#[kernel]
+fn barrier_in_divergent_loop(out: &mut [u32]) {
+    let l = local_id().x;
+    for k in 0..l % 3 {
+        barrier();
+        out[global_id().x] = k;
+    }
+}
+
+#[kernel]
+fn divergent_break(out: &mut [u32]) {
+    let l = local_id().x;
+    let mut k = 0u32;
+    loop {
+        barrier();
+        k += 1;
+        if k > l {
+            break;
+        }
+    }
+    out[global_id().x] = k;
+}
+
+#[kernel]
+fn return_before_barrier(out: &mut [u32]) {
+    let l = local_id().x;
+    if l == 7 {
+        return;
+    }
+    barrier();
+    out[global_id().x] = l;
+}
+
+/// Calls a kernel function with barriers: the split cannot see them, so this kernel keeps
+/// its coroutines.
+#[kernel]
+fn helper_with_barriers(x: &[f32], out: &mut [f32]) {
+    let part = shared::<f32, 64>();
+    let i = global_id().x;
+    part[local_id().x] = if i < x.len() { x[i] } else { 0.0 };
+    barrier();
+    let total = tree_total(part);
+    if i < x.len() {
+        out[i] = total;
+    }
+}
+
+#[kernel_fn]
+fn tree_total(part: &mut [f32]) -> f32 {
+    let l = local_id().x;
+    let mut s = group_size().x / 2;
+    while s > 0 {
+        if l < s {
+            part[l] += part[l + s];
+        }
+        barrier();
+        s /= 2;
+    }
+    part[0]
+}
+
+fn scan_reference(x: &[u32], group: usize) -> Vec<u32> {
+    let mut out = vec![0u32; x.len()];
+    for (chunk_in, chunk_out) in x.chunks(group).zip(out.chunks_mut(group)) {
+        let mut run = 0u32;
+        for (o, &v) in chunk_out.iter_mut().zip(chunk_in) {
+            run = run.wrapping_add(v);
+            *o = run;
+        }
+    }
+    out
+}
+
+#[test]
+fn block_scan_matches_the_host_under_both_schedules() {
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    // Not a multiple of the group, and over a million elements.
+    for n in [1usize, 255, 257, 1_000_003] {
+        let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+        let want = scan_reference(&x, 256);
+        let dx = d.upload(&x).unwrap();
+        for s in SCHEDULES {
+            let mut out = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+            under(s, true, || {
+                block_scan::launch(&d, Launch::threads(n).group(256), &dx, &mut out).unwrap()
+            });
+            let got = out.to_vec().unwrap();
+            if let Some(k) = (0..n).find(|&k| got[k] != want[k]) {
+                panic!(
+                    "{s:?}, n={n}: element {k} is {} instead of {} (seed {seed})",
+                    got[k], want[k]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn group_sums_match_the_host_under_both_schedules() {
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 100_003usize;
+    // Small integers: every sum is exact in f32, whatever the order.
+    let x: Vec<f32> = (0..n).map(|_| rng.i32(-1000..1000) as f32).collect();
+    let dx = d.upload(&x).unwrap();
+    let mut want = vec![0f32; n];
+    for (c, chunk) in x.chunks(128).enumerate() {
+        let total: f32 = chunk.iter().sum();
+        for (k, v) in chunk.iter().enumerate() {
+            want[c * 128 + k] = total - v;
+        }
+    }
+    for s in SCHEDULES {
+        let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+        under(s, true, || {
+            group_sums::launch(&d, Launch::threads(n).group(128), &dx, &mut out).unwrap()
+        });
+        let got = out.to_vec().unwrap();
+        if let Some(k) = (0..n).find(|&k| got[k] != want[k]) {
+            panic!(
+                "{s:?}: element {k} is {} instead of {} (seed {seed})",
+                got[k], want[k]
+            );
+        }
+    }
+}
+
+#[test]
+fn control_flow_around_barriers_agrees_between_schedules_and_with_wgpu() {
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 64 * 37 + 13;
+    let x: Vec<i32> = (0..n).map(|_| rng.i32(-1000..1000)).collect();
+    let poison = i32::MIN + 12345;
+    let run = |dev: &Device, s: BarrierSchedule, rounds: u32| -> Vec<i32> {
+        let dx = dev.upload(&x).unwrap();
+        let mut out = dev.alloc_filled(4 * n, poison).unwrap();
+        let mut launch = || {
+            barrier_shapes::launch(dev, Launch::threads(n).group(64), &dx, &mut out, rounds)
+                .unwrap()
+        };
+        if dev.backend_kind() == dotcompute::BackendKind::Cpu {
+            under(s, true, launch);
+        } else {
+            launch();
+        }
+        out.to_vec().unwrap()
+    };
+    let gpu = wgpu_device();
+    for rounds in [1u32, 2, 4, 7] {
+        let split = run(&d, BarrierSchedule::Fission, rounds);
+        let coroutines = run(&d, BarrierSchedule::Coroutines, rounds);
+        // Groups that return at once leave their elements poisoned; the others write all.
+        for (k, &v) in split.iter().enumerate() {
+            let group = k / 4 / 64;
+            assert_eq!(
+                v == poison,
+                group % 5 == 3,
+                "rounds {rounds}: element {k} = {v} (seed {seed})"
+            );
+        }
+        if let Some(k) = (0..4 * n).find(|&k| split[k] != coroutines[k]) {
+            panic!(
+                "rounds {rounds}: element {k}: split {} coroutines {} (seed {seed})",
+                split[k], coroutines[k]
+            );
+        }
+        if let Some(g) = &gpu {
+            let other = run(g, BarrierSchedule::Fission, rounds);
+            if let Some(k) = (0..4 * n).find(|&k| split[k] != other[k]) {
+                panic!(
+                    "rounds {rounds}: element {k}: cpu {} {} {} (seed {seed})",
+                    split[k],
+                    g.label(),
+                    other[k]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn divergent_barriers_are_errors_under_both_schedules() {
+    let d = Device::cpu();
+    for s in SCHEDULES {
+        let mut out = d.alloc_filled(96, 0u32).unwrap();
+        let l = Launch::threads(96).group(32);
+        let errors = under(s, true, || {
+            [
+                barrier_in_divergent_if::launch(&d, l, &mut out),
+                barrier_in_divergent_loop::launch(&d, l, &mut out),
+                divergent_break::launch(&d, l, &mut out),
+                return_before_barrier::launch(&d, l, &mut out),
+            ]
+        });
+        for (k, e) in errors.into_iter().enumerate() {
+            match e {
+                Err(Error::BarrierDivergence { .. }) => {}
+                other => panic!("{s:?}: kernel {k}: expected BarrierDivergence, got {other:?}"),
+            }
+        }
+        // The device still works, and so do barriers.
+        let x: Vec<u32> = (1..=300).collect();
+        let dx = d.upload(&x).unwrap();
+        let mut out = d.alloc_filled(300, 0u32).unwrap();
+        under(s, true, || {
+            block_scan::launch(&d, Launch::threads(300).group(256), &dx, &mut out).unwrap()
+        });
+        assert_eq!(out.to_vec().unwrap(), scan_reference(&x, 256));
+    }
+}
+
+#[test]
+fn a_kernel_function_with_barriers_keeps_coroutines_and_is_right() {
+    let d = Device::cpu();
+    let n = 1000usize;
+    let x: Vec<f32> = (0..n).map(|k| (k % 17) as f32).collect();
+    let dx = d.upload(&x).unwrap();
+    for s in SCHEDULES {
+        let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+        under(s, false, || {
+            helper_with_barriers::launch(&d, Launch::threads(n).group(64), &dx, &mut out).unwrap()
+        });
+        let got = out.to_vec().unwrap();
+        for (k, &g) in got.iter().enumerate() {
+            let group = k / 64;
+            let want: f32 = x[group * 64..((group + 1) * 64).min(n)].iter().sum();
+            assert_eq!(g, want, "{s:?}: element {k}");
+        }
+    }
+}
