@@ -18,27 +18,42 @@ pub enum MatmulPath {
 /// Element types with a matrix product: `f32` and `f64` everywhere; `f16` and `bf16`
 /// (f32 accumulation, tensor cores) where the backend's vendor library has them: cuBLAS.
 pub trait MatmulElement: Element {
-    /// The generated kernel, where kernels can use the type.
+    /// The generated register-blocked kernel, where kernels can use the type.
     #[doc(hidden)]
     fn kernel() -> Option<&'static KernelDef>;
+    /// The generated shared-tile kernel (wgpu's choice), where kernels can use the type.
+    #[doc(hidden)]
+    fn tiled_kernel() -> Option<&'static KernelDef>;
 }
 impl MatmulElement for f32 {
     fn kernel() -> Option<&'static KernelDef> {
         Some(matmul_blocked::kernel::<f32>())
+    }
+    fn tiled_kernel() -> Option<&'static KernelDef> {
+        Some(matmul_tiled::kernel::<f32>())
     }
 }
 impl MatmulElement for f64 {
     fn kernel() -> Option<&'static KernelDef> {
         Some(matmul_blocked::kernel::<f64>())
     }
+    fn tiled_kernel() -> Option<&'static KernelDef> {
+        Some(matmul_tiled::kernel::<f64>())
+    }
 }
 impl MatmulElement for half::f16 {
     fn kernel() -> Option<&'static KernelDef> {
         None
     }
+    fn tiled_kernel() -> Option<&'static KernelDef> {
+        None
+    }
 }
 impl MatmulElement for half::bf16 {
     fn kernel() -> Option<&'static KernelDef> {
+        None
+    }
+    fn tiled_kernel() -> Option<&'static KernelDef> {
         None
     }
 }
@@ -54,6 +69,47 @@ fn no_half_kernel<T: Element>(device: &Device) -> Error {
             device.label(),
             T::TYPE
         ),
+    }
+}
+
+/// Edge of the shared tiles of [`matmul_tiled`] (and of its groups).
+const TILE: u32 = 16;
+
+/// `c = a · b` through 16×16 tiles of `a` and `b` in shared memory, one element of `c`
+/// per thread: the generated product on wgpu, where NVIDIA Vulkan ran it at 6.2 TFLOP/s
+/// at 4096³ against 2.0 for the register-blocked kernel (H100; naga's output keeps the
+/// 8×8 block in memory rather than registers).
+#[kernel]
+fn matmul_tiled<T: Float>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u32) {
+    let ta = shared::<T, { TILE * TILE }>();
+    let tb = shared::<T, { TILE * TILE }>();
+    let col = global_id().x;
+    let row = global_id().y;
+    let lx = local_id().x;
+    let ly = local_id().y;
+    let mut acc = T::zero();
+    let tiles = (k + TILE - 1) / TILE;
+    for t in 0..tiles {
+        let ak = t * TILE + lx;
+        let bk = t * TILE + ly;
+        ta[ly * TILE + lx] = if row < m && ak < k {
+            a[row * k + ak]
+        } else {
+            T::zero()
+        };
+        tb[ly * TILE + lx] = if bk < k && col < n {
+            b[bk * n + col]
+        } else {
+            T::zero()
+        };
+        barrier();
+        for kk in 0..TILE {
+            acc += ta[ly * TILE + kk] * tb[kk * TILE + lx];
+        }
+        barrier();
+    }
+    if row < m && col < n {
+        c[row * n + col] = acc;
     }
 }
 
@@ -229,7 +285,8 @@ impl Device {
         Ok(MatmulPath::Generated)
     }
 
-    /// `c = a · b` through dotcompute's generated register-blocked kernel, on any backend.
+    /// `c = a · b` through dotcompute's generated kernel, on any backend: the
+    /// register-blocked kernel, or on wgpu the shared-tile kernel (faster there).
     pub fn matmul_generated<T: MatmulElement>(
         &self,
         a: &Buffer<T>,
@@ -240,12 +297,19 @@ impl Device {
         k: usize,
     ) -> Result<()> {
         self.check_matmul(a, b, c, m, n, k)?;
-        let kernel = T::kernel().ok_or_else(|| no_half_kernel::<T>(self))?;
-        let launch = Launch::grid2d(
-            n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
-            m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
-        )
-        .group2d(GROUP_EDGE, GROUP_EDGE);
+        let (kernel, launch) = if self.backend_kind() == crate::BackendKind::Wgpu {
+            (T::tiled_kernel(), Launch::grid2d(n, m).group2d(TILE, TILE))
+        } else {
+            (
+                T::kernel(),
+                Launch::grid2d(
+                    n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+                    m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+                )
+                .group2d(GROUP_EDGE, GROUP_EDGE),
+            )
+        };
+        let kernel = kernel.ok_or_else(|| no_half_kernel::<T>(self))?;
         let (m, n, k) = (m as u32, n as u32, k as u32);
         self.launch_kernel(
             kernel,

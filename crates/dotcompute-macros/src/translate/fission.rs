@@ -118,7 +118,7 @@ impl Splitter {
                 s if !has_barrier(s) => pending.push(s),
                 s => {
                     if !pending.is_empty() {
-                        out.extend(self.region(&pending, top, false)?);
+                        out.extend(self.region(&pending, top, false, &stmts[k..])?);
                         pending.clear();
                     }
                     let last = k + 1 == stmts.len();
@@ -127,7 +127,7 @@ impl Splitter {
             }
         }
         if !pending.is_empty() {
-            out.extend(self.region(&pending, top, loop_tail)?);
+            out.extend(self.region(&pending, top, loop_tail, &[])?);
         }
         if !top {
             self.tx.scopes.pop();
@@ -204,7 +204,7 @@ impl Splitter {
                     // A barrier-free `else if`: one region.
                     let stmt = Stmt::Expr((**e).clone(), None);
                     self.lifted.push(Vec::new());
-                    let r = self.region(&[&stmt], false, loop_tail);
+                    let r = self.region(&[&stmt], false, loop_tail, &[]);
                     self.lifted.pop();
                     let r = r?;
                     quote!(else { #r })
@@ -334,9 +334,18 @@ impl Splitter {
         }))
     }
 
-    /// Barrier-free statements, run by every live thread in turn.
-    fn region(&mut self, stmts: &[&Stmt], top: bool, loop_tail: bool) -> Option<TokenStream> {
+    /// Barrier-free statements, run by every live thread in turn. `later`: the rest of
+    /// the statement list, where the region's locals may be used (those it does not name
+    /// stay plain locals of the region).
+    fn region(
+        &mut self,
+        stmts: &[&Stmt],
+        top: bool,
+        loop_tail: bool,
+        later: &[Stmt],
+    ) -> Option<TokenStream> {
         let names = names_in(stmts.iter().map(|s| s.to_token_stream()));
+        let needed_later = names_in(later.iter().map(|s| s.to_token_stream()));
         let (rebinds, stores, mut used) = self.rebinds(&names, true);
         let was_top = std::mem::replace(&mut self.tx.top_level, top);
         let was_region = self.tx.region.replace(0);
@@ -347,7 +356,9 @@ impl Splitter {
                 body.extend(self.tx.stmt(s).1);
                 continue;
             };
-            let Some((ident, mutable, init)) = simple_let(l) else {
+            let Some((ident, mutable, init)) =
+                simple_let(l).filter(|(ident, _, _)| needed_later.contains(&ident.to_string()))
+            else {
                 body.extend(self.tx.stmt(s).1);
                 continue;
             };
