@@ -2,7 +2,7 @@
 //! matrixmultiply on the CPU), the generated register-blocked kernel everywhere else (and on
 //! request).
 
-use crate::{kernel, Buffer, Device, Element, Float, Launch};
+use crate::{kernel, kernel_fn, Buffer, Device, Element, Float, Launch};
 pub use dotcompute_hal::Precision;
 use dotcompute_hal::{Error, KernelDef, MatmulRequest, Result, StreamId};
 
@@ -18,42 +18,47 @@ pub enum MatmulPath {
 /// Element types with a matrix product: `f32` and `f64` everywhere; `f16` and `bf16`
 /// (f32 accumulation, tensor cores) where the backend's vendor library has them: cuBLAS.
 pub trait MatmulElement: Element {
-    /// The generated register-blocked kernel, where kernels can use the type.
+    /// The generated kernels, where kernels can use the type.
     #[doc(hidden)]
-    fn kernel() -> Option<&'static KernelDef>;
-    /// The generated shared-tile kernel (wgpu's choice), where kernels can use the type.
-    #[doc(hidden)]
-    fn tiled_kernel() -> Option<&'static KernelDef>;
+    fn generated() -> Option<GeneratedMatmul>;
 }
+
+/// The generated matrix-product kernels of one element type.
+#[doc(hidden)]
+pub struct GeneratedMatmul {
+    /// Register-blocked, tiles loaded after the barrier.
+    pub blocked: &'static KernelDef,
+    /// Register-blocked, the next tiles loaded while multiplying (the default).
+    pub pipelined: &'static KernelDef,
+    /// 16×16 shared tiles (wgpu's choice).
+    pub tiled: &'static KernelDef,
+}
+
 impl MatmulElement for f32 {
-    fn kernel() -> Option<&'static KernelDef> {
-        Some(matmul_blocked::kernel::<f32>())
-    }
-    fn tiled_kernel() -> Option<&'static KernelDef> {
-        Some(matmul_tiled::kernel::<f32>())
+    fn generated() -> Option<GeneratedMatmul> {
+        Some(GeneratedMatmul {
+            blocked: matmul_blocked::kernel::<f32>(),
+            pipelined: matmul_pipelined::kernel::<f32>(),
+            tiled: matmul_tiled::kernel::<f32>(),
+        })
     }
 }
 impl MatmulElement for f64 {
-    fn kernel() -> Option<&'static KernelDef> {
-        Some(matmul_blocked::kernel::<f64>())
-    }
-    fn tiled_kernel() -> Option<&'static KernelDef> {
-        Some(matmul_tiled::kernel::<f64>())
+    fn generated() -> Option<GeneratedMatmul> {
+        Some(GeneratedMatmul {
+            blocked: matmul_blocked::kernel::<f64>(),
+            pipelined: matmul_pipelined::kernel::<f64>(),
+            tiled: matmul_tiled::kernel::<f64>(),
+        })
     }
 }
 impl MatmulElement for half::f16 {
-    fn kernel() -> Option<&'static KernelDef> {
-        None
-    }
-    fn tiled_kernel() -> Option<&'static KernelDef> {
+    fn generated() -> Option<GeneratedMatmul> {
         None
     }
 }
 impl MatmulElement for half::bf16 {
-    fn kernel() -> Option<&'static KernelDef> {
-        None
-    }
-    fn tiled_kernel() -> Option<&'static KernelDef> {
+    fn generated() -> Option<GeneratedMatmul> {
         None
     }
 }
@@ -202,6 +207,101 @@ fn matmul_blocked<T: Float>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u3
     }
 }
 
+/// Thread `tid`'s LOADS elements of the `a` and `b` tiles of the step at depth `k0`
+/// (zero outside the matrices), in the order `matmul_pipelined` stores them.
+#[kernel_fn]
+fn load_step<T: Float>(
+    a: &[T],
+    b: &[T],
+    next_a: &mut [T],
+    next_b: &mut [T],
+    tid: u32,
+    row0: u32,
+    col0: u32,
+    k0: u32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    for q in 0..LOADS {
+        let e = tid + 256 * q;
+        let gr = row0 + e / DEPTH;
+        let gk = k0 + e % DEPTH;
+        next_a[q] = if gr < m && gk < k {
+            a[gr * k + gk]
+        } else {
+            T::zero()
+        };
+        let gk = k0 + e / BLOCK;
+        let gc = col0 + e % BLOCK;
+        next_b[q] = if gk < k && gc < n {
+            b[gk * n + gc]
+        } else {
+            T::zero()
+        };
+    }
+}
+
+/// [`matmul_blocked`] with the next step's tiles loaded from memory into registers while
+/// the current step's are multiplied (software pipelining): the loads' latency hides
+/// behind 1,024 multiply-adds per thread instead of stalling the group at the barrier.
+/// Same tiles, same barriers, same results.
+#[kernel]
+fn matmul_pipelined<T: Float>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u32) {
+    let ta = shared::<T, { DEPTH * A_STRIDE }>();
+    let tb = shared::<T, { DEPTH * BLOCK }>();
+    let tx = local_id().x;
+    let ty = local_id().y;
+    let tid = ty * GROUP_EDGE + tx;
+    let row0 = group_id().y * BLOCK;
+    let col0 = group_id().x * BLOCK;
+    let mut acc = [T::zero(); 64];
+    let mut a_reg = [T::zero(); 8];
+    let mut b_reg = [T::zero(); 8];
+    // The next step's elements of each tile, LOADS per thread (k > 0: the facade
+    // refuses empty products).
+    let mut next_a = [T::zero(); LOADS as usize];
+    let mut next_b = [T::zero(); LOADS as usize];
+    load_step(a, b, next_a, next_b, tid, row0, col0, 0, m, n, k);
+    let mut k0: u32 = 0;
+    while k0 < k {
+        for q in 0..LOADS {
+            let e = tid + 256 * q;
+            ta[(e % DEPTH) * A_STRIDE + e / DEPTH] = next_a[q];
+            tb[e] = next_b[q];
+        }
+        barrier();
+        let k1 = k0 + DEPTH;
+        if k1 < k {
+            load_step(a, b, next_a, next_b, tid, row0, col0, k1, m, n, k);
+        }
+        for kk in 0..DEPTH {
+            for i in 0..8u32 {
+                a_reg[i] = ta[kk * A_STRIDE + ty + GROUP_EDGE * i];
+            }
+            for j in 0..8u32 {
+                b_reg[j] = tb[kk * BLOCK + tx + GROUP_EDGE * j];
+            }
+            for i in 0..8u32 {
+                for j in 0..8u32 {
+                    acc[i * REG + j] += a_reg[i] * b_reg[j];
+                }
+            }
+        }
+        barrier();
+        k0 = k1;
+    }
+    for i in 0..8u32 {
+        for j in 0..8u32 {
+            let r = row0 + ty + GROUP_EDGE * i;
+            let cc = col0 + tx + GROUP_EDGE * j;
+            if r < m && cc < n {
+                c[r * n + cc] = acc[i * REG + j];
+            }
+        }
+    }
+}
+
 impl Device {
     /// `c = a · b` for row-major matrices: `a` is m×k, `b` is k×n, `c` is m×n (each buffer
     /// holds at least that many elements; only the leading part is used). Runs the
@@ -297,19 +397,27 @@ impl Device {
         k: usize,
     ) -> Result<()> {
         self.check_matmul(a, b, c, m, n, k)?;
-        let (kernel, launch) = if self.backend_kind() == crate::BackendKind::Wgpu {
-            (T::tiled_kernel(), Launch::grid2d(n, m).group2d(TILE, TILE))
-        } else {
-            (
-                T::kernel(),
-                Launch::grid2d(
-                    n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
-                    m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
-                )
-                .group2d(GROUP_EDGE, GROUP_EDGE),
-            )
+        let kernels = T::generated().ok_or_else(|| no_half_kernel::<T>(self))?;
+        // DOTCOMPUTE_MATMUL_KERNEL=blocked|pipelined|tiled picks one (comparisons).
+        let choice = std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok();
+        let tiled = match choice.as_deref() {
+            Some("tiled") => true,
+            Some(_) => false,
+            None => self.backend_kind() == crate::BackendKind::Wgpu,
         };
-        let kernel = kernel.ok_or_else(|| no_half_kernel::<T>(self))?;
+        let (kernel, launch) = if tiled {
+            (kernels.tiled, Launch::grid2d(n, m).group2d(TILE, TILE))
+        } else {
+            let blocked = Launch::grid2d(
+                n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+                m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+            )
+            .group2d(GROUP_EDGE, GROUP_EDGE);
+            match choice.as_deref() {
+                Some("blocked") => (kernels.blocked, blocked),
+                _ => (kernels.pipelined, blocked),
+            }
+        };
         let (m, n, k) = (m as u32, n as u32, k as u32);
         self.launch_kernel(
             kernel,
