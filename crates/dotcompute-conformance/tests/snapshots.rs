@@ -79,3 +79,41 @@ fn native_f32_atomics_pass_naga() {
         }
     }
 }
+
+/// The CUDA generator unrolls grid-stride loops that stream a read-only buffer
+/// (`dotcompute_ir::unroll`): the rewritten IR of `reduce_sum` still validates, keeps the
+/// original loop for the remaining iterations, and hoists four loads per trip; kernels
+/// without such a loop are left alone.
+#[test]
+fn grid_stride_loops_unroll_into_valid_ir() {
+    use dotcompute::ir::{unroll, validate, walk_stmts, ExprKind, Stmt};
+    let mut unrolled = 0;
+    for def in dotcompute_conformance::seed_kernels() {
+        let ir = def.ir().unwrap();
+        let Some(u) = unroll::unroll_strided_loads(ir) else {
+            continue;
+        };
+        unrolled += 1;
+        validate(&u).unwrap_or_else(|e| panic!("{}: the unrolled IR is invalid: {e}", def.name()));
+        let loops = |body: &[Stmt]| {
+            let mut n = 0;
+            walk_stmts(body, &mut |s| n += matches!(s, Stmt::Loop { .. }) as usize);
+            n
+        };
+        assert_eq!(loops(&u.body), loops(&ir.body) + 1, "{}", def.name());
+        let mut hoisted = 0;
+        walk_stmts(&u.body, &mut |s| {
+            if let Stmt::Let { init: Some(e), .. } = s {
+                hoisted += matches!(e.kind, ExprKind::Load { .. }) as usize;
+            }
+        });
+        assert!(hoisted >= unroll::UNROLL as usize, "{}", def.name());
+    }
+    let reduce = dotcompute_conformance::seed_kernels()
+        .into_iter()
+        .find(|d| d.name() == "reduce_sum")
+        .unwrap();
+    assert!(unroll::unroll_strided_loads(reduce.ir().unwrap()).is_some());
+    // The elementwise and tiled kernels have no such loop.
+    assert!(unrolled < dotcompute_conformance::seed_kernels().len());
+}

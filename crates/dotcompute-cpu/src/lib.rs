@@ -3,16 +3,19 @@
 //! Runs `#[kernel]` functions natively: the macro compiles the kernel's Rust text into a
 //! body that this crate's executor calls once per thread ([`runtime::execute`]). Groups run
 //! in parallel on rayon; kernels without barriers run each group as a plain loop the
-//! compiler can optimise; kernels with barriers run one stackful coroutine per thread
-//! (corosensei) that yields at each barrier, which gives exact barrier semantics without
-//! transforming the kernel. `docs/architecture.md` explains the choice.
+//! compiler can optimise; kernels with barriers run as a group body split at the barriers
+//! (loops over the group's threads between barriers, [`fission`]), or, where the macro
+//! cannot split them, one stackful coroutine per thread (corosensei) that yields at each
+//! barrier. Both give exact barrier semantics. `docs/architecture.md` explains the choice.
 //!
 //! ## Contract
 //!
 //! *Validates*: argument types when a body binds them; every load, store and atomic is
 //! bounds-checked, and an out-of-bounds access becomes `Error::OutOfBounds` naming the
 //! kernel, the argument and the index (nothing outside an array is touched); barrier
-//! divergence inside a group; allocation failure (`Error::OutOfMemory`); panics inside a
+//! divergence inside a group (threads at different barriers, conditions or ranges around a
+//! barrier that differ between threads, some threads leaving a loop with a barrier);
+//! allocation failure (`Error::OutOfMemory`); panics inside a
 //! kernel (`Error::KernelPanicked`).
 //!
 //! *Trusts* the facade for offsets and lengths of host copies (it checks them) and the
@@ -404,7 +407,7 @@ impl Queue for CpuBackend {
 }
 
 /// The CPU's vendor matrix product: `matrixmultiply`'s packed, register-blocked GEMM
-/// (the generated tiled kernel runs one coroutine per thread for its barriers, which is
+/// (the generated kernel, split at its barriers, is not vectorised across threads and is
 /// far slower on a CPU). Row-major `c = a · b` is a strided call with row stride =
 /// columns. The rows of `c` are split into bands computed in parallel on the backend's
 /// rayon pool, each band one single-threaded GEMM (matrixmultiply's own threading stops

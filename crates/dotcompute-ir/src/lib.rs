@@ -80,6 +80,7 @@ pub mod analysis;
 mod build;
 mod kernel;
 mod types;
+pub mod unroll;
 mod validate;
 pub mod vector;
 

@@ -26,9 +26,10 @@ pub trait MatmulElement: Element {
 /// The generated matrix-product kernels of one element type.
 #[doc(hidden)]
 pub struct GeneratedMatmul {
-    /// Register-blocked, tiles loaded after the barrier.
+    /// Register-blocked, tiles loaded after the barrier (the CPU's).
     pub blocked: &'static KernelDef,
-    /// Register-blocked, the next tiles loaded while multiplying (the default).
+    /// Register-blocked, the next tiles loaded while multiplying, fused multiply-adds
+    /// (the default on GPUs).
     pub pipelined: &'static KernelDef,
     /// 16×16 shared tiles (wgpu's choice).
     pub tiled: &'static KernelDef,
@@ -245,7 +246,11 @@ fn load_step<T: Float>(
 /// [`matmul_blocked`] with the next step's tiles loaded from memory into registers while
 /// the current step's are multiplied (software pipelining): the loads' latency hides
 /// behind 1,024 multiply-adds per thread instead of stalling the group at the barrier.
-/// Same tiles, same barriers, same results.
+/// Same tiles and barriers; each multiply-add is fused (`mul_add`: one rounding, as
+/// cuBLAS does), which GPUs issue as one instruction where `a * b + c` is two (the
+/// generated code keeps `a * b + c` unfused, for results equal on every backend). The
+/// CPU keeps [`matmul_blocked`]: without the FMA target feature `mul_add` is a library
+/// call there.
 #[kernel]
 fn matmul_pipelined<T: Float>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: u32) {
     let ta = shared::<T, { DEPTH * A_STRIDE }>();
@@ -284,7 +289,7 @@ fn matmul_pipelined<T: Float>(a: &[T], b: &[T], c: &mut [T], m: u32, n: u32, k: 
             }
             for i in 0..8u32 {
                 for j in 0..8u32 {
-                    acc[i * REG + j] += a_reg[i] * b_reg[j];
+                    acc[i * REG + j] = a_reg[i].mul_add(b_reg[j], acc[i * REG + j]);
                 }
             }
         }
@@ -413,8 +418,11 @@ impl Device {
                 m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
             )
             .group2d(GROUP_EDGE, GROUP_EDGE);
+            let cpu = self.backend_kind() == crate::BackendKind::Cpu;
             match choice.as_deref() {
                 Some("blocked") => (kernels.blocked, blocked),
+                Some("pipelined") => (kernels.pipelined, blocked),
+                _ if cpu => (kernels.blocked, blocked),
                 _ => (kernels.pipelined, blocked),
             }
         };

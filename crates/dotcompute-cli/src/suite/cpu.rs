@@ -211,8 +211,9 @@ fn reduce(ctx: &Ctx) -> Res<Vec<Figure>> {
     let n: usize = if ctx.quick { 1 << 20 } else { 1 << 24 };
     ctx.step("cpu-barriers reduce");
     let d = ctx.device;
-    // Small integers: the sum is exact in f32 in any order.
-    let x: Vec<f32> = (0..n).map(|k| (k % 7) as f32).collect();
+    // Zeros and ones: every partial sum is an integer below 2^24, exact in f32 in any
+    // order.
+    let x: Vec<f32> = (0..n).map(|k| ((k * 7 + k / 3) % 2) as f32).collect();
     let want: f64 = x.iter().map(|&v| v as f64).sum();
     let dx = d.upload(&x).map_err(s)?;
     let mut total = d.alloc_filled(1, 0f32).map_err(s)?;
