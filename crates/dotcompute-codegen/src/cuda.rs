@@ -100,11 +100,7 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
 pub fn generate_with(kernel: &Kernel, checked: bool) -> CudaModule {
     let plan = if checked { None } else { vector_plan(kernel) };
     let strided = grid_stride_eligible(kernel) && !checked;
-    // A user's grid-stride loops over a read-only buffer, four loads per trip (see
-    // dotcompute_ir::unroll); `DOTCOMPUTE_CUDA_UNROLL=0` keeps them as written.
-    let unrolled = (!checked && plan.is_none() && !strided && unroll_enabled())
-        .then(|| dotcompute_ir::unroll::unroll_strided_loads(kernel))
-        .flatten();
+    let unrolled = crate::unrolled(kernel, !checked && plan.is_none() && !strided);
     let kernel = unrolled.as_ref().unwrap_or(kernel);
     let mut g = Gen::new(&CudaDialect, kernel);
     g.checked = checked;
@@ -120,10 +116,6 @@ pub fn generate_with(kernel: &Kernel, checked: bool) -> CudaModule {
         strided_entry: strided.then(|| strided_entry_name(&kernel.name)),
         vector_entry: plan.map(|p| (vector_entry_name(&kernel.name), p.width)),
     }
-}
-
-fn unroll_enabled() -> bool {
-    std::env::var("DOTCOMPUTE_CUDA_UNROLL").map_or(true, |v| v != "0")
 }
 
 /// CUDA C++'s spellings for the shared C-family walk.

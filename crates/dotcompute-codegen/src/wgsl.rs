@@ -173,6 +173,8 @@ fn wgsl_type(ty: ScalarType) -> Option<&'static str> {
 
 /// Generates the WGSL module for `kernel` specialised by `opts`.
 pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, CodegenError> {
+    let unrolled = crate::unrolled(kernel, !opts.checked && !opts.strided);
+    let kernel = unrolled.as_ref().unwrap_or(kernel);
     let mut g = Gen {
         k: kernel,
         out: String::new(),

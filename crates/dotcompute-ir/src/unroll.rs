@@ -1,4 +1,5 @@
-//! Unrolling of grid-stride loops that stream a read-only buffer.
+//! Unrolling of grid-stride loops that stream a read-only buffer (the CUDA and WGSL
+//! generators apply it; `DOTCOMPUTE_UNROLL=0` turns it off, for comparisons).
 //!
 //! A user's grid-stride loop,
 //!

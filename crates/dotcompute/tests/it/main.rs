@@ -12,4 +12,5 @@ mod profiling;
 mod raw_wgsl;
 mod registry;
 mod streams;
+mod unroll;
 mod wgpu_limits;
