@@ -89,6 +89,27 @@ struct Dispatch {
     record: Option<(wgpu::Buffer, Arc<dotcompute_ir::Kernel>)>,
 }
 
+/// A launch's bindings: the pipeline (by address; the cached entry holds it, so the
+/// address is not reused meanwhile), each buffer binding's (binding, buffer, offset,
+/// size), and the uniform block's bytes.
+#[derive(PartialEq, Eq, Hash)]
+struct BindKey {
+    pipeline: usize,
+    ranges: Vec<(u32, wgpu::Buffer, u64, u64)>,
+    uniforms: Vec<u8>,
+}
+
+/// A bind group kept for launches with the same [`BindKey`].
+struct CachedBinding {
+    _pipeline: Arc<Pipeline>,
+    bind_group: wgpu::BindGroup,
+    _uniforms: wgpu::Buffer,
+}
+
+/// Bind groups kept at most; the cache starts over when full (iterative code repeats a
+/// few launches, so a small cache catches them).
+const BIND_GROUP_CACHE: usize = 256;
+
 /// (program, group size, dynamic shared length, view offsets, checked, strided).
 type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, bool);
 
@@ -121,6 +142,9 @@ pub struct WgpuBackend {
     limits: wgpu::Limits,
     pool: SizeClassPool<wgpu::Buffer>,
     pipelines: Mutex<dotcompute_hal::KeyMap<PipelineKey, Arc<Pipeline>>>,
+    /// Bind groups and uniform buffers of recent launches, reused by identical ones;
+    /// emptied whenever a buffer is destroyed (a bind group must not outlive its buffers).
+    bind_groups: Mutex<std::collections::HashMap<BindKey, CachedBinding>>,
     staging: Mutex<Option<wgpu::Buffer>>,
     /// Errors wgpu reported outside an error scope (instead of its default panic).
     uncaptured: Arc<Mutex<Option<Error>>>,
@@ -387,6 +411,7 @@ impl WgpuBackend {
             limits,
             pool: SizeClassPool::new(),
             pipelines: Mutex::new(Default::default()),
+            bind_groups: Mutex::new(Default::default()),
             staging: Mutex::new(None),
             uncaptured,
             lost,
@@ -482,6 +507,15 @@ impl WgpuBackend {
             return Err(oom(e.to_string()));
         }
         Ok(buffer)
+    }
+
+    /// Destroys a pool block's buffer, after forgetting the bind groups that could use it.
+    fn destroy(&self, buffer: wgpu::Buffer) {
+        self.bind_groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        buffer.destroy();
     }
 
     fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
@@ -860,15 +894,9 @@ impl WgpuBackend {
                 )
             }
         };
-        let uniforms = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("dotcompute launch parameters"),
-                contents: &uniform_bytes,
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
         let max_binding = self.limits.max_storage_buffer_binding_size;
-        let mut entries = Vec::with_capacity(pipeline.module.buffers.len() + 1);
+        // (binding, buffer, offset, size) of every buffer parameter.
+        let mut ranges = Vec::with_capacity(pipeline.module.buffers.len());
         for &(param, binding, _) in &pipeline.module.buffers {
             let BoundArg::Buffer {
                 buffer,
@@ -898,20 +926,7 @@ impl WgpuBackend {
                     found: format!("{size} bytes"),
                 });
             }
-            entries.push(wgpu::BindGroupEntry {
-                binding,
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &buffer.buffer,
-                    offset: (offset - skipped) as u64,
-                    size: NonZeroU64::new(size),
-                }),
-            });
-        }
-        if pipeline.module.uniform_size > 0 {
-            entries.push(wgpu::BindGroupEntry {
-                binding: pipeline.module.uniform_binding,
-                resource: uniforms.as_entire_binding(),
-            });
+            ranges.push((binding, &buffer.buffer, (offset - skipped) as u64, size));
         }
         // Checked launches: a zeroed violation record, read after the launch.
         let record = pipeline.module.violation_binding.map(|binding| {
@@ -924,6 +939,51 @@ impl WgpuBackend {
                 });
             (binding, buffer)
         });
+        // A launch like an earlier one (same pipeline, bindings and uniform bytes) reuses
+        // its bind group and uniform buffer: both are immutable once made.
+        let key = BindKey {
+            pipeline: Arc::as_ptr(&pipeline) as usize,
+            ranges: ranges
+                .iter()
+                .map(|&(b, buf, off, size)| (b, buf.clone(), off, size))
+                .collect(),
+            uniforms: uniform_bytes.clone(),
+        };
+        if record.is_none() {
+            let cache = self.bind_groups.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(hit) = cache.get(&key) {
+                return Ok(Dispatch {
+                    pipeline,
+                    bind_group: hit.bind_group.clone(),
+                    groups: dispatch,
+                    record: None,
+                });
+            }
+        }
+        let uniforms = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("dotcompute launch parameters"),
+                contents: &uniform_bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let mut entries: Vec<wgpu::BindGroupEntry> = ranges
+            .iter()
+            .map(|&(binding, buffer, offset, size)| wgpu::BindGroupEntry {
+                binding,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset,
+                    size: NonZeroU64::new(size),
+                }),
+            })
+            .collect();
+        if pipeline.module.uniform_size > 0 {
+            entries.push(wgpu::BindGroupEntry {
+                binding: pipeline.module.uniform_binding,
+                resource: uniforms.as_entire_binding(),
+            });
+        }
         if let Some((binding, buffer)) = &record {
             entries.push(wgpu::BindGroupEntry {
                 binding: *binding,
@@ -935,6 +995,20 @@ impl WgpuBackend {
             layout: &pipeline.layout,
             entries: &entries,
         });
+        if record.is_none() {
+            let mut cache = self.bind_groups.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.len() >= BIND_GROUP_CACHE {
+                cache.clear();
+            }
+            cache.insert(
+                key,
+                CachedBinding {
+                    _pipeline: pipeline.clone(),
+                    bind_group: bind_group.clone(),
+                    _uniforms: uniforms,
+                },
+            );
+        }
         Ok(Dispatch {
             pipeline,
             bind_group,
@@ -997,7 +1071,7 @@ impl Backend for WgpuBackend {
         let (buffer, class, _) = self.pool.acquire(
             bytes,
             |class| self.create_storage(class, bytes),
-            |b| b.destroy(),
+            |b| self.destroy(b),
         )?;
         // Every stream is the one queue: later uses are submitted after earlier ones.
         Ok((WgpuBuffer { buffer, class }, StreamSet::EMPTY))
@@ -1015,7 +1089,7 @@ impl Backend for WgpuBackend {
     }
 
     fn trim(&self) {
-        self.pool.trim(|b| b.destroy());
+        self.pool.trim(|b| self.destroy(b));
     }
 
     fn set_profiling(&self, on: bool) {

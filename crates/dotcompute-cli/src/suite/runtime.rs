@@ -2,7 +2,7 @@
 //! stream, and graph replay against launches one by one (host wall time: the device
 //! clock cannot see enqueue costs).
 
-use super::{measure_batched, Bench, Ctx, Figure, Res, Unit};
+use super::{measure_batched, measure_batched_with, Bench, Ctx, Figure, Res, Unit};
 use dotcompute::{BackendKind, Launch};
 use rayon::prelude::*;
 
@@ -47,6 +47,37 @@ fn launch(ctx: &Ctx) -> Res<Vec<Figure>> {
                 .target("≤ 1.2")
                 .build()])
         }
+        BackendKind::Wgpu => {
+            let d = ctx.device;
+            let mut out = d.alloc_filled(1, 7u32).map_err(super::s)?;
+            let raw = RawWgpuLaunch::new(d.info().ordinal)?;
+            let mut raw_launch = || raw.launch();
+            let times = measure_batched_with(
+                ctx,
+                batch,
+                &mut [
+                    &mut || empty_launch::launch(d, Launch::threads(1), &mut out).map_err(super::s),
+                    &mut raw_launch,
+                ],
+                &mut [&mut || d.synchronize().map_err(super::s), &mut || {
+                    raw.wait()
+                }],
+            )?;
+            if out.to_vec().map_err(super::s)? != vec![7] {
+                return Err("the empty kernel changed its buffer".into());
+            }
+            Ok(vec![f()
+                .ours(ours, 1.0, times[0].clone())
+                .against(
+                    "raw wgpu: one pass, one dispatch, one submit",
+                    1.0,
+                    times[1].clone(),
+                )
+                .note(
+                    "the raw reference reuses one bind group on its own device of the same adapter",
+                )
+                .build()])
+        }
         kind => {
             let d = ctx.device;
             let mut out = d.alloc_filled(1, 7u32).map_err(super::s)?;
@@ -71,12 +102,94 @@ fn launch(ctx: &Ctx) -> Res<Vec<Figure>> {
             let mut fig = f().ours(ours, 1.0, times[0].clone());
             if kind == BackendKind::Cpu {
                 fig = fig.against("rayon parallel loop of one item", 1.0, times[1].clone());
-            } else {
-                fig = fig
-                    .note("no raw wgpu reference in this run; see the CUDA figure of the same GPU");
             }
             Ok(vec![fig.build()])
         }
+    }
+}
+
+/// What a hand-written wgpu program does per dispatch, on a device of its own on the
+/// same adapter: the pipeline and bind group of an empty kernel made once, then per
+/// launch one command encoder, one compute pass, one dispatch of one group and one
+/// submission.
+struct RawWgpuLaunch {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+}
+
+const RAW_EMPTY_WGSL: &str = "
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(1)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x > arrayLength(&out) { out[0] = 0u; }
+}
+";
+
+impl RawWgpuLaunch {
+    fn new(ordinal: usize) -> Res<RawWgpuLaunch> {
+        let adapter = dotcompute_wgpu::adapters()
+            .into_iter()
+            .nth(ordinal)
+            .ok_or("the wgpu adapter is gone")?;
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default()))
+                .map_err(super::s)?;
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("raw empty"),
+            source: wgpu::ShaderSource::Wgsl(RAW_EMPTY_WGSL.into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("raw empty"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("raw out"),
+            size: 4,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("raw empty"),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: buffer.as_entire_binding(),
+            }],
+        });
+        Ok(RawWgpuLaunch {
+            device,
+            queue,
+            pipeline,
+            bind_group,
+        })
+    }
+
+    fn launch(&self) -> Res<()> {
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        self.queue.submit(Some(encoder.finish()));
+        Ok(())
+    }
+
+    fn wait(&self) -> Res<()> {
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: Some(std::time::Duration::from_secs(60)),
+            })
+            .map(|_| ())
+            .map_err(super::s)
     }
 }
 
