@@ -142,8 +142,9 @@ pub struct WgpuBackend {
     limits: wgpu::Limits,
     pool: SizeClassPool<wgpu::Buffer>,
     pipelines: Mutex<dotcompute_hal::KeyMap<PipelineKey, Arc<Pipeline>>>,
-    /// Bind groups and uniform buffers of recent launches, reused by identical ones;
-    /// emptied whenever a buffer is destroyed (a bind group must not outlive its buffers).
+    /// Bind groups and uniform buffers of recent launches, reused by identical ones.
+    /// Emptied whenever a pool buffer is destroyed: an entry of a destroyed buffer could
+    /// never match again (its key holds that buffer's handle), but would keep it alive.
     bind_groups: Mutex<std::collections::HashMap<BindKey, CachedBinding>>,
     staging: Mutex<Option<wgpu::Buffer>>,
     /// Errors wgpu reported outside an error scope (instead of its default panic).

@@ -8,6 +8,7 @@ mod cpu_matmul;
 mod cuda;
 mod graphs;
 mod host_transfers;
+mod launch_reuse;
 mod profiling;
 mod raw_wgsl;
 mod registry;
