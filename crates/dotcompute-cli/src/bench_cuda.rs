@@ -14,11 +14,6 @@ use std::ffi::c_void;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -177,6 +172,19 @@ fn child(dir: &std::path::Path) -> Res<(String, f64)> {
 
 fn compile(reps: usize) -> Res<()> {
     let reps = reps.clamp(3, 15);
+    let (c, d) = measure_compile(reps)?;
+    let (c, d) = (
+        Duration::from_secs_f64(c.median_s),
+        Duration::from_secs_f64(d.median_s),
+    );
+    print_compile(reps, c, d);
+    Ok(())
+}
+
+/// Preparing `matmul_tiled` in a fresh process with an empty disk cache (codegen, NVRTC,
+/// module load, disk write), then in another fresh process that finds it on disk:
+/// `reps` pairs, each child checked to report the outcome expected of it.
+pub fn measure_compile(reps: usize) -> Res<(Stats, Stats)> {
     let (mut cold, mut disk) = (Vec::new(), Vec::new());
     for i in 0..reps {
         let dir = std::env::temp_dir().join(format!("dc-bench-cache-{}-{i}", std::process::id()));
@@ -194,7 +202,13 @@ fn compile(reps: usize) -> Res<()> {
         cold.push(Duration::from_secs_f64(t1 / 1e6));
         disk.push(Duration::from_secs_f64(t2 / 1e6));
     }
-    let (c, d) = (median(cold), median(disk));
+    Ok((
+        Stats::from_times(cold, false),
+        Stats::from_times(disk, false),
+    ))
+}
+
+fn print_compile(reps: usize, c: Duration, d: Duration) {
     println!("compile cache, kernel matmul_tiled, fresh process each time, median of {reps}");
     println!(
         "  cold: codegen + NVRTC + cuModuleLoadData + disk write  {:>10.1} µs",
@@ -208,13 +222,40 @@ fn compile(reps: usize) -> Res<()> {
         "  cold / disk hit                                        {:>10.1} (target >= 20)",
         c.as_secs_f64() / d.as_secs_f64()
     );
-    Ok(())
 }
 
 const POOL_BATCH: u32 = 10_000;
 
 fn pool(reps: usize) -> Res<()> {
     let device = Device::with_backend(BackendKind::Cuda).map_err(s)?;
+    let (tp, tr) = measure_pool(&device, reps)?;
+    let (tp, tr) = (
+        Duration::from_secs_f64(tp.median_s),
+        Duration::from_secs_f64(tr.median_s),
+    );
+    let stats = device.memory_stats();
+    println!(
+        "alloc + free of 1 MiB on {}, median of {reps} batches",
+        device.label()
+    );
+    println!(
+        "  dotcompute pool (Device::alloc + drop)  {:>9.3} µs (target <= 1)",
+        us(tp)
+    );
+    println!(
+        "  raw cuMemAlloc + cuMemFree              {:>9.3} µs",
+        us(tr)
+    );
+    println!(
+        "  pool: {} driver allocations, {} hits",
+        stats.driver_allocations, stats.pool_hits
+    );
+    Ok(())
+}
+
+/// Allocation and free of 1 MiB on `device` (a CUDA device): through the pool, and raw
+/// `cuMemAlloc` + `cuMemFree`; per pair, `reps` batches after 3 warm-up batches.
+pub fn measure_pool(device: &Device, reps: usize) -> Res<(Stats, Stats)> {
     let bytes = 1 << 20;
     let pooled = || -> Res<Duration> {
         let t = Instant::now();
@@ -245,25 +286,7 @@ fn pool(reps: usize) -> Res<()> {
         tp.push(pooled()?);
         tr.push(raw()?);
     }
-    let (tp, tr) = (median(tp), median(tr));
-    let stats = device.memory_stats();
-    println!(
-        "alloc + free of 1 MiB on {}, median of {reps} batches",
-        device.label()
-    );
-    println!(
-        "  dotcompute pool (Device::alloc + drop)  {:>9.3} µs (target <= 1)",
-        us(tp)
-    );
-    println!(
-        "  raw cuMemAlloc + cuMemFree              {:>9.3} µs",
-        us(tr)
-    );
-    println!(
-        "  pool: {} driver allocations, {} hits",
-        stats.driver_allocations, stats.pool_hits
-    );
-    Ok(())
+    Ok((Stats::from_times(tp, false), Stats::from_times(tr, false)))
 }
 
 /// Host-device bandwidth of 256 MiB: `Buffer::write`/`read_into` from ordinary (pageable)
@@ -272,6 +295,25 @@ fn pool(reps: usize) -> Res<()> {
 /// page-locked memory.
 fn transfer(reps: usize) -> Res<()> {
     let device = Device::with_backend(BackendKind::Cuda).map_err(s)?;
+    let (bytes, rows) = measure_transfer(&device, reps)?;
+    println!(
+        "256 MiB host <-> device on {}, median of {reps} after 2 warm-ups",
+        device.label()
+    );
+    for (label, t) in rows {
+        println!(
+            "  {label:<38} {:>8.2} ms  {:>6.1} GB/s",
+            t.median_s * 1e3,
+            bytes as f64 / t.median_s / 1e9
+        );
+    }
+    Ok(())
+}
+
+/// The rows of [`transfer`] as (label, time) with the bytes moved: writes from pageable
+/// memory, `upload_async` from a `HostBuffer`, raw `cuMemcpyHtoD`, then the three reads.
+/// The data read back is checked.
+pub fn measure_transfer(device: &Device, reps: usize) -> Res<(usize, Vec<(&'static str, Stats)>)> {
     let n = 64 << 20;
     let bytes = n * 4;
     let pageable = vec![1.25f32; n];
@@ -332,10 +374,7 @@ fn transfer(reps: usize) -> Res<()> {
             }),
         ),
     ];
-    println!(
-        "256 MiB host <-> device on {}, median of {reps} after 2 warm-ups",
-        device.label()
-    );
+    let mut out = Vec::new();
     for (label, step) in rows.iter_mut() {
         device.synchronize().map_err(s)?;
         let mut times = Vec::new();
@@ -347,12 +386,7 @@ fn transfer(reps: usize) -> Res<()> {
                 times.push(t.elapsed());
             }
         }
-        let t = median(times);
-        println!(
-            "  {label:<38} {:>8.2} ms  {:>6.1} GB/s",
-            t.as_secs_f64() * 1e3,
-            bytes as f64 / t.as_secs_f64() / 1e9
-        );
+        out.push((*label, Stats::from_times(times, false)));
     }
     drop(rows);
     // SAFETY: allocated above; the device is idle.
@@ -360,5 +394,8 @@ fn transfer(reps: usize) -> Res<()> {
         let _ = cu::free_sync(dptr);
         let _ = cu::free_host(host_ptr);
     }
-    Ok(())
+    if pageable_back.iter().any(|&v| v != 1.25) {
+        return Err("transfer: the data read back is wrong".into());
+    }
+    Ok((bytes, out))
 }

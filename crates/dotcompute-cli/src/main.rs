@@ -55,7 +55,7 @@ enum Command {
     /// ratio against a reference measured in the same run, then a summary table.
     ///
     /// Suite benchmarks: vector-add, reduce, transpose, softmax, stencil, atomics, matmul,
-    /// launch, streams, graph. Single benchmarks with their own report: checked,
+    /// launch, streams, graph, compile-cache, pool, transfers, cpu-barriers. Single benchmarks with their own report: checked,
     /// stream-acquire, alloc, cuda-launch, cuda-compile, cuda-pool, cuda-transfer (and
     /// `streams` with `--trace`).
     Bench {

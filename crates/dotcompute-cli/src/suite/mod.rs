@@ -19,6 +19,7 @@ pub mod memory;
 pub mod plot;
 pub mod report;
 pub mod runtime;
+pub mod services;
 
 use dotcompute::{BackendKind, Device};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -349,6 +350,7 @@ pub fn benches() -> Vec<Bench> {
     let mut v = memory::benches();
     v.extend(matmul::benches());
     v.extend(runtime::benches());
+    v.extend(services::benches());
     v.extend(cpu::benches());
     v
 }

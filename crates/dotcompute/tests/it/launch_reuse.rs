@@ -18,9 +18,8 @@ fn add_scaled(x: &mut [u32], k: u32) {
 fn repeated_launches_reuse_bindings_and_stay_right() {
     for d in common::devices() {
         let n = 1000usize;
-        let want = |k_total: u32| -> Vec<u32> {
-            (0..n as u32).map(|i| k_total * (i % 7 + 1)).collect()
-        };
+        let want =
+            |k_total: u32| -> Vec<u32> { (0..n as u32).map(|i| k_total * (i % 7 + 1)).collect() };
         let mut a = d.alloc_filled(n, 0u32).unwrap();
         // The same launch five times, then another scalar twice.
         for _ in 0..5 {
@@ -43,7 +42,12 @@ fn repeated_launches_reuse_bindings_and_stay_right() {
         drop(a);
         let mut b = d.alloc_filled(n, 0u32).unwrap();
         add_scaled::launch(&d, Launch::threads(n), &mut b, 1).unwrap();
-        assert_eq!(b.to_vec().unwrap(), want(1), "{}: a reused block", d.label());
+        assert_eq!(
+            b.to_vec().unwrap(),
+            want(1),
+            "{}: a reused block",
+            d.label()
+        );
         // Pool blocks destroyed, then fresh buffers of the same size.
         drop(b);
         d.trim();
