@@ -20,7 +20,6 @@
 use crate::runtime::{uvec, GroupMem, ThreadCtx, UVec3};
 use dotcompute_hal::native::NativeLaunch;
 use dotcompute_hal::{Error, Result};
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// How kernels with barriers run on the CPU.
@@ -348,37 +347,23 @@ where
 {
     SPLIT_LAUNCHES.fetch_add(1, Ordering::Relaxed);
     let g = launch.geometry;
-    let total = g.total_groups();
-    let workers = rayon::current_num_threads() as u64;
-    let min_len = (total / (workers * 16)).max(1) as usize;
     let n = g.group_threads() as usize;
     let local_ids: Vec<UVec3> = (0..n as u64)
         .map(|l| crate::runtime::unflatten(l, g.group))
         .collect();
-    (0..total as usize)
-        .into_par_iter()
-        .with_min_len(min_len)
-        .for_each_init(
-            || GroupMem::new(launch),
-            |mem, gi| {
-                if launch.errors.is_raised() {
-                    return;
-                }
-                let group_id = crate::runtime::unflatten(gi as u64, g.groups);
-                let group = Group {
-                    launch,
-                    mem,
-                    group_id,
-                    base: UVec3 {
-                        x: group_id.x * g.group[0],
-                        y: group_id.y * g.group[1],
-                        z: group_id.z * g.group[2],
-                    },
-                    local_ids: &local_ids,
-                };
-                body(&group);
+    crate::runtime::for_each_group(launch, |mem, group_id| {
+        body(&Group {
+            launch,
+            mem,
+            group_id,
+            base: UVec3 {
+                x: group_id.x * g.group[0],
+                y: group_id.y * g.group[1],
+                z: group_id.z * g.group[2],
             },
-        );
+            local_ids: &local_ids,
+        })
+    });
     match launch.errors.take() {
         Some(e) => Err(e),
         None => Ok(()),

@@ -516,35 +516,46 @@ where
     // subgroup operations need every thread of a group to run.
     let uses_barrier = kernel.uses_barrier();
     let whole_groups = uses_barrier || kernel.uses_subgroups();
-    let workers = rayon::current_num_threads() as u64;
     let one_dimensional = g.grid[1] == 1 && g.grid[2] == 1 && g.group[1] == 1 && g.group[2] == 1;
     if !whole_groups && kernel.shared.is_empty() && one_dimensional {
         run_1d(launch, fast_limit, &checked, &fast);
     } else {
-        let total = g.total_groups();
-        let min_len = (total / (workers * 16)).max(1) as usize;
-        (0..total as usize)
-            .into_par_iter()
-            .with_min_len(min_len)
-            .for_each_init(
-                || GroupMem::new(launch),
-                |mem, gi| {
-                    if launch.errors.is_raised() {
-                        return; // the launch already failed: finish quickly
-                    }
-                    let group_id = unflatten(gi as u64, g.groups);
-                    if uses_barrier {
-                        run_group_coroutines(launch, group_id, mem, &checked);
-                    } else {
-                        run_group_loop(launch, group_id, mem, whole_groups, &checked);
-                    }
-                },
-            );
+        for_each_group(launch, |mem, group_id| {
+            if uses_barrier {
+                run_group_coroutines(launch, group_id, mem, &checked);
+            } else {
+                run_group_loop(launch, group_id, mem, whole_groups, &checked);
+            }
+        });
     }
     match launch.errors.take() {
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Calls `f` for every group of the launch, in parallel on rayon (with one block of
+/// shared memory per worker), until a group raises an error.
+pub(crate) fn for_each_group<F>(launch: &NativeLaunch<'_>, f: F)
+where
+    F: Fn(&GroupMem<'_>, UVec3) + Sync,
+{
+    let g = launch.geometry;
+    let total = g.total_groups();
+    let workers = rayon::current_num_threads() as u64;
+    let min_len = (total / (workers * 16)).max(1) as usize;
+    (0..total as usize)
+        .into_par_iter()
+        .with_min_len(min_len)
+        .for_each_init(
+            || GroupMem::new(launch),
+            |mem, gi| {
+                if launch.errors.is_raised() {
+                    return; // the launch already failed: finish quickly
+                }
+                f(mem, unflatten(gi as u64, g.groups));
+            },
+        );
 }
 
 /// One-dimensional barrier-free launches: contiguous chunks of global ids, each a plain

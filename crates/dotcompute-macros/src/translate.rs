@@ -852,25 +852,9 @@ impl Tx {
         }
         let var = &pi.ident;
         let var_str = var.to_string();
-        // `a..b` or `(a..b).step_by(s)`.
-        let (range, step) = match &*f.expr {
-            Expr::Range(r) => (r, None),
-            Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
-                let mut recv = &*m.receiver;
-                while let Expr::Paren(p) = recv {
-                    recv = &p.expr;
-                }
-                match recv {
-                    Expr::Range(r) => (r, Some(&m.args[0])),
-                    other => {
-                        return self.fail(
-                            other.span(),
-                            "`for` loops in kernels iterate over `a..b` or `(a..b).step_by(s)`",
-                        )
-                    }
-                }
-            }
-            other => return self.fail(
+        let (range, step) = match for_range(&f.expr) {
+            Ok(parts) => parts,
+            Err(other) => return self.fail(
                 other.span(),
                 "`for` loops in kernels iterate over `a..b` or `(a..b).step_by(s)`, not iterators",
             ),
@@ -1718,6 +1702,25 @@ fn is_global_id_x(e: &Expr) -> bool {
         }
         Expr::Paren(p) => is_global_id_x(&p.expr),
         _ => false,
+    }
+}
+
+/// A kernel `for` loop's `a..b` or `(a..b).step_by(s)`: the range and the step; else the
+/// expression that is neither.
+fn for_range(e: &Expr) -> Result<(&syn::ExprRange, Option<&Expr>), &Expr> {
+    match e {
+        Expr::Range(r) => Ok((r, None)),
+        Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+            let mut recv = &*m.receiver;
+            while let Expr::Paren(p) = recv {
+                recv = &p.expr;
+            }
+            match recv {
+                Expr::Range(r) => Ok((r, Some(&m.args[0]))),
+                other => Err(other),
+            }
+        }
+        other => Err(other),
     }
 }
 

@@ -144,21 +144,7 @@ fn softmax(ctx: &Ctx) -> Res<Vec<Figure>> {
     let g = kernels::SOFTMAX_GROUP;
     let launch = Launch::threads(rows * g as usize).group(g);
     let out_cell = std::cell::RefCell::new(&mut out);
-    let check_rows = |got: &[f32]| -> Res<()> {
-        for r in 0..rows {
-            let row = &x[r * cols..(r + 1) * cols];
-            let top = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-            let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
-            for c in 0..cols {
-                let want = (row[c] as f64 - top).exp() / sum;
-                let err = (got[r * cols + c] as f64 - want).abs() / want;
-                if err.is_nan() || err > 1e-5 {
-                    return Err(format!("softmax: ({r}, {c}) relative error {err:e}"));
-                }
-            }
-        }
-        Ok(())
-    };
+    let check_rows = |got: &[f32]| super::memory::check_softmax(&x, cols, got);
     let (split, coroutines) = both_schedules(
         ctx,
         &mut || {

@@ -498,19 +498,7 @@ fn softmax(ctx: &Ctx) -> Res<Vec<Figure>> {
     let (t_kernel, t_copy) = versus_copy(ctx, rows * cols, || {
         kernels::softmax_rows::launch(d, launch, &dx, &mut out, cols as u32).map_err(super::s)
     })?;
-    let got = out.to_vec().map_err(super::s)?;
-    for r in 0..rows {
-        let row = &x[r * cols..(r + 1) * cols];
-        let top = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-        let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
-        for c in 0..cols {
-            let want = (row[c] as f64 - top).exp() / sum;
-            let err = (got[r * cols + c] as f64 - want).abs() / want;
-            if err.is_nan() || err > 1e-5 {
-                return Err(format!("softmax: ({r}, {c}) relative error {err:e}"));
-            }
-        }
-    }
+    check_softmax(&x, cols, &out.to_vec().map_err(super::s)?)?;
     Ok(vec![ctx
         .figure(
             "softmax",
@@ -526,6 +514,22 @@ fn softmax(ctx: &Ctx) -> Res<Vec<Figure>> {
         .against(COPY, CopyRef::bytes(rows * cols), t_copy)
         .note("bytes: the row read twice and written once")
         .build()])
+}
+
+/// Every element of a row softmax of `x` (rows of `cols`) against f64, to 1e-5 relative.
+pub fn check_softmax(x: &[f32], cols: usize, got: &[f32]) -> Res<()> {
+    for (r, row) in x.chunks(cols).enumerate() {
+        let top = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+        let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
+        for c in 0..cols {
+            let want = (row[c] as f64 - top).exp() / sum;
+            let err = (got[r * cols + c] as f64 - want).abs() / want;
+            if err.is_nan() || err > 1e-5 {
+                return Err(format!("softmax: ({r}, {c}) relative error {err:e}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn stencil(ctx: &Ctx) -> Res<Vec<Figure>> {

@@ -224,20 +224,7 @@ impl Splitter {
             return None;
         }
         let Pat::Ident(pi) = &*f.pat else { return None };
-        let (range, step) = match &*f.expr {
-            Expr::Range(r) => (r, None),
-            Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
-                let mut recv = &*m.receiver;
-                while let Expr::Paren(p) = recv {
-                    recv = &p.expr;
-                }
-                match recv {
-                    Expr::Range(r) => (r, Some(&m.args[0])),
-                    _ => return None,
-                }
-            }
-            _ => return None,
-        };
+        let (range, step) = super::for_range(&f.expr).ok()?;
         let (Some(start), Some(end), RangeLimits::HalfOpen(_)) =
             (&range.start, &range.end, &range.limits)
         else {
