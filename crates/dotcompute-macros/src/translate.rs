@@ -1532,7 +1532,13 @@ impl Tx {
         }
         let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
         let path = &p.path;
-        if !self.helper_paths.contains(path) {
+        // Compared as text: syn's PartialEq needs its `extra-traits` feature.
+        let text = path.to_token_stream().to_string();
+        if !self
+            .helper_paths
+            .iter()
+            .any(|p| p.to_token_stream().to_string() == text)
+        {
             self.helper_paths.push(path.clone());
         }
         let build = quote_spanned!(path.span()=> #path::__dc_build);
