@@ -60,3 +60,45 @@ fn repeated_launches_reuse_bindings_and_stay_right() {
         }
     }
 }
+
+/// Launches interleaved with host writes, fills and device copies keep program order,
+/// across more launches than the wgpu backend records before it submits (32): every
+/// element checked against the same steps on the host.
+#[test]
+fn launches_host_writes_fills_and_copies_keep_their_order() {
+    for d in common::devices() {
+        let n = 777usize;
+        let step = |x: &mut [u32], k: u32| {
+            for (i, v) in x.iter_mut().enumerate() {
+                *v = v.wrapping_add(k * (i as u32 % 7 + 1));
+            }
+        };
+        let mut x = d.alloc_filled(n, 0u32).unwrap();
+        let mut y = d.alloc_filled(n, 0u32).unwrap();
+        let (mut hx, mut hy) = (vec![0u32; n], vec![0u32; n]);
+        for r in 0..100u32 {
+            add_scaled::launch(&d, Launch::threads(n), &mut x, r).unwrap();
+            step(&mut hx, r);
+            match r % 10 {
+                3 => {
+                    let v: Vec<u32> = (0..n as u32).map(|i| i * 3 + r).collect();
+                    x.write(&v).unwrap();
+                    hx = v;
+                }
+                7 => {
+                    x.fill(r + 5).unwrap();
+                    hx.fill(r + 5);
+                }
+                _ => {}
+            }
+            if r % 13 == 5 {
+                y.copy_from(&x).unwrap();
+                hy.copy_from_slice(&hx);
+                add_scaled::launch(&d, Launch::threads(n), &mut y, 1).unwrap();
+                step(&mut hy, 1);
+            }
+        }
+        assert_eq!(x.to_vec().unwrap(), hx, "{}: x", d.label());
+        assert_eq!(y.to_vec().unwrap(), hy, "{}: y", d.label());
+    }
+}
