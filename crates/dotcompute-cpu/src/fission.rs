@@ -75,6 +75,8 @@ pub struct Group<'a> {
     mem: &'a GroupMem<'a>,
     group_id: UVec3,
     base: UVec3,
+    group_size: UVec3,
+    num_groups: UVec3,
     local_ids: &'a [UVec3],
 }
 
@@ -89,7 +91,6 @@ impl<'a> Group<'a> {
     #[inline(always)]
     pub fn ctx(&self, th: usize) -> ThreadCtx<'a> {
         let l = self.local_ids[th];
-        let g = &self.launch.geometry;
         ThreadCtx {
             global_id: UVec3 {
                 x: self.base.x + l.x,
@@ -98,8 +99,8 @@ impl<'a> Group<'a> {
             },
             local_id: l,
             group_id: self.group_id,
-            group_size: uvec(g.group),
-            num_groups: uvec(g.groups),
+            group_size: self.group_size,
+            num_groups: self.num_groups,
             mem: self.mem,
             yielder: None,
         }
@@ -361,6 +362,8 @@ where
                 y: group_id.y * g.group[1],
                 z: group_id.z * g.group[2],
             },
+            group_size: uvec(g.group),
+            num_groups: uvec(g.groups),
             local_ids: &local_ids,
         })
     });

@@ -97,8 +97,20 @@ fn local(id: u32, ty: Type) -> Expr {
     }
 }
 
-/// The loop's parts: (counter, bound, stride, the statements between test and step).
-fn shape(s: &Stmt) -> Option<(u32, &Expr, &Expr, &[Stmt])> {
+/// A grid-stride loop's parts.
+struct Shape<'a> {
+    counter: u32,
+    bound: &'a Expr,
+    stride: &'a Expr,
+    /// The statements between the test and the step.
+    middle: &'a [Stmt],
+    /// `counter = counter + stride`.
+    step: &'a Stmt,
+    /// Every statement of the loop body.
+    body: &'a [Stmt],
+}
+
+fn shape(s: &Stmt) -> Option<Shape<'_>> {
     let Stmt::Loop { body } = s else { return None };
     let (first, rest) = body.split_first()?;
     let (last, middle) = rest.split_last()?;
@@ -137,7 +149,14 @@ fn shape(s: &Stmt) -> Option<(u32, &Expr, &Expr, &[Stmt])> {
         ExprKind::Binary(BinaryOp::Add, a, b) if b.kind == ExprKind::Local(i) => &**a,
         _ => return None,
     };
-    Some((i, bound, stride, middle))
+    Some(Shape {
+        counter: i,
+        bound,
+        stride,
+        middle,
+        step: last,
+        body,
+    })
 }
 
 /// Locals assigned anywhere in `stmts` (the loop body), or declared there.
@@ -187,7 +206,14 @@ fn copyable(stmts: &[Stmt]) -> bool {
 }
 
 fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
-    let (i, bound, stride, middle) = shape(s)?;
+    let Shape {
+        counter: i,
+        bound,
+        stride,
+        middle,
+        step,
+        body,
+    } = shape(s)?;
     if k.locals.get(i as usize)?.ty != U32 {
         return None;
     }
@@ -204,7 +230,6 @@ fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
     ) {
         return None;
     }
-    let Stmt::Loop { body } = s else { return None };
     let mut changing = Vec::new();
     assigned(body, &mut changing);
     if !invariant(stride, &changing) || !copyable(middle) {
@@ -292,10 +317,6 @@ fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
         });
         temps.push(t);
     }
-    let step = match body.last() {
-        Some(st @ Stmt::Assign { .. }) => st.clone(),
-        _ => return None,
-    };
     for &t in &temps {
         let mut copy = middle.to_vec();
         rename_declared(&mut copy, k);

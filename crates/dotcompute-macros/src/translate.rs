@@ -6,12 +6,12 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use std::collections::HashMap;
 use syn::spanned::Spanned;
-
-mod fission;
 use syn::{
     BinOp, Expr, FnArg, GenericArgument, Ident, ItemFn, Lit, Pat, PathArguments, RangeLimits,
     ReturnType, Stmt, Type, UnOp,
 };
+
+mod fission;
 
 type Pair = (TokenStream, TokenStream);
 
@@ -868,15 +868,7 @@ impl Tx {
         let (eb, en) = self.expr(end);
         let (stb, stn) = match step {
             Some(s) => {
-                // Rust's `step_by` takes a `usize`; `s as usize` is the range's type to
-                // the builder (usize is no kernel type) and stays a usize natively.
-                let (b, n) = match s {
-                    Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
-                        let (b, n) = self.expr(&c.expr);
-                        (b, quote!(((#n) as usize)))
-                    }
-                    s => self.expr(s),
-                };
+                let (b, n) = self.step_arg(s);
                 (quote!(Some(#b)), Some(n))
             }
             None => (quote!(None), None),
@@ -898,6 +890,18 @@ impl Tx {
             }),
             native,
         )
+    }
+
+    /// The argument of `step_by`. Rust's `step_by` takes a `usize`; `s as usize` is the
+    /// range's type to the builder (usize is no kernel type) and stays a usize natively.
+    fn step_arg(&mut self, s: &Expr) -> Pair {
+        match s {
+            Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
+                let (b, n) = self.expr(&c.expr);
+                (b, quote!(((#n) as usize)))
+            }
+            s => self.expr(s),
+        }
     }
 
     // ---------------------------------------------------------------- expressions

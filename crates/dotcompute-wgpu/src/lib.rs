@@ -1342,17 +1342,7 @@ impl WgpuBackend {
             let (encoder, launches) = pending.get_or_insert_with(|| {
                 (self.device.create_command_encoder(&Default::default()), 0)
             });
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some(&label),
-                    timestamp_writes: None,
-                });
-                for d in &prepared {
-                    pass.set_pipeline(&d.pipeline.pipeline);
-                    pass.set_bind_group(0, &d.bind_group, &[]);
-                    pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
-                }
-            }
+            encode_pass(encoder, &label, &prepared, None);
             *launches += 1;
             if *launches >= BATCH_LAUNCHES {
                 let (encoder, _) = pending.take().expect("just filled");
@@ -1362,21 +1352,16 @@ impl WgpuBackend {
             return self.check_uncaptured();
         }
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(&label),
-                timestamp_writes: stamps.as_ref().map(|st| wgpu::ComputePassTimestampWrites {
-                    query_set: &st.set,
-                    beginning_of_pass_write_index: Some(0),
-                    end_of_pass_write_index: Some(1),
-                }),
-            });
-            for d in &prepared {
-                pass.set_pipeline(&d.pipeline.pipeline);
-                pass.set_bind_group(0, &d.bind_group, &[]);
-                pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
-            }
-        }
+        encode_pass(
+            &mut encoder,
+            &label,
+            &prepared,
+            stamps.as_ref().map(|st| wgpu::ComputePassTimestampWrites {
+                query_set: &st.set,
+                beginning_of_pass_write_index: Some(0),
+                end_of_pass_write_index: Some(1),
+            }),
+        );
         // Checked launches: copy each violation record out with the same submission.
         let records: Vec<(wgpu::Buffer, &Arc<dotcompute_ir::Kernel>)> = prepared
             .iter()
@@ -1407,6 +1392,25 @@ impl WgpuBackend {
             }
         }
         Ok(())
+    }
+}
+
+/// One compute pass dispatching `prepared` in order (wgpu orders dependent dispatches of
+/// a pass), optionally timestamped.
+fn encode_pass(
+    encoder: &mut wgpu::CommandEncoder,
+    label: &str,
+    prepared: &[Dispatch],
+    timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some(label),
+        timestamp_writes,
+    });
+    for d in prepared {
+        pass.set_pipeline(&d.pipeline.pipeline);
+        pass.set_bind_group(0, &d.bind_group, &[]);
+        pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
     }
 }
 

@@ -1,6 +1,6 @@
 //! Matrix products: a vendor library where the backend has one (cuBLAS on CUDA,
-//! matrixmultiply on the CPU), the generated register-blocked kernel everywhere else (and on
-//! request).
+//! matrixmultiply on the CPU), a generated kernel everywhere else (and on request): the
+//! register-blocked one, or the shared-tile one on wgpu.
 
 use crate::{kernel, kernel_fn, Buffer, Device, Element, Float, Launch};
 pub use dotcompute_hal::Precision;
@@ -347,8 +347,10 @@ impl Device {
     ) -> Result<()> {
         self.check_matmul(a, b, c, m, n, k)?;
         let kernels = T::generated().ok_or_else(|| no_half_kernel::<T>(self))?;
-        // DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled picks one (comparisons).
-        let tiled = match std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok().as_deref() {
+        // DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled picks one (comparisons); read once.
+        static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+        let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok());
+        let tiled = match choice.as_deref() {
             Some("tiled") => true,
             Some(_) => false,
             None => self.backend_kind() == crate::BackendKind::Wgpu,

@@ -302,31 +302,26 @@ pub fn measure_batched(
     batch: usize,
     fs: &mut [&mut dyn FnMut() -> Res<()>],
 ) -> Res<Vec<Stats>> {
-    let sync = || ctx.device.synchronize().map_err(s);
-    let mut syncs: Vec<Box<dyn FnMut() -> Res<()>>> =
-        (0..fs.len()).map(|_| Box::new(sync) as _).collect();
-    let mut refs: Vec<&mut dyn FnMut() -> Res<()>> =
-        syncs.iter_mut().map(|b| &mut **b as _).collect();
-    measure_batched_with(ctx, batch, fs, &mut refs)
+    measure_batched_with(ctx, batch, fs, &mut |_| ctx.device.synchronize().map_err(s))
 }
 
-/// As [`measure_batched`], with each function's own way to wait (a reference on a device
-/// of its own).
+/// As [`measure_batched`]; `wait(i)` waits for function `i`'s work (a reference may run
+/// on a device of its own).
 pub fn measure_batched_with(
     ctx: &Ctx,
     batch: usize,
     fs: &mut [&mut dyn FnMut() -> Res<()>],
-    waits: &mut [&mut dyn FnMut() -> Res<()>],
+    wait: &mut dyn FnMut(usize) -> Res<()>,
 ) -> Res<Vec<Stats>> {
     let mut times = vec![Vec::with_capacity(ctx.reps); fs.len()];
     for round in 0..ctx.reps + 3 {
         for (i, f) in fs.iter_mut().enumerate() {
-            waits[i]()?;
+            wait(i)?;
             let t = Instant::now();
             for _ in 0..batch {
                 f()?;
             }
-            waits[i]()?;
+            wait(i)?;
             if round >= 3 {
                 times[i].push(t.elapsed());
             }

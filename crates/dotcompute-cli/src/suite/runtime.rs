@@ -59,9 +59,11 @@ fn launch(ctx: &Ctx) -> Res<Vec<Figure>> {
                     &mut || empty_launch::launch(d, Launch::threads(1), &mut out).map_err(super::s),
                     &mut raw_launch,
                 ],
-                &mut [&mut || d.synchronize().map_err(super::s), &mut || {
-                    raw.wait()
-                }],
+                // The raw reference waits on its own device.
+                &mut |i| match i {
+                    0 => d.synchronize().map_err(super::s),
+                    _ => raw.wait(),
+                },
             )?;
             if out.to_vec().map_err(super::s)? != vec![7] {
                 return Err("the empty kernel changed its buffer".into());

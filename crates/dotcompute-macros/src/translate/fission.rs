@@ -11,7 +11,8 @@
 //! by every thread and required to agree. Locals declared at the top level of a statement
 //! list that contains barriers outlive their region, so each gets a per-thread `Slots`:
 //! copied into a `let mut` at the start of every region that names it and back at its end
-//! (local arrays are indexed in their slot in place; shared arrays are re-declared).
+//! (local arrays are indexed in their slot in place; shared arrays are declared once for
+//! the group).
 //!
 //! The walk visits statements in the same order as the translator, starting from a clone
 //! of its state before the body, so barrier sites, shared and local array slots and
@@ -24,7 +25,7 @@ use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use std::collections::{HashMap, HashSet};
 use syn::visit::Visit;
-use syn::{Expr, Pat, RangeLimits, Stmt, Type};
+use syn::{Expr, Pat, RangeLimits, Stmt};
 
 /// A name that a later region may need.
 struct Lifted {
@@ -172,7 +173,7 @@ impl Splitter {
                 let cond = self.uniform(
                     &[&*w.cond],
                     "the condition of a `while` loop containing barrier()",
-                )?;
+                );
                 let body = self.group_loop_body(&w.body.stmts, None)?;
                 Some(quote!(loop { let (__c,): (bool,) = #cond; if !__c { break; } #body }))
             }
@@ -191,7 +192,7 @@ impl Splitter {
         if matches!(&*i.cond, Expr::Let(_)) || has_flow(&i.cond) {
             return None;
         }
-        let cond = self.uniform(&[&*i.cond], "the condition of an `if` containing barrier()")?;
+        let cond = self.uniform(&[&*i.cond], "the condition of an `if` containing barrier()");
         let then = self.list(&i.then_branch.stmts, false, loop_tail)?;
         let els = match &i.else_branch {
             None => quote!(),
@@ -230,31 +231,25 @@ impl Splitter {
         else {
             return None;
         };
-        // The step as the translator gives it: `s as usize` stays a usize natively.
-        let step_expr = step.map(|s| match s {
-            Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
-                (&*c.expr, true)
-            }
-            s => (s, false),
-        });
-        let mut parts: Vec<&Expr> = vec![start, end];
-        if let Some((s, _)) = step_expr {
-            parts.push(s);
-        }
-        if parts.iter().any(|e| has_flow(e)) {
+        let mut sources: Vec<&Expr> = vec![start, end];
+        sources.extend(step);
+        if sources.iter().any(|e| has_flow(e)) {
             return None;
+        }
+        // Translated in the translator's order: start, end, step.
+        let mut values = vec![self.tx.expr(start).1, self.tx.expr(end).1];
+        if let Some(st) = step {
+            values.push(self.tx.step_arg(st).1);
         }
         let what = "the range of a `for` loop containing barrier()";
         let var = &pi.ident;
-        let header = match step_expr {
-            None => {
-                let r = self.uniform(&parts, what)?;
-                quote!(let (__s, __e) = #r; for #var in __s..__e)
-            }
-            Some((_, as_usize)) => {
-                let r = self.uniform_with_cast(&parts, as_usize, what)?;
-                quote!(let (__s, __e, __st) = #r; for #var in __dc::ops::step_range(__s, __e, __st))
-            }
+        let r = self.uniform_values(&sources, values, what);
+        let header = match step {
+            None => quote!(let (__s, __e) = #r; for #var in __s..__e),
+            Some(_) => quote!(
+                let (__s, __e, __st) = #r;
+                for #var in __dc::ops::step_range(__s, __e, __st)
+            ),
         };
         self.tx.scopes.push(HashMap::new());
         self.tx.bind(&var.to_string(), super::Binding::Local);
@@ -283,30 +278,23 @@ impl Splitter {
     }
 
     /// A tuple of values every live thread computes, which must agree: `(a,)`, `(a, b)`.
-    fn uniform(&mut self, exprs: &[&Expr], what: &str) -> Option<TokenStream> {
-        self.uniform_with_cast(exprs, false, what)
+    fn uniform(&mut self, exprs: &[&Expr], what: &str) -> TokenStream {
+        let values = exprs.iter().map(|e| self.tx.expr(e).1).collect();
+        self.uniform_values(exprs, values, what)
     }
 
-    /// As `uniform`; `last_as_usize` casts the last value to `usize` (a `step_by`).
-    fn uniform_with_cast(
+    /// As [`Splitter::uniform`], from the values' native code; `sources` are the
+    /// expressions they were translated from (for the lifted names they use).
+    fn uniform_values(
         &mut self,
-        exprs: &[&Expr],
-        last_as_usize: bool,
+        sources: &[&Expr],
+        values: Vec<TokenStream>,
         what: &str,
-    ) -> Option<TokenStream> {
-        let names = names_in(exprs.iter().map(|e| e.to_token_stream()));
+    ) -> TokenStream {
+        let names = names_in(sources.iter().map(|e| e.to_token_stream()));
         let (rebinds, _, used) = self.rebinds(&names, false);
         let skip_dead = self.skip_dead();
-        let mut values = Vec::new();
-        for (k, e) in exprs.iter().enumerate() {
-            let (_, n) = self.tx.expr(e);
-            values.push(if last_as_usize && k + 1 == exprs.len() {
-                quote!(((#n) as usize))
-            } else {
-                n
-            });
-        }
-        Some(quote!({
+        quote!({
             let mut __u = __dc::cpu::Uniform::new();
             #( #used.for_threads(__n); )*
             for __th in 0..__n {
@@ -318,7 +306,7 @@ impl Splitter {
                 ::core::option::Option::Some(__v) => __v,
                 ::core::option::Option::None => return,
             }
-        }))
+        })
     }
 
     /// Barrier-free statements, run by every live thread in turn. `later`: the rest of

@@ -215,6 +215,17 @@ fn tree_total(part: &mut [f32]) -> f32 {
     part[0]
 }
 
+/// Every element of `got` equals `want`'s; the first that does not fails with `what`.
+fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
+        panic!(
+            "{what}: element {k} is {:?} instead of {:?}",
+            got[k], want[k]
+        );
+    }
+}
+
 fn scan_reference(x: &[u32], group: usize) -> Vec<u32> {
     let mut out = vec![0u32; x.len()];
     for (chunk_in, chunk_out) in x.chunks(group).zip(out.chunks_mut(group)) {
@@ -242,13 +253,11 @@ fn block_scan_matches_the_host_under_both_schedules() {
             under(s, true, || {
                 block_scan::launch(&d, Launch::threads(n).group(256), &dx, &mut out).unwrap()
             });
-            let got = out.to_vec().unwrap();
-            if let Some(k) = (0..n).find(|&k| got[k] != want[k]) {
-                panic!(
-                    "{s:?}, n={n}: element {k} is {} instead of {} (seed {seed})",
-                    got[k], want[k]
-                );
-            }
+            same(
+                &out.to_vec().unwrap(),
+                &want,
+                &format!("{s:?}, n={n} (seed {seed})"),
+            );
         }
     }
 }
@@ -274,13 +283,11 @@ fn group_sums_match_the_host_under_both_schedules() {
         under(s, true, || {
             group_sums::launch(&d, Launch::threads(n).group(128), &dx, &mut out).unwrap()
         });
-        let got = out.to_vec().unwrap();
-        if let Some(k) = (0..n).find(|&k| got[k] != want[k]) {
-            panic!(
-                "{s:?}: element {k} is {} instead of {} (seed {seed})",
-                got[k], want[k]
-            );
-        }
+        same(
+            &out.to_vec().unwrap(),
+            &want,
+            &format!("{s:?} (seed {seed})"),
+        );
     }
 }
 
@@ -319,22 +326,21 @@ fn control_flow_around_barriers_agrees_between_schedules_and_with_wgpu() {
                 "rounds {rounds}: element {k} = {v} (seed {seed})"
             );
         }
-        if let Some(k) = (0..4 * n).find(|&k| split[k] != coroutines[k]) {
-            panic!(
-                "rounds {rounds}: element {k}: split {} coroutines {} (seed {seed})",
-                split[k], coroutines[k]
-            );
-        }
+        same(
+            &coroutines,
+            &split,
+            &format!("rounds {rounds}, coroutines against the split (seed {seed})"),
+        );
         if let Some(g) = &gpu {
             let other = run(g, BarrierSchedule::Fission, rounds);
-            if let Some(k) = (0..4 * n).find(|&k| split[k] != other[k]) {
-                panic!(
-                    "rounds {rounds}: element {k}: cpu {} {} {} (seed {seed})",
-                    split[k],
-                    g.label(),
-                    other[k]
-                );
-            }
+            same(
+                &other,
+                &split,
+                &format!(
+                    "rounds {rounds}, {} against the CPU (seed {seed})",
+                    g.label()
+                ),
+            );
         }
     }
 }
