@@ -303,7 +303,9 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
 }
 
 fn emit(kernel: &str, target: &str) -> ExitCode {
-    let kernels = conformance::seed_kernels();
+    // The seed kernels, then the library's own (the generated matrix products).
+    let mut kernels = conformance::seed_kernels();
+    kernels.extend(dotcompute::library_kernels());
     if kernel == "list" {
         for k in &kernels {
             println!("{}", k.name());

@@ -312,6 +312,41 @@ impl Gen<'_> {
             Stmt::Continue => self.line(d, "continue;"),
             Stmt::Return => self.line(d, "return;"),
             Stmt::Barrier => self.line(d, self.d.barrier()),
+            Stmt::MmaTf32 { acc, base, a, b } => {
+                // Every lane runs the instruction (it is collective); in checked mode an
+                // accumulator index outside the array is recorded and its elements are
+                // neither read nor written.
+                let (n, ok) = (self.fresh(), self.fresh());
+                let array = self.mem_name(*acc);
+                self.line(d, "{");
+                let first = format!("const u32 {n} = {};", self.expr(base));
+                self.line(d + 1, &first);
+                let check = match (
+                    self.bounds_check(*acc, &n),
+                    self.bounds_check(*acc, &format!("{n} + 3u")),
+                ) {
+                    (Some(lo), Some(hi)) => format!("{lo} && {hi}"),
+                    _ => "true".into(),
+                };
+                let guard = format!("const bool {ok} = {check};");
+                self.line(d + 1, &guard);
+                let regs: Vec<String> = (0..4).map(|q| format!("{n}_d{q}")).collect();
+                for (q, r) in regs.iter().enumerate() {
+                    let l = format!("f32 {r} = {ok} ? {array}[{n} + {q}u] : 0.0f;");
+                    self.line(d + 1, &l);
+                }
+                let ops: Vec<String> = a.iter().chain(b).map(|x| self.expr(x)).collect();
+                let call = format!("dc_mma_tf32({}, {});", regs.join(", "), ops.join(", "));
+                self.line(d + 1, &call);
+                let store: Vec<String> = regs
+                    .iter()
+                    .enumerate()
+                    .map(|(q, r)| format!("{array}[{n} + {q}u] = {r};"))
+                    .collect();
+                let store = format!("if ({ok}) {{ {} }}", store.join(" "));
+                self.line(d + 1, &store);
+                self.line(d, "}");
+            }
         }
     }
 

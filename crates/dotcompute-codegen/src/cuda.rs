@@ -359,6 +359,9 @@ impl Gen<'_> {
         if dotcompute_ir::analysis::uses_f16(k) {
             self.out.push_str(F16_PRELUDE);
         }
+        if k.uses_tensor_cores() {
+            self.out.push_str(MMA_PRELUDE);
+        }
         if self.checked {
             self.out.push_str(CUDA_CHECKED_HELPER);
         }
@@ -680,6 +683,19 @@ const F16_PRELUDE: &str = r#"
 DC_FN float dc_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 DC_FN unsigned short dc_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 DC_FN float dc_rh(float f) { return dc_h2f(dc_f2h(f)); }
+"#;
+
+/// Tensor-core multiply-accumulate (IR `MmaTf32`), emitted only for kernels that use it.
+/// Operands are rounded to TF32 by `cvt.rna` (to nearest, ties away), which the `mma`
+/// instruction otherwise leaves to the caller; the conversion is not `volatile`, so the
+/// compiler converts a fragment reused by several products once.
+const MMA_PRELUDE: &str = r#"
+DC_FN u32 dc_tf32(f32 x) { u32 r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r; }
+DC_FN void dc_mma_tf32(f32& d0, f32& d1, f32& d2, f32& d3, f32 a0, f32 a1, f32 a2, f32 a3, f32 b0, f32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "r"(dc_tf32(a0)), "r"(dc_tf32(a1)), "r"(dc_tf32(a2)), "r"(dc_tf32(a3)), "r"(dc_tf32(b0)), "r"(dc_tf32(b1)));
+}
 "#;
 
 /// Subgroup operations as warp intrinsics, emitted only for kernels that use them (so the

@@ -142,6 +142,14 @@ pub fn generate_with(kernel: &Kernel, checked: bool) -> Result<MslModule, MslErr
             "it uses f64, and Metal has no 64-bit floats in kernels".into(),
         ));
     }
+    if kernel.uses_tensor_cores() {
+        // Metal's simdgroup matrices are 8×8 with an opaque layout: not this operation.
+        return Err(refuse(
+            "it uses mma_m16n8k8_tf32 (CUDA tensor cores); Metal has no TF32 \
+             multiply-accumulate with that fragment layout"
+                .into(),
+        ));
+    }
     // Parameters, dc_info and the violation record share the buffer indices.
     if kernel.params.len() as u32 + 2 > MAX_BUFFER_INDEX + 1 {
         return Err(refuse(format!(

@@ -173,6 +173,14 @@ fn wgsl_type(ty: ScalarType) -> Option<&'static str> {
 
 /// Generates the WGSL module for `kernel` specialised by `opts`.
 pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, CodegenError> {
+    if kernel.uses_tensor_cores() {
+        return Err(CodegenError {
+            kernel: kernel.name.clone(),
+            message: "it uses mma_m16n8k8_tf32, and WGSL has no tensor-core (cooperative \
+                      matrix) operations; run it on CUDA"
+                .into(),
+        });
+    }
     let unrolled = crate::unrolled(kernel, !opts.checked && !opts.strided);
     let kernel = unrolled.as_ref().unwrap_or(kernel);
     let mut g = Gen {
@@ -648,6 +656,8 @@ impl Gen<'_> {
             Stmt::Continue => self.line(d, "continue;"),
             Stmt::Return => self.line(d, "return;"),
             // The IR's barrier orders shared and global memory within the group.
+            // Refused by `generate` before any statement is printed.
+            Stmt::MmaTf32 { .. } => unreachable!("tensor-core kernels are refused for WGSL"),
             Stmt::Barrier => {
                 if self.storage_barriers {
                     self.line(d, "storageBarrier();");

@@ -170,6 +170,7 @@ impl CpuBackend {
                     blas: vec![ScalarType::F32, ScalarType::F64],
                     // One lane: each operation sees only the calling thread.
                     subgroup_size: Some([1, 1]),
+                    tensor_cores: false,
                 },
             },
             pool: SizeClassPool::new(),

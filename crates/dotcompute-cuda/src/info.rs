@@ -89,6 +89,8 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
                 Vec::new()
             },
             subgroup_size: Some([32, 32]),
+            // mma.sync with TF32 operands: sm_80 (Ampere) and later.
+            tensor_cores: cc.0 >= 8,
         },
     })
 }

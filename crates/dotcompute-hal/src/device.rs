@@ -126,6 +126,9 @@ pub struct Capabilities {
     /// Subgroup operations (`subgroup_shuffle` and friends) and the subgroup size range
     /// `[min, max]`; `None` where kernels cannot use them.
     pub subgroup_size: Option<[u32; 2]>,
+    /// Tensor-core multiply-accumulate in kernels (`mma_m16n8k8_tf32`): CUDA devices of
+    /// compute capability 8.0 and later.
+    pub tensor_cores: bool,
 }
 
 impl Capabilities {
@@ -165,6 +168,9 @@ impl Capabilities {
             } else {
                 format!("subgroups (size {lo}-{hi})")
             });
+        }
+        if self.tensor_cores {
+            w.push("tensor-cores (tf32 mma)".into());
         }
         if !self.blas.is_empty() {
             let types: Vec<&str> = self.blas.iter().map(|t| t.name()).collect();

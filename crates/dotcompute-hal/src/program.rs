@@ -61,6 +61,9 @@ pub struct Program {
     pub uses_subgroups: bool,
     /// Whether the kernel computes with `f16` (a device capability).
     pub uses_f16: bool,
+    /// Whether the kernel uses tensor-core operations (a device capability, and groups
+    /// of whole subgroups).
+    pub uses_tensor_cores: bool,
     /// Whether the kernel may run in grid-stride form
     /// ([`dotcompute_ir::analysis::grid_stride_eligible`]), computed once.
     pub grid_stride: bool,
@@ -73,6 +76,7 @@ impl Program {
             key: ProgramKey(kernel.content_hash()),
             uses_subgroups: kernel.uses_subgroups(),
             uses_f16: dotcompute_ir::analysis::uses_f16(&kernel),
+            uses_tensor_cores: kernel.uses_tensor_cores(),
             grid_stride: dotcompute_ir::analysis::grid_stride_eligible(&kernel),
             kernel,
             source: ProgramSource::Ir { native },
@@ -87,6 +91,7 @@ impl Program {
             source: ProgramSource::Raw(source),
             uses_subgroups: false,
             uses_f16: false,
+            uses_tensor_cores: false,
             grid_stride: false,
         }
     }

@@ -75,6 +75,7 @@ mod tests {
                 native_graphs: false,
                 blas: Vec::new(),
                 subgroup_size: None,
+                tensor_cores: false,
             },
         }
     }

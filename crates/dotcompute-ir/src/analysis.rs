@@ -26,6 +26,14 @@ pub fn uses_subgroups(k: &Kernel) -> bool {
     found
 }
 
+/// Whether any statement is a tensor-core multiply-accumulate (a device capability, and
+/// whole-group launches).
+pub fn uses_tensor_cores(k: &Kernel) -> bool {
+    let mut found = false;
+    walk_stmts(&k.body, &mut |s| found |= matches!(s, Stmt::MmaTf32 { .. }));
+    found
+}
+
 /// Whether the kernel uses `f16` anywhere: a parameter, a shared, local or private array,
 /// a local, or any expression (a device capability).
 pub fn uses_f16(k: &Kernel) -> bool {
@@ -63,7 +71,7 @@ pub fn atomic_memories(stmts: &[Stmt]) -> BTreeSet<Memory> {
 pub fn grid_stride_eligible(k: &Kernel) -> bool {
     let mut ok = k.shared.is_empty();
     walk_stmts(&k.body, &mut |s| {
-        ok &= !matches!(s, Stmt::Barrier);
+        ok &= !matches!(s, Stmt::Barrier | Stmt::MmaTf32 { .. });
         for e in s.exprs() {
             e.walk(&mut |e| match e.kind {
                 ExprKind::Builtin(b, _) => ok &= b == Builtin::GlobalId,

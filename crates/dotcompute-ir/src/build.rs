@@ -985,6 +985,59 @@ impl Builder {
         Ok(self.get(result))
     }
 
+    /// A tensor-core multiply-accumulate ([`Stmt::MmaTf32`]) into `acc[base..base + 4]`.
+    pub fn mma_tf32(&mut self, acc: Mem, base: V, a: Vec<V>, b: Vec<V>) -> R<()> {
+        let name = "mma_m16n8k8_tf32";
+        let Memory::Local(array) = acc.mem else {
+            return self.err(format!(
+                "the accumulator of {name} is a thread's local array (`let mut acc = \
+                 [0.0f32; N];`), not a buffer or shared array"
+            ));
+        };
+        if acc.elem != Type::from(ScalarType::F32) {
+            return self.err(format!(
+                "the accumulator of {name} holds f32, not {}",
+                acc.elem
+            ));
+        }
+        if a.len() != 4 || b.len() != 2 {
+            return self.err(format!(
+                "{name} takes 4 elements of A and 2 of B, found {} and {}",
+                a.len(),
+                b.len()
+            ));
+        }
+        let base = self.index(base)?;
+        // A constant first index is checked here; others are clamped by the generator.
+        let len = self.kernel.local_arrays[array as usize].len;
+        if let ExprKind::Literal(l) = &base.kind {
+            if l.as_i128().is_some_and(|i| i + 4 > len as i128) {
+                return self.err(format!(
+                    "{name} writes elements {}..{} of `{}`, which holds {len}",
+                    l.as_i128().unwrap_or(0),
+                    l.as_i128().unwrap_or(0) + 4,
+                    self.kernel.local_arrays[array as usize].name
+                ));
+            }
+        }
+        let what = format!("an operand of {name}");
+        let a = a
+            .into_iter()
+            .map(|x| self.coerce(x, ScalarType::F32, &what))
+            .collect::<R<Vec<_>>>()?;
+        let b = b
+            .into_iter()
+            .map(|x| self.coerce(x, ScalarType::F32, &what))
+            .collect::<R<Vec<_>>>()?;
+        self.push(Stmt::MmaTf32 {
+            acc: acc.mem,
+            base,
+            a,
+            b,
+        });
+        Ok(())
+    }
+
     // ---- statements ----
 
     /// `let [mut] name[: ty] = init;`

@@ -672,6 +672,23 @@ pub enum Stmt {
     /// (uniform control flow) before any passes it; orders shared and global memory
     /// accesses of the group.
     Barrier,
+    /// A tensor-core multiply-accumulate by one subgroup of 32 threads (a CUDA warp):
+    /// `D += A · B` with `D` 16×8 in f32, `A` 16×8 and `B` 8×8 whose elements are
+    /// rounded to TF32 (10 mantissa bits, to nearest) before they are multiplied; the
+    /// products are summed in f32. Each thread holds one fragment of each matrix; with
+    /// `g = lane / 4` and `t = lane % 4` (`lane` its subgroup lane):
+    /// `a = [A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]]`, `b = [B[t][g], B[t+4][g]]`,
+    /// and `acc[base..base + 4]` holds `[D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]]`
+    /// (the layout of PTX `mma.sync.m16n8k8` with `.tf32`). `acc` is an f32 local array;
+    /// the four elements must lie inside it. Like a subgroup operation every thread of
+    /// the subgroup must reach it, in uniform control flow, and the subgroup must be
+    /// complete (32 threads). It needs the device capability `tensor_cores`.
+    MmaTf32 {
+        acc: Memory,
+        base: Expr,
+        a: Vec<Expr>,
+        b: Vec<Expr>,
+    },
 }
 
 /// A complete kernel.
@@ -753,6 +770,7 @@ impl Stmt {
             Stmt::Loop { .. } | Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {
                 vec![]
             }
+            Stmt::MmaTf32 { base, a, b, .. } => std::iter::once(base).chain(a).chain(b).collect(),
         }
     }
 
@@ -770,6 +788,10 @@ impl Stmt {
             Stmt::Loop { .. } | Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {
                 vec![]
             }
+            Stmt::MmaTf32 { base, a, b, .. } => std::iter::once(base)
+                .chain(a.iter())
+                .chain(b.iter())
+                .collect(),
         }
     }
 }
@@ -851,10 +873,16 @@ impl Kernel {
     }
 
     /// Whether every thread of each group runs, the grid's padding included: kernels with
-    /// barriers or subgroup operations, which need their whole group or subgroup (see
+    /// barriers, subgroup operations or tensor-core operations, which need their whole group or subgroup (see
     /// the crate docs' launch rule).
     pub fn runs_whole_groups(&self) -> bool {
-        self.uses_barrier() || self.uses_subgroups()
+        self.uses_barrier() || self.uses_subgroups() || self.uses_tensor_cores()
+    }
+
+    /// Whether any statement is a tensor-core multiply-accumulate ([`Stmt::MmaTf32`]): a
+    /// device capability, and whole-group launches.
+    pub fn uses_tensor_cores(&self) -> bool {
+        crate::analysis::uses_tensor_cores(self)
     }
 
     /// The dynamically sized shared array, if the kernel has one.

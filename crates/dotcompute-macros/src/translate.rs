@@ -725,6 +725,7 @@ impl Tx {
                 let site = self.barrier_site();
                 (quote!(__b.barrier();), quote!(__ctx.barrier(#site);))
             }
+            Expr::Call(c) if is_call_to(c, "mma_m16n8k8_tf32") => self.mma(c),
             Expr::Call(_) => {
                 // Atomics and #[kernel_fn] calls; `call` rejects the rest.
                 let (b, n) = self.expr(e);
@@ -1326,6 +1327,12 @@ impl Tx {
         if is_call_to(c, "barrier") {
             return self.fail(c.span(), "`barrier()` is a statement, not a value");
         }
+        if is_call_to(c, "mma_m16n8k8_tf32") {
+            return self.fail(
+                c.span(),
+                "`mma_m16n8k8_tf32(..)` is a statement: it updates its accumulator in place",
+            );
+        }
         if is_call_to(c, "shared") || is_call_to(c, "shared_dynamic") {
             return self.fail(
                 c.span(),
@@ -1400,6 +1407,52 @@ impl Tx {
         (
             quote!({ let __i = #ib; #(let #tmps = #vbs;)* __b.atomic(__dc::ir::AtomicOp::#op, #mem, __i, vec![#(#tmps),*])? }),
             quote!(#mem.#method(#inn, #(#vns),*)),
+        )
+    }
+
+    /// `mma_m16n8k8_tf32(&mut acc[base], a0, a1, a2, a3, b0, b1)`: a tensor-core
+    /// multiply-accumulate into `acc[base..base + 4]` (IR `MmaTf32`). The CPU backend
+    /// has no tensor cores: launches there are refused before the native body runs.
+    fn mma(&mut self, c: &syn::ExprCall) -> Pair {
+        let usage = "`mma_m16n8k8_tf32(&mut acc[base], a0, a1, a2, a3, b0, b1)`";
+        if c.args.len() != 7 {
+            return self.fail(
+                c.span(),
+                format!("{usage} takes 7 arguments, found {}", c.args.len()),
+            );
+        }
+        let target = match &c.args[0] {
+            Expr::Reference(r) if r.mutability.is_some() => match &*r.expr {
+                Expr::Index(ix) => Some(ix),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(ix) = target else {
+            return self.fail(
+                c.args[0].span(),
+                format!("the first argument of {usage} is the accumulator's first element: `&mut acc[base]`"),
+            );
+        };
+        let Some((mem, ib, inn)) = self.element(ix, true) else {
+            return (quote!(), quote!());
+        };
+        let mut bs = Vec::new();
+        let mut ns = Vec::new();
+        for a in c.args.iter().skip(1) {
+            let (b, n) = self.expr(a);
+            bs.push(b);
+            ns.push(n);
+        }
+        let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
+        let (ta, tb) = (&tmps[..4], &tmps[4..]);
+        (
+            quote!({
+                let __i = #ib;
+                #(let #tmps = #bs;)*
+                __b.mma_tf32(#mem, __i, vec![#(#ta),*], vec![#(#tb),*])?;
+            }),
+            quote!(__dc::ops::mma_m16n8k8_tf32(&#mem, #inn, #(#ns),*);),
         )
     }
 

@@ -302,6 +302,7 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
             subgroup_size: features
                 .contains(wgpu::Features::SUBGROUP)
                 .then_some([ai.subgroup_min_size, ai.subgroup_max_size]),
+            tensor_cores: false,
         },
     }
 }

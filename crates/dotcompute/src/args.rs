@@ -87,9 +87,41 @@ pub(crate) fn check_arg(kernel: &Kernel, param: &Param, arg: ArgView) -> Result<
     }
 }
 
+/// Launch rules of a program beyond the device's limits: a kernel using tensor-core
+/// operations runs groups of whole subgroups (`mma.sync` is collective over 32 lanes; a
+/// partial warp would hang or fault).
+pub(crate) fn check_geometry(
+    program: &Program,
+    geometry: &dotcompute_hal::ResolvedLaunch,
+) -> Result<()> {
+    let threads: u32 = geometry.group.iter().product();
+    if program.uses_tensor_cores && threads % 32 != 0 {
+        return Err(Error::InvalidGroupSize {
+            kernel: program.name().to_string(),
+            detail: format!(
+                "{:?} is {threads} threads per group; a kernel using mma_m16n8k8_tf32 \
+                 needs whole subgroups (a multiple of 32)",
+                geometry.group
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// A hand-written program runs only on devices that take its language; a generated one
-/// on devices with the capabilities it uses (subgroup operations).
+/// on devices with the capabilities it uses (tensor cores, subgroup operations, f16).
 pub(crate) fn check_program(program: &Program, device: &Device) -> Result<()> {
+    if program.uses_tensor_cores && !device.info().caps.tensor_cores {
+        return Err(Error::Unsupported {
+            op: "tensor cores",
+            detail: format!(
+                "kernel `{}` uses mma_m16n8k8_tf32, and {} has no tensor cores (capability \
+                 `tensor_cores`: CUDA devices of compute capability 8.0 or later)",
+                program.name(),
+                device.label()
+            ),
+        });
+    }
     if program.uses_subgroups && device.info().caps.subgroup_size.is_none() {
         return Err(Error::Unsupported {
             op: "subgroup operations",

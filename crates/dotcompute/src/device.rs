@@ -1,6 +1,6 @@
 //! Devices: discovery and selection through the registry, allocation, streams, launches.
 
-use crate::args::{check_arg, check_count, check_program, ArgView};
+use crate::args::{check_arg, check_count, check_geometry, check_program, ArgView};
 use crate::buffer::{Arg, Buffer, Element};
 use crate::registry::{descriptor, not_built, registry};
 use crate::stream::{AsStream, Stream};
@@ -365,6 +365,7 @@ impl Device {
         bound: Vec<BoundArg<'_, dotcompute_hal::RawBuffer>>,
     ) -> Result<()> {
         let geometry = launch.resolve(&program.kernel, &self.info().limits)?;
+        check_geometry(program, &geometry)?;
         self.order_args(s, args)?;
         self.backend().launch(
             s,

@@ -38,7 +38,7 @@
 //! be freed or touched by the host while it exists; read results with
 //! [`ExecGraph::read`]. Buffer uses are ordered against other streams like any launch.
 
-use crate::args::{check_arg, check_count, check_program, ArgView};
+use crate::args::{check_arg, check_count, check_geometry, check_program, ArgView};
 use crate::buffer::{Buffer, Element, ScalarArg};
 use crate::device::Device;
 use crate::stream::{AsStream, Stream};
@@ -331,6 +331,7 @@ impl<'a> Graph<'a> {
             });
         }
         let mut geometry = launch.resolve(ir, &self.device.info().limits)?;
+        check_geometry(&program, &geometry)?;
         // Graph nodes run unchecked: a checked launch waits for its kernel and reads its
         // violation record, which a captured CUDA graph cannot do. Check a graph's
         // kernels by launching them directly with `Launch::checked`.

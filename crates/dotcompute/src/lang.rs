@@ -286,6 +286,25 @@ pub fn subgroup_ballot(b: bool) -> u32 {
     outside_kernel("subgroup_ballot")
 }
 
+/// A tensor-core multiply-accumulate by one subgroup of 32 threads: `D += A · B` with `D`
+/// 16×8 in f32, `A` 16×8 and `B` 8×8 rounded to TF32 (10 mantissa bits) before they are
+/// multiplied. `acc` is the first of four elements of an f32 local array holding this
+/// thread's fragment of `D`; `a0..a3` and `b0, b1` its fragments of `A` and `B`. With
+/// `g = subgroup_lane() / 4` and `t = subgroup_lane() % 4`: `a = [A[g][t], A[g+8][t],
+/// A[g][t+4], A[g+8][t+4]]`, `b = [B[t][g], B[t+4][g]]`, and the four accumulators are
+/// `[D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]]` (PTX `mma.sync.m16n8k8`).
+///
+/// A statement, not a value. Every thread of the subgroup must reach it, groups must be
+/// whole subgroups (a multiple of 32 threads, else `Error::InvalidGroupSize`), and the
+/// device needs capability `tensor_cores` (CUDA, compute capability 8.0 or later; other
+/// devices refuse the launch with `Error::Unsupported`). `Device::matmul_generated_with`
+/// with `Precision::Tf32` is a matrix product built on it.
+#[allow(clippy::too_many_arguments)]
+pub fn mma_m16n8k8_tf32(acc: &mut f32, a0: f32, a1: f32, a2: f32, a3: f32, b0: f32, b1: f32) {
+    let _ = (acc, a0, a1, a2, a3, b0, b1);
+    outside_kernel("mma_m16n8k8_tf32")
+}
+
 /// Whether any lane of the subgroup passed `true`.
 pub fn subgroup_any(b: bool) -> bool {
     let _ = b;

@@ -82,6 +82,10 @@
 //!   launch is `Error::Unsupported`), 1 on the CPU backend, where each operation sees only
 //!   its own thread. Every thread of a subgroup must reach each operation; write kernels
 //!   that work for any size. Semantics: `dotcompute_ir::SubgroupOp`.
+//! * **Tensor cores**: `mma_m16n8k8_tf32(&mut acc[i], a0, a1, a2, a3, b0, b1)`, one
+//!   subgroup's 16×8×8 multiply-accumulate with TF32 inputs and f32 accumulators (PTX
+//!   `mma.sync`; capability `tensor_cores`: CUDA from compute capability 8.0; elsewhere
+//!   a launch is `Error::Unsupported`). Fragment layout: [`lang::mma_m16n8k8_tf32`].
 //! * **Kernel functions**: a kernel calls functions marked [`#[kernel_fn]`](kernel_fn),
 //!   written in the same subset. They take scalars and arrays (`&[T]`, `&mut [T]`: pass a
 //!   buffer parameter or a shared array by name) and return a scalar or nothing; they may
@@ -232,6 +236,8 @@ pub use graph::{ExecGraph, Graph, GraphArg, GraphBuffer, GraphBufferMut, NodeId}
 pub use half::{bf16, f16};
 pub use host::{Event, HostBuffer};
 pub use lang::{Float, Int, Num};
+#[doc(hidden)]
+pub use linalg::library_kernels;
 pub use linalg::{MatmulElement, MatmulPath, Precision};
 pub use raw::{RawKernel, RawParam};
 pub use registry::{backends, registry, BackendStatus};

@@ -32,6 +32,8 @@ pub struct GeneratedMatmul {
     pub unfused: &'static KernelDef,
     /// 16×16 shared tiles (wgpu's choice).
     pub tiled: &'static KernelDef,
+    /// Tensor cores with TF32 inputs (f32 only).
+    pub tf32: Option<&'static KernelDef>,
 }
 
 impl MatmulElement for f32 {
@@ -40,6 +42,7 @@ impl MatmulElement for f32 {
             pipelined: matmul_pipelined::kernel::<f32, 1>(),
             unfused: matmul_pipelined::kernel::<f32, 0>(),
             tiled: matmul_tiled::kernel::<f32>(),
+            tf32: Some(&matmul_tf32::KERNEL),
         })
     }
 }
@@ -49,6 +52,7 @@ impl MatmulElement for f64 {
             pipelined: matmul_pipelined::kernel::<f64, 1>(),
             unfused: matmul_pipelined::kernel::<f64, 0>(),
             tiled: matmul_tiled::kernel::<f64>(),
+            tf32: None,
         })
     }
 }
@@ -61,6 +65,27 @@ impl MatmulElement for half::bf16 {
     fn generated() -> Option<GeneratedMatmul> {
         None
     }
+}
+
+/// The library's own generated kernels (the f32 instances), for `dotcompute emit`.
+#[doc(hidden)]
+pub fn library_kernels() -> Vec<&'static KernelDef> {
+    vec![
+        matmul_pipelined::kernel::<f32, 1>(),
+        matmul_tiled::kernel::<f32>(),
+        &matmul_tf32::KERNEL,
+    ]
+}
+
+/// TF32 is a mode of f32 products only.
+fn check_precision<T: Element>(precision: Precision) -> Result<()> {
+    if precision == Precision::Tf32 && T::TYPE.scalar != dotcompute_ir::ScalarType::F32 {
+        return Err(Error::Unsupported {
+            op: "matmul",
+            detail: format!("TF32 applies to f32 products, not {}", T::TYPE),
+        });
+    }
+    Ok(())
 }
 
 /// The error for a 16-bit product without a vendor path.
@@ -251,6 +276,136 @@ fn matmul_pipelined<T: Float, const FUSED: u32>(
     }
 }
 
+/// Rows and columns of `c` per group of the TF32 product: 128×128, by 8 warps.
+const TC_BLOCK: u32 = 128;
+/// Depth of the `a` and `b` tiles staged per step.
+const TC_DEPTH: u32 = 32;
+/// Row strides of the staged tiles (`a` as `[128][32]`, `b` as `[32][128]`), padded so
+/// that a warp's fragment reads (8 rows × 4 columns of `a`, 4 rows × 8 columns of `b`)
+/// fall in 32 different banks.
+const TC_A_STRIDE: u32 = TC_DEPTH + 4;
+const TC_B_STRIDE: u32 = TC_BLOCK + 8;
+/// Elements of each staged tile every thread loads (256 threads).
+const TC_LOADS: u32 = TC_BLOCK * TC_DEPTH / 256;
+
+/// Thread `tid`'s TC_LOADS elements of the `a` and `b` tiles of the step at depth `k0`
+/// (zero outside the matrices), in the order `matmul_tf32` stores them: each warp reads
+/// whole 128-byte rows.
+#[kernel_fn]
+fn load_step_tf32(
+    a: &[f32],
+    b: &[f32],
+    next_a: &mut [f32],
+    next_b: &mut [f32],
+    tid: u32,
+    row0: u32,
+    col0: u32,
+    k0: u32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    for q in 0..TC_LOADS {
+        let e = tid + 256 * q;
+        let gr = row0 + e / TC_DEPTH;
+        let gk = k0 + e % TC_DEPTH;
+        next_a[q] = if gr < m && gk < k {
+            a[gr * k + gk]
+        } else {
+            0.0
+        };
+        let gk = k0 + e / TC_BLOCK;
+        let gc = col0 + e % TC_BLOCK;
+        next_b[q] = if gk < k && gc < n {
+            b[gk * n + gc]
+        } else {
+            0.0
+        };
+    }
+}
+
+/// `c = a · b` in f32 on tensor cores with TF32 inputs: a group of 256 threads (8 warps,
+/// 2 × 4) computes a 128×128 block of `c`, each warp 64×32 of it as 4 × 4 tiles of
+/// 16×8 (`mma_m16n8k8_tf32`), whose accumulators stay in a 64-element local array. Per
+/// step, 128×32 of `a` and 32×128 of `b` are staged in shared memory, and the next
+/// step's elements are loaded into registers while the current one is multiplied (as in
+/// `matmul_pipelined`). Edges are zero-padded on load and masked on store: any m, n, k.
+#[kernel]
+fn matmul_tf32(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
+    let ta = shared::<f32, { TC_BLOCK * TC_A_STRIDE }>();
+    let tb = shared::<f32, { TC_DEPTH * TC_B_STRIDE }>();
+    let tid = local_id().x;
+    let warp = tid / 32;
+    let lane = subgroup_lane();
+    let g = lane / 4;
+    let t = lane % 4;
+    // The warp's 64×32 part of the group's block.
+    let wm = (warp / 4) * 64;
+    let wn = (warp % 4) * 32;
+    let row0 = group_id().y * TC_BLOCK;
+    let col0 = group_id().x * TC_BLOCK;
+    let mut acc = [0.0f32; 64];
+    let mut fa = [0.0f32; 16];
+    let mut fb = [0.0f32; 8];
+    let mut next_a = [0.0f32; TC_LOADS as usize];
+    let mut next_b = [0.0f32; TC_LOADS as usize];
+    load_step_tf32(a, b, next_a, next_b, tid, row0, col0, 0, m, n, k);
+    let mut k0: u32 = 0;
+    while k0 < k {
+        for q in 0..TC_LOADS {
+            let e = tid + 256 * q;
+            ta[(e / TC_DEPTH) * TC_A_STRIDE + e % TC_DEPTH] = next_a[q];
+            tb[(e / TC_BLOCK) * TC_B_STRIDE + e % TC_BLOCK] = next_b[q];
+        }
+        barrier();
+        let k1 = k0 + TC_DEPTH;
+        if k1 < k {
+            load_step_tf32(a, b, next_a, next_b, tid, row0, col0, k1, m, n, k);
+        }
+        for ks in 0..4u32 {
+            let kb = ks * 8;
+            for i in 0..4u32 {
+                let r = (wm + i * 16 + g) * TC_A_STRIDE + kb + t;
+                fa[i * 4] = ta[r];
+                fa[i * 4 + 1] = ta[r + 8 * TC_A_STRIDE];
+                fa[i * 4 + 2] = ta[r + 4];
+                fa[i * 4 + 3] = ta[r + 8 * TC_A_STRIDE + 4];
+            }
+            for j in 0..4u32 {
+                let col = (kb + t) * TC_B_STRIDE + wn + j * 8 + g;
+                fb[j * 2] = tb[col];
+                fb[j * 2 + 1] = tb[col + 4 * TC_B_STRIDE];
+            }
+            for i in 0..4u32 {
+                for j in 0..4u32 {
+                    mma_m16n8k8_tf32(
+                        &mut acc[(i * 4 + j) * 4],
+                        fa[i * 4],
+                        fa[i * 4 + 1],
+                        fa[i * 4 + 2],
+                        fa[i * 4 + 3],
+                        fb[j * 2],
+                        fb[j * 2 + 1],
+                    );
+                }
+            }
+        }
+        barrier();
+        k0 = k1;
+    }
+    for i in 0..4u32 {
+        for j in 0..4u32 {
+            for q in 0..4u32 {
+                let r = row0 + wm + i * 16 + g + (q / 2) * 8;
+                let col = col0 + wn + j * 8 + 2 * t + q % 2;
+                if r < m && col < n {
+                    c[r * n + col] = acc[(i * 4 + j) * 4 + q];
+                }
+            }
+        }
+    }
+}
+
 impl Device {
     /// `c = a · b` for row-major matrices: `a` is m×k, `b` is k×n, `c` is m×n (each buffer
     /// holds at least that many elements; only the leading part is used). Runs the
@@ -306,12 +461,7 @@ impl Device {
         precision: Precision,
     ) -> Result<MatmulPath> {
         self.check_matmul(a, b, c, m, n, k)?;
-        if precision == Precision::Tf32 && T::TYPE.scalar != dotcompute_ir::ScalarType::F32 {
-            return Err(Error::Unsupported {
-                op: "matmul",
-                detail: format!("TF32 applies to f32 products, not {}", T::TYPE),
-            });
-        }
+        check_precision::<T>(precision)?;
         let request = MatmulRequest {
             a: a.raw(),
             b: b.raw(),
@@ -345,8 +495,50 @@ impl Device {
         n: usize,
         k: usize,
     ) -> Result<()> {
+        self.matmul_generated_with(a, b, c, m, n, k, Precision::Full)
+    }
+
+    /// [`Device::matmul_generated`] at a chosen [`Precision`]: with `Precision::Tf32`, an
+    /// `f32` product runs the generated tensor-core kernel (`mma_m16n8k8_tf32`, TF32
+    /// inputs, f32 accumulation: about 1e-3 relative error) on devices with capability
+    /// `tensor_cores`, and the FP32 kernel elsewhere. TF32 for any other element type is
+    /// an [`Error::Unsupported`].
+    #[allow(clippy::too_many_arguments)] // the BLAS shape: three matrices, three sizes, one mode
+    pub fn matmul_generated_with<T: MatmulElement>(
+        &self,
+        a: &Buffer<T>,
+        b: &Buffer<T>,
+        c: &mut Buffer<T>,
+        m: usize,
+        n: usize,
+        k: usize,
+        precision: Precision,
+    ) -> Result<()> {
         self.check_matmul(a, b, c, m, n, k)?;
+        check_precision::<T>(precision)?;
         let kernels = T::generated().ok_or_else(|| no_half_kernel::<T>(self))?;
+        if let (Precision::Tf32, Some(tf32)) = (precision, kernels.tf32) {
+            if self.info().caps.tensor_cores {
+                let launch = Launch::grid2d(
+                    n.div_ceil(TC_BLOCK as usize) * 256,
+                    m.div_ceil(TC_BLOCK as usize),
+                )
+                .group2d(256, 1);
+                let (m, n, k) = (m as u32, n as u32, k as u32);
+                return self.launch_kernel(
+                    tf32,
+                    launch,
+                    &[
+                        crate::Arg::buffer(a),
+                        crate::Arg::buffer(b),
+                        crate::Arg::buffer_mut(c),
+                        crate::Arg::scalar(m),
+                        crate::Arg::scalar(n),
+                        crate::Arg::scalar(k),
+                    ],
+                );
+            }
+        }
         // DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled picks one (comparisons); read once.
         static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
         let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok());

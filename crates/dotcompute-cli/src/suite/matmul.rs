@@ -1,7 +1,8 @@
 //! Matrix products from 256 to 8192 per path and precision: the generated
 //! register-blocked kernel (`Device::matmul_generated`) against the backend's vendor
 //! library (cuBLAS on CUDA, matrixmultiply on the CPU) in FP32, and on CUDA cuBLAS in
-//! TF32 and f16 against cuBLAS FP32. Where a backend has no vendor library (wgpu), the
+//! TF32 and f16 against cuBLAS FP32 and the generated tensor-core TF32 kernel
+//! (`Device::matmul_generated_with`) against cuBLAS TF32. Where a backend has no vendor library (wgpu), the
 //! reference is the plain 16×16 tiled kernel a user would write first.
 //! Every product is checked on 64 sampled elements against an f64 reference.
 
@@ -167,7 +168,8 @@ fn at_size(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
     Ok(figs)
 }
 
-/// cuBLAS TF32 and f16 (f32 accumulation) against cuBLAS FP32, same inputs.
+/// cuBLAS TF32 and f16 (f32 accumulation) against cuBLAS FP32, and the generated TF32
+/// kernel against cuBLAS TF32, same inputs.
 fn cublas_precisions(
     ctx: &Ctx,
     inputs: &Inputs,
@@ -189,6 +191,7 @@ fn cublas_precisions(
     let mut c16 = d.alloc_filled(n * n, f16::NAN).map_err(super::s)?;
     let mut c32 = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
     let mut ctf = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
+    let mut cgen = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
     let times: Vec<Stats> = measure_all(
         ctx,
         &mut [
@@ -207,12 +210,23 @@ fn cublas_precisions(
                     .map(|_| ())
                     .map_err(super::s)
             },
+            &mut || {
+                d.matmul_generated_with(da, db, &mut cgen, n, n, n, Precision::Tf32)
+                    .map_err(super::s)
+            },
         ],
     )?;
     // TF32 keeps 10 mantissa bits of each input: about 2^-10 of each product's size.
     inputs.check(
         "cuBLAS TF32",
         &ctf.to_vec().map_err(super::s)?,
+        &inputs.a,
+        &inputs.b,
+        2.0 / 1024.0,
+    )?;
+    inputs.check(
+        "generated TF32",
+        &cgen.to_vec().map_err(super::s)?,
         &inputs.a,
         &inputs.b,
         2.0 / 1024.0,
@@ -235,7 +249,13 @@ fn cublas_precisions(
             .precision("tf32")
             .ours("cuBLAS TF32", flops, times[1].clone())
             .against(fp32, flops, times[0].clone())
-            .note("generated TF32 (mma.sync) is not built yet")
+            .build(),
+        ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
+            .precision("tf32")
+            .ours("generated TF32 (mma.sync)", flops, times[3].clone())
+            .against("cuBLAS TF32", flops, times[1].clone())
+            .target("≥ 0.3 at 4096")
+            .note("generated kernel on mma_m16n8k8_tf32: 128×128 blocks, 8 warps of 64×32, register-staged double buffering")
             .build(),
         ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
             .precision("f16")

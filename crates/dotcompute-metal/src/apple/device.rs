@@ -82,6 +82,7 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             native_graphs: false,
             blas: vec![ScalarType::F32, ScalarType::F16],
             subgroup_size: Some([simd_width, simd_width]),
+            tensor_cores: false,
         },
     }
 }

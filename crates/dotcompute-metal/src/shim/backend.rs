@@ -64,6 +64,7 @@ impl ShimBackend {
             blas: Vec::new(),
             // SIMD-groups of one lane in the shim.
             subgroup_size: Some([1, 1]),
+            tensor_cores: false,
         };
         Ok(ShimBackend {
             cpu,

@@ -13,5 +13,6 @@ mod profiling;
 mod raw_wgsl;
 mod registry;
 mod streams;
+mod tensor_cores;
 mod unroll;
 mod wgpu_limits;
