@@ -672,5 +672,7 @@ pub(crate) fn small_constant_range(
     (st > 0 && trips <= UNROLL_TRIPS && e + st <= max && s >= -(1 << 31)).then_some((s, e, st))
 }
 
-/// The most trips of a loop [`small_constant_range`] unrolls.
-const UNROLL_TRIPS: i128 = 64;
+/// The most trips of a loop [`small_constant_range`] unrolls: 128 covers the
+/// accumulators of a 64×64 tensor-core warp tile, which must stay in registers (a loop
+/// left rolled indexes its array dynamically and moves it to local memory).
+const UNROLL_TRIPS: i128 = 128;

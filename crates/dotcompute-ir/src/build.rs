@@ -15,6 +15,27 @@ use crate::types::{Literal, ScalarType, Type};
 use crate::validate::validate;
 use thiserror::Error;
 
+/// `a op b` for two `u32` literals, where the IR's result is plain arithmetic: wrapping
+/// `+ - *`, and `/ %` by a non-zero divisor. Host constants of generic kernels
+/// (`WIDTH / 8` with `const WIDTH: u32`) then stay constants, so loops bounded by them
+/// unroll and arrays sized by them are accepted, as with plain `const` items.
+fn fold_u32(op: BinaryOp, a: &Expr, b: &Expr) -> Option<u32> {
+    let (ExprKind::Literal(Literal::U32(x)), ExprKind::Literal(Literal::U32(y))) =
+        (&a.kind, &b.kind)
+    else {
+        return None;
+    };
+    let (x, y) = (*x, *y);
+    match op {
+        BinaryOp::Add => Some(x.wrapping_add(y)),
+        BinaryOp::Sub => Some(x.wrapping_sub(y)),
+        BinaryOp::Mul => Some(x.wrapping_mul(y)),
+        BinaryOp::Div if y != 0 => Some(x / y),
+        BinaryOp::Rem if y != 0 => Some(x % y),
+        _ => None,
+    }
+}
+
 /// A kernel could not be built from its Rust source.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("kernel `{kernel}`{}: {message}", if *.line > 0 { format!(", line {}", .line) } else { String::new() })]
@@ -659,6 +680,9 @@ impl Builder {
         };
         if !ok {
             return self.err(format!("{what} is not defined on {ty}"));
+        }
+        if let Some(folded) = fold_u32(op, &a, &b) {
+            return Ok(V::lit(Literal::U32(folded)));
         }
         Ok(V::Typed(Expr {
             ty: result.into(),

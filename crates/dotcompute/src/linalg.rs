@@ -32,8 +32,8 @@ pub struct GeneratedMatmul {
     pub unfused: &'static KernelDef,
     /// 16×16 shared tiles (wgpu's choice).
     pub tiled: &'static KernelDef,
-    /// Tensor cores with TF32 inputs (f32 only).
-    pub tf32: Option<&'static KernelDef>,
+    /// Whether the tensor-core TF32 kernel applies (f32 only).
+    pub tf32: bool,
 }
 
 impl MatmulElement for f32 {
@@ -42,7 +42,7 @@ impl MatmulElement for f32 {
             pipelined: matmul_pipelined::kernel::<f32, 1>(),
             unfused: matmul_pipelined::kernel::<f32, 0>(),
             tiled: matmul_tiled::kernel::<f32>(),
-            tf32: Some(&matmul_tf32::KERNEL),
+            tf32: true,
         })
     }
 }
@@ -52,7 +52,7 @@ impl MatmulElement for f64 {
             pipelined: matmul_pipelined::kernel::<f64, 1>(),
             unfused: matmul_pipelined::kernel::<f64, 0>(),
             tiled: matmul_tiled::kernel::<f64>(),
-            tf32: None,
+            tf32: false,
         })
     }
 }
@@ -73,7 +73,7 @@ pub fn library_kernels() -> Vec<&'static KernelDef> {
     vec![
         matmul_pipelined::kernel::<f32, 1>(),
         matmul_tiled::kernel::<f32>(),
-        &matmul_tf32::KERNEL,
+        tf32_variant().0,
     ]
 }
 
@@ -276,133 +276,139 @@ fn matmul_pipelined<T: Float, const FUSED: u32>(
     }
 }
 
-/// Rows and columns of `c` per group of the TF32 product: 128×128, by 8 warps.
+/// Rows and columns of `c` per group of the TF32 products: 128×128.
 const TC_BLOCK: u32 = 128;
-/// Depth of the `a` and `b` tiles staged per step.
-const TC_DEPTH: u32 = 32;
-/// Row strides of the staged tiles (`a` as `[128][32]`, `b` as `[32][128]`), padded so
-/// that a warp's fragment reads (8 rows × 4 columns of `a`, 4 rows × 8 columns of `b`)
-/// fall in 32 different banks.
-const TC_A_STRIDE: u32 = TC_DEPTH + 4;
+/// Row stride of the staged `b` tile (`[DEPTH][128]`), padded by 8 so that a warp's
+/// fragment reads (4 rows × 8 columns) fall in 32 different banks.
 const TC_B_STRIDE: u32 = TC_BLOCK + 8;
-/// Elements of each staged tile every thread loads (256 threads).
-const TC_LOADS: u32 = TC_BLOCK * TC_DEPTH / 256;
 
-/// Thread `tid`'s TC_LOADS elements of the `a` and `b` tiles of the step at depth `k0`
-/// (zero outside the matrices), in the order `matmul_tf32` stores them: each warp reads
-/// whole 128-byte rows.
-#[kernel_fn]
-fn load_step_tf32(
+/// `c = a · b` in f32 on tensor cores with TF32 inputs. A group computes a 128×128
+/// block of `c`; its warps (`8192 / WARP_N` threads) each compute 64×`WARP_N` of it as
+/// 4 × `WARP_N / 8` tiles of 16×8 (`mma_m16n8k8_tf32`), whose accumulators stay in a
+/// local array. Per step, 128×`DEPTH` of `a` (`[128][DEPTH + 4]`: a warp's fragment
+/// reads of 8 rows × 4 columns fall in 32 different banks) and `DEPTH`×128 of `b` are
+/// staged in shared memory. The next step's elements are loaded into registers before
+/// the current step is multiplied, from one load site: trip `s` loads step `s`,
+/// multiplies step `s - 1`, then stores step `s`. Edges are zero-padded on load and
+/// masked on store: any m, n, k.
+#[kernel]
+fn matmul_tf32<const WARP_N: u32, const DEPTH: u32>(
     a: &[f32],
     b: &[f32],
-    next_a: &mut [f32],
-    next_b: &mut [f32],
-    tid: u32,
-    row0: u32,
-    col0: u32,
-    k0: u32,
+    c: &mut [f32],
     m: u32,
     n: u32,
     k: u32,
 ) {
-    for q in 0..TC_LOADS {
-        let e = tid + 256 * q;
-        let gr = row0 + e / TC_DEPTH;
-        let gk = k0 + e % TC_DEPTH;
-        next_a[q] = if gr < m && gk < k {
-            a[gr * k + gk]
-        } else {
-            0.0
-        };
-        let gk = k0 + e / TC_BLOCK;
-        let gc = col0 + e % TC_BLOCK;
-        next_b[q] = if gk < k && gc < n {
-            b[gk * n + gc]
-        } else {
-            0.0
-        };
-    }
-}
-
-/// `c = a · b` in f32 on tensor cores with TF32 inputs: a group of 256 threads (8 warps,
-/// 2 × 4) computes a 128×128 block of `c`, each warp 64×32 of it as 4 × 4 tiles of
-/// 16×8 (`mma_m16n8k8_tf32`), whose accumulators stay in a 64-element local array. Per
-/// step, 128×32 of `a` and 32×128 of `b` are staged in shared memory, and the next
-/// step's elements are loaded into registers while the current one is multiplied (as in
-/// `matmul_pipelined`). Edges are zero-padded on load and masked on store: any m, n, k.
-#[kernel]
-fn matmul_tf32(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
-    let ta = shared::<f32, { TC_BLOCK * TC_A_STRIDE }>();
-    let tb = shared::<f32, { TC_DEPTH * TC_B_STRIDE }>();
+    let ta = shared::<f32, { TC_BLOCK * (DEPTH + 4) }>();
+    let tb = shared::<f32, { DEPTH * TC_B_STRIDE }>();
     let tid = local_id().x;
     let warp = tid / 32;
     let lane = subgroup_lane();
     let g = lane / 4;
     let t = lane % 4;
-    // The warp's 64×32 part of the group's block.
-    let wm = (warp / 4) * 64;
-    let wn = (warp % 4) * 32;
+    let wm = (warp / (TC_BLOCK / WARP_N)) * 64;
+    let wn = (warp % (TC_BLOCK / WARP_N)) * WARP_N;
     let row0 = group_id().y * TC_BLOCK;
     let col0 = group_id().x * TC_BLOCK;
-    let mut acc = [0.0f32; 64];
+    // Sized for the largest shape (array lengths are Rust constants, which generic
+    // arithmetic is not); a shape uses the first `WARP_N * 2`, `WARP_N / 4` and
+    // `DEPTH * WARP_N / 64` elements, and the compiler drops the rest (every index is
+    // a constant once the loops unroll).
+    let mut acc = [0.0f32; 128];
     let mut fa = [0.0f32; 16];
-    let mut fb = [0.0f32; 8];
-    let mut next_a = [0.0f32; TC_LOADS as usize];
-    let mut next_b = [0.0f32; TC_LOADS as usize];
-    load_step_tf32(a, b, next_a, next_b, tid, row0, col0, 0, m, n, k);
-    let mut k0: u32 = 0;
-    while k0 < k {
-        for q in 0..TC_LOADS {
-            let e = tid + 256 * q;
-            ta[(e / TC_DEPTH) * TC_A_STRIDE + e % TC_DEPTH] = next_a[q];
+    let mut fb = [0.0f32; 16];
+    let mut next_a = [0.0f32; 32];
+    let mut next_b = [0.0f32; 32];
+    // m, n, k ≤ i32::MAX (checked by the facade): `kl + DEPTH` cannot wrap.
+    let mut kl: u32 = 0;
+    loop {
+        let more = kl < k;
+        if more {
+            for q in 0..TC_BLOCK * DEPTH / (8192 / WARP_N) {
+                let e = tid + 8192 / WARP_N * q;
+                let gr = row0 + e / DEPTH;
+                let gk = kl + e % DEPTH;
+                next_a[q] = if gr < m && gk < k {
+                    a[gr * k + gk]
+                } else {
+                    0.0
+                };
+                let gk = kl + e / TC_BLOCK;
+                let gc = col0 + e % TC_BLOCK;
+                next_b[q] = if gk < k && gc < n {
+                    b[gk * n + gc]
+                } else {
+                    0.0
+                };
+            }
+        }
+        if kl > 0 {
+            for ks in 0..DEPTH / 8 {
+                let kb = ks * 8;
+                for i in 0..4u32 {
+                    let r = (wm + i * 16 + g) * (DEPTH + 4) + kb + t;
+                    fa[i * 4] = ta[r];
+                    fa[i * 4 + 1] = ta[r + 8 * (DEPTH + 4)];
+                    fa[i * 4 + 2] = ta[r + 4];
+                    fa[i * 4 + 3] = ta[r + 8 * (DEPTH + 4) + 4];
+                }
+                for j in 0..WARP_N / 8 {
+                    let col = (kb + t) * TC_B_STRIDE + wn + j * 8 + g;
+                    fb[j * 2] = tb[col];
+                    fb[j * 2 + 1] = tb[col + 4 * TC_B_STRIDE];
+                }
+                for i in 0..4u32 {
+                    for j in 0..WARP_N / 8 {
+                        mma_m16n8k8_tf32(
+                            &mut acc[(i * (WARP_N / 8) + j) * 4],
+                            fa[i * 4],
+                            fa[i * 4 + 1],
+                            fa[i * 4 + 2],
+                            fa[i * 4 + 3],
+                            fb[j * 2],
+                            fb[j * 2 + 1],
+                        );
+                    }
+                }
+            }
+            barrier();
+        }
+        if !more {
+            break;
+        }
+        for q in 0..TC_BLOCK * DEPTH / (8192 / WARP_N) {
+            let e = tid + 8192 / WARP_N * q;
+            ta[(e / DEPTH) * (DEPTH + 4) + e % DEPTH] = next_a[q];
             tb[(e / TC_BLOCK) * TC_B_STRIDE + e % TC_BLOCK] = next_b[q];
         }
         barrier();
-        let k1 = k0 + TC_DEPTH;
-        if k1 < k {
-            load_step_tf32(a, b, next_a, next_b, tid, row0, col0, k1, m, n, k);
-        }
-        for ks in 0..4u32 {
-            let kb = ks * 8;
-            for i in 0..4u32 {
-                let r = (wm + i * 16 + g) * TC_A_STRIDE + kb + t;
-                fa[i * 4] = ta[r];
-                fa[i * 4 + 1] = ta[r + 8 * TC_A_STRIDE];
-                fa[i * 4 + 2] = ta[r + 4];
-                fa[i * 4 + 3] = ta[r + 8 * TC_A_STRIDE + 4];
-            }
-            for j in 0..4u32 {
-                let col = (kb + t) * TC_B_STRIDE + wn + j * 8 + g;
-                fb[j * 2] = tb[col];
-                fb[j * 2 + 1] = tb[col + 4 * TC_B_STRIDE];
-            }
-            for i in 0..4u32 {
-                for j in 0..4u32 {
-                    mma_m16n8k8_tf32(
-                        &mut acc[(i * 4 + j) * 4],
-                        fa[i * 4],
-                        fa[i * 4 + 1],
-                        fa[i * 4 + 2],
-                        fa[i * 4 + 3],
-                        fb[j * 2],
-                        fb[j * 2 + 1],
-                    );
-                }
-            }
-        }
-        barrier();
-        k0 = k1;
+        kl += DEPTH;
     }
     for i in 0..4u32 {
-        for j in 0..4u32 {
+        for j in 0..WARP_N / 8 {
             for q in 0..4u32 {
                 let r = row0 + wm + i * 16 + g + (q / 2) * 8;
                 let col = col0 + wn + j * 8 + 2 * t + q % 2;
                 if r < m && col < n {
-                    c[r * n + col] = acc[(i * 4 + j) * 4 + q];
+                    c[r * n + col] = acc[(i * (WARP_N / 8) + j) * 4 + q];
                 }
             }
         }
+    }
+}
+
+/// The TF32 product's shape `(WARP_N, DEPTH)` and its threads per group. The default,
+/// 64×64 warp tiles 16 deep, was the fastest of the three on an H100 (4096³: 95 TFLOP/s
+/// against 87 for `w32d16` and 80 for `w32d32`, same run); `DOTCOMPUTE_TF32_KERNEL`
+/// (`w32d32`, `w32d16`, `w64d16`) picks one for comparisons.
+fn tf32_variant() -> (&'static KernelDef, u32) {
+    static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_TF32_KERNEL").ok());
+    match choice.as_deref() {
+        Some("w32d32") => (matmul_tf32::kernel::<32, 32>(), 256),
+        Some("w32d16") => (matmul_tf32::kernel::<32, 16>(), 256),
+        _ => (matmul_tf32::kernel::<64, 16>(), 128),
     }
 }
 
@@ -517,13 +523,14 @@ impl Device {
         self.check_matmul(a, b, c, m, n, k)?;
         check_precision::<T>(precision)?;
         let kernels = T::generated().ok_or_else(|| no_half_kernel::<T>(self))?;
-        if let (Precision::Tf32, Some(tf32)) = (precision, kernels.tf32) {
-            if self.info().caps.tensor_cores {
+        if precision == Precision::Tf32 && kernels.tf32 && self.info().caps.tensor_cores {
+            {
+                let (tf32, threads) = tf32_variant();
                 let launch = Launch::grid2d(
-                    n.div_ceil(TC_BLOCK as usize) * 256,
+                    n.div_ceil(TC_BLOCK as usize) * threads as usize,
                     m.div_ceil(TC_BLOCK as usize),
                 )
-                .group2d(256, 1);
+                .group2d(threads, 1);
                 let (m, n, k) = (m as u32, n as u32, k as u32);
                 return self.launch_kernel(
                     tf32,
