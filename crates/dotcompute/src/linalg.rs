@@ -77,6 +77,18 @@ pub fn library_kernels() -> Vec<&'static KernelDef> {
     ]
 }
 
+/// Whether the FP32 product takes the 16×16 shared-tile kernel: on wgpu by default;
+/// `DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled` picks one (comparisons), read once.
+fn fp32_tiled(device: &Device) -> bool {
+    static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok());
+    match choice.as_deref() {
+        Some("tiled") => true,
+        Some(_) => false,
+        None => device.backend_kind() == crate::BackendKind::Wgpu,
+    }
+}
+
 /// TF32 is a mode of f32 products only.
 fn check_precision<T: Element>(precision: Precision) -> Result<()> {
     if precision == Precision::Tf32 && T::TYPE.scalar != dotcompute_ir::ScalarType::F32 {
@@ -486,7 +498,8 @@ impl Device {
             self.backend().gemm(s, &request)?;
             return Ok(MatmulPath::Vendor);
         }
-        self.matmul_generated(a, b, c, m, n, k)?;
+        // Without a vendor library the generated kernel honours the precision too.
+        self.matmul_generated_with(a, b, c, m, n, k, precision)?;
         Ok(MatmulPath::Generated)
     }
 
@@ -523,54 +536,32 @@ impl Device {
         self.check_matmul(a, b, c, m, n, k)?;
         check_precision::<T>(precision)?;
         let kernels = T::generated().ok_or_else(|| no_half_kernel::<T>(self))?;
-        if precision == Precision::Tf32 && kernels.tf32 && self.info().caps.tensor_cores {
-            {
+        let (kernel, launch) =
+            if precision == Precision::Tf32 && kernels.tf32 && self.info().caps.tensor_cores {
                 let (tf32, threads) = tf32_variant();
                 let launch = Launch::grid2d(
                     n.div_ceil(TC_BLOCK as usize) * threads as usize,
                     m.div_ceil(TC_BLOCK as usize),
                 )
                 .group2d(threads, 1);
-                let (m, n, k) = (m as u32, n as u32, k as u32);
-                return self.launch_kernel(
-                    tf32,
-                    launch,
-                    &[
-                        crate::Arg::buffer(a),
-                        crate::Arg::buffer(b),
-                        crate::Arg::buffer_mut(c),
-                        crate::Arg::scalar(m),
-                        crate::Arg::scalar(n),
-                        crate::Arg::scalar(k),
-                    ],
-                );
-            }
-        }
-        // DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled picks one (comparisons); read once.
-        static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-        let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok());
-        let tiled = match choice.as_deref() {
-            Some("tiled") => true,
-            Some(_) => false,
-            None => self.backend_kind() == crate::BackendKind::Wgpu,
-        };
-        let (kernel, launch) = if tiled {
-            (kernels.tiled, Launch::grid2d(n, m).group2d(TILE, TILE))
-        } else {
-            let cpu = self.backend_kind() == crate::BackendKind::Cpu;
-            (
-                if cpu {
-                    kernels.unfused
-                } else {
-                    kernels.pipelined
-                },
-                Launch::grid2d(
-                    n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
-                    m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+                (tf32, launch)
+            } else if fp32_tiled(self) {
+                (kernels.tiled, Launch::grid2d(n, m).group2d(TILE, TILE))
+            } else {
+                let cpu = self.backend_kind() == crate::BackendKind::Cpu;
+                (
+                    if cpu {
+                        kernels.unfused
+                    } else {
+                        kernels.pipelined
+                    },
+                    Launch::grid2d(
+                        n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+                        m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
+                    )
+                    .group2d(GROUP_EDGE, GROUP_EDGE),
                 )
-                .group2d(GROUP_EDGE, GROUP_EDGE),
-            )
-        };
+            };
         let (m, n, k) = (m as u32, n as u32, k as u32);
         self.launch_kernel(
             kernel,
