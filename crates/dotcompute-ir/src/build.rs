@@ -1032,14 +1032,14 @@ impl Builder {
             ));
         }
         let base = self.index(base)?;
-        // A constant first index is checked here; others are clamped by the generator.
+        // A constant first index is checked here; others, like any index, are checked in
+        // checked mode (`Launch::checked`) and trusted otherwise.
         let len = self.kernel.local_arrays[array as usize].len;
         if let ExprKind::Literal(l) = &base.kind {
-            if l.as_i128().is_some_and(|i| i + 4 > len as i128) {
+            if let Some(first) = l.as_i128().filter(|i| i + 4 > len as i128) {
                 return self.err(format!(
-                    "{name} writes elements {}..{} of `{}`, which holds {len}",
-                    l.as_i128().unwrap_or(0),
-                    l.as_i128().unwrap_or(0) + 4,
+                    "{name} writes elements {first}..{} of `{}`, which holds {len}",
+                    first + 4,
                     self.kernel.local_arrays[array as usize].name
                 ));
             }

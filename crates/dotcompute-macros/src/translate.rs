@@ -1261,14 +1261,7 @@ impl Tx {
                 format!("`{name}` takes {} argument(s)", arity - 1),
             );
         }
-        let mut bs = Vec::new();
-        let mut ns = Vec::new();
-        for a in std::iter::once(&*m.receiver).chain(m.args.iter()) {
-            let (b, n) = self.expr(a);
-            bs.push(b);
-            ns.push(n);
-        }
-        let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
+        let (bs, ns, tmps) = self.operands(std::iter::once(&*m.receiver).chain(m.args.iter()));
         let ir = format_ident!("{ir}");
         let native = format_ident!("{native}");
         (
@@ -1346,14 +1339,7 @@ impl Tx {
             if self.short_circuit > 0 {
                 return self.fail(c.span(), format!("`{name}` on the right of `&&` or `||` is not supported: every thread of the subgroup must reach it; use an `if` around a value computed before"));
             }
-            let mut bs = Vec::new();
-            let mut ns = Vec::new();
-            for a in &c.args {
-                let (b, n) = self.expr(a);
-                bs.push(b);
-                ns.push(n);
-            }
-            let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
+            let (bs, ns, tmps) = self.operands(&c.args);
             let (op, native) = (format_ident!("{op}"), format_ident!("{name}"));
             return (
                 quote!({ #(let #tmps = #bs;)* __b.subgroup(__dc::ir::SubgroupOp::#op, vec![#(#tmps),*])? }),
@@ -1376,14 +1362,7 @@ impl Tx {
                 ),
             );
         }
-        let target = match &c.args[0] {
-            Expr::Reference(r) => match &*r.expr {
-                Expr::Index(ix) => Some(ix),
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some(ix) = target else {
+        let Some(ix) = element_address(&c.args[0], false) else {
             return self.fail(
                 c.args[0].span(),
                 format!(
@@ -1394,14 +1373,7 @@ impl Tx {
         let Some((mem, ib, inn)) = self.element(ix, true) else {
             return (quote!(), quote!());
         };
-        let mut vbs = Vec::new();
-        let mut vns = Vec::new();
-        for a in c.args.iter().skip(1) {
-            let (b, n) = self.expr(a);
-            vbs.push(b);
-            vns.push(n);
-        }
-        let tmps: Vec<Ident> = (0..vbs.len()).map(|i| format_ident!("__a{i}")).collect();
+        let (vbs, vns, tmps) = self.operands(c.args.iter().skip(1));
         let op = format_ident!("{op}");
         let method = format_ident!("{fname}");
         (
@@ -1421,14 +1393,7 @@ impl Tx {
                 format!("{usage} takes 7 arguments, found {}", c.args.len()),
             );
         }
-        let target = match &c.args[0] {
-            Expr::Reference(r) if r.mutability.is_some() => match &*r.expr {
-                Expr::Index(ix) => Some(ix),
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some(ix) = target else {
+        let Some(ix) = element_address(&c.args[0], true) else {
             return self.fail(
                 c.args[0].span(),
                 format!("the first argument of {usage} is the accumulator's first element: `&mut acc[base]`"),
@@ -1437,14 +1402,7 @@ impl Tx {
         let Some((mem, ib, inn)) = self.element(ix, true) else {
             return (quote!(), quote!());
         };
-        let mut bs = Vec::new();
-        let mut ns = Vec::new();
-        for a in c.args.iter().skip(1) {
-            let (b, n) = self.expr(a);
-            bs.push(b);
-            ns.push(n);
-        }
-        let tmps: Vec<Ident> = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
+        let (bs, ns, tmps) = self.operands(c.args.iter().skip(1));
         let (ta, tb) = (&tmps[..4], &tmps[4..]);
         (
             quote!({
@@ -1454,6 +1412,23 @@ impl Tx {
             }),
             quote!(__dc::ops::mma_m16n8k8_tf32(&#mem, #inn, #(#ns),*);),
         )
+    }
+
+    /// The operands of a builtin call, translated in order: their builder and native
+    /// forms, and the temporaries (`__a0`, ..) the builder form binds them to, so each
+    /// is built once, before the call, in source order.
+    fn operands<'e>(
+        &mut self,
+        args: impl IntoIterator<Item = &'e Expr>,
+    ) -> (Vec<TokenStream>, Vec<TokenStream>, Vec<Ident>) {
+        let (mut bs, mut ns) = (Vec::new(), Vec::new());
+        for a in args {
+            let (b, n) = self.expr(a);
+            bs.push(b);
+            ns.push(n);
+        }
+        let tmps = (0..bs.len()).map(|i| format_ident!("__a{i}")).collect();
+        (bs, ns, tmps)
     }
 
     /// Barrier sites number the barriers of one kernel for divergence checks; a helper's
@@ -1801,6 +1776,18 @@ fn optional_ir(ty: Option<&Ty>) -> TokenStream {
 
 fn ty_var(param: &Ident) -> Ident {
     format_ident!("__dc_ty_{param}")
+}
+
+/// The `array[index]` of an element's address argument, `&array[index]` (or `&mut
+/// array[index]` where `mutable`), as atomics and `mma_m16n8k8_tf32` take it.
+fn element_address(arg: &Expr, mutable: bool) -> Option<&syn::ExprIndex> {
+    match arg {
+        Expr::Reference(r) if !mutable || r.mutability.is_some() => match &*r.expr {
+            Expr::Index(ix) => Some(ix),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn atomic_name(c: &syn::ExprCall) -> Option<(String, String)> {

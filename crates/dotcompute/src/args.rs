@@ -94,8 +94,11 @@ pub(crate) fn check_geometry(
     program: &Program,
     geometry: &dotcompute_hal::ResolvedLaunch,
 ) -> Result<()> {
+    if !program.uses_tensor_cores {
+        return Ok(());
+    }
     let threads: u32 = geometry.group.iter().product();
-    if program.uses_tensor_cores && threads % 32 != 0 {
+    if threads % 32 != 0 {
         return Err(Error::InvalidGroupSize {
             kernel: program.name().to_string(),
             detail: format!(
