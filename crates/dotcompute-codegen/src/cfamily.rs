@@ -146,9 +146,11 @@ impl Gen<'_> {
         }
     }
 
-    /// Whether `mem` holds f16 bits (buffers and shared arrays; local arrays are floats).
+    /// Whether `mem` holds f16 bits: every f16 array (buffers, shared and thread-private
+    /// arrays alike), so an element copied between arrays keeps its bits without a
+    /// round trip through a float register.
     pub(crate) fn stored_as_f16(&self, mem: Memory) -> bool {
-        !matches!(mem, Memory::Local(_)) && self.k.memory_elem(mem) == Some(ScalarType::F16.into())
+        self.k.memory_elem(mem) == Some(ScalarType::F16.into())
     }
 
     /// The length of `mem` in elements, as an expression.
@@ -216,7 +218,7 @@ impl Gen<'_> {
             }
             Stmt::Store { mem, index, value } => {
                 let value = if self.stored_as_f16(*mem) {
-                    self.d.f16_store(&self.expr(value))
+                    self.f16_bits(value)
                 } else {
                     self.expr(value)
                 };
@@ -312,7 +314,13 @@ impl Gen<'_> {
             Stmt::Continue => self.line(d, "continue;"),
             Stmt::Return => self.line(d, "return;"),
             Stmt::Barrier => self.line(d, self.d.barrier()),
-            Stmt::MmaTf32 { acc, base, a, b } => {
+            Stmt::Mma {
+                shape,
+                acc,
+                base,
+                a,
+                b,
+            } => {
                 // Every lane runs the instruction (it is collective); in checked mode an
                 // accumulator index outside the array is recorded and its elements are
                 // neither read nor written.
@@ -335,8 +343,17 @@ impl Gen<'_> {
                     let l = format!("f32 {r} = {ok} ? {array}[{n} + {q}u] : 0.0f;");
                     self.line(d + 1, &l);
                 }
-                let ops: Vec<String> = a.iter().chain(b).map(|x| self.expr(x)).collect();
-                let call = format!("dc_mma_tf32({}, {});", regs.join(", "), ops.join(", "));
+                let (function, ops): (_, Vec<String>) = match shape {
+                    MmaShape::M16N8K8Tf32 => (
+                        "dc_mma_tf32",
+                        a.iter().chain(b).map(|x| self.expr(x)).collect(),
+                    ),
+                    MmaShape::M16N8K16F16 => (
+                        "dc_mma_f16",
+                        a.iter().chain(b).map(|x| self.f16_bits(x)).collect(),
+                    ),
+                };
+                let call = format!("{function}({}, {});", regs.join(", "), ops.join(", "));
                 self.line(d + 1, &call);
                 let store: Vec<String> = regs
                     .iter()
@@ -347,6 +364,25 @@ impl Gen<'_> {
                 self.line(d + 1, &store);
                 self.line(d, "}");
             }
+        }
+    }
+
+    /// The f16 bits of an f16 value stored to memory or passed to a tensor-core
+    /// operation: an element loaded from memory is passed as stored (no round trip
+    /// through a float register, which the compiler cannot see through: the conversions
+    /// are assembly).
+    fn f16_bits(&self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Load { mem, index } if self.stored_as_f16(*mem) => {
+                let index = self.expr(index);
+                let place = self.place(*mem, &index);
+                match self.bounds_check(*mem, &index) {
+                    // Out of bounds in checked mode: the load gives 0, as any load.
+                    Some(check) => format!("({check} ? {place} : (unsigned short)0)"),
+                    None => place,
+                }
+            }
+            _ => self.d.f16_store(&self.expr(e)),
         }
     }
 

@@ -403,7 +403,7 @@ impl Gen<'_> {
             let _ = writeln!(
                 self.out,
                 "    {} a_{}_{i}[{}];",
-                cuda_type(a.elem),
+                cuda_mem_type(a.elem),
                 a.name,
                 a.len
             );
@@ -685,16 +685,24 @@ DC_FN unsigned short dc_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0,
 DC_FN float dc_rh(float f) { return dc_h2f(dc_f2h(f)); }
 "#;
 
-/// Tensor-core multiply-accumulate (IR `MmaTf32`), emitted only for kernels that use it.
-/// Operands are rounded to TF32 by `cvt.rna` (to nearest, ties away), which the `mma`
+/// Tensor-core multiply-accumulates (IR `Mma`), emitted only for kernels that use them.
+/// TF32 operands are rounded by `cvt.rna` (to nearest, ties away), which the `mma`
 /// instruction otherwise leaves to the caller; the conversion is not `volatile`, so the
-/// compiler converts a fragment reused by several products once.
+/// compiler converts a fragment reused by several products once. f16 operands arrive as
+/// their bits and are paired into the `.f16x2` registers, lower half first.
 const MMA_PRELUDE: &str = r#"
 DC_FN u32 dc_tf32(f32 x) { u32 r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r; }
 DC_FN void dc_mma_tf32(f32& d0, f32& d1, f32& d2, f32& d3, f32 a0, f32 a1, f32 a2, f32 a3, f32 b0, f32 b1) {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
         : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
         : "r"(dc_tf32(a0)), "r"(dc_tf32(a1)), "r"(dc_tf32(a2)), "r"(dc_tf32(a3)), "r"(dc_tf32(b0)), "r"(dc_tf32(b1)));
+}
+typedef unsigned short dc_h;
+DC_FN u32 dc_h2(dc_h lo, dc_h hi) { return (u32)lo | ((u32)hi << 16); }
+DC_FN void dc_mma_f16(f32& d0, f32& d1, f32& d2, f32& d3, dc_h a0, dc_h a1, dc_h a2, dc_h a3, dc_h a4, dc_h a5, dc_h a6, dc_h a7, dc_h b0, dc_h b1, dc_h b2, dc_h b3) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "r"(dc_h2(a0, a1)), "r"(dc_h2(a2, a3)), "r"(dc_h2(a4, a5)), "r"(dc_h2(a6, a7)), "r"(dc_h2(b0, b1)), "r"(dc_h2(b2, b3)));
 }
 "#;
 

@@ -205,10 +205,17 @@ impl Printer<'_> {
             Stmt::Continue => self.line(d, "continue;"),
             Stmt::Return => self.line(d, "return;"),
             Stmt::Barrier => self.line(d, "barrier();"),
-            Stmt::MmaTf32 { acc, base, a, b } => {
+            Stmt::Mma {
+                shape,
+                acc,
+                base,
+                a,
+                b,
+            } => {
                 let ops: Vec<String> = a.iter().chain(b).map(|x| self.expr(x)).collect();
                 let text = format!(
-                    "mma_m16n8k8_tf32(&mut {}[{}], {});",
+                    "{}(&mut {}[{}], {});",
+                    shape.name(),
                     self.k.memory_name(*acc),
                     self.expr(base),
                     ops.join(", ")

@@ -145,8 +145,8 @@ pub fn generate_with(kernel: &Kernel, checked: bool) -> Result<MslModule, MslErr
     if kernel.uses_tensor_cores() {
         // Metal's simdgroup matrices are 8×8 with an opaque layout: not this operation.
         return Err(refuse(
-            "it uses mma_m16n8k8_tf32 (CUDA tensor cores); Metal has no TF32 \
-             multiply-accumulate with that fragment layout"
+            "it uses tensor-core operations (mma_m16n8k8_tf32, mma_m16n8k16_f16); Metal has \
+             no multiply-accumulate with their fragment layout"
                 .into(),
         ));
     }
@@ -452,7 +452,7 @@ impl Gen<'_> {
             let _ = writeln!(
                 self.out,
                 "    {} a_{}_{i}[{}];",
-                msl_type(a.elem),
+                msl_mem_type(a.elem),
                 a.name,
                 a.len
             );

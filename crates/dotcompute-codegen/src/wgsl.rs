@@ -176,8 +176,9 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
     if kernel.uses_tensor_cores() {
         return Err(CodegenError {
             kernel: kernel.name.clone(),
-            message: "it uses mma_m16n8k8_tf32, and WGSL has no tensor-core (cooperative \
-                      matrix) operations; run it on CUDA"
+            message: "it uses tensor-core operations (mma_m16n8k8_tf32, mma_m16n8k16_f16), \
+                      and WGSL has no tensor-core (cooperative matrix) operations; run it on \
+                      CUDA"
                 .into(),
         });
     }
@@ -657,7 +658,7 @@ impl Gen<'_> {
             Stmt::Return => self.line(d, "return;"),
             // The IR's barrier orders shared and global memory within the group.
             // Refused by `generate` before any statement is printed.
-            Stmt::MmaTf32 { .. } => unreachable!("tensor-core kernels are refused for WGSL"),
+            Stmt::Mma { .. } => unreachable!("tensor-core kernels are refused for WGSL"),
             Stmt::Barrier => {
                 if self.storage_barriers {
                     self.line(d, "storageBarrier();");

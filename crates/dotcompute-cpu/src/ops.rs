@@ -705,23 +705,13 @@ impl CastTarget for F16 {
     }
 }
 
-/// The CPU form of `mma_m16n8k8_tf32`, which has none: it is a 32-lane tensor-core
-/// operation and the CPU backend has neither (capability `tensor_cores` is false), so
-/// the facade refuses such kernels before their body runs. Reaching it anyway (a
-/// backend driven without the facade) fails the launch: the runtime turns the panic into
-/// a kernel error.
-#[allow(clippy::too_many_arguments)]
-pub fn mma_m16n8k8_tf32<M: ?Sized, I>(
-    _acc: &M,
-    _base: I,
-    _a0: f32,
-    _a1: f32,
-    _a2: f32,
-    _a3: f32,
-    _b0: f32,
-    _b1: f32,
-) {
-    panic!("mma_m16n8k8_tf32 needs tensor cores (capability `tensor_cores`); the CPU has none")
+/// The CPU form of the tensor-core operations (`mma_m16n8k8_tf32`, `mma_m16n8k16_f16`),
+/// which have none: they are 32-lane tensor-core operations and the CPU backend has
+/// neither (capability `tensor_cores` is false), so the facade refuses such kernels
+/// before their body runs. Reaching it anyway (a backend driven without the facade)
+/// fails the launch: the runtime turns the panic into a kernel error.
+pub fn mma<M: ?Sized, I, T, const N: usize>(name: &str, _acc: &M, _base: I, _operands: [T; N]) {
+    panic!("{name} needs tensor cores (capability `tensor_cores`); the CPU has none")
 }
 
 // Subgroup operations on the CPU backend: a subgroup is one thread (`subgroup_size()` is

@@ -30,7 +30,7 @@ pub fn uses_subgroups(k: &Kernel) -> bool {
 /// whole-group launches).
 pub fn uses_tensor_cores(k: &Kernel) -> bool {
     let mut found = false;
-    walk_stmts(&k.body, &mut |s| found |= matches!(s, Stmt::MmaTf32 { .. }));
+    walk_stmts(&k.body, &mut |s| found |= matches!(s, Stmt::Mma { .. }));
     found
 }
 
@@ -71,7 +71,7 @@ pub fn atomic_memories(stmts: &[Stmt]) -> BTreeSet<Memory> {
 pub fn grid_stride_eligible(k: &Kernel) -> bool {
     let mut ok = k.shared.is_empty();
     walk_stmts(&k.body, &mut |s| {
-        ok &= !matches!(s, Stmt::Barrier | Stmt::MmaTf32 { .. });
+        ok &= !matches!(s, Stmt::Barrier | Stmt::Mma { .. });
         for e in s.exprs() {
             e.walk(&mut |e| match e.kind {
                 ExprKind::Builtin(b, _) => ok &= b == Builtin::GlobalId,

@@ -1009,9 +1009,9 @@ impl Builder {
         Ok(self.get(result))
     }
 
-    /// A tensor-core multiply-accumulate ([`Stmt::MmaTf32`]) into `acc[base..base + 4]`.
-    pub fn mma_tf32(&mut self, acc: Mem, base: V, a: Vec<V>, b: Vec<V>) -> R<()> {
-        let name = "mma_m16n8k8_tf32";
+    /// A tensor-core multiply-accumulate ([`Stmt::Mma`]) into `acc[base..base + 4]`.
+    pub fn mma(&mut self, shape: MmaShape, acc: Mem, base: V, a: Vec<V>, b: Vec<V>) -> R<()> {
+        let name = shape.name();
         let Memory::Local(array) = acc.mem else {
             return self.err(format!(
                 "the accumulator of {name} is a thread's local array (`let mut acc = \
@@ -1024,9 +1024,11 @@ impl Builder {
                 acc.elem
             ));
         }
-        if a.len() != 4 || b.len() != 2 {
+        if a.len() != shape.a_len() || b.len() != shape.b_len() {
             return self.err(format!(
-                "{name} takes 4 elements of A and 2 of B, found {} and {}",
+                "{name} takes {} elements of A and {} of B, found {} and {}",
+                shape.a_len(),
+                shape.b_len(),
                 a.len(),
                 b.len()
             ));
@@ -1045,15 +1047,14 @@ impl Builder {
             }
         }
         let what = format!("an operand of {name}");
-        let a = a
-            .into_iter()
-            .map(|x| self.coerce(x, ScalarType::F32, &what))
-            .collect::<R<Vec<_>>>()?;
-        let b = b
-            .into_iter()
-            .map(|x| self.coerce(x, ScalarType::F32, &what))
-            .collect::<R<Vec<_>>>()?;
-        self.push(Stmt::MmaTf32 {
+        let mut operands = |xs: Vec<V>| {
+            xs.into_iter()
+                .map(|x| self.coerce(x, shape.operand_type(), &what))
+                .collect::<R<Vec<_>>>()
+        };
+        let (a, b) = (operands(a)?, operands(b)?);
+        self.push(Stmt::Mma {
+            shape,
             acc: acc.mem,
             base,
             a,

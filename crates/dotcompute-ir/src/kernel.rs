@@ -673,22 +673,71 @@ pub enum Stmt {
     /// accesses of the group.
     Barrier,
     /// A tensor-core multiply-accumulate by one subgroup of 32 threads (a CUDA warp):
-    /// `D += A · B` with `D` 16×8 in f32, `A` 16×8 and `B` 8×8 whose elements are
-    /// rounded to TF32 (10 mantissa bits, to nearest) before they are multiplied; the
-    /// products are summed in f32. Each thread holds one fragment of each matrix; with
-    /// `g = lane / 4` and `t = lane % 4` (`lane` its subgroup lane):
-    /// `a = [A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]]`, `b = [B[t][g], B[t+4][g]]`,
-    /// and `acc[base..base + 4]` holds `[D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]]`
-    /// (the layout of PTX `mma.sync.m16n8k8` with `.tf32`). `acc` is an f32 local array;
-    /// the four elements must lie inside it. Like a subgroup operation every thread of
-    /// the subgroup must reach it, in uniform control flow, and the subgroup must be
-    /// complete (32 threads). It needs the device capability `tensor_cores`.
-    MmaTf32 {
+    /// `D += A · B` with `D` 16×8 in f32 and the products summed in f32; `shape` gives
+    /// the depth of `A` (16×K) and `B` (K×8) and their element type (see [`MmaShape`],
+    /// which documents the fragment each thread holds). `acc[base..base + 4]` holds
+    /// the thread's fragment of `D`: with `g = lane / 4` and `t = lane % 4` (`lane` its
+    /// subgroup lane), `[D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]]`. `acc` is an
+    /// f32 local array; the four elements must lie inside it. Like a subgroup operation
+    /// every thread of the subgroup must reach it, in uniform control flow, and the
+    /// subgroup must be complete (32 threads). It needs the device capability
+    /// `tensor_cores`.
+    Mma {
+        shape: MmaShape,
         acc: Memory,
         base: Expr,
         a: Vec<Expr>,
         b: Vec<Expr>,
     },
+}
+
+/// The tensor-core operations of [`Stmt::Mma`]: the shapes of PTX `mma.sync` with f32
+/// accumulators, one per operand type. With `g = lane / 4` and `t = lane % 4`, a
+/// thread's operands are (row-major `A` 16×K, `B` K×8):
+///
+/// - `M16N8K8Tf32` (`mma_m16n8k8_tf32`), f32 operands rounded to TF32 (10 mantissa
+///   bits, to nearest) before they are multiplied:
+///   `a = [A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]]`, `b = [B[t][g], B[t+4][g]]`.
+/// - `M16N8K16F16` (`mma_m16n8k16_f16`), f16 operands, multiplied exactly:
+///   `a = [A[g][2t], A[g][2t+1], A[g+8][2t], A[g+8][2t+1], A[g][2t+8], A[g][2t+9],
+///   A[g+8][2t+8], A[g+8][2t+9]]`, `b = [B[2t][g], B[2t+1][g], B[2t+8][g], B[2t+9][g]]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MmaShape {
+    M16N8K8Tf32,
+    M16N8K16F16,
+}
+
+impl MmaShape {
+    pub const ALL: [MmaShape; 2] = [MmaShape::M16N8K8Tf32, MmaShape::M16N8K16F16];
+    /// The kernel-language function.
+    pub fn name(self) -> &'static str {
+        match self {
+            MmaShape::M16N8K8Tf32 => "mma_m16n8k8_tf32",
+            MmaShape::M16N8K16F16 => "mma_m16n8k16_f16",
+        }
+    }
+    /// The type of the `A` and `B` operands.
+    pub fn operand_type(self) -> ScalarType {
+        match self {
+            MmaShape::M16N8K8Tf32 => ScalarType::F32,
+            MmaShape::M16N8K16F16 => ScalarType::F16,
+        }
+    }
+    /// The depth K of the product.
+    pub fn depth(self) -> u32 {
+        match self {
+            MmaShape::M16N8K8Tf32 => 8,
+            MmaShape::M16N8K16F16 => 16,
+        }
+    }
+    /// Elements of `A` each thread passes (16·K / 32).
+    pub fn a_len(self) -> usize {
+        self.depth() as usize / 2
+    }
+    /// Elements of `B` each thread passes (K·8 / 32).
+    pub fn b_len(self) -> usize {
+        self.depth() as usize / 4
+    }
 }
 
 /// A complete kernel.
@@ -770,7 +819,7 @@ impl Stmt {
             Stmt::Loop { .. } | Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {
                 vec![]
             }
-            Stmt::MmaTf32 { base, a, b, .. } => std::iter::once(base).chain(a).chain(b).collect(),
+            Stmt::Mma { base, a, b, .. } => std::iter::once(base).chain(a).chain(b).collect(),
         }
     }
 
@@ -788,7 +837,7 @@ impl Stmt {
             Stmt::Loop { .. } | Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {
                 vec![]
             }
-            Stmt::MmaTf32 { base, a, b, .. } => std::iter::once(base)
+            Stmt::Mma { base, a, b, .. } => std::iter::once(base)
                 .chain(a.iter())
                 .chain(b.iter())
                 .collect(),
@@ -879,7 +928,7 @@ impl Kernel {
         self.uses_barrier() || self.uses_subgroups() || self.uses_tensor_cores()
     }
 
-    /// Whether any statement is a tensor-core multiply-accumulate ([`Stmt::MmaTf32`]): a
+    /// Whether any statement is a tensor-core multiply-accumulate ([`Stmt::Mma`]): a
     /// device capability, and whole-group launches.
     pub fn uses_tensor_cores(&self) -> bool {
         crate::analysis::uses_tensor_cores(self)

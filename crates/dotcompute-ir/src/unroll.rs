@@ -190,7 +190,7 @@ fn copyable(stmts: &[Stmt]) -> bool {
     walk_stmts(stmts, &mut |s| {
         if matches!(
             s,
-            Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier | Stmt::MmaTf32 { .. }
+            Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier | Stmt::Mma { .. }
         ) {
             ok = false;
         }

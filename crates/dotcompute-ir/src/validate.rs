@@ -373,25 +373,34 @@ impl<'k> Validator<'k> {
                 }
             }
             Stmt::Return | Stmt::Barrier => {}
-            Stmt::MmaTf32 { acc, base, a, b } => {
+            Stmt::Mma {
+                shape,
+                acc,
+                base,
+                a,
+                b,
+            } => {
+                let name = shape.name();
                 let elem = self.memory(*acc, true)?;
                 if !matches!(acc, Memory::Local(_)) || elem != Type::from(ScalarType::F32) {
                     return self.err(format!(
-                        "the accumulator of mma_m16n8k8_tf32 must be an f32 local array, \
-                         found `{}` of {elem}",
+                        "the accumulator of {name} must be an f32 local array, found `{}` of \
+                         {elem}",
                         self.kernel.memory_name(*acc)
                     ));
                 }
                 self.expect(base, ScalarType::U32, "the accumulator's first index")?;
-                if a.len() != 4 || b.len() != 2 {
+                if a.len() != shape.a_len() || b.len() != shape.b_len() {
                     return self.err(format!(
-                        "mma_m16n8k8_tf32 takes 4 elements of A and 2 of B, found {} and {}",
+                        "{name} takes {} elements of A and {} of B, found {} and {}",
+                        shape.a_len(),
+                        shape.b_len(),
                         a.len(),
                         b.len()
                     ));
                 }
                 for x in a.iter().chain(b) {
-                    self.expect(x, ScalarType::F32, "an mma_m16n8k8_tf32 operand")?;
+                    self.expect(x, shape.operand_type(), &format!("an {name} operand"))?;
                 }
             }
         }

@@ -725,7 +725,7 @@ impl Tx {
                 let site = self.barrier_site();
                 (quote!(__b.barrier();), quote!(__ctx.barrier(#site);))
             }
-            Expr::Call(c) if is_call_to(c, "mma_m16n8k8_tf32") => self.mma(c),
+            Expr::Call(c) if mma_shape(c).is_some() => self.mma(c),
             Expr::Call(_) => {
                 // Atomics and #[kernel_fn] calls; `call` rejects the rest.
                 let (b, n) = self.expr(e);
@@ -1320,10 +1320,10 @@ impl Tx {
         if is_call_to(c, "barrier") {
             return self.fail(c.span(), "`barrier()` is a statement, not a value");
         }
-        if is_call_to(c, "mma_m16n8k8_tf32") {
+        if let Some((name, _)) = mma_shape(c) {
             return self.fail(
                 c.span(),
-                "`mma_m16n8k8_tf32(..)` is a statement: it updates its accumulator in place",
+                format!("`{name}(..)` is a statement: it updates its accumulator in place"),
             );
         }
         if is_call_to(c, "shared") || is_call_to(c, "shared_dynamic") {
@@ -1382,15 +1382,26 @@ impl Tx {
         )
     }
 
-    /// `mma_m16n8k8_tf32(&mut acc[base], a0, a1, a2, a3, b0, b1)`: a tensor-core
-    /// multiply-accumulate into `acc[base..base + 4]` (IR `MmaTf32`). The CPU backend
-    /// has no tensor cores: launches there are refused before the native body runs.
+    /// `mma_m16n8k8_tf32(&mut acc[base], a0, a1, a2, a3, b0, b1)` and
+    /// `mma_m16n8k16_f16(&mut acc[base], a0, .., a7, b0, .., b3)`: a tensor-core
+    /// multiply-accumulate into `acc[base..base + 4]` (IR `Mma`). The CPU backend has no
+    /// tensor cores: launches there are refused before the native body runs.
     fn mma(&mut self, c: &syn::ExprCall) -> Pair {
-        let usage = "`mma_m16n8k8_tf32(&mut acc[base], a0, a1, a2, a3, b0, b1)`";
-        if c.args.len() != 7 {
+        let Some((name, (a_len, b_len))) = mma_shape(c) else {
+            return self.fail(c.span(), "not a tensor-core operation");
+        };
+        let usage = format!(
+            "`{name}(&mut acc[base], {} A elements, {} B elements)`",
+            a_len, b_len
+        );
+        if c.args.len() != 1 + a_len + b_len {
             return self.fail(
                 c.span(),
-                format!("{usage} takes 7 arguments, found {}", c.args.len()),
+                format!(
+                    "{usage} takes {} arguments, found {}",
+                    1 + a_len + b_len,
+                    c.args.len()
+                ),
             );
         }
         let Some(ix) = element_address(&c.args[0], true) else {
@@ -1403,14 +1414,19 @@ impl Tx {
             return (quote!(), quote!());
         };
         let (bs, ns, tmps) = self.operands(c.args.iter().skip(1));
-        let (ta, tb) = (&tmps[..4], &tmps[4..]);
+        let (ta, tb) = (&tmps[..a_len], &tmps[a_len..]);
+        let shape = if a_len == 4 {
+            quote!(M16N8K8Tf32)
+        } else {
+            quote!(M16N8K16F16)
+        };
         (
             quote!({
                 let __i = #ib;
                 #(let #tmps = #bs;)*
-                __b.mma_tf32(#mem, __i, vec![#(#ta),*], vec![#(#tb),*])?;
+                __b.mma(__dc::ir::MmaShape::#shape, #mem, __i, vec![#(#ta),*], vec![#(#tb),*])?;
             }),
-            quote!(__dc::ops::mma_m16n8k8_tf32(&#mem, #inn, #(#ns),*);),
+            quote!(__dc::ops::mma(#name, &#mem, #inn, [#(#ns),*]);),
         )
     }
 
@@ -1776,6 +1792,13 @@ fn optional_ir(ty: Option<&Ty>) -> TokenStream {
 
 fn ty_var(param: &Ident) -> Ident {
     format_ident!("__dc_ty_{param}")
+}
+
+/// The tensor-core operation a call names, with its counts of A and B operands.
+fn mma_shape(c: &syn::ExprCall) -> Option<(&'static str, (usize, usize))> {
+    [("mma_m16n8k8_tf32", (4, 2)), ("mma_m16n8k16_f16", (8, 4))]
+        .into_iter()
+        .find(|(name, _)| is_call_to(c, name))
 }
 
 /// The `array[index]` of an element's address argument, `&array[index]` (or `&mut

@@ -102,8 +102,8 @@ pub(crate) fn check_geometry(
         return Err(Error::InvalidGroupSize {
             kernel: program.name().to_string(),
             detail: format!(
-                "{:?} is {threads} threads per group; a kernel using mma_m16n8k8_tf32 \
-                 needs whole subgroups (a multiple of 32)",
+                "{:?} is {threads} threads per group; a kernel using tensor-core \
+                 operations needs whole subgroups (a multiple of 32)",
                 geometry.group
             ),
         });
@@ -118,7 +118,7 @@ pub(crate) fn check_program(program: &Program, device: &Device) -> Result<()> {
         return Err(Error::Unsupported {
             op: "tensor cores",
             detail: format!(
-                "kernel `{}` uses mma_m16n8k8_tf32, and {} has no tensor cores (capability \
+                "kernel `{}` uses tensor-core operations, and {} has no tensor cores (capability \
                  `tensor_cores`: CUDA devices of compute capability 8.0 or later)",
                 program.name(),
                 device.label()

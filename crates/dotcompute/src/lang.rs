@@ -305,6 +305,35 @@ pub fn mma_m16n8k8_tf32(acc: &mut f32, a0: f32, a1: f32, a2: f32, a3: f32, b0: f
     outside_kernel("mma_m16n8k8_tf32")
 }
 
+/// [`mma_m16n8k8_tf32`] with f16 operands and twice the depth: `D += A · B` with `D`
+/// 16×8 in f32, `A` 16×16 and `B` 16×8 in f16, multiplied exactly and summed in f32.
+/// With `g = subgroup_lane() / 4` and `t = subgroup_lane() % 4`: `a = [A[g][2t],
+/// A[g][2t+1], A[g+8][2t], A[g+8][2t+1], A[g][2t+8], A[g][2t+9], A[g+8][2t+8],
+/// A[g+8][2t+9]]`, `b = [B[2t][g], B[2t+1][g], B[2t+8][g], B[2t+9][g]]`, and the four
+/// accumulators are `[D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]]` (PTX
+/// `mma.sync.m16n8k16`). Operands read straight from an f16 buffer or shared array
+/// reach the instruction as stored. The same rules as [`mma_m16n8k8_tf32`];
+/// `Device::matmul_generated` of `f16` matrices is a product built on it.
+#[allow(clippy::too_many_arguments)]
+pub fn mma_m16n8k16_f16(
+    acc: &mut f32,
+    a0: half::f16,
+    a1: half::f16,
+    a2: half::f16,
+    a3: half::f16,
+    a4: half::f16,
+    a5: half::f16,
+    a6: half::f16,
+    a7: half::f16,
+    b0: half::f16,
+    b1: half::f16,
+    b2: half::f16,
+    b3: half::f16,
+) {
+    let _ = (acc, [a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3]);
+    outside_kernel("mma_m16n8k16_f16")
+}
+
 /// Whether any lane of the subgroup passed `true`.
 pub fn subgroup_any(b: bool) -> bool {
     let _ = b;

@@ -86,6 +86,8 @@
 //!   subgroup's 16×8×8 multiply-accumulate with TF32 inputs and f32 accumulators (PTX
 //!   `mma.sync`; capability `tensor_cores`: CUDA from compute capability 8.0; elsewhere
 //!   a launch is `Error::Unsupported`). Fragment layout: [`lang::mma_m16n8k8_tf32`].
+//!   `mma_m16n8k16_f16(&mut acc[i], a0, .., a7, b0, .., b3)` is the 16×8×16 form with
+//!   f16 inputs ([`lang::mma_m16n8k16_f16`]).
 //! * **Kernel functions**: a kernel calls functions marked [`#[kernel_fn]`](kernel_fn),
 //!   written in the same subset. They take scalars and arrays (`&[T]`, `&mut [T]`: pass a
 //!   buffer parameter or a shared array by name) and return a scalar or nothing; they may

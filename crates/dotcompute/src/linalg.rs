@@ -2,7 +2,7 @@
 //! matrixmultiply on the CPU), a generated kernel everywhere else (and on request): the
 //! register-blocked one, or the shared-tile one on wgpu.
 
-use crate::{kernel, kernel_fn, Buffer, Device, Element, Float, Launch};
+use crate::{f16, kernel, kernel_fn, Buffer, Device, Element, Float, Launch};
 pub use dotcompute_hal::Precision;
 use dotcompute_hal::{Error, KernelDef, MatmulRequest, Result, StreamId};
 
@@ -26,43 +26,65 @@ pub trait MatmulElement: Element {
 /// The generated matrix-product kernels of one element type.
 #[doc(hidden)]
 pub struct GeneratedMatmul {
+    /// Kernels on the ordinary arithmetic units, summing in the element type (f32, f64;
+    /// none for f16, whose sums would lose most of their bits).
+    pub cores: Option<CoreKernels>,
+    /// The tensor-core kernel (with its launch shape) on devices with capability
+    /// `tensor_cores`, and whether it only runs at `Precision::Tf32` (f32 inputs rounded
+    /// to TF32; the f16 kernel multiplies exactly and runs at any precision).
+    pub tensor: Option<(TensorVariant, bool)>,
+}
+
+/// Picks a tensor-core kernel and its launch shape (read from the environment once).
+#[doc(hidden)]
+pub type TensorVariant = fn() -> (&'static KernelDef, TensorShape);
+
+/// The generated products on the ordinary arithmetic units.
+#[doc(hidden)]
+pub struct CoreKernels {
     /// Register-blocked, the next tiles loaded while multiplying, fused multiply-adds.
     pub pipelined: &'static KernelDef,
     /// The same without fusing (the CPU's).
     pub unfused: &'static KernelDef,
     /// 16×16 shared tiles (wgpu's choice).
     pub tiled: &'static KernelDef,
-    /// Whether the tensor-core TF32 kernel applies (f32 only).
-    pub tf32: bool,
 }
 
 impl MatmulElement for f32 {
     fn generated() -> Option<GeneratedMatmul> {
         Some(GeneratedMatmul {
-            pipelined: matmul_pipelined::kernel::<f32, 1>(),
-            unfused: matmul_pipelined::kernel::<f32, 0>(),
-            tiled: matmul_tiled::kernel::<f32>(),
-            tf32: true,
+            cores: Some(CoreKernels {
+                pipelined: matmul_pipelined::kernel::<f32, 1>(),
+                unfused: matmul_pipelined::kernel::<f32, 0>(),
+                tiled: matmul_tiled::kernel::<f32>(),
+            }),
+            tensor: Some((tf32_variant, true)),
         })
     }
 }
 impl MatmulElement for f64 {
     fn generated() -> Option<GeneratedMatmul> {
         Some(GeneratedMatmul {
-            pipelined: matmul_pipelined::kernel::<f64, 1>(),
-            unfused: matmul_pipelined::kernel::<f64, 0>(),
-            tiled: matmul_tiled::kernel::<f64>(),
-            tf32: false,
+            cores: Some(CoreKernels {
+                pipelined: matmul_pipelined::kernel::<f64, 1>(),
+                unfused: matmul_pipelined::kernel::<f64, 0>(),
+                tiled: matmul_tiled::kernel::<f64>(),
+            }),
+            tensor: None,
         })
     }
 }
 impl MatmulElement for half::f16 {
     fn generated() -> Option<GeneratedMatmul> {
-        None
+        Some(GeneratedMatmul {
+            cores: None,
+            tensor: Some((f16_variant, false)),
+        })
     }
 }
 impl MatmulElement for half::bf16 {
     fn generated() -> Option<GeneratedMatmul> {
+        // bf16 is a storage type: kernels cannot use it.
         None
     }
 }
@@ -74,6 +96,7 @@ pub fn library_kernels() -> Vec<&'static KernelDef> {
         matmul_pipelined::kernel::<f32, 1>(),
         matmul_tiled::kernel::<f32>(),
         tf32_variant().0,
+        f16_variant().0,
     ]
 }
 
@@ -100,16 +123,21 @@ fn check_precision<T: Element>(precision: Precision) -> Result<()> {
     Ok(())
 }
 
-/// The error for a 16-bit product without a vendor path.
+/// The error for a 16-bit product with neither a vendor library nor tensor cores.
 fn no_half_kernel<T: Element>(device: &Device) -> Error {
+    let generated = if T::TYPE.scalar == dotcompute_ir::ScalarType::F16 {
+        "generated f16 products need tensor cores (capability `tensor_cores`: CUDA devices \
+         of compute capability 8.0 or later)"
+    } else {
+        "generated kernels cannot use it (a storage type)"
+    };
     Error::Unsupported {
         op: "matmul",
         detail: format!(
-            "{} matrix products need a vendor library with 16-bit floats (cuBLAS on CUDA); \
-             {} has none, and generated kernels cannot use {} yet",
+            "{} matrix products need a vendor library with 16-bit floats (cuBLAS on CUDA) \
+             or tensor cores; {} has neither ({generated})",
             T::TYPE,
             device.label(),
-            T::TYPE
         ),
     }
 }
@@ -288,23 +316,23 @@ fn matmul_pipelined<T: Float, const FUSED: u32>(
     }
 }
 
-/// Rows and columns of `c` per group of the TF32 products: 128×128.
+/// Rows of `c` per group of the tensor-core products (columns: the kernels' `BN`).
 const TC_BLOCK: u32 = 128;
-/// Row stride of the staged `b` tile (`[DEPTH][128]`), padded by 8 so that a warp's
-/// fragment reads (4 rows × 8 columns) fall in 32 different banks.
-const TC_B_STRIDE: u32 = TC_BLOCK + 8;
+/// Padding of the staged `b` tile's rows (`[DEPTH][BN + 8]`): with `BN` a multiple of
+/// 128, a warp's fragment reads (4 rows × 8 columns) fall in 32 different banks.
+const TC_B_PAD: u32 = 8;
 
-/// `c = a · b` in f32 on tensor cores with TF32 inputs. A group computes a 128×128
-/// block of `c`; its warps (`8192 / WARP_N` threads) each compute 64×`WARP_N` of it as
-/// 4 × `WARP_N / 8` tiles of 16×8 (`mma_m16n8k8_tf32`), whose accumulators stay in a
-/// local array. Per step, 128×`DEPTH` of `a` (`[128][DEPTH + 4]`: a warp's fragment
-/// reads of 8 rows × 4 columns fall in 32 different banks) and `DEPTH`×128 of `b` are
+/// `c = a · b` in f32 on tensor cores with TF32 inputs. A group computes a 128×`BN`
+/// block of `c`; its warps (`64 * BN / WARP_N` threads) each compute 64×`WARP_N` of it
+/// as 4 × `WARP_N / 8` tiles of 16×8 (`mma_m16n8k8_tf32`), whose accumulators stay in
+/// a local array. Per step, 128×`DEPTH` of `a` (`[128][DEPTH + 4]`: a warp's fragment
+/// reads of 8 rows × 4 columns fall in 32 different banks) and `DEPTH`×`BN` of `b` are
 /// staged in shared memory. The next step's elements are loaded into registers before
 /// the current step is multiplied, from one load site: trip `s` loads step `s`,
 /// multiplies step `s - 1`, then stores step `s`. Edges are zero-padded on load and
 /// masked on store: any m, n, k.
 #[kernel]
-fn matmul_tf32<const WARP_N: u32, const DEPTH: u32>(
+fn matmul_tf32<const WARP_N: u32, const DEPTH: u32, const BN: u32>(
     a: &[f32],
     b: &[f32],
     c: &mut [f32],
@@ -313,20 +341,20 @@ fn matmul_tf32<const WARP_N: u32, const DEPTH: u32>(
     k: u32,
 ) {
     let ta = shared::<f32, { TC_BLOCK * (DEPTH + 4) }>();
-    let tb = shared::<f32, { DEPTH * TC_B_STRIDE }>();
+    let tb = shared::<f32, { DEPTH * (BN + TC_B_PAD) }>();
     let tid = local_id().x;
     let warp = tid / 32;
     let lane = subgroup_lane();
     let g = lane / 4;
     let t = lane % 4;
-    let wm = (warp / (TC_BLOCK / WARP_N)) * 64;
-    let wn = (warp % (TC_BLOCK / WARP_N)) * WARP_N;
+    let wm = (warp / (BN / WARP_N)) * 64;
+    let wn = (warp % (BN / WARP_N)) * WARP_N;
     let row0 = group_id().y * TC_BLOCK;
-    let col0 = group_id().x * TC_BLOCK;
+    let col0 = group_id().x * BN;
     // Sized for the largest shape (array lengths are Rust constants, which generic
-    // arithmetic is not); a shape uses the first `WARP_N * 2`, `WARP_N / 4` and
-    // `DEPTH * WARP_N / 64` elements, and the compiler drops the rest (every index is
-    // a constant once the loops unroll).
+    // arithmetic is not); a shape uses the first `WARP_N * 2`, `WARP_N / 4`, and
+    // `128 * DEPTH / threads` and `DEPTH * BN / threads` elements, and the compiler
+    // drops the rest (every index is a constant once the loops unroll).
     let mut acc = [0.0f32; 128];
     let mut fa = [0.0f32; 16];
     let mut fb = [0.0f32; 16];
@@ -336,9 +364,21 @@ fn matmul_tf32<const WARP_N: u32, const DEPTH: u32>(
     let mut kl: u32 = 0;
     loop {
         let more = kl < k;
-        if more {
-            for q in 0..TC_BLOCK * DEPTH / (8192 / WARP_N) {
-                let e = tid + 8192 / WARP_N * q;
+        // A step wholly inside the matrices loads without edge tests (most steps of a
+        // large product); the group takes one branch or the other as a whole.
+        let inside = row0 + TC_BLOCK <= m && col0 + BN <= n && kl + DEPTH <= k;
+        if more && inside {
+            for q in 0..TC_BLOCK * DEPTH / (64 * BN / WARP_N) {
+                let e = tid + 64 * BN / WARP_N * q;
+                next_a[q] = a[(row0 + e / DEPTH) * k + kl + e % DEPTH];
+            }
+            for q in 0..DEPTH * WARP_N / 64 {
+                let e = tid + 64 * BN / WARP_N * q;
+                next_b[q] = b[(kl + e / BN) * n + col0 + e % BN];
+            }
+        } else if more {
+            for q in 0..TC_BLOCK * DEPTH / (64 * BN / WARP_N) {
+                let e = tid + 64 * BN / WARP_N * q;
                 let gr = row0 + e / DEPTH;
                 let gk = kl + e % DEPTH;
                 next_a[q] = if gr < m && gk < k {
@@ -346,8 +386,11 @@ fn matmul_tf32<const WARP_N: u32, const DEPTH: u32>(
                 } else {
                     0.0
                 };
-                let gk = kl + e / TC_BLOCK;
-                let gc = col0 + e % TC_BLOCK;
+            }
+            for q in 0..DEPTH * WARP_N / 64 {
+                let e = tid + 64 * BN / WARP_N * q;
+                let gk = kl + e / BN;
+                let gc = col0 + e % BN;
                 next_b[q] = if gk < k && gc < n {
                     b[gk * n + gc]
                 } else {
@@ -366,9 +409,9 @@ fn matmul_tf32<const WARP_N: u32, const DEPTH: u32>(
                     fa[i * 4 + 3] = ta[r + 8 * (DEPTH + 4) + 4];
                 }
                 for j in 0..WARP_N / 8 {
-                    let col = (kb + t) * TC_B_STRIDE + wn + j * 8 + g;
+                    let col = (kb + t) * (BN + TC_B_PAD) + wn + j * 8 + g;
                     fb[j * 2] = tb[col];
-                    fb[j * 2 + 1] = tb[col + 4 * TC_B_STRIDE];
+                    fb[j * 2 + 1] = tb[col + 4 * (BN + TC_B_PAD)];
                 }
                 for i in 0..4u32 {
                     for j in 0..WARP_N / 8 {
@@ -389,10 +432,13 @@ fn matmul_tf32<const WARP_N: u32, const DEPTH: u32>(
         if !more {
             break;
         }
-        for q in 0..TC_BLOCK * DEPTH / (8192 / WARP_N) {
-            let e = tid + 8192 / WARP_N * q;
+        for q in 0..TC_BLOCK * DEPTH / (64 * BN / WARP_N) {
+            let e = tid + 64 * BN / WARP_N * q;
             ta[(e / DEPTH) * (DEPTH + 4) + e % DEPTH] = next_a[q];
-            tb[(e / TC_BLOCK) * TC_B_STRIDE + e % TC_BLOCK] = next_b[q];
+        }
+        for q in 0..DEPTH * WARP_N / 64 {
+            let e = tid + 64 * BN / WARP_N * q;
+            tb[(e / BN) * (BN + TC_B_PAD) + e % BN] = next_b[q];
         }
         barrier();
         kl += DEPTH;
@@ -410,17 +456,191 @@ fn matmul_tf32<const WARP_N: u32, const DEPTH: u32>(
     }
 }
 
-/// The TF32 product's shape `(WARP_N, DEPTH)` and its threads per group. The default,
-/// 64×64 warp tiles 16 deep, was the fastest of the three on an H100 (4096³: 95 TFLOP/s
-/// against 87 for `w32d16` and 80 for `w32d32`, same run); `DOTCOMPUTE_TF32_KERNEL`
-/// (`w32d32`, `w32d16`, `w64d16`) picks one for comparisons.
-fn tf32_variant() -> (&'static KernelDef, u32) {
+/// A tensor-core kernel's launch shape: threads per group and columns per block.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct TensorShape {
+    threads: u32,
+    block_n: u32,
+}
+
+/// The TF32 product's shape `(WARP_N, DEPTH, BN)` and its launch shape. The default,
+/// 64×64 warp tiles 16 deep in 128×128 blocks, was the fastest of the first three on an
+/// H100 (4096³: 95 TFLOP/s against 87 for `w32d16` and 80 for `w32d32`, same run);
+/// `DOTCOMPUTE_TF32_KERNEL` (`w32d32`, `w32d16`, `w64d16`, `w64d16n256`) picks one for
+/// comparisons.
+fn tf32_variant() -> (&'static KernelDef, TensorShape) {
     static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_TF32_KERNEL").ok());
+    let shape = |threads, block_n| TensorShape { threads, block_n };
     match choice.as_deref() {
-        Some("w32d32") => (matmul_tf32::kernel::<32, 32>(), 256),
-        Some("w32d16") => (matmul_tf32::kernel::<32, 16>(), 256),
-        _ => (matmul_tf32::kernel::<64, 16>(), 128),
+        Some("w32d32") => (matmul_tf32::kernel::<32, 32, 128>(), shape(256, 128)),
+        Some("w32d16") => (matmul_tf32::kernel::<32, 16, 128>(), shape(256, 128)),
+        Some("w64d16n256") => (matmul_tf32::kernel::<64, 16, 256>(), shape(256, 256)),
+        _ => (matmul_tf32::kernel::<64, 16, 128>(), shape(128, 128)),
+    }
+}
+
+/// The f16 product's shape `(BN, DEPTH)` and its launch shape: 128×128 blocks of 4
+/// warps 32 deep by default (on an H100 at 4096³: 127 TFLOP/s against 122 for 16 deep
+/// and 117 for 128×256 blocks, same run); `DOTCOMPUTE_F16_KERNEL` (`n128d16`,
+/// `n128d32`, `n256d16`) picks one for comparisons.
+fn f16_variant() -> (&'static KernelDef, TensorShape) {
+    static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_F16_KERNEL").ok());
+    let shape = |block_n| TensorShape {
+        threads: block_n,
+        block_n,
+    };
+    match choice.as_deref() {
+        Some("n128d16") => (matmul_f16::kernel::<128, 16>(), shape(128)),
+        Some("n256d16") => (matmul_f16::kernel::<256, 16>(), shape(256)),
+        _ => (matmul_f16::kernel::<128, 32>(), shape(128)),
+    }
+}
+
+/// `c = a · b` for f16 matrices on tensor cores, exact products summed in f32 and
+/// rounded to f16 once at the end (cuBLAS's f16 GEMM with f32 compute). The shape of
+/// [`matmul_tf32`] with 64×64 warp tiles: a group of `BN / 32` warps computes a
+/// 128×`BN` block of `c`, each warp 64×64 as 4 × 8 tiles of 16×8
+/// (`mma_m16n8k16_f16`) with accumulators in a local array; per step 128×`DEPTH` of `a`
+/// (`[128][DEPTH + 8]`: a warp's fragment reads of 8 rows × 4 pairs of columns fall in
+/// 32 different banks) and `DEPTH`×`BN` of `b` are staged in shared memory, the next
+/// step's elements loaded into registers before the current one is multiplied. f16
+/// elements are copied between memories as stored (no conversion on the way to the
+/// instruction). Edges are zero-padded on load and masked on store: any m, n, k.
+#[kernel]
+fn matmul_f16<const BN: u32, const DEPTH: u32>(
+    a: &[f16],
+    b: &[f16],
+    c: &mut [f16],
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    let ta = shared::<f16, { TC_BLOCK * (DEPTH + 8) }>();
+    let tb = shared::<f16, { DEPTH * (BN + TC_B_PAD) }>();
+    let tid = local_id().x;
+    let warp = tid / 32;
+    let lane = subgroup_lane();
+    let g = lane / 4;
+    let t = lane % 4;
+    let wm = (warp / (BN / 64)) * 64;
+    let wn = (warp % (BN / 64)) * 64;
+    let row0 = group_id().y * TC_BLOCK;
+    let col0 = group_id().x * BN;
+    let zero = f16::cast(0.0);
+    // `BN` threads; each loads 128 * DEPTH / BN elements of `a` and DEPTH of `b` per
+    // step (the arrays are sized for the largest shape).
+    let mut acc = [0.0f32; 128];
+    let mut fa: [f16; 8] = [f16::cast(0.0); 8];
+    let mut fb: [f16; 32] = [f16::cast(0.0); 32];
+    let mut next_a: [f16; 32] = [f16::cast(0.0); 32];
+    let mut next_b: [f16; 32] = [f16::cast(0.0); 32];
+    // m, n, k ≤ i32::MAX (checked by the facade): `kl + DEPTH` cannot wrap.
+    let mut kl: u32 = 0;
+    loop {
+        let more = kl < k;
+        // As in `matmul_tf32`: steps inside the matrices load without edge tests.
+        let inside = row0 + TC_BLOCK <= m && col0 + BN <= n && kl + DEPTH <= k;
+        if more && inside {
+            for q in 0..TC_BLOCK * DEPTH / BN {
+                let e = tid + BN * q;
+                next_a[q] = a[(row0 + e / DEPTH) * k + kl + e % DEPTH];
+            }
+            for q in 0..DEPTH {
+                let e = tid + BN * q;
+                next_b[q] = b[(kl + e / BN) * n + col0 + e % BN];
+            }
+        } else if more {
+            for q in 0..TC_BLOCK * DEPTH / BN {
+                let e = tid + BN * q;
+                let gr = row0 + e / DEPTH;
+                let gk = kl + e % DEPTH;
+                // Stores of loads, not of a selected value: the bits are copied.
+                if gr < m && gk < k {
+                    next_a[q] = a[gr * k + gk];
+                } else {
+                    next_a[q] = zero;
+                }
+            }
+            for q in 0..DEPTH {
+                let e = tid + BN * q;
+                let gk = kl + e / BN;
+                let gc = col0 + e % BN;
+                if gk < k && gc < n {
+                    next_b[q] = b[gk * n + gc];
+                } else {
+                    next_b[q] = zero;
+                }
+            }
+        }
+        if kl > 0 {
+            for ks in 0..DEPTH / 16 {
+                let kb = ks * 16;
+                for j in 0..8u32 {
+                    let col = (kb + 2 * t) * (BN + TC_B_PAD) + wn + j * 8 + g;
+                    fb[j * 4] = tb[col];
+                    fb[j * 4 + 1] = tb[col + (BN + TC_B_PAD)];
+                    fb[j * 4 + 2] = tb[col + 8 * (BN + TC_B_PAD)];
+                    fb[j * 4 + 3] = tb[col + 9 * (BN + TC_B_PAD)];
+                }
+                for i in 0..4u32 {
+                    let r = (wm + i * 16 + g) * (DEPTH + 8) + kb + 2 * t;
+                    let r8 = r + 8 * (DEPTH + 8);
+                    fa[0] = ta[r];
+                    fa[1] = ta[r + 1];
+                    fa[2] = ta[r8];
+                    fa[3] = ta[r8 + 1];
+                    fa[4] = ta[r + 8];
+                    fa[5] = ta[r + 9];
+                    fa[6] = ta[r8 + 8];
+                    fa[7] = ta[r8 + 9];
+                    for j in 0..8u32 {
+                        mma_m16n8k16_f16(
+                            &mut acc[(i * 8 + j) * 4],
+                            fa[0],
+                            fa[1],
+                            fa[2],
+                            fa[3],
+                            fa[4],
+                            fa[5],
+                            fa[6],
+                            fa[7],
+                            fb[j * 4],
+                            fb[j * 4 + 1],
+                            fb[j * 4 + 2],
+                            fb[j * 4 + 3],
+                        );
+                    }
+                }
+            }
+            barrier();
+        }
+        if !more {
+            break;
+        }
+        for q in 0..TC_BLOCK * DEPTH / BN {
+            let e = tid + BN * q;
+            ta[(e / DEPTH) * (DEPTH + 8) + e % DEPTH] = next_a[q];
+        }
+        for q in 0..DEPTH {
+            let e = tid + BN * q;
+            tb[(e / BN) * (BN + TC_B_PAD) + e % BN] = next_b[q];
+        }
+        barrier();
+        kl += DEPTH;
+    }
+    for i in 0..4u32 {
+        for j in 0..8u32 {
+            for q in 0..4u32 {
+                let r = row0 + wm + i * 16 + g + (q / 2) * 8;
+                let col = col0 + wn + j * 8 + 2 * t + q % 2;
+                if r < m && col < n {
+                    c[r * n + col] = f16::cast(acc[(i * 8 + j) * 4 + q]);
+                }
+            }
+        }
     }
 }
 
@@ -536,32 +756,34 @@ impl Device {
         self.check_matmul(a, b, c, m, n, k)?;
         check_precision::<T>(precision)?;
         let kernels = T::generated().ok_or_else(|| no_half_kernel::<T>(self))?;
-        let (kernel, launch) =
-            if precision == Precision::Tf32 && kernels.tf32 && self.info().caps.tensor_cores {
-                let (tf32, threads) = tf32_variant();
-                let launch = Launch::grid2d(
-                    n.div_ceil(TC_BLOCK as usize) * threads as usize,
-                    m.div_ceil(TC_BLOCK as usize),
-                )
-                .group2d(threads, 1);
-                (tf32, launch)
-            } else if fp32_tiled(self) {
-                (kernels.tiled, Launch::grid2d(n, m).group2d(TILE, TILE))
+        let tensor = kernels
+            .tensor
+            .filter(|&(_, tf32_only)| !tf32_only || precision == Precision::Tf32)
+            .filter(|_| self.info().caps.tensor_cores);
+        let (kernel, launch) = if let Some((variant, _)) = tensor {
+            let (kernel, shape) = variant();
+            let launch = Launch::grid2d(
+                n.div_ceil(shape.block_n as usize) * shape.threads as usize,
+                m.div_ceil(TC_BLOCK as usize),
+            )
+            .group2d(shape.threads, 1);
+            (kernel, launch)
+        } else {
+            let cores = kernels.cores.ok_or_else(|| no_half_kernel::<T>(self))?;
+            if fp32_tiled(self) {
+                (cores.tiled, Launch::grid2d(n, m).group2d(TILE, TILE))
             } else {
                 let cpu = self.backend_kind() == crate::BackendKind::Cpu;
                 (
-                    if cpu {
-                        kernels.unfused
-                    } else {
-                        kernels.pipelined
-                    },
+                    if cpu { cores.unfused } else { cores.pipelined },
                     Launch::grid2d(
                         n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
                         m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
                     )
                     .group2d(GROUP_EDGE, GROUP_EDGE),
                 )
-            };
+            }
+        };
         let (m, n, k) = (m as u32, n as u32, k as u32);
         self.launch_kernel(
             kernel,

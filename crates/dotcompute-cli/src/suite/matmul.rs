@@ -169,7 +169,7 @@ fn at_size(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
 }
 
 /// cuBLAS TF32 and f16 (f32 accumulation) against cuBLAS FP32, and the generated TF32
-/// kernel against cuBLAS TF32, same inputs.
+/// and f16 kernels against cuBLAS at the same precision, same inputs.
 fn cublas_precisions(
     ctx: &Ctx,
     inputs: &Inputs,
@@ -192,6 +192,7 @@ fn cublas_precisions(
     let mut c32 = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
     let mut ctf = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
     let mut cgen = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
+    let mut cgen16 = d.alloc_filled(n * n, f16::NAN).map_err(super::s)?;
     let times: Vec<Stats> = measure_all(
         ctx,
         &mut [
@@ -212,6 +213,10 @@ fn cublas_precisions(
             },
             &mut || {
                 d.matmul_generated_with(da, db, &mut cgen, n, n, n, Precision::Tf32)
+                    .map_err(super::s)
+            },
+            &mut || {
+                d.matmul_generated(&da16, &db16, &mut cgen16, n, n, n)
                     .map_err(super::s)
             },
         ],
@@ -243,6 +248,13 @@ fn cublas_precisions(
         .collect();
     // f16 output: half an f16 ulp of the result, bounded by the products' magnitudes.
     inputs.check("cuBLAS f16", &got16, &ra, &rb, 2.0 / 2048.0)?;
+    let gen16: Vec<f32> = cgen16
+        .to_vec()
+        .map_err(super::s)?
+        .iter()
+        .map(|x| x.to_f32())
+        .collect();
+    inputs.check("generated f16", &gen16, &ra, &rb, 2.0 / 2048.0)?;
     let fp32 = "cuBLAS fp32";
     Ok(vec![
         ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
@@ -255,12 +267,18 @@ fn cublas_precisions(
             .ours("generated TF32 (mma.sync)", flops, times[3].clone())
             .against("cuBLAS TF32", flops, times[1].clone())
             .target("≥ 0.3 at 4096")
-            .note("generated kernel on mma_m16n8k8_tf32: 128×128 blocks, 8 warps of 64×32, register-staged double buffering")
+            .note("generated kernel on mma_m16n8k8_tf32: 128×128 blocks, 4 warps of 64×64, 16 deep, register-staged double buffering")
             .build(),
         ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
             .precision("f16")
             .ours("cuBLAS f16, f32 accumulation", flops, times[2].clone())
             .against(fp32, flops, times[0].clone())
+            .build(),
+        ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
+            .precision("f16")
+            .ours("generated f16 (mma.sync), f32 accumulation", flops, times[4].clone())
+            .against("cuBLAS f16, f32 accumulation", flops, times[2].clone())
+            .note("generated kernel on mma_m16n8k16_f16: 128×128 blocks, 4 warps of 64×64, 32 deep, register-staged double buffering")
             .build(),
     ])
 }

@@ -104,7 +104,8 @@ fn matmul_cublas_and_generated_match_a_cpu_reference() {
     assert!(e.to_string().contains("empty"), "{e}");
 }
 
-/// f16 and bf16 products through cuBLAS (tensor cores, f32 accumulation).
+/// f16 and bf16 products through cuBLAS (tensor cores, f32 accumulation), and f16 through
+/// the generated tensor-core kernel.
 #[test]
 fn matmul_f16_and_bf16_on_tensor_cores_match_a_cpu_reference() {
     use dotcompute::{bf16, f16};
@@ -144,12 +145,27 @@ fn matmul_f16_and_bf16_on_tensor_cores_match_a_cpu_reference() {
             false,
             tol(8),
         );
+        // The generated f16 product on tensor cores, to the same bound.
+        if d.info().caps.tensor_cores {
+            check_matmul(
+                &d,
+                shape,
+                &a,
+                &b,
+                f16::from_f64,
+                f16::to_f64,
+                f16::NAN,
+                true,
+                tol(11),
+            );
+        }
     }
-    // The generated kernel cannot use 16-bit floats: a clear error, not a launch.
-    let a = d.upload(&[f16::ONE; 4]).unwrap();
-    let mut c = d.alloc::<f16>(4).unwrap();
+    // Kernels cannot use bf16 (a storage type): a clear error, not a launch.
+    let a = d.upload(&[bf16::ONE; 4]).unwrap();
+    let mut c = d.alloc_filled(4, bf16::NAN).unwrap();
     let e = d.matmul_generated(&a, &a, &mut c, 2, 2, 2).unwrap_err();
-    assert!(e.to_string().contains("cannot use f16"), "{e}");
+    assert!(e.to_string().contains("storage type"), "{e}");
+    assert!(c.to_vec().unwrap().iter().all(|x| x.is_nan()));
 }
 
 const SAXPY: &str = r#"

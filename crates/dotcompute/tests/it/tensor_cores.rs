@@ -1,14 +1,15 @@
-//! Tensor cores from kernel code: `mma_m16n8k8_tf32` checked element by element against
-//! its documented fragment layout, the generated TF32 product
+//! Tensor cores from kernel code: `mma_m16n8k8_tf32` and `mma_m16n8k16_f16` checked
+//! element by element against their documented fragment layouts, the generated TF32 and
+//! f16 products
 //! (`Device::matmul_generated_with(.., Precision::Tf32)`) against an f64 reference at
 //! sizes that are not multiples of its 128×128 block and at 1M+ elements, and the
 //! refusals: devices without tensor cores, groups that are not whole subgroups, TF32 of
-//! a non-f32 product. Runs on every backend present; the tensor-core parts on devices
+//! a non-f32 product, f16 products where neither a vendor library nor tensor cores exist. Runs on every backend present; the tensor-core parts on devices
 //! with capability `tensor_cores` (CUDA sm_80+).
 
 use crate::common::{self, reference_matmul};
 use dotcompute::prelude::*;
-use dotcompute::{Error, Precision};
+use dotcompute::{f16, Error, Precision};
 
 /// One subgroup's `d = a · b + c` for a 16×8 `a`, an 8×8 `b` and a 16×8 `c`, all
 /// row-major, through the fragment layout of `mma_m16n8k8_tf32`.
@@ -30,6 +31,42 @@ fn mma_once(a: &[f32], b: &[f32], c: &[f32], d: &mut [f32]) {
         a[(g + 8) * 8 + t + 4],
         b[t * 8 + g],
         b[(t + 4) * 8 + g],
+    );
+    d[g * 8 + 2 * t] = acc[0];
+    d[g * 8 + 2 * t + 1] = acc[1];
+    d[(g + 8) * 8 + 2 * t] = acc[2];
+    d[(g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
+/// One subgroup's `d = a · b + c` for a 16×16 `a`, a 16×8 `b` and a 16×8 `c`, all
+/// row-major, through the fragment layout of `mma_m16n8k16_f16`. The `a` operands are
+/// loads (passed to the instruction as stored), the `b` operands computed values
+/// (converted to f16 bits): both forms of operand.
+#[kernel]
+fn mma_once_f16(a: &[f16], b: &[f16], c: &[f32], d: &mut [f32]) {
+    let lane = subgroup_lane();
+    let g = lane / 4;
+    let t = lane % 4;
+    let mut acc = [0.0f32; 4];
+    acc[0] = c[g * 8 + 2 * t];
+    acc[1] = c[g * 8 + 2 * t + 1];
+    acc[2] = c[(g + 8) * 8 + 2 * t];
+    acc[3] = c[(g + 8) * 8 + 2 * t + 1];
+    let one = f16::cast(1.0);
+    mma_m16n8k16_f16(
+        &mut acc[0],
+        a[g * 16 + 2 * t],
+        a[g * 16 + 2 * t + 1],
+        a[(g + 8) * 16 + 2 * t],
+        a[(g + 8) * 16 + 2 * t + 1],
+        a[g * 16 + 2 * t + 8],
+        a[g * 16 + 2 * t + 9],
+        a[(g + 8) * 16 + 2 * t + 8],
+        a[(g + 8) * 16 + 2 * t + 9],
+        b[2 * t * 8 + g] * one,
+        b[(2 * t + 1) * 8 + g] * one,
+        b[(2 * t + 8) * 8 + g] * one,
+        b[(2 * t + 9) * 8 + g] * one,
     );
     d[g * 8 + 2 * t] = acc[0];
     d[g * 8 + 2 * t + 1] = acc[1];
@@ -113,6 +150,118 @@ fn mma_fragments_follow_the_documented_layout() {
     }
 }
 
+#[test]
+fn mma_f16_fragments_follow_the_documented_layout() {
+    for d in common::devices() {
+        if !d.info().caps.tensor_cores {
+            continue;
+        }
+        let seed = common::seed();
+        let mut rng = fastrand::Rng::with_seed(seed);
+        // Integers (exact in f16, sums exact in f32) show the layout; reals in [-1, 1)
+        // show that products are exact and summed in f32.
+        for integers in [true, false] {
+            let mut draw = |len: usize| -> Vec<f32> {
+                (0..len)
+                    .map(|_| {
+                        let x = if integers {
+                            rng.i32(-8..=8) as f32
+                        } else {
+                            rng.f32() * 2.0 - 1.0
+                        };
+                        f16::from_f32(x).to_f32()
+                    })
+                    .collect()
+            };
+            let (a, b, c) = (draw(16 * 16), draw(16 * 8), draw(16 * 8));
+            let half = |v: &[f32]| {
+                d.upload(&v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())
+                    .unwrap()
+            };
+            let (da, db, dc) = (half(&a), half(&b), d.upload(&c).unwrap());
+            let mut out = d.alloc_filled(16 * 8, f32::NAN).unwrap();
+            mma_once_f16::launch(&d, Launch::threads(32).group(32), &da, &db, &dc, &mut out)
+                .unwrap();
+            let got = out.to_vec().unwrap();
+            for i in 0..16 {
+                for j in 0..8 {
+                    let (mut want, mut mag) = (c[i * 8 + j] as f64, c[i * 8 + j].abs() as f64);
+                    for p in 0..16 {
+                        let t = a[i * 16 + p] as f64 * b[p * 8 + j] as f64;
+                        want += t;
+                        mag += t.abs();
+                    }
+                    let err = (got[i * 8 + j] as f64 - want).abs();
+                    let bound = if integers {
+                        0.0
+                    } else {
+                        16.0 * f32::EPSILON as f64 * mag
+                    };
+                    assert!(
+                        err <= bound,
+                        "{}: d[{i}][{j}] = {}, expected {want} (integers {integers}, seed {seed})",
+                        d.label(),
+                        got[i * 8 + j]
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The generated f16 product (tensor cores, f32 sums) against f64 at sizes that are not
+/// multiples of its 128×128 block or its 32-deep step, and at 1M+ elements; elsewhere
+/// (no tensor cores, no vendor library) a clear error that writes nothing.
+#[test]
+fn generated_f16_product_matches_f64_or_is_refused() {
+    for d in common::devices() {
+        let seed = common::seed();
+        let mut rng = fastrand::Rng::with_seed(seed);
+        if !d.info().caps.tensor_cores {
+            let a = d.upload(&[f16::ONE; 4]).unwrap();
+            let mut c = d.alloc_filled(4, f16::NAN).unwrap();
+            let e = d.matmul_generated(&a, &a, &mut c, 2, 2, 2).unwrap_err();
+            assert!(matches!(e, Error::Unsupported { .. }), "{}: {e}", d.label());
+            assert!(e.to_string().contains("tensor cores"), "{e}");
+            assert!(
+                c.to_vec().unwrap().iter().all(|x| x.is_nan()),
+                "{}",
+                d.label()
+            );
+            continue;
+        }
+        for (m, n, k) in [(200, 333, 77), (5, 3, 1), (129, 130, 33), (1024, 1031, 517)] {
+            let a: Vec<f16> = (0..m * k)
+                .map(|_| f16::from_f32(rng.f32() * 2.0 - 1.0))
+                .collect();
+            let b: Vec<f16> = (0..k * n)
+                .map(|_| f16::from_f32(rng.f32() * 2.0 - 1.0))
+                .collect();
+            let (da, db) = (d.upload(&a).unwrap(), d.upload(&b).unwrap());
+            let mut c = d.alloc_filled(m * n, f16::NAN).unwrap();
+            d.matmul_generated(&da, &db, &mut c, m, n, k).unwrap();
+            let got = c.to_vec().unwrap();
+            let wide = |v: &[f16]| v.iter().map(|x| x.to_f64()).collect::<Vec<_>>();
+            let (want, mag) = reference_matmul(&wide(&a), &wide(&b), m, n, k);
+            for i in 0..m * n {
+                // One rounding to f16 at the end, k roundings of an f32 sum.
+                let tol =
+                    want[i].abs() * 2f64.powi(-11) + k as f64 * 2f64.powi(-24) * mag[i] + 1e-7;
+                let err = (got[i].to_f64() - want[i]).abs();
+                assert!(
+                    err <= tol,
+                    "{}: {m}×{k} · {k}×{n}, c[{}][{}] = {}, expected {} (seed {seed})",
+                    d.label(),
+                    i / n,
+                    i % n,
+                    got[i],
+                    want[i]
+                );
+            }
+        }
+    }
+}
+
 /// The generated TF32 product of random m×k · k×n against f64, every element within
 /// TF32's rounding of the inputs (2^-10 of Σ|a·b|, twice for slack).
 fn check_tf32_product(d: &Device, m: usize, n: usize, k: usize, seed: u64) {
@@ -184,6 +333,11 @@ fn tensor_core_kernels_are_refused_where_they_cannot_run() {
             let e = result.unwrap_err();
             assert!(matches!(e, Error::Unsupported { .. }), "{}: {e}", d.label());
             assert!(e.to_string().contains("tensor cores"), "{e}");
+            // The f16 form too, before its f16 use is looked at.
+            let h = d.upload(&[f16::ONE; 256]).unwrap();
+            let e = mma_once_f16::launch(&d, Launch::threads(32).group(32), &h, &h, &a, &mut out)
+                .unwrap_err();
+            assert!(e.to_string().contains("tensor cores"), "{}: {e}", d.label());
             // Nothing was written.
             assert!(
                 out.to_vec().unwrap().iter().all(|x| x.is_nan()),
