@@ -438,6 +438,22 @@ impl<'a> Arg<'a> {
             uses: &b.uses,
         }
     }
+    /// A buffer of 4-byte elements bound read-only as `Vec4` lanes of the same type:
+    /// element `i` of the kernel's view is elements `4i..4i + 4` of `b` (a trailing
+    /// partial vector is not part of it). Buffers start on 256-byte boundaries, so
+    /// every vector is 16-byte aligned. For the library's own kernels.
+    pub(crate) fn buffer_as_vec4<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
+        debug_assert_eq!(T::TYPE.size_bytes(), 4, "Vec4 lanes are 4-byte elements");
+        Arg::Buffer {
+            device: &b.device,
+            raw: b.raw(),
+            offset: 0,
+            len: b.len / 4,
+            elem: dotcompute_ir::Type::vector(T::TYPE.scalar, 4),
+            writable: false,
+            uses: &b.uses,
+        }
+    }
     /// A buffer bound read-only.
     pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
         Arg::range(b, 0, b.len, false)

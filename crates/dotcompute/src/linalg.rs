@@ -2,7 +2,7 @@
 //! matrixmultiply on the CPU), a generated kernel everywhere else (and on request): the
 //! register-blocked one, or the shared-tile one on wgpu.
 
-use crate::{f16, kernel, kernel_fn, Buffer, Device, Element, Float, Launch};
+use crate::{f16, kernel, kernel_fn, Buffer, Device, Element, Float, Launch, Vec4};
 pub use dotcompute_hal::Precision;
 use dotcompute_hal::{Error, KernelDef, MatmulRequest, Result, StreamId};
 
@@ -37,7 +37,7 @@ pub struct GeneratedMatmul {
 
 /// Picks a tensor-core kernel and its launch shape (read from the environment once).
 #[doc(hidden)]
-pub type TensorVariant = fn() -> (&'static KernelDef, TensorShape);
+pub type TensorVariant = fn() -> TensorKernels;
 
 /// The generated products on the ordinary arithmetic units.
 #[doc(hidden)]
@@ -95,8 +95,11 @@ pub fn library_kernels() -> Vec<&'static KernelDef> {
     vec![
         matmul_pipelined::kernel::<f32, 1>(),
         matmul_tiled::kernel::<f32>(),
-        tf32_variant().0,
-        f16_variant().0,
+        tf32_variant().kernel,
+        tf32_variant()
+            .vec4
+            .expect("the default TF32 product has a 16-byte form"),
+        f16_variant().kernel,
     ]
 }
 
@@ -456,46 +459,219 @@ fn matmul_tf32<const WARP_N: u32, const DEPTH: u32, const BN: u32>(
     }
 }
 
-/// A tensor-core kernel's launch shape: threads per group and columns per block.
+/// [`matmul_tf32`] with 16-byte loads: `a` and `b` are read as `Vec4<f32>` (the same
+/// buffers, bound four elements to a lane), which needs `k` and `n` to be multiples of
+/// 4 (the facade picks this form only then): a vector along k or along a row of `b`
+/// then lies wholly inside or wholly outside the matrix, so edges are still tested per
+/// vector. Each thread loads a quarter as many vectors as the scalar form loads
+/// elements, and stores their lanes to the same shared tiles.
+#[kernel]
+fn matmul_tf32_v4<const WARP_N: u32, const DEPTH: u32, const BN: u32>(
+    a: &[Vec4<f32>],
+    b: &[Vec4<f32>],
+    c: &mut [f32],
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    let ta = shared::<f32, { TC_BLOCK * (DEPTH + 4) }>();
+    let tb = shared::<f32, { DEPTH * (BN + TC_B_PAD) }>();
+    let tid = local_id().x;
+    let warp = tid / 32;
+    let lane = subgroup_lane();
+    let g = lane / 4;
+    let t = lane % 4;
+    let wm = (warp / (BN / WARP_N)) * 64;
+    let wn = (warp % (BN / WARP_N)) * WARP_N;
+    let row0 = group_id().y * TC_BLOCK;
+    let col0 = group_id().x * BN;
+    let k4 = k / 4;
+    let n4 = n / 4;
+    // Sized for the largest shape, as in `matmul_tf32`.
+    let mut acc = [0.0f32; 128];
+    let mut fa = [0.0f32; 16];
+    let mut fb = [0.0f32; 16];
+    let mut next_a = [0.0f32; 32];
+    let mut next_b = [0.0f32; 32];
+    let mut kl: u32 = 0;
+    loop {
+        let more = kl < k;
+        let inside = row0 + TC_BLOCK <= m && col0 + BN <= n && kl + DEPTH <= k;
+        if more {
+            for q in 0..TC_BLOCK * DEPTH / (256 * BN / WARP_N) {
+                let e = tid + 64 * BN / WARP_N * q;
+                let gr = row0 + e / (DEPTH / 4);
+                let gk = kl + (e % (DEPTH / 4)) * 4;
+                let mut v = Vec4::splat(0.0f32);
+                if inside || (gr < m && gk < k) {
+                    v = a[gr * k4 + gk / 4];
+                }
+                next_a[q * 4] = v.x;
+                next_a[q * 4 + 1] = v.y;
+                next_a[q * 4 + 2] = v.z;
+                next_a[q * 4 + 3] = v.w;
+            }
+            for q in 0..DEPTH * WARP_N / 256 {
+                let e = tid + 64 * BN / WARP_N * q;
+                let gk = kl + e / (BN / 4);
+                let gc = col0 + (e % (BN / 4)) * 4;
+                let mut v = Vec4::splat(0.0f32);
+                if inside || (gk < k && gc < n) {
+                    v = b[gk * n4 + gc / 4];
+                }
+                next_b[q * 4] = v.x;
+                next_b[q * 4 + 1] = v.y;
+                next_b[q * 4 + 2] = v.z;
+                next_b[q * 4 + 3] = v.w;
+            }
+        }
+        if kl > 0 {
+            for ks in 0..DEPTH / 8 {
+                let kb = ks * 8;
+                for i in 0..4u32 {
+                    let r = (wm + i * 16 + g) * (DEPTH + 4) + kb + t;
+                    fa[i * 4] = ta[r];
+                    fa[i * 4 + 1] = ta[r + 8 * (DEPTH + 4)];
+                    fa[i * 4 + 2] = ta[r + 4];
+                    fa[i * 4 + 3] = ta[r + 8 * (DEPTH + 4) + 4];
+                }
+                for j in 0..WARP_N / 8 {
+                    let col = (kb + t) * (BN + TC_B_PAD) + wn + j * 8 + g;
+                    fb[j * 2] = tb[col];
+                    fb[j * 2 + 1] = tb[col + 4 * (BN + TC_B_PAD)];
+                }
+                for i in 0..4u32 {
+                    for j in 0..WARP_N / 8 {
+                        mma_m16n8k8_tf32(
+                            &mut acc[(i * (WARP_N / 8) + j) * 4],
+                            fa[i * 4],
+                            fa[i * 4 + 1],
+                            fa[i * 4 + 2],
+                            fa[i * 4 + 3],
+                            fb[j * 2],
+                            fb[j * 2 + 1],
+                        );
+                    }
+                }
+            }
+            barrier();
+        }
+        if !more {
+            break;
+        }
+        for q in 0..TC_BLOCK * DEPTH / (256 * BN / WARP_N) {
+            let e = tid + 64 * BN / WARP_N * q;
+            let at = (e / (DEPTH / 4)) * (DEPTH + 4) + (e % (DEPTH / 4)) * 4;
+            ta[at] = next_a[q * 4];
+            ta[at + 1] = next_a[q * 4 + 1];
+            ta[at + 2] = next_a[q * 4 + 2];
+            ta[at + 3] = next_a[q * 4 + 3];
+        }
+        for q in 0..DEPTH * WARP_N / 256 {
+            let e = tid + 64 * BN / WARP_N * q;
+            let at = (e / (BN / 4)) * (BN + TC_B_PAD) + (e % (BN / 4)) * 4;
+            tb[at] = next_b[q * 4];
+            tb[at + 1] = next_b[q * 4 + 1];
+            tb[at + 2] = next_b[q * 4 + 2];
+            tb[at + 3] = next_b[q * 4 + 3];
+        }
+        barrier();
+        kl += DEPTH;
+    }
+    for i in 0..4u32 {
+        for j in 0..WARP_N / 8 {
+            for q in 0..4u32 {
+                let r = row0 + wm + i * 16 + g + (q / 2) * 8;
+                let col = col0 + wn + j * 8 + 2 * t + q % 2;
+                if r < m && col < n {
+                    c[r * n + col] = acc[(i * (WARP_N / 8) + j) * 4 + q];
+                }
+            }
+        }
+    }
+}
+
+/// A tensor-core product: its kernel, the form with 16-byte loads where it has one
+/// (used when `k` and `n` are multiples of 4), and the launch shape.
 #[doc(hidden)]
 #[derive(Clone, Copy)]
-pub struct TensorShape {
+pub struct TensorKernels {
+    kernel: &'static KernelDef,
+    vec4: Option<&'static KernelDef>,
     threads: u32,
     block_n: u32,
 }
 
-/// The TF32 product's shape `(WARP_N, DEPTH, BN)` and its launch shape. The default,
-/// 64×64 warp tiles 16 deep in 128×128 blocks, was the fastest of the first three on an
-/// H100 (4096³: 95 TFLOP/s against 87 for `w32d16` and 80 for `w32d32`, same run);
-/// `DOTCOMPUTE_TF32_KERNEL` (`w32d32`, `w32d16`, `w64d16`, `w64d16n256`) picks one for
-/// comparisons.
-fn tf32_variant() -> (&'static KernelDef, TensorShape) {
+/// The TF32 product's shape `(WARP_N, DEPTH, BN)`. The default, 64×64 warp tiles 32
+/// deep in 128×128 blocks with 16-byte loads, was the fastest measured on an H100
+/// (4096³, same run: 129 TFLOP/s against 110 for 16 deep, 105 for 128×256 blocks; an
+/// earlier run without 16-byte loads had 16 deep at 95 against 87 for `w32d16` and 80
+/// for `w32d32`); `DOTCOMPUTE_TF32_KERNEL` (`w32d32`, `w32d16`, `w64d16`, `w64d32`,
+/// `w64d16n256`, each with a `-scalar` form that never takes 16-byte loads) picks one
+/// for comparisons.
+fn tf32_variant() -> TensorKernels {
     static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_TF32_KERNEL").ok());
-    let shape = |threads, block_n| TensorShape { threads, block_n };
-    match choice.as_deref() {
-        Some("w32d32") => (matmul_tf32::kernel::<32, 32, 128>(), shape(256, 128)),
-        Some("w32d16") => (matmul_tf32::kernel::<32, 16, 128>(), shape(256, 128)),
-        Some("w64d16n256") => (matmul_tf32::kernel::<64, 16, 256>(), shape(256, 256)),
-        _ => (matmul_tf32::kernel::<64, 16, 128>(), shape(128, 128)),
+    let name = choice.as_deref().unwrap_or("w64d32");
+    let (shape, scalar_only) = match name.strip_suffix("-scalar") {
+        Some(shape) => (shape, true),
+        None => (name, false),
+    };
+    let mut kernels = match shape {
+        "w32d32" => TensorKernels {
+            kernel: matmul_tf32::kernel::<32, 32, 128>(),
+            vec4: Some(matmul_tf32_v4::kernel::<32, 32, 128>()),
+            threads: 256,
+            block_n: 128,
+        },
+        "w32d16" => TensorKernels {
+            kernel: matmul_tf32::kernel::<32, 16, 128>(),
+            vec4: Some(matmul_tf32_v4::kernel::<32, 16, 128>()),
+            threads: 256,
+            block_n: 128,
+        },
+        "w64d16" => TensorKernels {
+            kernel: matmul_tf32::kernel::<64, 16, 128>(),
+            vec4: Some(matmul_tf32_v4::kernel::<64, 16, 128>()),
+            threads: 128,
+            block_n: 128,
+        },
+        "w64d16n256" => TensorKernels {
+            kernel: matmul_tf32::kernel::<64, 16, 256>(),
+            vec4: Some(matmul_tf32_v4::kernel::<64, 16, 256>()),
+            threads: 256,
+            block_n: 256,
+        },
+        _ => TensorKernels {
+            kernel: matmul_tf32::kernel::<64, 32, 128>(),
+            vec4: Some(matmul_tf32_v4::kernel::<64, 32, 128>()),
+            threads: 128,
+            block_n: 128,
+        },
+    };
+    if scalar_only {
+        kernels.vec4 = None;
     }
+    kernels
 }
 
 /// The f16 product's shape `(BN, DEPTH)` and its launch shape: 128×128 blocks of 4
 /// warps 32 deep by default (on an H100 at 4096³: 127 TFLOP/s against 122 for 16 deep
 /// and 117 for 128×256 blocks, same run); `DOTCOMPUTE_F16_KERNEL` (`n128d16`,
 /// `n128d32`, `n256d16`) picks one for comparisons.
-fn f16_variant() -> (&'static KernelDef, TensorShape) {
+fn f16_variant() -> TensorKernels {
     static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_F16_KERNEL").ok());
-    let shape = |block_n| TensorShape {
+    let (kernel, block_n) = match choice.as_deref() {
+        Some("n128d16") => (matmul_f16::kernel::<128, 16>(), 128),
+        Some("n256d16") => (matmul_f16::kernel::<256, 16>(), 256),
+        _ => (matmul_f16::kernel::<128, 32>(), 128),
+    };
+    TensorKernels {
+        kernel,
+        vec4: None,
         threads: block_n,
         block_n,
-    };
-    match choice.as_deref() {
-        Some("n128d16") => (matmul_f16::kernel::<128, 16>(), shape(128)),
-        Some("n256d16") => (matmul_f16::kernel::<256, 16>(), shape(256)),
-        _ => (matmul_f16::kernel::<128, 32>(), shape(128)),
     }
 }
 
@@ -760,14 +936,21 @@ impl Device {
             .tensor
             .filter(|&(_, tf32_only)| !tf32_only || precision == Precision::Tf32)
             .filter(|_| self.info().caps.tensor_cores);
+        let mut vec4 = false;
         let (kernel, launch) = if let Some((variant, _)) = tensor {
-            let (kernel, shape) = variant();
+            let shape = variant();
             let launch = Launch::grid2d(
                 n.div_ceil(shape.block_n as usize) * shape.threads as usize,
                 m.div_ceil(TC_BLOCK as usize),
             )
             .group2d(shape.threads, 1);
-            (kernel, launch)
+            match shape.vec4 {
+                Some(kernel) if k % 4 == 0 && n % 4 == 0 => {
+                    vec4 = true;
+                    (kernel, launch)
+                }
+                _ => (shape.kernel, launch),
+            }
         } else {
             let cores = kernels.cores.ok_or_else(|| no_half_kernel::<T>(self))?;
             if fp32_tiled(self) {
@@ -789,8 +972,16 @@ impl Device {
             kernel,
             launch,
             &[
-                crate::Arg::buffer(a),
-                crate::Arg::buffer(b),
+                if vec4 {
+                    crate::Arg::buffer_as_vec4(a)
+                } else {
+                    crate::Arg::buffer(a)
+                },
+                if vec4 {
+                    crate::Arg::buffer_as_vec4(b)
+                } else {
+                    crate::Arg::buffer(b)
+                },
                 crate::Arg::buffer_mut(c),
                 crate::Arg::scalar(m),
                 crate::Arg::scalar(n),

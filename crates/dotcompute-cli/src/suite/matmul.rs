@@ -267,7 +267,7 @@ fn cublas_precisions(
             .ours("generated TF32 (mma.sync)", flops, times[3].clone())
             .against("cuBLAS TF32", flops, times[1].clone())
             .target("≥ 0.3 at 4096")
-            .note("generated kernel on mma_m16n8k8_tf32: 128×128 blocks, 4 warps of 64×64, 16 deep, register-staged double buffering")
+            .note("generated kernel on mma_m16n8k8_tf32: 128×128 blocks, 4 warps of 64×64, 32 deep, 16-byte loads where k and n are multiples of 4, register-staged double buffering")
             .build(),
         ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
             .precision("f16")

@@ -301,9 +301,16 @@ fn generated_tf32_product_matches_f64_at_odd_and_large_sizes() {
         let seed = common::seed();
         // Edges in every dimension (not multiples of 128 or of the 32-deep step), a
         // single partial block, and on GPUs 1M+ elements of c.
-        let mut shapes = vec![(200, 333, 77), (5, 3, 1), (129, 130, 33)];
+        // k and n multiples of 4 take the 16-byte-load form: edges there too.
+        let mut shapes = vec![
+            (200, 333, 77),
+            (5, 3, 1),
+            (129, 130, 33),
+            (200, 332, 76),
+            (129, 132, 4),
+        ];
         if d.backend_kind() != dotcompute::BackendKind::Cpu {
-            shapes.push((1024, 1031, 517));
+            shapes.extend([(1024, 1031, 517), (1027, 1028, 516)]);
         }
         for (i, (m, n, k)) in shapes.into_iter().enumerate() {
             check_tf32_product(&d, m, n, k, seed.wrapping_add(i as u64));
