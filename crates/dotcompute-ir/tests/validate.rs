@@ -554,3 +554,60 @@ fn rewrites_reach_every_expression_inner_first() {
         "the condition, the index and the value: {order:?}"
     );
 }
+
+/// `base()` with an f32 local array `acc[4]` and one tensor-core statement.
+fn with_mma(shape: MmaShape, acc: Memory, a: Vec<Expr>, b: Vec<Expr>) -> Kernel {
+    let mut k = base();
+    k.local_arrays.push(LocalArray {
+        name: "acc".into(),
+        elem: ScalarType::F32,
+        len: 4,
+    });
+    k.body.push(Stmt::Mma {
+        shape,
+        acc,
+        base: lit_u32(0),
+        a,
+        b,
+    });
+    k
+}
+
+fn lit_f16(v: f32) -> Expr {
+    Expr {
+        ty: ScalarType::F16.into(),
+        kind: ExprKind::Literal(Literal::F16(half::f16::from_f32(v).to_bits())),
+    }
+}
+
+#[test]
+fn tensor_core_statements_check_their_operands() {
+    let f32s = |n: usize| vec![lit_f32(1.0); n];
+    let f16s = |n: usize| vec![lit_f16(1.0); n];
+    let acc = Memory::Local(0);
+    validate(&with_mma(MmaShape::M16N8K8Tf32, acc, f32s(4), f32s(2))).unwrap();
+    validate(&with_mma(MmaShape::M16N8K16F16, acc, f16s(8), f16s(4))).unwrap();
+    // Operand counts are the shape's.
+    rejects(
+        with_mma(MmaShape::M16N8K16F16, acc, f16s(4), f16s(2)),
+        "mma_m16n8k16_f16 takes 8 elements of A and 4 of B, found 4 and 2",
+    );
+    rejects(
+        with_mma(MmaShape::M16N8K8Tf32, acc, f32s(8), f32s(4)),
+        "mma_m16n8k8_tf32 takes 4 elements of A and 2 of B, found 8 and 4",
+    );
+    // Operand types are the shape's.
+    rejects(
+        with_mma(MmaShape::M16N8K16F16, acc, f32s(8), f32s(4)),
+        "an mma_m16n8k16_f16 operand",
+    );
+    rejects(
+        with_mma(MmaShape::M16N8K8Tf32, acc, f16s(4), f16s(2)),
+        "an mma_m16n8k8_tf32 operand",
+    );
+    // The accumulator is an f32 local array, not a buffer.
+    rejects(
+        with_mma(MmaShape::M16N8K16F16, Memory::Buffer(0), f16s(8), f16s(4)),
+        "the accumulator of mma_m16n8k16_f16 must be an f32 local array",
+    );
+}
