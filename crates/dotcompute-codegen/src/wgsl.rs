@@ -25,6 +25,7 @@
 //! a compare-exchange loop on the bits. 64-bit types are rejected (WGSL has none).
 //! WGSL's `fma` may be evaluated unfused (two roundings), as the IR docs allow for wgpu.
 
+use dotcompute_ir::analysis::VectorPlan;
 use dotcompute_ir::*;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -51,6 +52,16 @@ pub struct WgslOptions {
     /// groups (which thread runs a logical thread is then unobservable); it spares each
     /// logical thread the dispatch folding's division and a group's launch.
     pub strided: bool,
+    /// The vector form of an elementwise kernel over 4-byte buffers
+    /// ([`dotcompute_ir::analysis::vector_plan_32bit`]): the buffers it touches are bound
+    /// as `array<vec4<T>>` and each invocation of a fixed dispatch runs 4 consecutive
+    /// logical threads per trip of a grid-stride loop, on 16-byte loads and stores. The
+    /// backend takes it only under the grid-stride form's conditions and where every
+    /// buffer's length is a multiple of 4 elements and its offset of 16 bytes; then a
+    /// buffer's `arrayLength` times 4 is its length. A lane beyond the grid does not run;
+    /// one beyond a buffer reads 0 and its stores are dropped (what robust buffer access
+    /// gives the scalar form).
+    pub vector: bool,
     /// The device has f32 atomics (wgpu's SHADER_FLOAT32_ATOMIC): arrays of f32 touched
     /// by atomics are `array<atomic<f32>>` and `atomic_add` is one `atomicAdd`, instead of
     /// `atomic<u32>` bits and a compare-exchange loop (which NVIDIA's Vulkan driver did
@@ -72,6 +83,7 @@ impl Default for WgslOptions {
             view_offsets: false,
             checked: false,
             strided: false,
+            vector: false,
             native_f32_atomics: false,
             storage_barriers: true,
         }
@@ -182,9 +194,23 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
                 .into(),
         });
     }
-    let unrolled = crate::unrolled(kernel, !opts.checked && !opts.strided);
+    let vector = if opts.vector {
+        let plan = dotcompute_ir::analysis::vector_plan_32bit(kernel);
+        if plan.is_none() {
+            return Err(CodegenError {
+                kernel: kernel.name.clone(),
+                message: "the vector form is for elementwise kernels over 4-byte buffers".into(),
+            });
+        }
+        plan
+    } else {
+        None
+    };
+    let unrolled = crate::unrolled(kernel, !opts.checked && !opts.strided && !opts.vector);
     let kernel = unrolled.as_ref().unwrap_or(kernel);
     let mut g = Gen {
+        vector,
+        lane: false,
         k: kernel,
         out: String::new(),
         atomic: dotcompute_ir::analysis::atomic_memories(&kernel.body),
@@ -223,6 +249,11 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
 }
 
 struct Gen<'k> {
+    /// The vector form's plan ([`WgslOptions::vector`]): its buffers are `vec4` arrays.
+    vector: Option<VectorPlan>,
+    /// While the vector form's lane function is written: its buffer elements are the
+    /// parameters `r_<name>` (a pointer, with the mask `m_<name>`, where stored).
+    lane: bool,
     k: &'k Kernel,
     out: String,
     atomic: BTreeSet<Memory>,
@@ -356,6 +387,8 @@ impl Gen<'_> {
                 let atomic = self.atomic.contains(&Memory::Buffer(i as u32));
                 let elem_ty = if atomic {
                     self.atomic_elem(elem.scalar).to_string()
+                } else if self.is_vector_buffer(i as u32) {
+                    format!("vec4<{}>", self.ty(elem.scalar))
                 } else {
                     self.type_name(*elem)
                 };
@@ -406,6 +439,10 @@ impl Gen<'_> {
         } else {
             ""
         };
+        if self.vector.is_some() {
+            self.vector_entry(gx);
+            return;
+        }
         if opts.strided {
             self.strided_entry(gx);
             return;
@@ -459,6 +496,158 @@ impl Gen<'_> {
         );
     }
 
+    /// Whether buffer parameter `i` is bound as `vec4`s (the vector form's buffers).
+    fn is_vector_buffer(&self, i: u32) -> bool {
+        self.vector
+            .as_ref()
+            .is_some_and(|p| p.touched().contains(&i))
+    }
+
+    /// The vector form (see [`WgslOptions::vector`]): a lane function, which is the body
+    /// with the lane's buffer elements as parameters, and an entry point that loads each
+    /// buffer's 16-byte vector, runs the 4 lanes in order, and stores back the lanes
+    /// that stored (the others keep their values).
+    fn vector_entry(&mut self, gx: u32) {
+        let k = self.k;
+        let plan = self.vector.clone().expect("the vector form has a plan");
+        let buffers: Vec<(u32, String, &'static str)> = plan
+            .touched()
+            .into_iter()
+            .map(|b| {
+                let elem = k.memory_elem(Memory::Buffer(b)).expect("a buffer").scalar;
+                (b, k.params[b as usize].name().to_string(), self.ty(elem))
+            })
+            .collect();
+        let mut params = Vec::new();
+        for (b, name, t) in &buffers {
+            if plan.stored.contains(b) {
+                params.push(format!("r_{name}: ptr<function, {t}>"));
+                params.push(format!("m_{name}: ptr<function, bool>"));
+            } else {
+                params.push(format!("r_{name}: {t}"));
+            }
+        }
+        params.push("dc_global: vec3<u32>".into());
+        let _ = writeln!(
+            self.out,
+            "
+// One logical thread of the vector form: its own elements are the caller's
+// variables; a store also sets the element's mask.
+fn dc_lane({}) {{",
+            params.join(", ")
+        );
+        self.lane = true;
+        self.local_arrays_and_body();
+        self.lane = false;
+        let _ = writeln!(
+            self.out,
+            "
+@compute @workgroup_size({gx}, 1, 1)
+fn main(
+    @builtin(local_invocation_id) dc_lid: vec3<u32>,
+    @builtin(workgroup_id) dc_wid: vec3<u32>,
+    @builtin(num_workgroups) dc_nwg: vec3<u32>,
+) {{
+    let dc_stride = dc_nwg.x * {gx}u;
+    // Chunks of 4 logical threads: `dc_full` whole ones, then `dc_rest` threads.
+    let dc_full = dc_params.grid_x / 4u;
+    let dc_rest = dc_params.grid_x & 3u;
+    let dc_chunks = dc_full + select(0u, 1u, dc_rest != 0u);
+    var dc_c = dc_wid.x * {gx}u + dc_lid.x;
+    loop {{
+        if (dc_c >= dc_chunks) {{
+            break;
+        }}"
+        );
+        const LANES: [&str; 4] = ["x", "y", "z", "w"];
+        for (b, name, t) in &buffers {
+            let _ = writeln!(
+                self.out,
+                "        let dc_in_{name} = dc_c < arrayLength(&p_{name});
+        var v_{name} = vec4<{t}>();"
+            );
+            if plan.loaded.contains(b) {
+                let _ = writeln!(
+                    self.out,
+                    "        if (dc_in_{name}) {{
+            v_{name} = p_{name}[dc_c];
+        }}"
+                );
+            }
+            if plan.stored.contains(b) {
+                for (j, c) in LANES.iter().enumerate() {
+                    let _ = writeln!(
+                        self.out,
+                        "        var r_{name}_{j} = v_{name}.{c};
+        var m_{name}_{j} = false;"
+                    );
+                }
+            }
+        }
+        for (j, lane) in LANES.iter().enumerate() {
+            let mut args = Vec::new();
+            for (b, name, _) in &buffers {
+                if plan.stored.contains(b) {
+                    args.push(format!("&r_{name}_{j}"));
+                    args.push(format!("&m_{name}_{j}"));
+                } else {
+                    args.push(format!("v_{name}.{lane}"));
+                }
+            }
+            args.push(format!("vec3<u32>(dc_c * 4u + {j}u, 0u, 0u)"));
+            let _ = writeln!(
+                self.out,
+                "        if (dc_c < dc_full || {j}u < dc_rest) {{
+            dc_lane({});
+        }}",
+                args.join(", ")
+            );
+        }
+        for (b, name, _) in &buffers {
+            if !plan.stored.contains(b) {
+                continue;
+            }
+            let any = (0..4).map(|j| format!("m_{name}_{j}")).collect::<Vec<_>>();
+            let _ = writeln!(
+                self.out,
+                "        if (dc_in_{name} && ({})) {{",
+                any.join(" || ")
+            );
+            if !plan.loaded.contains(b) {
+                // Lanes that did not store keep the buffer's values.
+                let _ = writeln!(
+                    self.out,
+                    "            if (!({})) {{
+                v_{name} = p_{name}[dc_c];
+            }}",
+                    any.join(" && ")
+                );
+            }
+            let merged: Vec<String> = LANES
+                .iter()
+                .enumerate()
+                .map(|(j, c)| format!("select(v_{name}.{c}, r_{name}_{j}, m_{name}_{j})"))
+                .collect();
+            let _ = writeln!(
+                self.out,
+                "            p_{name}[dc_c] = vec4({});
+        }}",
+                merged.join(", ")
+            );
+        }
+        self.out.push_str(
+            "        let dc_next = dc_c + dc_stride;
+        // The last stride may pass u32::MAX.
+        if (dc_next < dc_c) {
+            break;
+        }
+        dc_c = dc_next;
+    }
+}
+",
+        );
+    }
+
     fn line(&mut self, depth: usize, text: &str) {
         for _ in 0..depth {
             self.out.push_str("    ");
@@ -495,6 +684,9 @@ impl Gen<'_> {
         match mem {
             Memory::Buffer(i) if self.k.memory_elem(mem) == Some(ScalarType::F16.into()) => {
                 format!("dc_params.len_{}", self.k.params[i as usize].name())
+            }
+            Memory::Buffer(i) if self.is_vector_buffer(i) => {
+                format!("(arrayLength(&{}) * 4u)", self.mem_name(mem))
             }
             Memory::Buffer(i) if self.view_offsets => format!(
                 "(arrayLength(&{}) - dc_params.off_{})",
@@ -538,6 +730,23 @@ impl Gen<'_> {
             Stmt::Assign { local, value } => {
                 let text = format!("{} = {};", self.local(*local), self.expr(value));
                 self.line(d, &text);
+            }
+            Stmt::Store {
+                mem: Memory::Buffer(b),
+                value,
+                ..
+            } if self.lane => {
+                // The lane's own element (the vector form's plan indexes every access by
+                // the global id).
+                let name = self.k.params[*b as usize].name();
+                let text = format!(
+                    "*r_{name} = {};
+*m_{name} = true;",
+                    self.expr(value)
+                );
+                for l in text.lines() {
+                    self.line(d, l);
+                }
             }
             Stmt::Store { mem, index, value } => {
                 let text = if self.atomic.contains(mem) {
@@ -807,6 +1016,18 @@ impl Gen<'_> {
                 format!("{v}.{}", a.name())
             }
             ExprKind::Len(mem) => self.len_of(*mem),
+            ExprKind::Load {
+                mem: Memory::Buffer(b),
+                ..
+            } if self.lane => {
+                let name = self.k.params[*b as usize].name();
+                let stored = self.vector.as_ref().is_some_and(|p| p.stored.contains(b));
+                if stored {
+                    format!("(*r_{name})")
+                } else {
+                    format!("r_{name}")
+                }
+            }
             ExprKind::Load { mem, index } => {
                 let idx = self.expr(index);
                 let value = if self.atomic.contains(mem) {

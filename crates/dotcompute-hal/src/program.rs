@@ -67,6 +67,9 @@ pub struct Program {
     /// Whether the kernel may run in grid-stride form
     /// ([`dotcompute_ir::analysis::grid_stride_eligible`]), computed once.
     pub grid_stride: bool,
+    /// Whether the kernel is elementwise over 4-byte buffers, four logical threads to a
+    /// 16-byte vector ([`dotcompute_ir::analysis::vector_plan_32bit`]), computed once.
+    pub vector_form: bool,
 }
 
 impl Program {
@@ -78,6 +81,7 @@ impl Program {
             uses_f16: dotcompute_ir::analysis::uses_f16(&kernel),
             uses_tensor_cores: kernel.uses_tensor_cores(),
             grid_stride: dotcompute_ir::analysis::grid_stride_eligible(&kernel),
+            vector_form: dotcompute_ir::analysis::vector_plan_32bit(&kernel).is_some(),
             kernel,
             source: ProgramSource::Ir { native },
         }
@@ -93,6 +97,7 @@ impl Program {
             uses_f16: false,
             uses_tensor_cores: false,
             grid_stride: false,
+            vector_form: false,
         }
     }
     pub fn name(&self) -> &str {

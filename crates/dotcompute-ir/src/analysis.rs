@@ -264,6 +264,21 @@ pub fn vector_plan(k: &Kernel) -> Option<VectorPlan> {
     Some(plan)
 }
 
+/// [`vector_plan`] where every buffer the kernel touches holds 4-byte scalars (`f32`,
+/// `i32`, `u32`): four logical threads per 16-byte vector of each, the form WGSL can
+/// bind (`array<vec4<T>>`).
+pub fn vector_plan_32bit(k: &Kernel) -> Option<VectorPlan> {
+    let plan = vector_plan(k)?;
+    let all_32bit = plan.touched().iter().all(|&b| {
+        matches!(
+            k.memory_elem(Memory::Buffer(b)),
+            Some(t) if !t.is_vector()
+                && matches!(t.scalar, crate::ScalarType::F32 | crate::ScalarType::I32 | crate::ScalarType::U32)
+        )
+    });
+    (all_32bit && plan.width == 4).then_some(plan)
+}
+
 fn is_global_x(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Builtin(Builtin::GlobalId, Axis::X))
 }

@@ -115,8 +115,28 @@ const BIND_GROUP_CACHE: usize = 256;
 /// Vulkan, H100), and waiting longer would leave the GPU idle.
 const BATCH_LAUNCHES: u32 = 32;
 
-/// (program, group size, dynamic shared length, view offsets, checked, strided).
-type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, bool);
+/// (program, group size, dynamic shared length, view offsets, checked, form).
+type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, Form);
+
+/// How a generated kernel maps logical threads to invocations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Form {
+    /// One invocation per logical thread.
+    Plain,
+    /// A fixed dispatch striding over the grid ([`wgsl::WgslOptions::strided`]).
+    Strided,
+    /// The grid-stride form four logical threads at a time on 16-byte vectors
+    /// ([`wgsl::WgslOptions::vector`]).
+    Vector,
+}
+
+static VECTOR_LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Launches run in the vector form ([`wgsl::WgslOptions::vector`]) so far in this process
+/// (tests check that an eligible launch took it).
+pub fn vector_launches() -> u64 {
+    VECTOR_LAUNCHES.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// The wgpu backend's entry in the registry: every compute-capable adapter.
 pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
@@ -161,6 +181,9 @@ pub struct WgpuBackend {
     /// Whether eligible kernels run in the grid-stride form (`DOTCOMPUTE_WGPU_STRIDED=0`
     /// turns it off, for comparisons and as an escape hatch).
     strided: bool,
+    /// Whether elementwise kernels over 4-byte buffers run in the vector form where their
+    /// buffers allow (`DOTCOMPUTE_WGPU_VECTORS=0` turns it off, for comparisons).
+    vectors: bool,
     /// Launches recorded but not yet submitted: one command encoder, one compute pass per
     /// launch, and how many. Submitted before any other work reaches the queue (a copy,
     /// a read, a host write, a wait, a destroyed buffer), and every [`BATCH_LAUNCHES`]
@@ -436,6 +459,7 @@ impl WgpuBackend {
                     .unwrap_or(300.0),
             ),
             strided: std::env::var("DOTCOMPUTE_WGPU_STRIDED").map_or(true, |v| v.trim() != "0"),
+            vectors: std::env::var("DOTCOMPUTE_WGPU_VECTORS").map_or(true, |v| v.trim() != "0"),
             pending: Mutex::new(None),
             batch: std::env::var("DOTCOMPUTE_WGPU_BATCH").map_or(true, |v| v.trim() != "0"),
             storage_barriers_always: std::env::var("DOTCOMPUTE_WGPU_STORAGE_BARRIERS")
@@ -647,17 +671,10 @@ impl WgpuBackend {
         dynamic_len: u32,
         view_offsets: bool,
         checked: bool,
-        strided: bool,
+        form: Form,
     ) -> Result<Arc<Pipeline>> {
         let kernel = &*program.kernel;
-        let key = (
-            program.key,
-            group,
-            dynamic_len,
-            view_offsets,
-            checked,
-            strided,
-        );
+        let key = (program.key, group, dynamic_len, view_offsets, checked, form);
         if let Some(p) = self
             .pipelines
             .lock()
@@ -678,7 +695,8 @@ impl WgpuBackend {
                 dynamic_shared_len: dynamic_len,
                 view_offsets,
                 checked,
-                strided,
+                strided: form != Form::Plain,
+                vector: form == Form::Vector,
                 native_f32_atomics: self.info.caps.atomic_f32_add == AtomicF32Add::Native,
                 storage_barriers: self.storage_barriers_always
                     || dotcompute_ir::analysis::barrier_orders_buffers(kernel),
@@ -812,7 +830,7 @@ impl WgpuBackend {
             u32::MAX,
             false,
             false,
-            false,
+            Form::Plain,
         );
         let cached = self
             .pipelines
@@ -899,6 +917,7 @@ impl WgpuBackend {
                     Vec::new()
                 };
                 let half_lens: Vec<u32> = buffers
+                    .clone()
                     .filter(|&(_, _, elem)| elem == ScalarType::F16)
                     .map(|(_, len, _)| len as u32)
                     .collect();
@@ -910,14 +929,33 @@ impl WgpuBackend {
                     && g.group[1] == 1
                     && g.group[2] == 1
                     && program.grid_stride;
-                let dispatch = if strided {
-                    [
-                        g.total_groups().min(wgsl::STRIDED_GROUPS as u64) as u32,
-                        1,
-                        1,
-                    ]
-                } else {
-                    self.dispatch_for(&kernel.name, g.groups)?
+                // The vector form binds each buffer as 16-byte vectors: every one must
+                // start on 16 bytes and hold whole vectors.
+                let vector = strided
+                    && self.vectors
+                    && !unaligned
+                    && program.vector_form
+                    && buffers
+                        .clone()
+                        .all(|(offset, len, _)| offset % 16 == 0 && len % 4 == 0);
+                let form = match (strided, vector) {
+                    (_, true) => {
+                        VECTOR_LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        Form::Vector
+                    }
+                    (true, false) => Form::Strided,
+                    _ => Form::Plain,
+                };
+                let dispatch = match form {
+                    Form::Plain => self.dispatch_for(&kernel.name, g.groups)?,
+                    Form::Strided | Form::Vector => {
+                        let per_group = match form {
+                            Form::Vector => 4 * g.group[0] as u64,
+                            _ => g.group[0] as u64,
+                        };
+                        let groups = (g.grid[0] as u64).div_ceil(per_group).max(1);
+                        [groups.min(wgsl::STRIDED_GROUPS as u64) as u32, 1, 1]
+                    }
                 };
                 (
                     self.pipeline(
@@ -926,7 +964,7 @@ impl WgpuBackend {
                         g.dynamic_shared_len,
                         unaligned,
                         g.checked,
-                        strided,
+                        form,
                     )?,
                     dispatch,
                     wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets, &half_lens),

@@ -260,6 +260,12 @@ pub mod cpu {
     };
 }
 
+/// What the wgpu backend reports about how it ran kernels.
+#[cfg(feature = "wgpu")]
+pub mod wgpu {
+    pub use dotcompute_wgpu::vector_launches;
+}
+
 /// Everything a typical program needs.
 pub mod prelude {
     pub use crate::{

@@ -226,6 +226,8 @@ fn exercise(text: &str) -> bool {
                 view_offsets: checked,
                 checked,
                 strided: !checked && dotcompute_ir::analysis::grid_stride_eligible(&k),
+                // The vector form where it applies (it refuses other kernels cleanly).
+                vector: !checked,
                 storage_barriers: checked,
                 native_f32_atomics: false,
             },

@@ -16,3 +16,4 @@ mod streams;
 mod tensor_cores;
 mod unroll;
 mod wgpu_limits;
+mod wgpu_vectors;
