@@ -19,6 +19,19 @@
 //! Out-of-bounds accesses are *not* detected here: WGSL clamps or discards them (robust
 //! buffer access). The CPU backend reports them.
 //!
+//! ## Forms of a generated kernel
+//!
+//! A launch runs one of three forms of its kernel, each a pipeline of its own:
+//!
+//! - *plain*: one invocation per logical thread;
+//! - *grid-stride*: kernels that read no coordinate but their global id, launched
+//!   unchecked on 1-D grids. A fixed dispatch strides over the grid;
+//! - *vector*: elementwise kernels over 4-byte buffers, when every buffer starts on 16
+//!   bytes and holds whole 16-byte vectors. Four logical threads run per trip, on vector
+//!   loads and stores.
+//!
+//! `dotcompute_codegen::wgsl::WgslOptions` documents each form.
+//!
 //! ## Streams
 //!
 //! wgpu exposes one queue per device, and every submission runs in submission order. So
