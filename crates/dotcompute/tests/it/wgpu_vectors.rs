@@ -2,8 +2,10 @@
 //! `dotcompute_codegen::wgsl::WgslOptions::vector`): every output element against the
 //! host, with grids that end inside a vector, grids longer than the buffers, lanes that
 //! store nothing (their elements keep their values), loads and stores of one buffer, and
-//! 1M+ elements; buffers whose length is not a multiple of 4 take the scalar form. Skips
-//! without an adapter unless DOTCOMPUTE_REQUIRE lists wgpu.
+//! 1M+ elements; buffers whose length is not a multiple of 4 take the scalar form. Also
+//! the register-blocked matrix product wgpu takes for large products (its 64 accumulators
+//! in registers since the WGSL printer unrolls 64-trip loops). Skips without an adapter
+//! unless DOTCOMPUTE_REQUIRE lists wgpu.
 #![cfg(feature = "wgpu")]
 
 use crate::common::{seed, wgpu_device};
@@ -117,5 +119,36 @@ fn vector_form_matches_the_host_on_every_element() {
                 "bump len {len} grid {grid} [{i}] (seed {seed})"
             );
         }
+    }
+}
+
+/// `matmul_generated` on wgpu from 1,024 blocks of 128×128 up takes the register-blocked
+/// kernel (below, the shared-tile one, which other tests cover): every element of a
+/// product with edges in every dimension against an f64 reference.
+#[test]
+fn large_generated_products_on_wgpu_match_f64() {
+    let Some(d) = wgpu_device() else { return };
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    // 33 × 32 = 1,056 blocks; k is not a multiple of the 16-deep step.
+    let (m, n, k) = (4100usize, 4000usize, 21usize);
+    let a: Vec<f32> = (0..m * k).map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let (da, db) = (d.upload(&a).unwrap(), d.upload(&b).unwrap());
+    let mut c = d.alloc_filled(m * n, f32::NAN).unwrap();
+    d.matmul_generated(&da, &db, &mut c, m, n, k).unwrap();
+    let got = c.to_vec().unwrap();
+    let wide = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+    let (want, mag) = crate::common::reference_matmul(&wide(&a), &wide(&b), m, n, k);
+    let bound = 2.0 * k as f64 * f32::EPSILON as f64;
+    for i in 0..m * n {
+        assert!(
+            (got[i] as f64 - want[i]).abs() <= bound * mag[i] + 1e-30,
+            "c[{}][{}] = {}, expected {} (seed {seed})",
+            i / n,
+            i % n,
+            got[i],
+            want[i]
+        );
     }
 }
