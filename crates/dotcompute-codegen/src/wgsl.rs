@@ -1368,11 +1368,8 @@ fn unrollable((start, end, step): (i128, i128, i128), body: &[Stmt]) -> Option<V
     (values.len() <= UNROLL_TRIPS && !jumps).then_some(values)
 }
 
-/// The most trips of a loop the WGSL printer writes out: 64 covers the initialisation
-/// of the register-blocked product's 8×8 accumulators, which left rolled indexed the
-/// array dynamically and kept it out of registers (2.0 against 24.5 TFLOP/s at 4096³ on
-/// an H100, NVIDIA Vulkan).
-const UNROLL_TRIPS: usize = 64;
+/// The most trips of a loop the WGSL printer writes out.
+const UNROLL_TRIPS: usize = 16;
 
 #[cfg(test)]
 mod tests {

@@ -103,22 +103,15 @@ pub fn library_kernels() -> Vec<&'static KernelDef> {
     ]
 }
 
-/// Whether the FP32 product of an m×n result takes the 16×16 shared-tile kernel instead
-/// of the register-blocked one: on wgpu below 1,024 blocks of 128×128 (4096×4096).
-/// There the register-blocked kernel is slower per group and needs many groups to
-/// hide it. On an H100 (NVIDIA Vulkan, same session) it reached 24.5 TFLOP/s at 4096³
-/// against 6.2 for the shared tiles, but 5.5 against 6.2 at 2048³ and 2.1 against 5.8 at
-/// 1024³. `DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled` picks one (comparisons), read once.
-fn fp32_tiled(device: &Device, m: usize, n: usize) -> bool {
+/// Whether the FP32 product takes the 16×16 shared-tile kernel: on wgpu by default;
+/// `DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled` picks one (comparisons), read once.
+fn fp32_tiled(device: &Device) -> bool {
     static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok());
     match choice.as_deref() {
         Some("tiled") => true,
         Some(_) => false,
-        None => {
-            let blocks = m.div_ceil(BLOCK as usize) * n.div_ceil(BLOCK as usize);
-            device.backend_kind() == crate::BackendKind::Wgpu && blocks < 1024
-        }
+        None => device.backend_kind() == crate::BackendKind::Wgpu,
     }
 }
 
@@ -853,7 +846,7 @@ impl Device {
             }
         } else {
             let cores = kernels.cores.ok_or_else(|| no_half_kernel::<T>(self))?;
-            if fp32_tiled(self, m, n) {
+            if fp32_tiled(self) {
                 (cores.tiled, Launch::grid2d(n, m).group2d(TILE, TILE))
             } else {
                 let cpu = self.backend_kind() == crate::BackendKind::Cpu;

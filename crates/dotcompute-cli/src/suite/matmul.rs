@@ -149,12 +149,7 @@ fn at_size(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
             .precision("fp32")
             .ours(
                 if ctx.kind() == BackendKind::Wgpu {
-                    // wgpu picks by size: shared tiles below 4096², register-blocked from there.
-                    if n >= 4096 {
-                        "generated (register-blocked on wgpu)"
-                    } else {
-                        "generated (16×16 shared tiles on wgpu)"
-                    }
+                    "generated (16×16 shared tiles on wgpu)"
                 } else {
                     "generated register-blocked"
                 },

@@ -3,9 +3,8 @@
 //! host, with grids that end inside a vector, grids longer than the buffers, lanes that
 //! store nothing (their elements keep their values), loads and stores of one buffer, and
 //! 1M+ elements; buffers whose length is not a multiple of 4 take the scalar form. Also
-//! the register-blocked matrix product wgpu takes for large products (its 64 accumulators
-//! in registers since the WGSL printer unrolls 64-trip loops). Skips without an adapter
-//! unless DOTCOMPUTE_REQUIRE lists wgpu.
+//! a large generated matrix product on wgpu (16M elements, edges in every dimension).
+//! Skips without an adapter unless DOTCOMPUTE_REQUIRE lists wgpu.
 #![cfg(feature = "wgpu")]
 
 use crate::common::{seed, wgpu_device};
@@ -122,15 +121,15 @@ fn vector_form_matches_the_host_on_every_element() {
     }
 }
 
-/// `matmul_generated` on wgpu from 1,024 blocks of 128×128 up takes the register-blocked
-/// kernel (below, the shared-tile one, which other tests cover): every element of a
-/// product with edges in every dimension against an f64 reference.
+/// `matmul_generated` on wgpu at 16M elements of `c` with edges in every dimension:
+/// every element against an f64 reference (`DOTCOMPUTE_MATMUL_KERNEL=pipelined` runs it
+/// on the register-blocked kernel instead of the shared tiles).
 #[test]
 fn large_generated_products_on_wgpu_match_f64() {
     let Some(d) = wgpu_device() else { return };
     let seed = seed();
     let mut rng = fastrand::Rng::with_seed(seed);
-    // 33 × 32 = 1,056 blocks; k is not a multiple of the 16-deep step.
+    // Not multiples of the 128×128 block or of a 16-deep step.
     let (m, n, k) = (4100usize, 4000usize, 21usize);
     let a: Vec<f32> = (0..m * k).map(|_| rng.f32() * 2.0 - 1.0).collect();
     let b: Vec<f32> = (0..k * n).map(|_| rng.f32() * 2.0 - 1.0).collect();
