@@ -490,9 +490,27 @@ impl Gen<'_> {
     fn strided_entry(&mut self, gx: u32) {
         self.out.push_str("\nfn dc_body(dc_global: vec3<u32>) {\n");
         self.local_arrays_and_body();
+        self.stride_loop_open(gx, "", "dc_x", "dc_params.grid_x");
+        self.out
+            .push_str("        dc_body(vec3<u32>(dc_x, 0u, 0u));\n");
+        self.stride_loop_close("dc_x");
+    }
+
+    /// The entry point of the grid-stride and vector forms up to the body of their
+    /// stride loop: `setup` (whole lines) before it, then `var` from this invocation's
+    /// index, stepping by the dispatch's invocations, while below `limit`.
+    fn stride_loop_open(&mut self, gx: u32, setup: &str, var: &str, limit: &str) {
         let _ = writeln!(
             self.out,
-            "\n@compute @workgroup_size({gx}, 1, 1)\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n) {{\n    let dc_stride = dc_nwg.x * {gx}u;\n    var dc_x = dc_wid.x * {gx}u + dc_lid.x;\n    loop {{\n        if (dc_x >= dc_params.grid_x) {{\n            break;\n        }}\n        dc_body(vec3<u32>(dc_x, 0u, 0u));\n        let dc_next = dc_x + dc_stride;\n        // The last stride may pass u32::MAX.\n        if (dc_next < dc_x) {{\n            break;\n        }}\n        dc_x = dc_next;\n    }}\n}}"
+            "\n@compute @workgroup_size({gx}, 1, 1)\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n) {{\n    let dc_stride = dc_nwg.x * {gx}u;\n{setup}    var {var} = dc_wid.x * {gx}u + dc_lid.x;\n    loop {{\n        if ({var} >= {limit}) {{\n            break;\n        }}"
+        );
+    }
+
+    /// The end of [`Gen::stride_loop_open`]'s loop and entry point.
+    fn stride_loop_close(&mut self, var: &str) {
+        let _ = writeln!(
+            self.out,
+            "        let dc_next = {var} + dc_stride;\n        // The last stride may pass u32::MAX.\n        if (dc_next < {var}) {{\n            break;\n        }}\n        {var} = dc_next;\n    }}\n}}"
         );
     }
 
@@ -530,57 +548,34 @@ impl Gen<'_> {
         params.push("dc_global: vec3<u32>".into());
         let _ = writeln!(
             self.out,
-            "
-// One logical thread of the vector form: its own elements are the caller's
-// variables; a store also sets the element's mask.
-fn dc_lane({}) {{",
+            "\n// One logical thread of the vector form: its own elements are the caller's\n// variables; a store also sets the element's mask.\nfn dc_lane({}) {{",
             params.join(", ")
         );
         self.lane = true;
         self.local_arrays_and_body();
         self.lane = false;
-        let _ = writeln!(
-            self.out,
-            "
-@compute @workgroup_size({gx}, 1, 1)
-fn main(
-    @builtin(local_invocation_id) dc_lid: vec3<u32>,
-    @builtin(workgroup_id) dc_wid: vec3<u32>,
-    @builtin(num_workgroups) dc_nwg: vec3<u32>,
-) {{
-    let dc_stride = dc_nwg.x * {gx}u;
-    // Chunks of 4 logical threads: `dc_full` whole ones, then `dc_rest` threads.
-    let dc_full = dc_params.grid_x / 4u;
-    let dc_rest = dc_params.grid_x & 3u;
-    let dc_chunks = dc_full + select(0u, 1u, dc_rest != 0u);
-    var dc_c = dc_wid.x * {gx}u + dc_lid.x;
-    loop {{
-        if (dc_c >= dc_chunks) {{
-            break;
-        }}"
+        self.stride_loop_open(
+            gx,
+            "    // Chunks of 4 logical threads: `dc_full` whole ones, then `dc_rest` threads.\n    let dc_full = dc_params.grid_x / 4u;\n    let dc_rest = dc_params.grid_x & 3u;\n    let dc_chunks = dc_full + select(0u, 1u, dc_rest != 0u);\n",
+            "dc_c",
+            "dc_chunks",
         );
         const LANES: [&str; 4] = ["x", "y", "z", "w"];
         for (b, name, t) in &buffers {
-            let _ = writeln!(
-                self.out,
-                "        let dc_in_{name} = dc_c < arrayLength(&p_{name});
-        var v_{name} = vec4<{t}>();"
+            self.line(
+                2,
+                &format!("let dc_in_{name} = dc_c < arrayLength(&p_{name});"),
             );
+            self.line(2, &format!("var v_{name} = vec4<{t}>();"));
             if plan.loaded.contains(b) {
-                let _ = writeln!(
-                    self.out,
-                    "        if (dc_in_{name}) {{
-            v_{name} = p_{name}[dc_c];
-        }}"
-                );
+                self.line(2, &format!("if (dc_in_{name}) {{"));
+                self.line(3, &format!("v_{name} = p_{name}[dc_c];"));
+                self.line(2, "}");
             }
             if plan.stored.contains(b) {
                 for (j, c) in LANES.iter().enumerate() {
-                    let _ = writeln!(
-                        self.out,
-                        "        var r_{name}_{j} = v_{name}.{c};
-        var m_{name}_{j} = false;"
-                    );
+                    self.line(2, &format!("var r_{name}_{j} = v_{name}.{c};"));
+                    self.line(2, &format!("var m_{name}_{j} = false;"));
                 }
             }
         }
@@ -595,57 +590,34 @@ fn main(
                 }
             }
             args.push(format!("vec3<u32>(dc_c * 4u + {j}u, 0u, 0u)"));
-            let _ = writeln!(
-                self.out,
-                "        if (dc_c < dc_full || {j}u < dc_rest) {{
-            dc_lane({});
-        }}",
-                args.join(", ")
-            );
+            self.line(2, &format!("if (dc_c < dc_full || {j}u < dc_rest) {{"));
+            self.line(3, &format!("dc_lane({});", args.join(", ")));
+            self.line(2, "}");
         }
         for (b, name, _) in &buffers {
             if !plan.stored.contains(b) {
                 continue;
             }
-            let any = (0..4).map(|j| format!("m_{name}_{j}")).collect::<Vec<_>>();
-            let _ = writeln!(
-                self.out,
-                "        if (dc_in_{name} && ({})) {{",
-                any.join(" || ")
+            let masks: Vec<String> = (0..4).map(|j| format!("m_{name}_{j}")).collect();
+            self.line(
+                2,
+                &format!("if (dc_in_{name} && ({})) {{", masks.join(" || ")),
             );
             if !plan.loaded.contains(b) {
                 // Lanes that did not store keep the buffer's values.
-                let _ = writeln!(
-                    self.out,
-                    "            if (!({})) {{
-                v_{name} = p_{name}[dc_c];
-            }}",
-                    any.join(" && ")
-                );
+                self.line(3, &format!("if (!({})) {{", masks.join(" && ")));
+                self.line(4, &format!("v_{name} = p_{name}[dc_c];"));
+                self.line(3, "}");
             }
             let merged: Vec<String> = LANES
                 .iter()
                 .enumerate()
                 .map(|(j, c)| format!("select(v_{name}.{c}, r_{name}_{j}, m_{name}_{j})"))
                 .collect();
-            let _ = writeln!(
-                self.out,
-                "            p_{name}[dc_c] = vec4({});
-        }}",
-                merged.join(", ")
-            );
+            self.line(3, &format!("p_{name}[dc_c] = vec4({});", merged.join(", ")));
+            self.line(2, "}");
         }
-        self.out.push_str(
-            "        let dc_next = dc_c + dc_stride;
-        // The last stride may pass u32::MAX.
-        if (dc_next < dc_c) {
-            break;
-        }
-        dc_c = dc_next;
-    }
-}
-",
-        );
+        self.stride_loop_close("dc_c");
     }
 
     fn line(&mut self, depth: usize, text: &str) {
@@ -739,14 +711,9 @@ fn main(
                 // The lane's own element (the vector form's plan indexes every access by
                 // the global id).
                 let name = self.k.params[*b as usize].name();
-                let text = format!(
-                    "*r_{name} = {};
-*m_{name} = true;",
-                    self.expr(value)
-                );
-                for l in text.lines() {
-                    self.line(d, l);
-                }
+                let store = format!("*r_{name} = {};", self.expr(value));
+                self.line(d, &store);
+                self.line(d, &format!("*m_{name} = true;"));
             }
             Stmt::Store { mem, index, value } => {
                 let text = if self.atomic.contains(mem) {

@@ -1024,14 +1024,8 @@ impl Builder {
                 acc.elem
             ));
         }
-        if a.len() != shape.a_len() || b.len() != shape.b_len() {
-            return self.err(format!(
-                "{name} takes {} elements of A and {} of B, found {} and {}",
-                shape.a_len(),
-                shape.b_len(),
-                a.len(),
-                b.len()
-            ));
+        if let Err(e) = shape.check_operand_counts(a.len(), b.len()) {
+            return self.err(e);
         }
         let base = self.index(base)?;
         // A constant first index is checked here; others, like any index, are checked in

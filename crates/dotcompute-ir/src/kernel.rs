@@ -738,6 +738,18 @@ impl MmaShape {
     pub fn b_len(self) -> usize {
         self.depth() as usize / 4
     }
+    /// Whether `a` and `b` operands are this shape's counts; the message when not.
+    pub fn check_operand_counts(self, a: usize, b: usize) -> Result<(), String> {
+        if a == self.a_len() && b == self.b_len() {
+            return Ok(());
+        }
+        Err(format!(
+            "{} takes {} elements of A and {} of B, found {a} and {b}",
+            self.name(),
+            self.a_len(),
+            self.b_len()
+        ))
+    }
 }
 
 /// A complete kernel.

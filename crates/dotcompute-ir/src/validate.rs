@@ -390,14 +390,8 @@ impl<'k> Validator<'k> {
                     ));
                 }
                 self.expect(base, ScalarType::U32, "the accumulator's first index")?;
-                if a.len() != shape.a_len() || b.len() != shape.b_len() {
-                    return self.err(format!(
-                        "{name} takes {} elements of A and {} of B, found {} and {}",
-                        shape.a_len(),
-                        shape.b_len(),
-                        a.len(),
-                        b.len()
-                    ));
+                if let Err(e) = shape.check_operand_counts(a.len(), b.len()) {
+                    return self.err(e);
                 }
                 for x in a.iter().chain(b) {
                     self.expect(x, shape.operand_type(), &format!("an {name} operand"))?;

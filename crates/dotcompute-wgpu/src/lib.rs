@@ -962,10 +962,9 @@ impl WgpuBackend {
                 let dispatch = match form {
                     Form::Plain => self.dispatch_for(&kernel.name, g.groups)?,
                     Form::Strided | Form::Vector => {
-                        let per_group = match form {
-                            Form::Vector => 4 * g.group[0] as u64,
-                            _ => g.group[0] as u64,
-                        };
+                        // Logical threads per invocation and trip.
+                        let lanes = if form == Form::Vector { 4 } else { 1 };
+                        let per_group = lanes * g.group[0] as u64;
                         let groups = (g.grid[0] as u64).div_ceil(per_group).max(1);
                         [groups.min(wgsl::STRIDED_GROUPS as u64) as u32, 1, 1]
                     }

@@ -92,15 +92,16 @@ impl MatmulElement for half::bf16 {
 /// The library's own generated kernels (the f32 instances), for `dotcompute emit`.
 #[doc(hidden)]
 pub fn library_kernels() -> Vec<&'static KernelDef> {
-    vec![
+    let tf32 = tf32_variant();
+    let mut kernels = vec![
         matmul_pipelined::kernel::<f32, 1>(),
         matmul_tiled::kernel::<f32>(),
-        tf32_variant().kernel,
-        tf32_variant()
-            .vec4
-            .expect("the default TF32 product has a 16-byte form"),
-        f16_variant().kernel,
-    ]
+        tf32.kernel,
+    ];
+    // The `-scalar` comparison shapes have no 16-byte form.
+    kernels.extend(tf32.vec4);
+    kernels.push(f16_variant().kernel);
+    kernels
 }
 
 /// Whether the FP32 product takes the 16×16 shared-tile kernel: on wgpu by default;
@@ -497,6 +498,18 @@ pub struct TensorKernels {
     views: bool,
 }
 
+/// The TF32 product of one shape, both load widths: a group of `64 * BN / WARP_N`
+/// threads computes a 128×`BN` block.
+fn tf32_shape<const WARP_N: u32, const DEPTH: u32, const BN: u32>() -> TensorKernels {
+    TensorKernels {
+        kernel: matmul_tf32::kernel::<WARP_N, DEPTH, BN, 1>(),
+        vec4: Some(matmul_tf32::kernel::<WARP_N, DEPTH, BN, 4>()),
+        threads: 64 * BN / WARP_N,
+        block_n: BN,
+        views: true,
+    }
+}
+
 /// The TF32 product's shape `(WARP_N, DEPTH, BN)`. The default, 64×64 warp tiles 32
 /// deep in 128×128 blocks with 16-byte loads, was the fastest measured on an H100
 /// (4096³, same run: 129 TFLOP/s against 110 for 16 deep, 105 for 128×256 blocks; an
@@ -513,41 +526,11 @@ fn tf32_variant() -> TensorKernels {
         None => (name, false),
     };
     let mut kernels = match shape {
-        "w32d32" => TensorKernels {
-            kernel: matmul_tf32::kernel::<32, 32, 128, 1>(),
-            vec4: Some(matmul_tf32::kernel::<32, 32, 128, 4>()),
-            threads: 256,
-            block_n: 128,
-            views: true,
-        },
-        "w32d16" => TensorKernels {
-            kernel: matmul_tf32::kernel::<32, 16, 128, 1>(),
-            vec4: Some(matmul_tf32::kernel::<32, 16, 128, 4>()),
-            threads: 256,
-            block_n: 128,
-            views: true,
-        },
-        "w64d16" => TensorKernels {
-            kernel: matmul_tf32::kernel::<64, 16, 128, 1>(),
-            vec4: Some(matmul_tf32::kernel::<64, 16, 128, 4>()),
-            threads: 128,
-            block_n: 128,
-            views: true,
-        },
-        "w64d16n256" => TensorKernels {
-            kernel: matmul_tf32::kernel::<64, 16, 256, 1>(),
-            vec4: Some(matmul_tf32::kernel::<64, 16, 256, 4>()),
-            threads: 256,
-            block_n: 256,
-            views: true,
-        },
-        _ => TensorKernels {
-            kernel: matmul_tf32::kernel::<64, 32, 128, 1>(),
-            vec4: Some(matmul_tf32::kernel::<64, 32, 128, 4>()),
-            threads: 128,
-            block_n: 128,
-            views: true,
-        },
+        "w32d32" => tf32_shape::<32, 32, 128>(),
+        "w32d16" => tf32_shape::<32, 16, 128>(),
+        "w64d16" => tf32_shape::<64, 16, 128>(),
+        "w64d16n256" => tf32_shape::<64, 16, 256>(),
+        _ => tf32_shape::<64, 32, 128>(),
     };
     if scalar_only {
         kernels.vec4 = None;

@@ -236,25 +236,13 @@ fn cublas_precisions(
         &inputs.b,
         2.0 / 1024.0,
     )?;
-    let (ra, rb): (Vec<f32>, Vec<f32>) = (
-        a16.iter().map(|x| x.to_f32()).collect(),
-        b16.iter().map(|x| x.to_f32()).collect(),
-    );
-    let got16: Vec<f32> = c16
-        .to_vec()
-        .map_err(super::s)?
-        .iter()
-        .map(|x| x.to_f32())
-        .collect();
+    let widen = |v: &[f16]| -> Vec<f32> { v.iter().map(|x| x.to_f32()).collect() };
+    let (ra, rb) = (widen(&a16), widen(&b16));
     // f16 output: half an f16 ulp of the result, bounded by the products' magnitudes.
-    inputs.check("cuBLAS f16", &got16, &ra, &rb, 2.0 / 2048.0)?;
-    let gen16: Vec<f32> = cgen16
-        .to_vec()
-        .map_err(super::s)?
-        .iter()
-        .map(|x| x.to_f32())
-        .collect();
-    inputs.check("generated f16", &gen16, &ra, &rb, 2.0 / 2048.0)?;
+    for (case, c) in [("cuBLAS f16", &c16), ("generated f16", &cgen16)] {
+        let got = widen(&c.to_vec().map_err(super::s)?);
+        inputs.check(case, &got, &ra, &rb, 2.0 / 2048.0)?;
+    }
     let fp32 = "cuBLAS fp32";
     Ok(vec![
         ctx.figure("matmul", size.into(), n as f64, Unit::TflopS)
