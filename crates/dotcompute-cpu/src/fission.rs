@@ -6,11 +6,13 @@
 //! the group's threads, so a barrier is simply the end of one loop and the start of the
 //! next. Locals that live across a barrier are lifted into per-thread [`Slots`]; control
 //! flow that contains a barrier (`for`, `while`, `loop`, `if`) runs once for the group,
-//! its condition or range evaluated by every thread and checked to agree ([`Uniform`]),
-//! which is what barrier semantics require of a kernel anyway. `break` and `continue` out
-//! of such a loop and `return` are reported by each thread as a [`Flow`] and must agree
-//! too ([`Alive`]). Anything that does not agree is `Error::BarrierDivergence`, as with
-//! coroutines.
+//! its condition or range evaluated by every thread and checked to agree
+//! ([`Group::agree`]), which is what barrier semantics require of a kernel anyway; where
+//! the macro can tell that a condition or a local has the same value in every thread (it
+//! is built from constants, parameters and group-wide ids only), the group body computes
+//! it once. `break` and `continue` out of such a loop and `return` are reported by each
+//! thread as a [`Flow`] and must agree too ([`Alive`]). Anything that does not agree is
+//! `Error::BarrierDivergence`, as with coroutines.
 //!
 //! The macro falls back to coroutines ([`crate::runtime::execute`]) where it cannot split
 //! the body (a barrier inside a `#[kernel_fn]`, or inside an expression), and
@@ -78,6 +80,8 @@ pub struct Group<'a> {
     group_size: UVec3,
     num_groups: UVec3,
     local_ids: &'a [UVec3],
+    /// The group is one-dimensional (`local_ids[th] == (th, 0, 0)`).
+    one_d: bool,
 }
 
 impl<'a> Group<'a> {
@@ -90,7 +94,18 @@ impl<'a> Group<'a> {
     /// The context of thread `th` (linear local index).
     #[inline(always)]
     pub fn ctx(&self, th: usize) -> ThreadCtx<'a> {
-        let l = self.local_ids[th];
+        // In a one-dimensional group the local id is the thread's number: written so, the
+        // compiler sees `local_id().x` as the loop counter (no table load, and conditions
+        // such as `lid < s` become loop bounds).
+        let l = if self.one_d {
+            UVec3 {
+                x: th as u32,
+                y: 0,
+                z: 0,
+            }
+        } else {
+            self.local_ids[th]
+        };
         ThreadCtx {
             global_id: UVec3 {
                 x: self.base.x + l.x,
@@ -104,6 +119,38 @@ impl<'a> Group<'a> {
             mem: self.mem,
             yielder: None,
         }
+    }
+
+    /// The value that every live thread computes with `value(th)` and that must be the
+    /// same for all (the condition of an `if` or `while`, or the range of a `for`, around
+    /// a barrier); `None` when the group body must end: no live thread, or the threads
+    /// disagree (divergence, reported with `what`). `alive` is `None` for kernels without
+    /// `return`, where every thread is live. The first live thread's value is compared
+    /// with the others' without a branch per thread.
+    #[inline(always)]
+    pub fn agree<T: PartialEq + Copy>(
+        &self,
+        alive: Option<&Alive>,
+        what: &str,
+        mut value: impl FnMut(usize) -> T,
+    ) -> Option<T> {
+        let n = self.threads();
+        let live = |th: usize| alive.is_none_or(|a| a.is(th));
+        let first = (0..n).find(|&th| live(th))?;
+        let agreed = value(first);
+        let mut differs = false;
+        for th in first + 1..n {
+            if live(th) {
+                differs |= value(th) != agreed;
+            }
+        }
+        if differs {
+            self.diverged(format!(
+                "{what} differs between threads; it must be the same for the whole group"
+            ));
+            return None;
+        }
+        Some(agreed)
     }
 
     /// Reports barrier divergence in this group; the group body returns after it.
@@ -297,49 +344,6 @@ impl<T: Copy + Default> ArraySlots<T> {
     }
 }
 
-/// A value every live thread computes and that must be the same for all (the condition
-/// of an `if` or `while`, or the range of a `for`, around a barrier).
-pub struct Uniform<T> {
-    value: Option<T>,
-    differs: bool,
-}
-
-impl<T: PartialEq + Copy> Uniform<T> {
-    #[inline(always)]
-    pub fn new() -> Uniform<T> {
-        Uniform {
-            value: None,
-            differs: false,
-        }
-    }
-
-    #[inline(always)]
-    pub fn add(&mut self, v: T) {
-        match self.value {
-            None => self.value = Some(v),
-            Some(p) => self.differs |= p != v,
-        }
-    }
-
-    /// The agreed value; `None` when the group body must end (no live thread, or the
-    /// threads disagree: divergence, reported with `what`).
-    pub fn get(&self, g: &Group<'_>, what: &str) -> Option<T> {
-        if self.differs {
-            g.diverged(format!(
-                "{what} differs between threads; it must be the same for the whole group"
-            ));
-            return None;
-        }
-        self.value
-    }
-}
-
-impl<T: PartialEq + Copy> Default for Uniform<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// Runs a group body for every group of the launch, in parallel on rayon, and returns
 /// the first error any group raised.
 pub fn execute_groups<G>(launch: &NativeLaunch<'_>, body: G) -> Result<()>
@@ -365,6 +369,7 @@ where
             group_size: uvec(g.group),
             num_groups: uvec(g.groups),
             local_ids: &local_ids,
+            one_d: g.group[1] == 1 && g.group[2] == 1,
         })
     });
     match launch.errors.take() {

@@ -12,6 +12,7 @@ use syn::{
 };
 
 mod fission;
+mod uniform;
 
 type Pair = (TokenStream, TokenStream);
 

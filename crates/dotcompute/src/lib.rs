@@ -284,7 +284,7 @@ pub mod __private {
     pub mod cpu {
         pub use dotcompute_cpu::fission::{
             barrier_schedule, execute_groups, Alive, ArraySlots, BarrierSchedule, Exit, Flow,
-            Group, Slots, Uniform,
+            Group, Slots,
         };
         pub use dotcompute_cpu::runtime::{
             execute, scalar, GlobalMut, GlobalRef, KernelScalar, SharedArr, ThreadCtx, View,

@@ -20,6 +20,7 @@
 //! barrier inside an expression, a `break` inside a condition) makes it give up, and the
 //! kernel keeps its coroutines.
 
+use super::uniform::Uniformity;
 use super::{is_call_to, Tx};
 use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, ToTokens};
@@ -39,9 +40,13 @@ enum Kind {
     Value { slot: syn::Ident, mutable: bool },
     /// A local array, indexed in its slot (`index`: its number in `Kernel::local_arrays`).
     Array { slot: syn::Ident, index: usize },
-    /// A group-level name (a `for` loop's variable, a shared array): no slot, but it
-    /// hides earlier names.
+    /// A group-level name (a `for` loop's variable, a shared array, a group-uniform
+    /// local): no slot, but it hides earlier names.
     GroupVar,
+    /// An immutable local computed from the thread's ids only: its declaration (native
+    /// code) is repeated in each region that names it, which is cheaper than a slot and
+    /// lets the compiler see, say, that `local_id().x` is the loop's counter.
+    Recomputed { decl: TokenStream },
 }
 
 struct Splitter {
@@ -55,6 +60,8 @@ struct Splitter {
     /// Whether the kernel has a `return`: without one every thread stays alive and the
     /// loops over threads need not check.
     may_return: bool,
+    /// The locals that hold the same value in every thread: one copy for the group.
+    uniform: Uniformity,
 }
 
 /// The group body of a kernel whose own body is `stmts`, translated from `tx` (the
@@ -64,12 +71,14 @@ pub(super) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<TokenStream> {
     for st in stmts {
         finder.visit_stmt(st);
     }
+    let uniform = Uniformity::of(&tx, stmts);
     let mut s = Splitter {
         tx,
         lifted: Vec::new(),
         slots: Vec::new(),
         loops: 0,
         may_return: finder.ret,
+        uniform,
     };
     s.tx.top_level = true;
     let body = s.list(stmts, true, false)?;
@@ -115,6 +124,23 @@ impl Splitter {
                         ident,
                         kind: Kind::GroupVar,
                     });
+                }
+                // A group-uniform local's declaration or assignment: once, between the
+                // regions (a plain local of the group body, seen by later regions).
+                s if self.uniform.is_group_stmt(s) => {
+                    if !pending.is_empty() {
+                        out.extend(self.region(&pending, top, false, &stmts[k..])?);
+                        pending.clear();
+                    }
+                    out.extend(self.tx.stmt(s).1);
+                    if let Stmt::Local(l) = s {
+                        let ident = simple_let(l)?.0.clone();
+                        self.lifted.last_mut()?.push(Lifted {
+                            name: ident.to_string(),
+                            ident,
+                            kind: Kind::GroupVar,
+                        });
+                    }
                 }
                 s if !has_barrier(s) => pending.push(s),
                 s => {
@@ -291,18 +317,25 @@ impl Splitter {
         values: Vec<TokenStream>,
         what: &str,
     ) -> TokenStream {
+        // Built from group-uniform values only: computed once, by thread 0's context.
+        if sources.iter().all(|e| self.uniform.expr(e, &self.tx)) {
+            return quote!((#(#values,)*));
+        }
         let names = names_in(sources.iter().map(|e| e.to_token_stream()));
         let (rebinds, _, used) = self.rebinds(&names, false);
-        let skip_dead = self.skip_dead();
+        let alive = if self.may_return {
+            quote!(::core::option::Option::Some(&__alive))
+        } else {
+            quote!(::core::option::Option::None)
+        };
         quote!({
-            let mut __u = __dc::cpu::Uniform::new();
             #( #used.for_threads(__n); )*
-            for __th in 0..__n {
-                #skip_dead
+            let __agreed = __g.agree(#alive, #what, |__th| {
                 let __ctx = &__g.ctx(__th);
-                __u.add({ #rebinds (#(#values,)*) });
-            }
-            match __u.get(__g, #what) {
+                #rebinds
+                (#(#values,)*)
+            });
+            match __agreed {
                 ::core::option::Option::Some(__v) => __v,
                 ::core::option::Option::None => return,
             }
@@ -350,6 +383,10 @@ impl Splitter {
                 self.tx.lift_array = None;
                 used.push(slot.clone());
                 Kind::Array { slot, index }
+            } else if !mutable && self.uniform.is_thread_id_expr(init, &self.tx) {
+                let decl = self.tx.stmt(s).1;
+                body.extend(decl.clone());
+                Kind::Recomputed { decl }
             } else {
                 body.extend(self.tx.stmt(s).1);
                 let slot = self.new_slot(&name, quote!(__dc::cpu::Slots::new(__n)));
@@ -461,6 +498,7 @@ impl Splitter {
                     rebinds
                         .extend(quote!(let #id = __ctx.local_array(#slot.get_mut(__th), #index);));
                 }
+                Kind::Recomputed { decl } => rebinds.extend(decl.clone()),
                 Kind::GroupVar => {}
             }
         }
@@ -552,7 +590,7 @@ fn has_barrier(s: &Stmt) -> bool {
     f.barrier
 }
 
-fn has_barrier_expr(e: &Expr) -> bool {
+pub(super) fn has_barrier_expr(e: &Expr) -> bool {
     let mut f = Finder::default();
     f.visit_expr(e);
     f.barrier

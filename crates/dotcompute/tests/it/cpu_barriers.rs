@@ -145,6 +145,38 @@ fn barrier_shapes(x: &[i32], out: &mut [i32], rounds: u32) {
     }
 }
 
+/// Group-uniform locals (one copy per group in the split body): a trip count that differs
+/// between groups, values reassigned between barriers; beside look-alikes that must stay
+/// per thread: one assigned under a per-thread `if`, one declared twice.
+#[kernel]
+fn uniform_lookalikes(x: &[u32], out: &mut [u32], extra: u32) {
+    let sh = shared::<u32, 64>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let rounds = group_id().x % 4 + extra;
+    let mut step = 1u32;
+    let mut mine = if i < x.len() { x[i] } else { l };
+    let mut odd = 0u32;
+    let mut t = 5u32;
+    let mut r = 0u32;
+    while r < rounds {
+        sh[l] = mine + step;
+        barrier();
+        mine = sh[(l + step) % 64] ^ (mine >> 3);
+        if l % 2 == 1 {
+            odd += step;
+        }
+        barrier();
+        step = step * 3 % 61 + 1;
+        t += r;
+        r += 1;
+    }
+    let t = t * 7 + odd;
+    if i < x.len() {
+        out[i] = mine ^ step ^ t ^ (r << 24);
+    }
+}
+
 #[kernel]
 fn barrier_in_divergent_if(out: &mut [u32]) {
     let l = local_id().x;
@@ -340,6 +372,63 @@ fn control_flow_around_barriers_agrees_between_schedules_and_with_wgpu() {
                     "rounds {rounds}, {} against the CPU (seed {seed})",
                     g.label()
                 ),
+            );
+        }
+    }
+}
+
+/// `uniform_lookalikes` on the host, group by group.
+fn lookalikes_reference(x: &[u32], extra: u32) -> Vec<u32> {
+    let n = x.len();
+    let mut out = vec![0u32; n];
+    for g in 0..n.div_ceil(64) {
+        let rounds = g as u32 % 4 + extra;
+        let mut mine: Vec<u32> = (0..64)
+            .map(|l| x.get(g * 64 + l).copied().unwrap_or(l as u32))
+            .collect();
+        let mut odd = [0u32; 64];
+        let (mut step, mut t, mut r) = (1u32, 5u32, 0u32);
+        while r < rounds {
+            let sh: Vec<u32> = mine.iter().map(|m| m.wrapping_add(step)).collect();
+            for l in 0..64 {
+                mine[l] = sh[(l + step as usize) % 64] ^ (mine[l] >> 3);
+                if l % 2 == 1 {
+                    odd[l] += step;
+                }
+            }
+            step = step * 3 % 61 + 1;
+            t += r;
+            r += 1;
+        }
+        for l in 0..64 {
+            if let Some(o) = out.get_mut(g * 64 + l) {
+                *o = mine[l] ^ step ^ (t * 7 + odd[l]) ^ (r << 24);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn group_uniform_locals_and_their_look_alikes_are_right_under_both_schedules() {
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 64 * 41 + 9;
+    let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let dx = d.upload(&x).unwrap();
+    for extra in [0u32, 3] {
+        let want = lookalikes_reference(&x, extra);
+        for s in SCHEDULES {
+            let mut out = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+            under(s, true, || {
+                uniform_lookalikes::launch(&d, Launch::threads(n).group(64), &dx, &mut out, extra)
+                    .unwrap()
+            });
+            same(
+                &out.to_vec().unwrap(),
+                &want,
+                &format!("{s:?}, extra {extra} (seed {seed})"),
             );
         }
     }
