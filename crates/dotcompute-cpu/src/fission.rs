@@ -80,8 +80,6 @@ pub struct Group<'a> {
     group_size: UVec3,
     num_groups: UVec3,
     local_ids: &'a [UVec3],
-    /// The group is one-dimensional (`local_ids[th] == (th, 0, 0)`).
-    one_d: bool,
 }
 
 impl<'a> Group<'a> {
@@ -97,7 +95,7 @@ impl<'a> Group<'a> {
         // In a one-dimensional group the local id is the thread's number: written so, the
         // compiler sees `local_id().x` as the loop counter (no table load, and conditions
         // such as `lid < s` become loop bounds).
-        let l = if self.one_d {
+        let l = if self.group_size.y == 1 && self.group_size.z == 1 {
             UVec3 {
                 x: th as u32,
                 y: 0,
@@ -369,7 +367,6 @@ where
             group_size: uvec(g.group),
             num_groups: uvec(g.groups),
             local_ids: &local_ids,
-            one_d: g.group[1] == 1 && g.group[2] == 1,
         })
     });
     match launch.errors.take() {

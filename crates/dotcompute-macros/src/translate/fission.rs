@@ -117,50 +117,60 @@ impl Splitter {
                 Stmt::Local(l)
                     if top && simple_let(l).is_some_and(|(_, _, i)| is_shared_decl(i)) =>
                 {
-                    let ident = simple_let(l)?.0.clone();
                     out.extend(self.tx.stmt(s).1);
-                    self.lifted.last_mut()?.push(Lifted {
-                        name: ident.to_string(),
-                        ident,
-                        kind: Kind::GroupVar,
-                    });
+                    self.group_var(l)?;
                 }
                 // A group-uniform local's declaration or assignment: once, between the
                 // regions (a plain local of the group body, seen by later regions).
                 s if self.uniform.is_group_stmt(s) => {
-                    if !pending.is_empty() {
-                        out.extend(self.region(&pending, top, false, &stmts[k..])?);
-                        pending.clear();
-                    }
+                    out.extend(self.flush(&mut pending, top, false, &stmts[k..])?);
                     out.extend(self.tx.stmt(s).1);
                     if let Stmt::Local(l) = s {
-                        let ident = simple_let(l)?.0.clone();
-                        self.lifted.last_mut()?.push(Lifted {
-                            name: ident.to_string(),
-                            ident,
-                            kind: Kind::GroupVar,
-                        });
+                        self.group_var(l)?;
                     }
                 }
                 s if !has_barrier(s) => pending.push(s),
                 s => {
-                    if !pending.is_empty() {
-                        out.extend(self.region(&pending, top, false, &stmts[k..])?);
-                        pending.clear();
-                    }
+                    out.extend(self.flush(&mut pending, top, false, &stmts[k..])?);
                     let last = k + 1 == stmts.len();
                     out.extend(self.group_stmt(s, loop_tail && last)?);
                 }
             }
         }
-        if !pending.is_empty() {
-            out.extend(self.region(&pending, top, loop_tail, &[])?);
-        }
+        out.extend(self.flush(&mut pending, top, loop_tail, &[])?);
         if !top {
             self.tx.scopes.pop();
         }
         self.lifted.pop();
         Some(out)
+    }
+
+    /// The barrier-free statements gathered so far, as one region (nothing when there
+    /// are none); `later`: the rest of the statement list.
+    fn flush(
+        &mut self,
+        pending: &mut Vec<&Stmt>,
+        top: bool,
+        loop_tail: bool,
+        later: &[Stmt],
+    ) -> Option<TokenStream> {
+        if pending.is_empty() {
+            return Some(TokenStream::new());
+        }
+        let r = self.region(pending, top, loop_tail, later);
+        pending.clear();
+        r
+    }
+
+    /// Names the local that `l` declares at group level (no slot).
+    fn group_var(&mut self, l: &syn::Local) -> Option<()> {
+        let ident = simple_let(l)?.0.clone();
+        self.lifted.last_mut()?.push(Lifted {
+            name: ident.to_string(),
+            ident,
+            kind: Kind::GroupVar,
+        });
+        Some(())
     }
 
     /// A statement that contains a barrier.
@@ -514,7 +524,7 @@ impl Splitter {
 }
 
 /// `let [mut] name [: T] = init;`
-fn simple_let(l: &syn::Local) -> Option<(&syn::Ident, bool, &Expr)> {
+pub(super) fn simple_let(l: &syn::Local) -> Option<(&syn::Ident, bool, &Expr)> {
     let pat = match &l.pat {
         Pat::Type(pt) => &*pt.pat,
         p => p,

@@ -20,10 +20,11 @@
 //! Uniform locals are found by a fixed point: start from every candidate that passes the
 //! first two rules, drop those whose values use a non-uniform name, until nothing changes.
 
-use super::{is_call_to, Binding, Tx};
+use super::fission::simple_let;
+use super::{compound_op, is_call_to, Binding, Tx};
 use std::collections::{HashMap, HashSet};
 use syn::visit::Visit;
-use syn::{BinOp, Expr, Pat, Stmt};
+use syn::{Expr, Pat, Stmt};
 
 /// The result of the analysis. Names it does not know (parameters, constants, names the
 /// translator makes up, such as a desugared `match`'s scrutinee) are classified by the
@@ -75,37 +76,7 @@ impl Uniformity {
     /// Whether `e` has the same value in every thread, given the uniform locals and the
     /// translator's bindings `tx` where `e` is.
     pub(super) fn expr(&self, e: &Expr, tx: &Tx) -> bool {
-        match e {
-            Expr::Lit(_) => true,
-            Expr::Path(p) => match p.path.get_ident() {
-                // `f32::MAX`, `u32::BITS`: constants.
-                None => p.path.segments.len() > 1,
-                Some(id) => self.name(&id.to_string(), tx),
-            },
-            Expr::Binary(b) => {
-                !is_assign(&b.op) && self.expr(&b.left, tx) && self.expr(&b.right, tx)
-            }
-            Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)) && self.expr(&u.expr, tx),
-            Expr::Paren(p) => self.expr(&p.expr, tx),
-            Expr::Group(g) => self.expr(&g.expr, tx),
-            Expr::Cast(c) => self.expr(&c.expr, tx),
-            Expr::Field(f) => self.expr(&f.base, tx),
-            Expr::Call(c) => {
-                c.args.is_empty()
-                    && ["group_id", "group_size", "num_groups"]
-                        .iter()
-                        .any(|f| is_call_to(c, f))
-            }
-            // An array's length is fixed for the launch (only arrays have `len()`).
-            Expr::MethodCall(m) if m.method == "len" && m.args.is_empty() => {
-                matches!(&*m.receiver, Expr::Path(p) if p.path.get_ident().is_some())
-            }
-            // Methods of kernel scalars are pure.
-            Expr::MethodCall(m) => {
-                self.expr(&m.receiver, tx) && m.args.iter().all(|a| self.expr(a, tx))
-            }
-            _ => false,
-        }
+        self.built_from(e, tx, Over::Group)
     }
 
     /// Whether `e` is a function of the thread's ids only (`local_id()`, `global_id()`,
@@ -113,35 +84,51 @@ impl Uniformity {
     /// it and never assigned can be recomputed in each region from the thread's context
     /// instead of being stored per thread.
     pub(super) fn is_thread_id_expr(&self, e: &Expr, tx: &Tx) -> bool {
+        self.built_from(e, tx, Over::Thread)
+    }
+
+    /// Whether `e` is built only from values that do not vary `over` the group or the
+    /// thread. The thread form names no local at all (a uniform local may be reassigned
+    /// between a region and the next, a recomputed declaration must not see that) and no
+    /// method calls.
+    fn built_from(&self, e: &Expr, tx: &Tx, over: Over) -> bool {
+        let group = over == Over::Group;
+        let sub = |e: &Expr| self.built_from(e, tx, over);
         match e {
             Expr::Lit(_) => true,
             Expr::Path(p) => match p.path.get_ident() {
+                // `f32::MAX`, `u32::BITS`: constants.
                 None => p.path.segments.len() > 1,
                 Some(id) => {
                     let name = id.to_string();
-                    !self.declared.contains(&name) && self.name(&name, tx)
+                    (group || !self.declared.contains(&name)) && self.name(&name, tx)
                 }
             },
-            Expr::Binary(b) => {
-                !is_assign(&b.op)
-                    && self.is_thread_id_expr(&b.left, tx)
-                    && self.is_thread_id_expr(&b.right, tx)
-            }
-            Expr::Paren(p) => self.is_thread_id_expr(&p.expr, tx),
-            Expr::Cast(c) => self.is_thread_id_expr(&c.expr, tx),
-            Expr::Field(f) => self.is_thread_id_expr(&f.base, tx),
+            Expr::Binary(b) => compound_op(&b.op).is_none() && sub(&b.left) && sub(&b.right),
+            Expr::Paren(p) => sub(&p.expr),
+            Expr::Cast(c) => sub(&c.expr),
+            Expr::Field(f) => sub(&f.base),
             Expr::Call(c) => {
-                c.args.is_empty()
-                    && [
+                let ids: &[&str] = match over {
+                    Over::Group => &["group_id", "group_size", "num_groups"],
+                    Over::Thread => &[
                         "local_id",
                         "global_id",
                         "group_id",
                         "group_size",
                         "num_groups",
-                    ]
-                    .iter()
-                    .any(|f| is_call_to(c, f))
+                    ],
+                };
+                c.args.is_empty() && ids.iter().any(|f| is_call_to(c, f))
             }
+            Expr::Unary(u) if group => !matches!(u.op, syn::UnOp::Deref(_)) && sub(&u.expr),
+            Expr::Group(g) if group => sub(&g.expr),
+            // An array's length is fixed for the launch (only arrays have `len()`).
+            Expr::MethodCall(m) if group && m.method == "len" && m.args.is_empty() => {
+                matches!(&*m.receiver, Expr::Path(p) if p.path.get_ident().is_some())
+            }
+            // Methods of kernel scalars are pure.
+            Expr::MethodCall(m) if group => sub(&m.receiver) && m.args.iter().all(sub),
             _ => false,
         }
     }
@@ -162,34 +149,27 @@ impl Uniformity {
     /// uniform local, or an assignment to one.
     pub(super) fn is_group_stmt(&self, s: &Stmt) -> bool {
         match s {
-            Stmt::Local(l) => let_name(l).is_some_and(|n| self.locals.contains(&n)),
+            Stmt::Local(l) => {
+                simple_let(l).is_some_and(|(ident, _, _)| self.locals.contains(&ident.to_string()))
+            }
             Stmt::Expr(e, Some(_)) => assigned(e).is_some_and(|n| self.locals.contains(&n)),
             _ => false,
         }
     }
 }
 
-fn is_assign(op: &BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::AddAssign(_)
-            | BinOp::SubAssign(_)
-            | BinOp::MulAssign(_)
-            | BinOp::DivAssign(_)
-            | BinOp::RemAssign(_)
-            | BinOp::BitXorAssign(_)
-            | BinOp::BitAndAssign(_)
-            | BinOp::BitOrAssign(_)
-            | BinOp::ShlAssign(_)
-            | BinOp::ShrAssign(_)
-    )
+/// What a value may vary over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Over {
+    Group,
+    Thread,
 }
 
 /// The local that `e` assigns (`x = ..`, `x op= ..`), and the value it assigns.
 fn assignment(e: &Expr) -> Option<(String, &Expr)> {
     let (target, value) = match e {
         Expr::Assign(a) => (&*a.left, &*a.right),
-        Expr::Binary(b) if is_assign(&b.op) => (&*b.left, &*b.right),
+        Expr::Binary(b) if compound_op(&b.op).is_some() => (&*b.left, &*b.right),
         _ => return None,
     };
     match target {
@@ -200,18 +180,6 @@ fn assignment(e: &Expr) -> Option<(String, &Expr)> {
 
 fn assigned(e: &Expr) -> Option<String> {
     assignment(e).map(|(n, _)| n)
-}
-
-/// `let [mut] name [: T] = init;`, the name.
-fn let_name(l: &syn::Local) -> Option<String> {
-    let pat = match &l.pat {
-        Pat::Type(pt) => &*pt.pat,
-        p => p,
-    };
-    match pat {
-        Pat::Ident(pi) if l.init.is_some() && pi.subpat.is_none() => Some(pi.ident.to_string()),
-        _ => None,
-    }
 }
 
 /// Every declaration, assignment and `&mut` borrow of a name in the body.
@@ -257,10 +225,9 @@ impl<'ast> GroupLevel<'ast> {
         for s in stmts {
             match s {
                 Stmt::Local(l) => {
-                    if let (Some(n), Some(init)) = (let_name(l), &l.init) {
-                        if init.diverge.is_none() {
-                            self.values.entry(n).or_default().push(&init.expr);
-                        }
+                    let diverges = l.init.as_ref().is_some_and(|i| i.diverge.is_some());
+                    if let (Some((ident, _, init)), false) = (simple_let(l), diverges) {
+                        self.values.entry(ident.to_string()).or_default().push(init);
                     }
                 }
                 Stmt::Expr(e, _) => {
