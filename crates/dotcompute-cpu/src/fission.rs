@@ -89,13 +89,19 @@ impl<'a> Group<'a> {
         self.local_ids.len()
     }
 
+    /// Whether the group is one-dimensional: thread `th`'s `local_id().x` is `th`.
+    #[inline(always)]
+    pub fn one_dimensional(&self) -> bool {
+        self.group_size.y == 1 && self.group_size.z == 1
+    }
+
     /// The context of thread `th` (linear local index).
     #[inline(always)]
     pub fn ctx(&self, th: usize) -> ThreadCtx<'a> {
         // In a one-dimensional group the local id is the thread's number: written so, the
         // compiler sees `local_id().x` as the loop counter (no table load, and conditions
         // such as `lid < s` become loop bounds).
-        let l = if self.group_size.y == 1 && self.group_size.z == 1 {
+        let l = if self.one_dimensional() {
             UVec3 {
                 x: th as u32,
                 y: 0,

@@ -46,7 +46,8 @@ enum Kind {
     /// An immutable local computed from the thread's ids only: its declaration (native
     /// code) is repeated in each region that names it, which is cheaper than a slot and
     /// lets the compiler see, say, that `local_id().x` is the loop's counter.
-    Recomputed { decl: TokenStream },
+    /// `local_x`: the local is exactly `local_id().x`.
+    Recomputed { decl: TokenStream, local_x: bool },
 }
 
 struct Splitter {
@@ -396,7 +397,10 @@ impl Splitter {
             } else if !mutable && self.uniform.is_thread_id_expr(init, &self.tx) {
                 let decl = self.tx.stmt(s).1;
                 body.extend(decl.clone());
-                Kind::Recomputed { decl }
+                Kind::Recomputed {
+                    decl,
+                    local_x: is_local_x(init),
+                }
             } else {
                 body.extend(self.tx.stmt(s).1);
                 let slot = self.new_slot(&name, quote!(__dc::cpu::Slots::new(__n)));
@@ -435,6 +439,7 @@ impl Splitter {
         } else {
             quote!()
         };
+        let threads = self.thread_range(stmts);
         let skip_dead = self.skip_dead();
         let (note, begin) = if self.may_return || !exit.is_empty() {
             (
@@ -447,7 +452,7 @@ impl Splitter {
         Some(quote! {
             #begin
             #( #used.for_threads(__n); )*
-            for __th in 0..__n {
+            for __th in #threads {
                 #skip_dead
                 let __ctx = &__g.ctx(__th);
                 let __flow: __dc::cpu::Flow = (|| {
@@ -464,6 +469,83 @@ impl Splitter {
             }
             #exit
         })
+    }
+
+    /// The threads a region runs: all of them (`0..__n`), except where the region is one
+    /// `if` (no `else`, no `break` / `continue` / `return`) whose condition compares the
+    /// thread's `local_id().x` with a group-uniform name or literal, as a tree
+    /// reduction's step `if lid < s { .. }` does. Then only the threads for which it can
+    /// hold run: in a one-dimensional group `local_id().x` is the thread's number, so
+    /// `lid < s` is the range `0..s`. The condition stays in the body; the range only
+    /// skips threads that would find it false. Other groups run every thread.
+    fn thread_range(&self, stmts: &[&Stmt]) -> TokenStream {
+        let all = quote!(0..__n);
+        let [Stmt::Expr(Expr::If(i), _)] = stmts else {
+            return all;
+        };
+        if i.else_branch.is_some() || has_flow(&Expr::If(i.clone())) {
+            return all;
+        }
+        let Expr::Binary(b) = &*i.cond else {
+            return all;
+        };
+        use syn::BinOp::{Eq, Ge, Gt, Le, Lt};
+        // `lid OP u`, or `u OP lid` turned around.
+        let (op, bound) = match (self.is_local_x(&b.left), self.is_local_x(&b.right)) {
+            (true, false) => (b.op, &*b.right),
+            (false, true) => match b.op {
+                Lt(t) => (Gt(syn::Token![>](t.span)), &*b.left),
+                Le(t) => (Ge(syn::Token![>=](t.spans)), &*b.left),
+                Gt(t) => (Lt(syn::Token![<](t.span)), &*b.left),
+                Ge(t) => (Le(syn::Token![<=](t.spans)), &*b.left),
+                op => (op, &*b.left),
+            },
+            _ => return all,
+        };
+        let simple = match bound {
+            Expr::Path(p) => p.path.get_ident().is_some(),
+            Expr::Lit(l) => matches!(l.lit, syn::Lit::Int(_)),
+            _ => false,
+        };
+        if !simple || !self.uniform.expr(bound, &self.tx) {
+            return all;
+        }
+        let (lo, hi) = match op {
+            Lt(_) => (quote!(0), quote!(__u)),
+            Le(_) => (quote!(0), quote!(__u.saturating_add(1))),
+            Eq(_) => (quote!(__u), quote!(__u.saturating_add(1))),
+            Ge(_) => (quote!(__u), quote!(__n)),
+            Gt(_) => (quote!(__u.saturating_add(1)), quote!(__n)),
+            _ => return all,
+        };
+        quote!({
+            let (__lo, __hi): (usize, usize) = if __g.one_dimensional() {
+                // A bound of the thread's `local_id().x`, a u32 as the comparison needs.
+                let __u = (#bound) as usize;
+                let __hi: usize = #hi;
+                (::core::cmp::min(#lo, __n), ::core::cmp::min(__hi, __n))
+            } else {
+                (0, __n)
+            };
+            __lo..__hi
+        })
+    }
+
+    /// Whether `e` is `local_id().x`, or names a local that is exactly that.
+    fn is_local_x(&self, e: &Expr) -> bool {
+        if is_local_x(e) {
+            return true;
+        }
+        let Expr::Path(p) = e else { return false };
+        let Some(id) = p.path.get_ident() else {
+            return false;
+        };
+        let name = id.to_string();
+        let visible = self.lifted.iter().flatten().rev().find(|l| l.name == name);
+        matches!(
+            visible.map(|l| &l.kind),
+            Some(Kind::Recomputed { local_x: true, .. })
+        )
     }
 
     /// The check that skips threads that have returned, where the kernel can return.
@@ -508,7 +590,7 @@ impl Splitter {
                     rebinds
                         .extend(quote!(let #id = __ctx.local_array(#slot.get_mut(__th), #index);));
                 }
-                Kind::Recomputed { decl } => rebinds.extend(decl.clone()),
+                Kind::Recomputed { decl, .. } => rebinds.extend(decl.clone()),
                 Kind::GroupVar => {}
             }
         }
@@ -532,6 +614,17 @@ pub(super) fn simple_let(l: &syn::Local) -> Option<(&syn::Ident, bool, &Expr)> {
     let Pat::Ident(pi) = pat else { return None };
     let init = l.init.as_ref()?;
     Some((&pi.ident, pi.mutability.is_some(), &init.expr))
+}
+
+/// `local_id().x`.
+fn is_local_x(e: &Expr) -> bool {
+    let Expr::Field(f) = e else { return false };
+    let Expr::Call(c) = &*f.base else {
+        return false;
+    };
+    c.args.is_empty()
+        && is_call_to(c, "local_id")
+        && matches!(&f.member, syn::Member::Named(m) if m == "x")
 }
 
 fn is_shared_decl(init: &Expr) -> bool {

@@ -177,6 +177,55 @@ fn uniform_lookalikes(x: &[u32], out: &mut [u32], extra: u32) {
     }
 }
 
+/// Steps guarded by a comparison of `local_id().x` with a group-uniform bound, in every
+/// form the splitter runs over a range of threads instead of all of them (in a
+/// one-dimensional group; a 2-D group must still run every thread).
+#[kernel]
+fn guarded_steps(out: &mut [u32], w: u32, k: u32) {
+    let t = shared::<u32, 256>();
+    let lid = local_id().x;
+    let slot = local_id().y * group_size().x + lid;
+    t[slot] = 0;
+    barrier();
+    if lid < k {
+        t[slot] += 1;
+    }
+    barrier();
+    if k > lid {
+        t[slot] += 2;
+    }
+    barrier();
+    if lid <= k {
+        t[slot] += 4;
+    }
+    barrier();
+    if lid == k {
+        t[slot] += 8;
+    }
+    barrier();
+    if lid >= k {
+        t[slot] += 16;
+    }
+    barrier();
+    if local_id().x > k {
+        t[slot] += 32;
+    }
+    barrier();
+    if k <= lid {
+        t[slot] += 64;
+    }
+    barrier();
+    if lid < 3 {
+        t[slot] += 128;
+    }
+    barrier();
+    let gx = global_id().x;
+    let gy = global_id().y;
+    if gx < w && gy * w + gx < out.len() {
+        out[gy * w + gx] = t[slot];
+    }
+}
+
 #[kernel]
 fn barrier_in_divergent_if(out: &mut [u32]) {
     let l = local_id().x;
@@ -429,6 +478,69 @@ fn group_uniform_locals_and_their_look_alikes_are_right_under_both_schedules() {
                 &out.to_vec().unwrap(),
                 &want,
                 &format!("{s:?}, extra {extra} (seed {seed})"),
+            );
+        }
+    }
+}
+
+/// What `guarded_steps` stores for a thread whose `local_id().x` is `lid`.
+fn guarded_steps_reference(lid: u32, k: u32) -> u32 {
+    [
+        (lid < k, 1),
+        (k > lid, 2),
+        (lid <= k, 4),
+        (lid == k, 8),
+        (lid >= k, 16),
+        (lid > k, 32),
+        (k <= lid, 64),
+        (lid < 3, 128),
+    ]
+    .iter()
+    .filter(|(taken, _)| *taken)
+    .map(|(_, bit)| bit)
+    .sum()
+}
+
+#[test]
+fn steps_guarded_by_the_thread_id_run_for_exactly_the_threads_they_name() {
+    let d = Device::cpu();
+    // 1-D: a group of 96 (not a power of two), the last group partial.
+    let n = 96 * 5 + 17;
+    // 2-D: 16×6 groups on a 53×13 grid (partial groups on both axes).
+    let (w, h) = (53usize, 13usize);
+    for k in [0u32, 2, 3, 15, 16, 17, 95, 96, 200, u32::MAX] {
+        let want_1d: Vec<u32> = (0..n)
+            .map(|i| guarded_steps_reference((i % 96) as u32, k))
+            .collect();
+        let want_2d: Vec<u32> = (0..w * h)
+            .map(|i| guarded_steps_reference((i % w % 16) as u32, k))
+            .collect();
+        for s in SCHEDULES {
+            let mut out = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+            under(s, true, || {
+                guarded_steps::launch(&d, Launch::threads(n).group(96), &mut out, n as u32, k)
+                    .unwrap()
+            });
+            same(
+                &out.to_vec().unwrap(),
+                &want_1d,
+                &format!("{s:?}, 1-D, k {k}"),
+            );
+            let mut out = d.alloc_filled(w * h, 0xDEAD_BEEFu32).unwrap();
+            under(s, true, || {
+                guarded_steps::launch(
+                    &d,
+                    Launch::grid2d(w, h).group2d(16, 6),
+                    &mut out,
+                    w as u32,
+                    k,
+                )
+                .unwrap()
+            });
+            same(
+                &out.to_vec().unwrap(),
+                &want_2d,
+                &format!("{s:?}, 2-D, k {k}"),
             );
         }
     }
