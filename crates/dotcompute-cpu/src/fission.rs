@@ -95,6 +95,24 @@ impl<'a> Group<'a> {
         self.group_size.y == 1 && self.group_size.z == 1
     }
 
+    /// `global_id()` of the group's first thread.
+    #[inline(always)]
+    pub(crate) fn base(&self) -> UVec3 {
+        self.base
+    }
+
+    /// The group's size along x.
+    #[inline(always)]
+    pub(crate) fn size_x(&self) -> u32 {
+        self.group_size.x
+    }
+
+    /// The group's size along y.
+    #[inline(always)]
+    pub(crate) fn size_y(&self) -> u32 {
+        self.group_size.y
+    }
+
     /// The context of thread `th` (linear local index).
     #[inline(always)]
     pub fn ctx(&self, th: usize) -> ThreadCtx<'a> {
@@ -311,6 +329,20 @@ impl<T: Copy + Default> Slots<T> {
     #[inline(always)]
     pub fn get(&self, th: usize) -> T {
         self.values[th]
+    }
+
+    /// The values of threads `first .. first + LANES` (one bounds check).
+    #[inline(always)]
+    pub fn get_lanes(&self, first: usize) -> crate::lanes::Lanes<T> {
+        let mut out = [T::default(); crate::lanes::LANES];
+        out.copy_from_slice(&self.values[first..first + crate::lanes::LANES]);
+        out
+    }
+
+    /// Stores the values of threads `first .. first + LANES`.
+    #[inline(always)]
+    pub fn set_lanes(&mut self, first: usize, v: crate::lanes::Lanes<T>) {
+        self.values[first..first + crate::lanes::LANES].copy_from_slice(&v);
     }
 }
 

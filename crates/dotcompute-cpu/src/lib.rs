@@ -34,6 +34,7 @@
 //! in parallel.
 
 pub mod fission;
+pub mod lanes;
 pub mod ops;
 pub mod runtime;
 

@@ -203,6 +203,53 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
         }
     }
 
+    /// `self[idx[l]]` for the masked lanes `l` (the others get an arbitrary element, or
+    /// the default): one check for the chunk, then loads without a branch per lane,
+    /// which the compiler can turn into a vector gather. Out of bounds in a masked lane,
+    /// each lane goes through [`View::load`], which raises the error.
+    #[inline(always)]
+    pub fn load_lanes<I: KernelIndex>(
+        &self,
+        m: &crate::lanes::Mask,
+        idx: crate::lanes::Lanes<I>,
+    ) -> crate::lanes::Lanes<T> {
+        use crate::lanes::{consecutive, each, LANES};
+        let first = idx[0].to_index();
+        if consecutive(m, &idx)
+            && first
+                .checked_add(LANES as u32)
+                .is_some_and(|e| e <= self.len)
+        {
+            // SAFETY: elements first .. first + LANES are in bounds.
+            return unsafe { (self.ptr.add(first as usize) as *const [T; LANES]).read_unaligned() };
+        }
+        let mut in_bounds = self.len > 0;
+        for l in 0..LANES {
+            in_bounds &= (m[l] == 0) | (idx[l].to_index() < self.len);
+        }
+        if in_bounds {
+            // SAFETY: a masked lane's index is in bounds (checked above); the others read
+            // element 0, which exists (len > 0).
+            each(|l| unsafe {
+                self.ptr
+                    .add(if m[l] != 0 {
+                        idx[l].to_index() as usize
+                    } else {
+                        0
+                    })
+                    .read()
+            })
+        } else {
+            each(|l| {
+                if m[l] != 0 {
+                    self.load(idx[l])
+                } else {
+                    T::default()
+                }
+            })
+        }
+    }
+
     /// A checked pointer to element `index`, or `None` (and an error raised).
     #[inline(always)]
     fn slot<I: KernelIndex>(&self, index: I) -> Option<*mut T> {
@@ -223,6 +270,35 @@ impl<T: KernelElem> View<'_, T, true> {
         if let Some(p) = self.slot(index) {
             // SAFETY: in bounds; see the type's note on races.
             unsafe { p.write(value) }
+        }
+    }
+
+    /// `self[idx[l]] = v[l]` for the masked lanes `l`, in lane order: one vector store
+    /// where every lane is masked and the indices are consecutive and in bounds, else
+    /// each lane through [`View::store`].
+    #[inline(always)]
+    pub fn store_lanes<I: KernelIndex>(
+        &self,
+        m: &crate::lanes::Mask,
+        idx: crate::lanes::Lanes<I>,
+        v: crate::lanes::Lanes<T>,
+    ) {
+        use crate::lanes::{consecutive, LANES};
+        let first = idx[0].to_index();
+        if consecutive(m, &idx)
+            && first
+                .checked_add(LANES as u32)
+                .is_some_and(|e| e <= self.len)
+        {
+            // SAFETY: elements first .. first + LANES are in bounds; see the type's note
+            // on races.
+            unsafe { (self.ptr.add(first as usize) as *mut [T; LANES]).write_unaligned(v) };
+            return;
+        }
+        for l in 0..LANES {
+            if m[l] != 0 {
+                self.store(idx[l], v[l]);
+            }
         }
     }
 }

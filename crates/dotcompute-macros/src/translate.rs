@@ -12,6 +12,7 @@ use syn::{
 };
 
 mod fission;
+mod lanes;
 mod uniform;
 
 type Pair = (TokenStream, TokenStream);
@@ -2118,20 +2119,48 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     // Kernels with barriers run on the CPU as a group body split at the barriers where the
     // body allows it, unless a #[kernel_fn] it calls has barriers of its own (the split
     // cannot see inside it), which the helpers' constants tell at compile time.
+    let mut lane_regions = 0usize;
     let split = match (tx.barrier_sites > 0)
         .then(|| fission::group_body(before_body, &f.block.stmts))
         .flatten()
     {
-        Some(group) => {
+        Some((group, lanes)) => {
+            lane_regions = lanes;
             let helper_paths = &tx.helper_paths;
+            let run = quote! {
+                __dc::cpu::execute_groups(__l, move |__g: &__dc::cpu::Group<'_>| {
+                    #group
+                })
+            };
+            // A copy compiled for AVX2 (the closures inside inherit the target feature),
+            // where the processor has it: lane regions then use 8-wide registers. Kernels
+            // with generic parameters keep the one copy (an inner fn cannot name them).
+            let avx2 = match f.sig.generics.params.is_empty() {
+                true => quote! {
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        #[target_feature(enable = "avx2")]
+                        unsafe fn __dc_split_avx2(
+                            __l: &__dc::NativeLaunch<'_>,
+                        ) -> ::dotcompute::Result<()> {
+                            #bind_params
+                            #run
+                        }
+                        if __dc::cpu::lanes::avx2() {
+                            // SAFETY: the processor has AVX2 (checked just above).
+                            return unsafe { __dc_split_avx2(__l) };
+                        }
+                    }
+                },
+                false => quote!(),
+            };
             quote! {
                 const __DC_SPLIT: bool = true #(&& !#helper_paths::__DC_BARRIER)*;
                 if __DC_SPLIT
                     && __dc::cpu::barrier_schedule() == __dc::cpu::BarrierSchedule::Fission
                 {
-                    return __dc::cpu::execute_groups(__l, move |__g: &__dc::cpu::Group<'_>| {
-                        #group
-                    });
+                    #avx2
+                    return #run;
                 }
             }
         }
@@ -2230,6 +2259,11 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
             use ::dotcompute::__private as __dc;
 
             #definition
+
+            /// Barrier-free regions of the CPU's split group body that also run in lane
+            /// form, a chunk of threads at a time (tests check that a kernel takes it).
+            #[doc(hidden)]
+            pub const __DC_LANE_REGIONS: usize = #lane_regions;
 
             #[doc = #launch_doc]
             pub fn launch #launch_decl (

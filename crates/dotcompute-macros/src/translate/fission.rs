@@ -46,8 +46,13 @@ enum Kind {
     /// An immutable local computed from the thread's ids only: its declaration (native
     /// code) is repeated in each region that names it, which is cheaper than a slot and
     /// lets the compiler see, say, that `local_id().x` is the loop's counter.
-    /// `local_x`: the local is exactly `local_id().x`.
-    Recomputed { decl: TokenStream, local_x: bool },
+    /// `local_x`: the local is exactly `local_id().x`; `stmt`: the declaration (for
+    /// lane form).
+    Recomputed {
+        decl: TokenStream,
+        local_x: bool,
+        stmt: Box<Stmt>,
+    },
 }
 
 struct Splitter {
@@ -63,11 +68,14 @@ struct Splitter {
     may_return: bool,
     /// The locals that hold the same value in every thread: one copy for the group.
     uniform: Uniformity,
+    /// Regions emitted with a lane form as well.
+    lane_regions: usize,
 }
 
 /// The group body of a kernel whose own body is `stmts`, translated from `tx` (the
 /// translator's state just before the body), or `None` where the body cannot be split.
-pub(super) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<TokenStream> {
+/// Also returns how many of its regions have a lane form.
+pub(super) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<(TokenStream, usize)> {
     let mut finder = Finder::default();
     for st in stmts {
         finder.visit_stmt(st);
@@ -80,6 +88,7 @@ pub(super) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<TokenStream> {
         loops: 0,
         may_return: finder.ret,
         uniform,
+        lane_regions: 0,
     };
     s.tx.top_level = true;
     let body = s.list(stmts, true, false)?;
@@ -87,7 +96,7 @@ pub(super) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<TokenStream> {
         return None;
     }
     let (slots, makes): (Vec<_>, Vec<_>) = s.slots.into_iter().unzip();
-    Some(quote! {
+    let body = quote! {
         #[allow(unused_macros)]
         macro_rules! __dc_assume_in_bounds { ($i:ident) => {}; }
         let __n = __g.threads();
@@ -96,7 +105,8 @@ pub(super) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<TokenStream> {
         // Shared arrays are declared once for the group, through thread 0's context.
         let __ctx = &__g.ctx(0);
         #body
-    })
+    };
+    Some((body, s.lane_regions))
 }
 
 impl Splitter {
@@ -400,6 +410,7 @@ impl Splitter {
                 Kind::Recomputed {
                     decl,
                     local_x: is_local_x(init),
+                    stmt: Box::new((*s).clone()),
                 }
             } else {
                 body.extend(self.tx.stmt(s).1);
@@ -439,7 +450,13 @@ impl Splitter {
         } else {
             quote!()
         };
-        let threads = self.thread_range(stmts);
+        let range = self.thread_range(stmts);
+        // Lane form for the group's whole chunks, where the region runs every thread.
+        let lanes = match (&range, exit.is_empty() && !self.may_return) {
+            (None, true) => self.lane_region(stmts, &names, first_new),
+            _ => None,
+        };
+        self.lane_regions += usize::from(lanes.is_some());
         let skip_dead = self.skip_dead();
         let (note, begin) = if self.may_return || !exit.is_empty() {
             (
@@ -449,25 +466,127 @@ impl Splitter {
         } else {
             (quote!(let _ = __flow;), quote!())
         };
-        Some(quote! {
-            #begin
-            #( #used.for_threads(__n); )*
-            for __th in #threads {
-                #skip_dead
-                let __ctx = &__g.ctx(__th);
-                let __flow: __dc::cpu::Flow = (|| {
-                    #rebinds
+        let thread_loop = |threads: TokenStream| {
+            quote! {
+                #begin
+                #( #used.for_threads(__n); )*
+                for __th in #threads {
+                    #skip_dead
+                    let __ctx = &__g.ctx(__th);
                     let __flow: __dc::cpu::Flow = (|| {
-                        #body
-                        #new_stores
-                        __dc::cpu::Flow::Next
+                        #rebinds
+                        let __flow: __dc::cpu::Flow = (|| {
+                            #body
+                            #new_stores
+                            __dc::cpu::Flow::Next
+                        })();
+                        #stores
+                        __flow
                     })();
-                    #stores
-                    __flow
-                })();
-                #note
+                    #note
+                }
+                #exit
             }
-            #exit
+        };
+        Some(match (lanes, range) {
+            (Some(lanes), _) => {
+                let rest = thread_loop(quote!(__full..__n));
+                let all = thread_loop(quote!(0..__n));
+                quote! {
+                    if __dc::cpu::lanes::enabled() && __dc::cpu::lanes::fits(__g) {
+                        let __full = __n - __n % __dc::cpu::lanes::LANES;
+                        #( #used.for_threads(__n); )*
+                        #lanes
+                        // The threads of a last, partial chunk.
+                        #rest
+                    } else {
+                        #all
+                    }
+                }
+            }
+            (None, Some(range)) => thread_loop(range),
+            (None, None) => thread_loop(quote!(0..__n)),
+        })
+    }
+
+    /// The region `stmts` (already translated) in lane form (`lanes.rs`) for the whole
+    /// chunks of a one-dimensional group, `0..__full`, or `None` where lane form does
+    /// not take it: a `break`, `continue` or `return` in it, a local array, or a
+    /// construct lane form lacks. `names`: the names it uses; `first_new`: the first of
+    /// the lifted names it declares.
+    fn lane_region(
+        &self,
+        stmts: &[&Stmt],
+        names: &HashSet<String>,
+        first_new: usize,
+    ) -> Option<TokenStream> {
+        let mut f = Finder::default();
+        for s in stmts {
+            f.visit_stmt(s);
+        }
+        if f.loop_exit || f.ret {
+            return None;
+        }
+        // The names visible where the region starts (not those it declares itself).
+        let levels = self.lifted.len();
+        let visible: Vec<&Lifted> = self
+            .lifted
+            .iter()
+            .enumerate()
+            .flat_map(|(k, level)| match k + 1 == levels {
+                true => &level[..first_new],
+                false => &level[..],
+            })
+            .collect();
+        let mut rebinds = TokenStream::new();
+        let mut stores = TokenStream::new();
+        let mut lane_locals = Vec::new();
+        for (k, l) in visible.iter().enumerate() {
+            if !names.contains(&l.name) || visible[k + 1..].iter().any(|m| m.name == l.name) {
+                continue;
+            }
+            let id = &l.ident;
+            match &l.kind {
+                Kind::Value { slot, mutable } => {
+                    rebinds.extend(quote!(let mut #id = #slot.get_lanes(__c0);));
+                    if *mutable {
+                        stores.extend(quote!(#slot.set_lanes(__c0, #id);));
+                    }
+                }
+                Kind::Recomputed { stmt, .. } => {
+                    rebinds.extend(super::lanes::recomputed(&self.tx, stmt)?)
+                }
+                Kind::Array { .. } => return None,
+                Kind::GroupVar => continue,
+            }
+            lane_locals.push(l.name.clone());
+        }
+        let body = super::lanes::region(&self.tx, &lane_locals, stmts)?;
+        // Locals the region declares that later regions need.
+        let level = self.lifted.last()?;
+        for (k, l) in level.iter().enumerate().skip(first_new) {
+            let hidden = level[k + 1..].iter().any(|m| m.name == l.name);
+            match (&l.kind, hidden) {
+                (Kind::Value { slot, .. }, false) => {
+                    let id = &l.ident;
+                    stores.extend(quote!(#slot.set_lanes(__c0, #id);));
+                }
+                (Kind::Array { .. }, _) => return None,
+                _ => {}
+            }
+        }
+        Some(quote! {
+            __dc::cpu::lanes::apart(|| {
+                for __c0 in (0..__full).step_by(__dc::cpu::lanes::LANES) {
+                    // Every lane is a thread of the group: whole chunks only.
+                    let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;
+                    let __ids = __dc::cpu::lanes::ids(__g, __c0);
+                    let __ctx = &__g.ctx(__c0);
+                    #rebinds
+                    #body
+                    #stores
+                }
+            });
         })
     }
 
@@ -478,16 +597,15 @@ impl Splitter {
     /// hold run: in a one-dimensional group `local_id().x` is the thread's number, so
     /// `lid < s` is the range `0..s`. The condition stays in the body; the range only
     /// skips threads that would find it false. Other groups run every thread.
-    fn thread_range(&self, stmts: &[&Stmt]) -> TokenStream {
-        let all = quote!(0..__n);
+    fn thread_range(&self, stmts: &[&Stmt]) -> Option<TokenStream> {
         let [Stmt::Expr(Expr::If(i), _)] = stmts else {
-            return all;
+            return None;
         };
         if i.else_branch.is_some() || has_flow(&Expr::If(i.clone())) {
-            return all;
+            return None;
         }
         let Expr::Binary(b) = &*i.cond else {
-            return all;
+            return None;
         };
         use syn::BinOp::{Eq, Ge, Gt, Le, Lt};
         // `lid OP u`, or `u OP lid` turned around.
@@ -500,7 +618,7 @@ impl Splitter {
                 Ge(t) => (Le(syn::Token![<=](t.spans)), &*b.left),
                 op => (op, &*b.left),
             },
-            _ => return all,
+            _ => return None,
         };
         let simple = match bound {
             Expr::Path(p) => p.path.get_ident().is_some(),
@@ -508,7 +626,7 @@ impl Splitter {
             _ => false,
         };
         if !simple || !self.uniform.expr(bound, &self.tx) {
-            return all;
+            return None;
         }
         let (lo, hi) = match op {
             Lt(_) => (quote!(0), quote!(__u)),
@@ -516,9 +634,9 @@ impl Splitter {
             Eq(_) => (quote!(__u), quote!(__u.saturating_add(1))),
             Ge(_) => (quote!(__u), quote!(__n)),
             Gt(_) => (quote!(__u.saturating_add(1)), quote!(__n)),
-            _ => return all,
+            _ => return None,
         };
-        quote!({
+        Some(quote!({
             let (__lo, __hi): (usize, usize) = if __g.one_dimensional() {
                 // A bound of the thread's `local_id().x`, a u32 as the comparison needs.
                 let __u = (#bound) as usize;
@@ -528,7 +646,7 @@ impl Splitter {
                 (0, __n)
             };
             __lo..__hi
-        })
+        }))
     }
 
     /// Whether `e` is `local_id().x`, or names a local that is exactly that.

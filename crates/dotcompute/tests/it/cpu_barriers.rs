@@ -5,7 +5,7 @@
 //! barriers are errors under both, and the device keeps working.
 
 use crate::common::{seed, wgpu_device};
-use dotcompute::cpu::{set_barrier_schedule, split_launches, BarrierSchedule};
+use dotcompute::cpu::{set_barrier_schedule, set_lanes, split_launches, BarrierSchedule};
 use dotcompute::prelude::*;
 use dotcompute::{Device, Error};
 use std::sync::Mutex;
@@ -13,21 +13,36 @@ use std::sync::Mutex;
 /// The schedule is one setting per process: tests that switch it take turns.
 static SCHEDULE: Mutex<()> = Mutex::new(());
 
-const SCHEDULES: [BarrierSchedule; 2] = [BarrierSchedule::Fission, BarrierSchedule::Coroutines];
+/// How the CPU runs a kernel with barriers: split at them with the barrier-free regions
+/// in lane form where they have one (the default), split and thread by thread, or one
+/// coroutine per thread.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Lanes,
+    Threads,
+    Coroutines,
+}
 
-/// Runs `f` under `s`; asserts that a split kernel took the split path exactly when `s`
-/// is fission (`splits`), and restores the default.
-fn under<R>(s: BarrierSchedule, splits: bool, f: impl FnOnce() -> R) -> R {
+const SCHEDULES: [Mode; 3] = [Mode::Lanes, Mode::Threads, Mode::Coroutines];
+
+/// Runs `f` under `m`; asserts that a split kernel took the split path exactly when `m`
+/// splits (`splits`), and restores the default.
+fn under<R>(m: Mode, splits: bool, f: impl FnOnce() -> R) -> R {
     let _turn = SCHEDULE.lock().unwrap_or_else(|p| p.into_inner());
-    set_barrier_schedule(s);
+    set_barrier_schedule(match m {
+        Mode::Coroutines => BarrierSchedule::Coroutines,
+        _ => BarrierSchedule::Fission,
+    });
+    set_lanes(m == Mode::Lanes);
     let before = split_launches();
     let r = f();
     let split = split_launches() > before;
     set_barrier_schedule(BarrierSchedule::Fission);
+    set_lanes(true);
     assert_eq!(
         split,
-        splits && s == BarrierSchedule::Fission,
-        "schedule {s:?}: the split path {} taken",
+        splits && m != Mode::Coroutines,
+        "{m:?}: the split path {} taken",
         if split { "was" } else { "was not" }
     );
     r
@@ -226,6 +241,151 @@ fn guarded_steps(out: &mut [u32], w: u32, k: u32) {
     }
 }
 
+/// Barrier-free regions in the shapes lane form takes: a trip count that differs between
+/// threads, nested branches that differ, value `if`s, `&&` guarding a load that is out of
+/// bounds where the guard fails, another chunk's shared value, division by per-thread
+/// values, a compound store, f32 math (`exp`, `sqrt`, `max`), values kept across
+/// barriers, and a last group cut short by the array's end.
+#[kernel]
+fn lane_shapes(x: &[i32], f: &[f32], out: &mut [i32], fout: &mut [f32], k: u32) {
+    let sh = shared::<i32, 128>();
+    let fsh = shared::<f32, 128>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let g = group_size().x;
+    let v = if i < x.len() { x[i] } else { -7 };
+    let mut trips = 0i32;
+    let mut j = 0u32;
+    while j < l % 13 + k {
+        trips += (j % 5) as i32 - 2;
+        j += 1;
+    }
+    if v > 0 {
+        if v % 3 == 0 {
+            trips += 100;
+        } else {
+            trips -= v / 7;
+        }
+    } else if v < -500 {
+        trips *= 2;
+    } else {
+        trips ^= v;
+    }
+    sh[l] = trips;
+    let fv = if i < f.len() { f[i] } else { 0.0 };
+    fsh[l] = (fv * 0.25).exp() + fv.max(0.5).sqrt();
+    barrier();
+    let near = if l % 2 == 0 { sh[g - 1 - l] } else { sh[l] + 1 };
+    let up = i + 1 < x.len() && x[i + 1] > v;
+    let ratio = if v != 0 { trips / v } else { trips % 7 };
+    let mut acc = near * 3 + ratio;
+    if up {
+        acc += sh[0];
+    }
+    barrier();
+    sh[l] += acc;
+    barrier();
+    if i < out.len() {
+        out[i] = sh[l] ^ sh[(l + 1) % g] ^ (trips << 3);
+        fout[i] = fsh[g - 1 - l] * 2.0 + fsh[0];
+    }
+}
+
+/// `lane_shapes` on the host, group by group (groups of `g`).
+fn lane_shapes_reference(x: &[i32], f: &[f32], g: usize, k: u32) -> (Vec<i32>, Vec<f32>) {
+    let n = x.len();
+    let (mut out, mut fout) = (vec![0i32; n], vec![0f32; n]);
+    for base in (0..n).step_by(g) {
+        let v: Vec<i32> = (0..g)
+            .map(|l| x.get(base + l).copied().unwrap_or(-7))
+            .collect();
+        let mut trips = vec![0i32; g];
+        let mut fsh = vec![0f32; g];
+        for l in 0..g {
+            for j in 0..l as u32 % 13 + k {
+                trips[l] += (j % 5) as i32 - 2;
+            }
+            trips[l] = match v[l] {
+                v if v > 0 && v % 3 == 0 => trips[l] + 100,
+                v if v > 0 => trips[l] - v / 7,
+                v if v < -500 => trips[l].wrapping_mul(2),
+                v => trips[l] ^ v,
+            };
+            let fv = f.get(base + l).copied().unwrap_or(0.0);
+            fsh[l] = (fv * 0.25).exp() + fv.max(0.5).sqrt();
+        }
+        let mut sh = trips.clone();
+        let acc: Vec<i32> = (0..g)
+            .map(|l| {
+                let near = if l % 2 == 0 { sh[g - 1 - l] } else { sh[l] + 1 };
+                let up = base + l + 1 < n && x[base + l + 1] > v[l];
+                let ratio = if v[l] != 0 {
+                    trips[l] / v[l]
+                } else {
+                    trips[l] % 7
+                };
+                near * 3 + ratio + if up { sh[0] } else { 0 }
+            })
+            .collect();
+        for l in 0..g {
+            sh[l] += acc[l];
+        }
+        for l in 0..g.min(n - base) {
+            out[base + l] = sh[l] ^ sh[(l + 1) % g] ^ (trips[l] << 3);
+            fout[base + l] = fsh[g - 1 - l] * 2.0 + fsh[0];
+        }
+    }
+    (out, fout)
+}
+
+#[test]
+fn lane_form_regions_match_the_host_and_the_other_schedules() {
+    // Every region of the kernel has a lane form: the ids before `let g` (a group-level
+    // local, which splits them from the rest), and the four between barriers. (A test
+    // that lane form did not quietly fall back to one thread at a time.)
+    assert_eq!(lane_shapes::__DC_LANE_REGIONS, 5);
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for (g, n) in [
+        (128usize, 128 * 37 + 5),
+        (100, 100 * 11 + 67),
+        (128, 1 << 20),
+    ] {
+        let x: Vec<i32> = (0..n).map(|_| rng.i32(-1000..1000)).collect();
+        let f: Vec<f32> = (0..n).map(|_| rng.f32() * 20.0 - 10.0).collect();
+        let (dx, df) = (d.upload(&x).unwrap(), d.upload(&f).unwrap());
+        for k in [0u32, 3, 20] {
+            let (want, fwant) = lane_shapes_reference(&x, &f, g, k);
+            for m in SCHEDULES {
+                let what = format!("{m:?}, group {g}, n {n}, k {k} (seed {seed})");
+                let mut out = d.alloc_filled(n, i32::MIN + 7).unwrap();
+                let mut fout = d.alloc_filled(n, f32::NAN).unwrap();
+                under(m, true, || {
+                    lane_shapes::launch(
+                        &d,
+                        Launch::threads(n).group(g as u32),
+                        &dx,
+                        &df,
+                        &mut out,
+                        &mut fout,
+                        k,
+                    )
+                    .unwrap()
+                });
+                same(&out.to_vec().unwrap(), &want, &what);
+                // f32 `exp` in lane form is within 1 ulp of the C library's.
+                for (e, (got, want)) in fout.to_vec().unwrap().iter().zip(&fwant).enumerate() {
+                    assert!(
+                        (got - want).abs() <= want.abs() * 4e-7,
+                        "{what}: fout[{e}] is {got} instead of {want}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[kernel]
 fn barrier_in_divergent_if(out: &mut [u32]) {
     let l = local_id().x;
@@ -380,7 +540,7 @@ fn control_flow_around_barriers_agrees_between_schedules_and_with_wgpu() {
     let n = 64 * 37 + 13;
     let x: Vec<i32> = (0..n).map(|_| rng.i32(-1000..1000)).collect();
     let poison = i32::MIN + 12345;
-    let run = |dev: &Device, s: BarrierSchedule, rounds: u32| -> Vec<i32> {
+    let run = |dev: &Device, s: Mode, rounds: u32| -> Vec<i32> {
         let dx = dev.upload(&x).unwrap();
         let mut out = dev.alloc_filled(4 * n, poison).unwrap();
         let mut launch = || {
@@ -396,8 +556,14 @@ fn control_flow_around_barriers_agrees_between_schedules_and_with_wgpu() {
     };
     let gpu = wgpu_device();
     for rounds in [1u32, 2, 4, 7] {
-        let split = run(&d, BarrierSchedule::Fission, rounds);
-        let coroutines = run(&d, BarrierSchedule::Coroutines, rounds);
+        let split = run(&d, Mode::Lanes, rounds);
+        let threads = run(&d, Mode::Threads, rounds);
+        let coroutines = run(&d, Mode::Coroutines, rounds);
+        same(
+            &threads,
+            &split,
+            &format!("rounds {rounds}, thread by thread against lanes (seed {seed})"),
+        );
         // Groups that return at once leave their elements poisoned; the others write all.
         for (k, &v) in split.iter().enumerate() {
             let group = k / 4 / 64;
@@ -413,7 +579,7 @@ fn control_flow_around_barriers_agrees_between_schedules_and_with_wgpu() {
             &format!("rounds {rounds}, coroutines against the split (seed {seed})"),
         );
         if let Some(g) = &gpu {
-            let other = run(g, BarrierSchedule::Fission, rounds);
+            let other = run(g, Mode::Lanes, rounds);
             same(
                 &other,
                 &split,

@@ -1,0 +1,298 @@
+//! Lanes: a split group body's barrier-free region run for [`LANES`] threads at a time,
+//! one statement for all of them, instead of one thread after another (the work-group
+//! vectorisation of pocl and ISPC's gangs). Each per-thread value is a `[T; LANES]` and
+//! each operation a loop over the lanes, which the compiler turns into vector
+//! instructions where it can.
+//!
+//! Control flow that differs between the lanes runs under a *mask*: an `if` runs both
+//! branches, each for the lanes that take it (skipped when none does); a `while` runs
+//! until no lane continues; an assignment inside either changes only the masked lanes.
+//! Lanes outside the mask (threads past the group's end, threads that have returned, or
+//! threads on the other branch) may compute garbage, but they never load, store or raise
+//! an error: every memory access here takes the mask, and only its lanes touch memory.
+//! So a region gives the same results as the thread-by-thread loop for every kernel
+//! without a data race (threads of one region writing what others of it read are a race
+//! on every backend, without a barrier between them).
+//!
+//! The macro (`dotcompute-macros`, `translate/lanes.rs`) decides which regions run this
+//! way; the others keep the loop over threads.
+
+use crate::fission::Group;
+use crate::runtime::{KernelElem, KernelIndex, View};
+
+static MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether regions that lane form takes run in it (the default), or thread by thread
+/// (`DOTCOMPUTE_CPU_LANES=0`, or [`set_enabled`]); benchmarks compare the two.
+#[inline(always)]
+pub fn enabled() -> bool {
+    use std::sync::atomic::Ordering;
+    match MODE.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let on = std::env::var("DOTCOMPUTE_CPU_LANES").as_deref() != Ok("0");
+            set_enabled(on);
+            on
+        }
+    }
+}
+
+/// Chooses lane form or thread by thread for the whole process.
+pub fn set_enabled(on: bool) {
+    MODE.store(if on { 1 } else { 2 }, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Runs `f`, compiled as a function of its own: a lane region optimised apart from the
+/// rest of a large group body.
+#[inline(never)]
+pub fn apart(f: impl FnOnce()) {
+    f()
+}
+
+/// Whether the processor has AVX2: the group bodies of kernels split at barriers then
+/// run a copy compiled for it (a lane of f32 is one 8-wide register, a mask blends in one
+/// instruction).
+#[inline(always)]
+pub fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Threads run together: 8 f32 lanes are one AVX register or two SSE ones.
+pub const LANES: usize = 8;
+
+/// One value per lane.
+pub type Lanes<T> = [T; LANES];
+
+/// Which lanes an operation applies to: all bits set (-1) or none (0) per lane, as
+/// vector compares produce them (an array of `bool` compiles to packed bytes and scalar
+/// bit operations instead).
+pub type Mask = [i32; LANES];
+
+/// Every lane.
+pub const ALL: Mask = [-1; LANES];
+
+/// The same value in every lane.
+#[inline(always)]
+pub fn splat<T: Copy>(v: T) -> Lanes<T> {
+    [v; LANES]
+}
+
+/// `f(lane)` for every lane.
+#[inline(always)]
+pub fn each<T: Copy + Default>(mut f: impl FnMut(usize) -> T) -> Lanes<T> {
+    // A counted loop over a default-filled array, not `array::from_fn`: the compiler
+    // unrolls and vectorises it more readily.
+    let mut out = [T::default(); LANES];
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = f(l);
+    }
+    out
+}
+
+/// `new` in the masked lanes, `old` elsewhere.
+#[inline(always)]
+pub fn select<T: Copy + Default>(m: &Mask, new: Lanes<T>, old: Lanes<T>) -> Lanes<T> {
+    each(|l| if m[l] != 0 { new[l] } else { old[l] })
+}
+
+/// `then` where `c` holds, `other` elsewhere (a value `if`).
+#[inline(always)]
+pub fn pick<T: Copy + Default>(c: &Lanes<bool>, then: Lanes<T>, other: Lanes<T>) -> Lanes<T> {
+    each(|l| if c[l] { then[l] } else { other[l] })
+}
+
+/// Whether any lane is masked.
+#[inline(always)]
+pub fn any(m: &Mask) -> bool {
+    m.iter().fold(0, |a, &b| a | b) != 0
+}
+
+/// The masked lanes where `c` holds.
+#[inline(always)]
+pub fn and(m: &Mask, c: &Lanes<bool>) -> Mask {
+    each(|l| if c[l] { m[l] } else { 0 })
+}
+
+/// The masked lanes where `c` does not hold.
+#[inline(always)]
+pub fn and_not(m: &Mask, c: &Lanes<bool>) -> Mask {
+    each(|l| if c[l] { 0 } else { m[l] })
+}
+
+/// The ids of threads `first .. first + LANES` (see [`fits`]): along x one per lane, along
+/// y and z the same for the whole chunk.
+pub struct Ids {
+    pub local_x: Lanes<u32>,
+    pub global_x: Lanes<u32>,
+    pub local_y: u32,
+    pub local_z: u32,
+    pub global_y: u32,
+    pub global_z: u32,
+}
+
+/// Whether lane form can run the group `g`: its whole chunks of [`LANES`] threads lie in
+/// one row along x (any one-dimensional group, or rows a multiple of [`LANES`] long), so
+/// only `local_id().x` differs between a chunk's lanes.
+#[inline(always)]
+pub fn fits(g: &Group<'_>) -> bool {
+    g.one_dimensional() || g.size_x() as usize % LANES == 0
+}
+
+/// The ids of the chunk of threads starting at `first` (a multiple of [`LANES`]).
+#[inline(always)]
+pub fn ids(g: &Group<'_>, first: usize) -> Ids {
+    let (row, x0) = match g.one_dimensional() {
+        true => (0, first as u32),
+        false => {
+            let w = g.size_x() as usize;
+            (first / w, (first % w) as u32)
+        }
+    };
+    let (y, z) = match g.one_dimensional() {
+        true => (0, 0),
+        false => {
+            let h = g.size_y() as usize;
+            ((row % h) as u32, (row / h) as u32)
+        }
+    };
+    let local_x = each(|l| x0 + l as u32);
+    let base = g.base();
+    Ids {
+        local_x,
+        global_x: each(|l| base.x.wrapping_add(local_x[l])),
+        local_y: y,
+        local_z: z,
+        global_y: base.y.wrapping_add(y),
+        global_z: base.z.wrapping_add(z),
+    }
+}
+
+/// `view[idx]` in the masked lanes (the others get an arbitrary value); an index out of
+/// bounds in a masked lane raises the error a thread's load would.
+#[inline(always)]
+pub fn load<T: KernelElem, I: KernelIndex, const W: bool>(
+    view: &View<'_, T, W>,
+    m: &Mask,
+    idx: Lanes<I>,
+) -> Lanes<T> {
+    view.load_lanes(m, idx)
+}
+
+/// `view[i]`, the same index for every lane, if any lane is masked (the default if
+/// none is: a load no thread makes must not fail).
+#[inline(always)]
+pub fn load_one<T: KernelElem, I: KernelIndex, const W: bool>(
+    view: &View<'_, T, W>,
+    m: &Mask,
+    i: I,
+) -> T {
+    if any(m) {
+        view.load(i)
+    } else {
+        T::default()
+    }
+}
+
+/// `view[idx] = v` in the masked lanes, in lane order (thread order).
+#[inline(always)]
+pub fn store<T: KernelElem, I: KernelIndex>(
+    view: &View<'_, T, true>,
+    m: &Mask,
+    idx: Lanes<I>,
+    v: Lanes<T>,
+) {
+    view.store_lanes(m, idx, v)
+}
+
+/// Whether every lane is masked and `idx` counts up by one from lane 0: the chunk's
+/// threads touch consecutive elements, so one vector load or store serves them.
+#[inline(always)]
+pub(crate) fn consecutive<I: KernelIndex>(m: &Mask, idx: &Lanes<I>) -> bool {
+    let first = idx[0].to_index();
+    let mut all = true;
+    for l in 0..LANES {
+        all &= (m[l] != 0) & (idx[l].to_index() == first.wrapping_add(l as u32));
+    }
+    all
+}
+
+/// `exp` of every lane: in f32 a branch-free evaluation the compiler vectorises (a call
+/// to the C library per lane does not); other types lane by lane through `ops::exp`.
+#[inline(always)]
+pub fn exp<T: LaneExp>(a: Lanes<T>) -> Lanes<T> {
+    T::exp_lanes(a)
+}
+
+/// Types with a lane-wise `exp`.
+pub trait LaneExp: Copy + Default {
+    fn exp_lanes(a: Lanes<Self>) -> Lanes<Self>;
+}
+
+impl LaneExp for f32 {
+    #[inline(always)]
+    fn exp_lanes(a: Lanes<f32>) -> Lanes<f32> {
+        each(|l| crate::ops::exp_f32(a[l]))
+    }
+}
+
+macro_rules! lane_exp_by_lane {
+    ($($t:ty),*) => {$(
+        impl LaneExp for $t {
+            #[inline(always)]
+            fn exp_lanes(a: Lanes<$t>) -> Lanes<$t> {
+                each(|l| crate::ops::exp(a[l]))
+            }
+        }
+    )*};
+}
+lane_exp_by_lane!(f64, half::f16);
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::exp_f32;
+
+    /// Lane form's f32 `exp` against f64 `exp` rounded to f32: within 1 ulp on every
+    /// 1021st f32 (all of them, 2.2e9 inputs in [-104, 89], gave the same bound when run
+    /// once by hand), and the special values exactly.
+    #[test]
+    fn exp_f32_is_within_one_ulp_of_the_rounded_exact_value() {
+        let mut worst = (0u32, 0f32);
+        for bits in (0..=u32::MAX).step_by(1021) {
+            let x = f32::from_bits(bits);
+            let want = ((x as f64).exp()) as f32;
+            let got = exp_f32(x);
+            if x.is_nan() {
+                assert!(got.is_nan(), "exp({x}) is {got}");
+                continue;
+            }
+            if want.is_infinite() || want == 0.0 {
+                // Past the ends: +inf and 0, or the last finite value / smallest
+                // subnormal next to them.
+                assert!(
+                    got == want || (got.to_bits() as i64 - want.to_bits() as i64).abs() <= 1,
+                    "exp({x:e}) is {got:e} instead of {want:e}"
+                );
+                continue;
+            }
+            let ulps = (got.to_bits() as i64 - want.to_bits() as i64).unsigned_abs() as u32;
+            if ulps > worst.0 {
+                worst = (ulps, x);
+            }
+        }
+        assert!(worst.0 <= 1, "{} ulp at exp({:e})", worst.0, worst.1);
+        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32(0.0), 1.0);
+        assert_eq!(exp_f32(-0.0), 1.0);
+        assert_eq!(exp_f32(89.0), f32::INFINITY);
+        assert_eq!(exp_f32(-104.0), 0.0);
+    }
+}

@@ -1,0 +1,611 @@
+//! A split group body's barrier-free region in lane form: the statements run for
+//! `LANES` threads at a time (`dotcompute_cpu::lanes` is the runtime half and states the
+//! semantics). Each per-thread local becomes a `[T; LANES]`, each operation a loop over
+//! the lanes; values that are the same for every thread (literals, constants, scalar
+//! parameters, group-level locals, `group_id()`) stay scalars. Types are never named:
+//! every lane operation is a closure around the same `__dc::ops` call the thread-by-thread
+//! code makes, so the compiler infers them as it does there.
+//!
+//! Only a subset is taken: scalar locals, arithmetic, comparisons, math methods, casts to
+//! scalar types, loads and stores of buffers and shared arrays (one-dimensional index),
+//! `if`, `while`, and `for` over a range that is the same for every thread. Anything else
+//! (a call, an atomic, a local array, `break` / `continue` / `return`, a vector, a 2-D
+//! shared array) makes [`region`] answer `None`, and the region keeps its loop over
+//! threads.
+
+use super::fission::simple_let;
+use super::{builtins, compound_op, for_range, is_call_to, math_methods, Binding, Tx};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+use std::collections::HashMap;
+use syn::{BinOp, Expr, Pat, RangeLimits, Stmt, Type, UnOp};
+
+/// A value in lane code.
+enum V {
+    /// The same in every lane: a scalar expression.
+    One(TokenStream),
+    /// A `[T; LANES]` expression.
+    Lanes(TokenStream),
+}
+
+impl V {
+    fn lanes(self) -> TokenStream {
+        match self {
+            V::One(t) => quote!(__dc::cpu::lanes::splat(#t)),
+            V::Lanes(t) => t,
+        }
+    }
+}
+
+struct Emitter<'t> {
+    tx: &'t Tx,
+    /// Locals declared in the region or brought into it, innermost scope last: whether
+    /// each holds lanes (a `for` variable over a uniform range does not).
+    scopes: Vec<HashMap<String, bool>>,
+    /// Depth of control flow that differs between lanes: 0 at the region's top level,
+    /// where an assignment may write every lane (lanes outside the chunk's mask are
+    /// never stored back nor used to touch memory).
+    masked: u32,
+}
+
+/// The lane form of a region's statements, or `None` where it uses something lane form
+/// does not take. `lane_locals`: the per-thread locals the region starts with (brought
+/// in from slots, or recomputed from the thread's ids).
+pub(super) fn region(tx: &Tx, lane_locals: &[String], stmts: &[&Stmt]) -> Option<TokenStream> {
+    let mut e = Emitter {
+        tx,
+        scopes: vec![lane_locals.iter().map(|n| (n.clone(), true)).collect()],
+        masked: 0,
+    };
+    let mut out = TokenStream::new();
+    for s in stmts {
+        out.extend(e.stmt(s)?);
+    }
+    Some(out)
+}
+
+/// `let name = init;` for a local computed from the thread's ids, in lane form.
+pub(super) fn recomputed(tx: &Tx, stmt: &Stmt) -> Option<TokenStream> {
+    let mut e = Emitter {
+        tx,
+        scopes: vec![HashMap::new()],
+        masked: 0,
+    };
+    e.stmt(stmt)
+}
+
+impl Emitter<'_> {
+    /// Whether `name` is a lane local (`Some(true)`), a scalar local of the region
+    /// (`Some(false)`), or neither (a parameter, a group-level local, a constant).
+    fn local(&self, name: &str) -> Option<bool> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn block(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
+        self.scopes.push(HashMap::new());
+        let mut out = TokenStream::new();
+        for s in stmts {
+            match self.stmt(s) {
+                Some(t) => out.extend(t),
+                None => {
+                    self.scopes.pop();
+                    return None;
+                }
+            }
+        }
+        self.scopes.pop();
+        Some(quote!({ #out }))
+    }
+
+    /// Statements under a mask that differs between lanes.
+    fn masked_block(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
+        self.masked += 1;
+        let b = self.block(stmts);
+        self.masked -= 1;
+        b
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Option<TokenStream> {
+        match s {
+            Stmt::Local(l) => {
+                let (ident, mutable, init) = simple_let(l)?;
+                if matches!(init, Expr::Repeat(_) | Expr::Array(_))
+                    || l.init.as_ref()?.diverge.is_some()
+                {
+                    return None;
+                }
+                let ty = match &l.pat {
+                    Pat::Type(pt) => Some(scalar_type(&pt.ty)?),
+                    _ => None,
+                };
+                let v = self.expr(init)?.lanes();
+                let m = mutable.then(|| quote!(mut));
+                self.scopes.last_mut()?.insert(ident.to_string(), true);
+                Some(match ty {
+                    Some(t) => quote!(let #m #ident: __dc::cpu::lanes::Lanes<#t> = #v;),
+                    None => quote!(let #m #ident = #v;),
+                })
+            }
+            Stmt::Item(syn::Item::Const(c)) => Some(c.to_token_stream()),
+            Stmt::Expr(e, _) => self.expr_stmt(e),
+            _ => None,
+        }
+    }
+
+    fn expr_stmt(&mut self, e: &Expr) -> Option<TokenStream> {
+        match e {
+            Expr::Assign(a) => self.assign(&a.left, None, &a.right),
+            Expr::Binary(b) if compound_op(&b.op).is_some() => {
+                self.assign(&b.left, compound_op(&b.op).map(|(_, n)| n), &b.right)
+            }
+            Expr::If(i) => self.if_stmt(i),
+            Expr::While(w) => self.while_loop(w),
+            Expr::ForLoop(f) => self.for_loop(f),
+            Expr::Block(b) if b.label.is_none() => self.block(&b.block.stmts),
+            Expr::Paren(p) => self.expr_stmt(&p.expr),
+            _ => None,
+        }
+    }
+
+    /// `left = right` or `left op= right` (`op`: the `__dc::ops` function).
+    fn assign(&mut self, left: &Expr, op: Option<&str>, right: &Expr) -> Option<TokenStream> {
+        let value = self.expr(right)?.lanes();
+        let op = op.map(|o| format_ident!("{o}"));
+        match left {
+            Expr::Path(p) => {
+                let id = p.path.get_ident()?;
+                if self.local(&id.to_string()) != Some(true) {
+                    return None;
+                }
+                let new = match &op {
+                    None => value,
+                    Some(f) => quote!({
+                        let __v = #value;
+                        __dc::cpu::lanes::each(|__l| __dc::ops::#f(#id[__l], __v[__l]))
+                    }),
+                };
+                Some(if self.masked == 0 {
+                    quote!(#id = #new;)
+                } else {
+                    quote!(#id = __dc::cpu::lanes::select(&__m, #new, #id);)
+                })
+            }
+            Expr::Index(ix) => {
+                let mem = self.array(&ix.expr, true)?;
+                let idx = self.expr(&ix.index)?.lanes();
+                Some(match &op {
+                    None => quote!(__dc::cpu::lanes::store(&#mem, &__m, #idx, #value);),
+                    Some(f) => quote!({
+                        let __i = #idx;
+                        let __v = #value;
+                        let __c = __dc::cpu::lanes::load(&#mem, &__m, __i);
+                        __dc::cpu::lanes::store(
+                            &#mem, &__m, __i,
+                            __dc::cpu::lanes::each(|__l| __dc::ops::#f(__c[__l], __v[__l])),
+                        );
+                    }),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn if_stmt(&mut self, i: &syn::ExprIf) -> Option<TokenStream> {
+        let els = match &i.else_branch {
+            None => None,
+            Some((_, e)) => Some(match &**e {
+                Expr::If(_) | Expr::Block(_) => &**e,
+                _ => return None,
+            }),
+        };
+        match self.expr(&i.cond)? {
+            V::One(c) => {
+                let then = self.block(&i.then_branch.stmts)?;
+                let els = match els {
+                    None => quote!(),
+                    Some(e) => {
+                        let e = self.expr_stmt(e)?;
+                        quote!(else { #e })
+                    }
+                };
+                Some(quote!(if #c #then #els))
+            }
+            V::Lanes(c) => {
+                let then = self.masked_block(&i.then_branch.stmts)?;
+                let els = match els {
+                    None => quote!(),
+                    Some(e) => {
+                        self.masked += 1;
+                        let e = self.expr_stmt(e);
+                        self.masked -= 1;
+                        let e = e?;
+                        quote!({
+                            let __m = __dc::cpu::lanes::and_not(&__m, &__c);
+                            if __dc::cpu::lanes::any(&__m) { #e }
+                        })
+                    }
+                };
+                Some(quote!({
+                    let __c: __dc::cpu::lanes::Lanes<bool> = #c;
+                    {
+                        let __m = __dc::cpu::lanes::and(&__m, &__c);
+                        if __dc::cpu::lanes::any(&__m) #then
+                    }
+                    #els
+                }))
+            }
+        }
+    }
+
+    fn while_loop(&mut self, w: &syn::ExprWhile) -> Option<TokenStream> {
+        if w.label.is_some() {
+            return None;
+        }
+        match self.expr(&w.cond)? {
+            V::One(c) => {
+                let body = self.block(&w.body.stmts)?;
+                Some(quote!(while #c #body))
+            }
+            V::Lanes(c) => {
+                let body = self.masked_block(&w.body.stmts)?;
+                Some(quote!({
+                    // The lanes still looping; the condition is evaluated for them only.
+                    let mut __w: __dc::cpu::lanes::Mask = __m;
+                    loop {
+                        {
+                            let __m = __w;
+                            let __c: __dc::cpu::lanes::Lanes<bool> = #c;
+                            __w = __dc::cpu::lanes::and(&__w, &__c);
+                        }
+                        if !__dc::cpu::lanes::any(&__w) {
+                            break;
+                        }
+                        let __m = __w;
+                        #body
+                    }
+                }))
+            }
+        }
+    }
+
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> Option<TokenStream> {
+        if f.label.is_some() {
+            return None;
+        }
+        let Pat::Ident(pi) = &*f.pat else { return None };
+        let (range, step) = for_range(&f.expr).ok()?;
+        let (Some(start), Some(end), RangeLimits::HalfOpen(_)) =
+            (&range.start, &range.end, &range.limits)
+        else {
+            return None;
+        };
+        let V::One(s) = self.expr(start)? else {
+            return None;
+        };
+        let V::One(e) = self.expr(end)? else {
+            return None;
+        };
+        let header = match step {
+            None => quote!((#s)..(#e)),
+            Some(st) => {
+                // As the translator's `step_arg`: `s as usize` stays a usize.
+                let st = match st {
+                    Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
+                        let V::One(v) = self.expr(&c.expr)? else {
+                            return None;
+                        };
+                        quote!(((#v) as usize))
+                    }
+                    other => {
+                        let V::One(v) = self.expr(other)? else {
+                            return None;
+                        };
+                        v
+                    }
+                };
+                quote!(__dc::ops::step_range(#s, #e, #st))
+            }
+        };
+        let var = &pi.ident;
+        self.scopes.push(HashMap::from([(var.to_string(), false)]));
+        let body = self.block(&f.body.stmts);
+        self.scopes.pop();
+        let body = body?;
+        Some(quote!(for #var in #header #body))
+    }
+
+    /// A buffer or shared array named by `e` (one-dimensional); `write`: it is stored to.
+    fn array(&self, e: &Expr, write: bool) -> Option<TokenStream> {
+        let Expr::Path(p) = e else { return None };
+        let id = p.path.get_ident()?;
+        let name = id.to_string();
+        if self.local(&name).is_some() || self.tx.row_len.contains_key(&name) {
+            return None;
+        }
+        match self.tx.lookup(&name)? {
+            Binding::Buffer | Binding::Shared => Some(quote!(#id)),
+            Binding::ReadOnlyBuffer if !write => Some(quote!(#id)),
+            _ => None,
+        }
+    }
+
+    /// `f` over the lanes of `args`; scalars stay scalars when every argument is one.
+    fn apply(&mut self, args: Vec<V>, f: impl Fn(&[TokenStream]) -> TokenStream) -> V {
+        if args.iter().all(|a| matches!(a, V::One(_))) {
+            let ts: Vec<TokenStream> = args
+                .into_iter()
+                .map(|a| match a {
+                    V::One(t) | V::Lanes(t) => t,
+                })
+                .collect();
+            return V::One(f(&ts));
+        }
+        let mut binds = TokenStream::new();
+        let mut uses = Vec::new();
+        for (k, a) in args.into_iter().enumerate() {
+            let tmp = format_ident!("__a{k}");
+            match a {
+                V::One(t) => {
+                    binds.extend(quote!(let #tmp = #t;));
+                    uses.push(quote!(#tmp));
+                }
+                V::Lanes(t) => {
+                    binds.extend(quote!(let #tmp = #t;));
+                    uses.push(quote!(#tmp[__l]));
+                }
+            }
+        }
+        let body = f(&uses);
+        V::Lanes(quote!({ #binds __dc::cpu::lanes::each(|__l| #body) }))
+    }
+
+    fn expr(&mut self, e: &Expr) -> Option<V> {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                syn::Lit::Int(_) | syn::Lit::Float(_) | syn::Lit::Bool(_) => {
+                    Some(V::One(l.to_token_stream()))
+                }
+                _ => None,
+            },
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Path(p) => {
+                if let Some(id) = p.path.get_ident() {
+                    match self.local(&id.to_string()) {
+                        Some(true) => return Some(V::Lanes(quote!(#id))),
+                        Some(false) => return Some(V::One(quote!(#id))),
+                        None => {}
+                    }
+                    match self.tx.lookup(&id.to_string()) {
+                        Some(Binding::Local | Binding::GidX | Binding::Scalar) | None => {}
+                        Some(_) => return None,
+                    }
+                }
+                Some(V::One(quote!(#p)))
+            }
+            Expr::Binary(b) => self.binary(b),
+            Expr::Unary(u) => {
+                let v = self.expr(&u.expr)?;
+                match u.op {
+                    UnOp::Neg(_) if matches!(&*u.expr, Expr::Lit(_)) => {
+                        Some(self.apply(vec![v], |a| {
+                            let a = &a[0];
+                            quote!((-#a))
+                        }))
+                    }
+                    UnOp::Neg(_) => Some(self.apply(vec![v], |a| {
+                        let a = &a[0];
+                        quote!(__dc::ops::neg(#a))
+                    })),
+                    UnOp::Not(_) => Some(self.apply(vec![v], |a| {
+                        let a = &a[0];
+                        quote!((!#a))
+                    })),
+                    _ => None,
+                }
+            }
+            Expr::Cast(c) => {
+                let t = scalar_type(&c.ty)?;
+                let v = self.expr(&c.expr)?;
+                Some(self.apply(vec![v], |a| {
+                    let a = &a[0];
+                    quote!(__dc::ops::cast::<#t, _>(#a))
+                }))
+            }
+            Expr::Index(ix) => {
+                let mem = self.array(&ix.expr, false)?;
+                Some(match self.expr(&ix.index)? {
+                    V::One(i) => V::One(quote!(__dc::cpu::lanes::load_one(&#mem, &__m, #i))),
+                    V::Lanes(i) => V::Lanes(quote!(__dc::cpu::lanes::load(&#mem, &__m, #i))),
+                })
+            }
+            Expr::MethodCall(m) => self.method(m),
+            Expr::Field(f) => self.builtin(f),
+            Expr::If(i) => self.if_value(i),
+            _ => None,
+        }
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary) -> Option<V> {
+        let f = match b.op {
+            BinOp::Add(_) => "add",
+            BinOp::Sub(_) => "sub",
+            BinOp::Mul(_) => "mul",
+            BinOp::Div(_) => "div",
+            BinOp::Rem(_) => "rem",
+            BinOp::Shl(_) => "shl",
+            BinOp::Shr(_) => "shr",
+            BinOp::And(_) | BinOp::Or(_) => return self.logic(b),
+            BinOp::BitAnd(_)
+            | BinOp::BitOr(_)
+            | BinOp::BitXor(_)
+            | BinOp::Eq(_)
+            | BinOp::Ne(_)
+            | BinOp::Lt(_)
+            | BinOp::Le(_)
+            | BinOp::Gt(_)
+            | BinOp::Ge(_) => {
+                let op = b.op;
+                let l = self.expr(&b.left)?;
+                let r = self.expr(&b.right)?;
+                return Some(self.apply(vec![l, r], |a| {
+                    let (x, y) = (&a[0], &a[1]);
+                    quote!((#x #op #y))
+                }));
+            }
+            _ => return None,
+        };
+        let f = format_ident!("{f}");
+        let l = self.expr(&b.left)?;
+        let r = self.expr(&b.right)?;
+        Some(self.apply(vec![l, r], |a| {
+            let (x, y) = (&a[0], &a[1]);
+            quote!(__dc::ops::#f(#x, #y))
+        }))
+    }
+
+    /// `&&` and `||`: the right side is evaluated only for the lanes that need it (it
+    /// may load at an index the left side guards).
+    fn logic(&mut self, b: &syn::ExprBinary) -> Option<V> {
+        let and = matches!(b.op, BinOp::And(_));
+        let l = self.expr(&b.left)?;
+        let r = self.expr(&b.right)?;
+        let (l, r) = match (l, r) {
+            (V::One(l), V::One(r)) => {
+                let op = b.op;
+                return Some(V::One(quote!((#l #op #r))));
+            }
+            (l, r) => (l.lanes(), r.lanes()),
+        };
+        let (narrow, combine) = if and {
+            (quote!(and), quote!(__x & __y[__l]))
+        } else {
+            (quote!(and_not), quote!(__x | __y[__l]))
+        };
+        Some(V::Lanes(quote!({
+            let __lhs: __dc::cpu::lanes::Lanes<bool> = #l;
+            let __y: __dc::cpu::lanes::Lanes<bool> = {
+                let __m = __dc::cpu::lanes::#narrow(&__m, &__lhs);
+                #r
+            };
+            __dc::cpu::lanes::each(|__l| { let __x = __lhs[__l]; #combine })
+        })))
+    }
+
+    fn method(&mut self, m: &syn::ExprMethodCall) -> Option<V> {
+        if m.turbofish.is_some() {
+            return None;
+        }
+        let name = m.method.to_string();
+        if name == "len" && m.args.is_empty() {
+            let mem = self.array(&m.receiver, false)?;
+            return Some(V::One(quote!(#mem.len())));
+        }
+        let native = match name.as_str() {
+            "wrapping_add" => "add",
+            "wrapping_sub" => "sub",
+            "wrapping_mul" => "mul",
+            "powi" => "powi",
+            _ => {
+                let (_, _, native, arity) = math_methods().find(|(n, ..)| *n == name)?;
+                if m.args.len() + 1 != arity {
+                    return None;
+                }
+                native
+            }
+        };
+        let f = format_ident!("{native}");
+        let mut args = vec![self.expr(&m.receiver)?];
+        for a in &m.args {
+            args.push(self.expr(a)?);
+        }
+        // `exp` of lanes has a form of its own that vectorises (a C library call per
+        // lane does not).
+        if native == "exp" {
+            if let [V::Lanes(a)] = &args[..] {
+                return Some(V::Lanes(quote!(__dc::cpu::lanes::exp(#a))));
+            }
+        }
+        Some(self.apply(args, |a| quote!(__dc::ops::#f(#(#a),*))))
+    }
+
+    /// `local_id().x` and the other builtins' coordinates.
+    fn builtin(&mut self, f: &syn::ExprField) -> Option<V> {
+        let Expr::Call(c) = &*f.base else { return None };
+        if !c.args.is_empty() {
+            return None;
+        }
+        let (name, _) = builtins().find(|(n, _)| is_call_to(c, n))?;
+        let syn::Member::Named(axis) = &f.member else {
+            return None;
+        };
+        let k = ["x", "y", "z"].iter().position(|a| axis == a)?;
+        // A chunk lies in one row of its group: only `.x` of the thread's ids differs
+        // between its lanes.
+        Some(match (name, k) {
+            ("local_id", 0) => V::Lanes(quote!(__ids.local_x)),
+            ("global_id", 0) => V::Lanes(quote!(__ids.global_x)),
+            ("local_id", 1) => V::One(quote!(__ids.local_y)),
+            ("local_id", 2) => V::One(quote!(__ids.local_z)),
+            ("global_id", 1) => V::One(quote!(__ids.global_y)),
+            ("global_id", 2) => V::One(quote!(__ids.global_z)),
+            _ => {
+                let native = format_ident!("{name}");
+                V::One(quote!(__ctx.#native.#axis))
+            }
+        })
+    }
+
+    /// `if c { a } else { b }` as a value: both sides are evaluated, each for the lanes
+    /// that take it.
+    fn if_value(&mut self, i: &syn::ExprIf) -> Option<V> {
+        let then = single_expr(&i.then_branch.stmts)?;
+        let els = match &i.else_branch {
+            Some((_, e)) => match &**e {
+                Expr::Block(b) => single_expr(&b.block.stmts)?,
+                e @ Expr::If(_) => e,
+                _ => return None,
+            },
+            None => return None,
+        };
+        match self.expr(&i.cond)? {
+            V::One(c) => {
+                let (t, e) = (self.expr(then)?, self.expr(els)?);
+                Some(match (t, e) {
+                    (V::One(t), V::One(e)) => V::One(quote!(if #c { #t } else { #e })),
+                    (t, e) => {
+                        let (t, e) = (t.lanes(), e.lanes());
+                        V::Lanes(quote!(if #c { #t } else { #e }))
+                    }
+                })
+            }
+            V::Lanes(c) => {
+                let t = self.expr(then)?.lanes();
+                let e = self.expr(els)?.lanes();
+                Some(V::Lanes(quote!({
+                    let __c: __dc::cpu::lanes::Lanes<bool> = #c;
+                    let __t = { let __m = __dc::cpu::lanes::and(&__m, &__c); #t };
+                    let __e = { let __m = __dc::cpu::lanes::and_not(&__m, &__c); #e };
+                    __dc::cpu::lanes::pick(&__c, __t, __e)
+                })))
+            }
+        }
+    }
+}
+
+/// The one expression of a block such as `{ x[i] }`.
+fn single_expr(stmts: &[Stmt]) -> Option<&Expr> {
+    match stmts {
+        [Stmt::Expr(e, None)] => Some(e),
+        _ => None,
+    }
+}
+
+/// A plain scalar type other than `f16` (which `as` cannot name natively).
+fn scalar_type(ty: &Type) -> Option<TokenStream> {
+    let Type::Path(p) = ty else { return None };
+    let id = p.path.get_ident()?;
+    ["bool", "i32", "u32", "i64", "u64", "f32", "f64"]
+        .contains(&id.to_string().as_str())
+        .then(|| quote!(#id))
+}
