@@ -776,6 +776,39 @@ pub fn subgroup_all(b: bool) -> bool {
     b
 }
 
+/// `e^x` in f32 without a branch or a call, so that a loop over lanes vectorises
+/// (Cody-Waite range reduction `x = k ln 2 + r`, `|r| <= ln 2 / 2`, Cephes' degree-5
+/// polynomial for `e^r`, then `2^k` applied in two halves so that results near the
+/// overflow and underflow ends are neither lost nor rounded twice). NaN gives NaN,
+/// `+inf` gives `+inf`, `-inf` gives 0; elsewhere within 1 ulp of the exact value
+/// rounded to f32 (`lanes::tests`; every input was checked once by hand). Split group
+/// bodies use it for `exp` in lane form; elsewhere kernels use the C library's `expf`.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    // Past these ends the result is +inf or 0; NaN passes through `clamp`.
+    let x = x.clamp(-104.0, 89.0);
+    // Round x / ln 2 to the nearest integer k by adding 1.5 * 2^23.
+    let shifted = x * std::f32::consts::LOG2_E + 12_582_912.0;
+    let k = shifted - 12_582_912.0;
+    let k_int = (shifted.to_bits() as i32).wrapping_sub(0x4B40_0000);
+    // ln 2 in two parts: k * LN2_HI is exact.
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let r = (x - k * LN2_HI) - k * LN2_LO;
+    let p = 1.987_569_1e-4_f32;
+    let p = p * r + 1.398_199_9e-3;
+    let p = p * r + 8.333_452e-3;
+    let p = p * r + 4.166_579_6e-2;
+    let p = p * r + 1.666_666_5e-1;
+    let p = p * r + 0.5;
+    let y = p * (r * r) + r + 1.0;
+    // k is within [-150, 129]: 2^k as two powers of two, each a normal f32.
+    let k1 = k_int >> 1;
+    let k2 = k_int - k1;
+    let pow2 = |e: i32| f32::from_bits(((e + 127) as u32) << 23);
+    y * pow2(k1) * pow2(k2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -812,37 +845,4 @@ mod tests {
         assert_eq!(step_range(0i32, 10, -1).count(), 0);
         assert_eq!(step_range(u32::MAX - 1, u32::MAX, 5).count(), 1);
     }
-}
-
-/// `e^x` in f32 without a branch or a call, so that a loop over lanes vectorises
-/// (Cody-Waite range reduction `x = k ln 2 + r`, `|r| <= ln 2 / 2`, Cephes' degree-5
-/// polynomial for `e^r`, then `2^k` applied in two halves so that results near the
-/// overflow and underflow ends are neither lost nor rounded twice). NaN gives NaN,
-/// `+inf` gives `+inf`, `-inf` gives 0; elsewhere within 1 ulp of the exact value
-/// rounded to f32 (`lanes::tests`; every input was checked once by hand). Split group
-/// bodies use it for `exp` in lane form; elsewhere kernels use the C library's `expf`.
-#[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
-    // Past these ends the result is +inf or 0; NaN passes through `clamp`.
-    let x = x.clamp(-104.0, 89.0);
-    // Round x / ln 2 to the nearest integer k by adding 1.5 * 2^23.
-    let shifted = x * std::f32::consts::LOG2_E + 12_582_912.0;
-    let k = shifted - 12_582_912.0;
-    let k_int = (shifted.to_bits() as i32).wrapping_sub(0x4B40_0000);
-    // ln 2 in two parts: k * LN2_HI is exact.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    let r = (x - k * LN2_HI) - k * LN2_LO;
-    let p = 1.987_569_1e-4_f32;
-    let p = p * r + 1.398_199_9e-3;
-    let p = p * r + 8.333_452e-3;
-    let p = p * r + 4.166_579_6e-2;
-    let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 0.5;
-    let y = p * (r * r) + r + 1.0;
-    // k is within [-150, 129]: 2^k as two powers of two, each a normal f32.
-    let k1 = k_int >> 1;
-    let k2 = k_int - k1;
-    let pow2 = |e: i32| f32::from_bits(((e + 127) as u32) << 23);
-    y * pow2(k1) * pow2(k2)
 }
