@@ -146,32 +146,68 @@ pub fn fits(g: &Group<'_>) -> bool {
     g.one_dimensional() || g.size_x() as usize % LANES == 0
 }
 
-/// The ids of the chunk of threads starting at `first` (a multiple of [`LANES`]).
-#[inline(always)]
-pub fn ids(g: &Group<'_>, first: usize) -> Ids {
-    let (row, x0) = match g.one_dimensional() {
-        true => (0, first as u32),
-        false => {
-            let w = g.size_x() as usize;
-            (first / w, (first % w) as u32)
+/// The group's whole chunks in order, with their ids, found by counting along the rows
+/// (no division per chunk).
+pub struct Chunks {
+    /// Threads in whole chunks.
+    full: usize,
+    first: usize,
+    width: u32,
+    height: u32,
+    x0: u32,
+    y: u32,
+    z: u32,
+    base: crate::runtime::UVec3,
+}
+
+impl Chunks {
+    /// The whole chunks of `g` (see [`fits`]).
+    #[inline(always)]
+    pub fn new(g: &Group<'_>) -> Chunks {
+        let n = g.threads();
+        let (width, height) = match g.one_dimensional() {
+            true => (u32::MAX, 1),
+            false => (g.size_x(), g.size_y()),
+        };
+        Chunks {
+            full: n - n % LANES,
+            first: 0,
+            width,
+            height,
+            x0: 0,
+            y: 0,
+            z: 0,
+            base: g.base(),
         }
-    };
-    let (y, z) = match g.one_dimensional() {
-        true => (0, 0),
-        false => {
-            let h = g.size_y() as usize;
-            ((row % h) as u32, (row / h) as u32)
+    }
+
+    /// The next chunk: its first thread's number and its ids.
+    #[inline(always)]
+    pub fn next_chunk(&mut self) -> Option<(usize, Ids)> {
+        if self.first >= self.full {
+            return None;
         }
-    };
-    let local_x = each(|l| x0 + l as u32);
-    let base = g.base();
-    Ids {
-        local_x,
-        global_x: each(|l| base.x.wrapping_add(local_x[l])),
-        local_y: y,
-        local_z: z,
-        global_y: base.y.wrapping_add(y),
-        global_z: base.z.wrapping_add(z),
+        let local_x = each(|l| self.x0 + l as u32);
+        let ids = Ids {
+            local_x,
+            global_x: each(|l| self.base.x.wrapping_add(local_x[l])),
+            local_y: self.y,
+            local_z: self.z,
+            global_y: self.base.y.wrapping_add(self.y),
+            global_z: self.base.z.wrapping_add(self.z),
+        };
+        let first = self.first;
+        self.first += LANES;
+        self.x0 = self.x0.wrapping_add(LANES as u32);
+        if self.x0 >= self.width {
+            self.x0 = 0;
+            self.y += 1;
+            if self.y == self.height {
+                self.y = 0;
+                self.z += 1;
+            }
+        }
+        Some((first, ids))
     }
 }
 

@@ -552,16 +552,18 @@ impl Splitter {
                     if *mutable {
                         stores.extend(quote!(#slot.set_lanes(__c0, #id);));
                     }
+                    lane_locals.push((l.name.clone(), true));
                 }
                 Kind::Recomputed { stmt, .. } => {
-                    rebinds.extend(super::lanes::recomputed(&self.tx, stmt)?)
+                    let (decl, lanes) = super::lanes::recomputed(&self.tx, stmt)?;
+                    rebinds.extend(decl);
+                    lane_locals.push((l.name.clone(), lanes));
                 }
                 Kind::Array { .. } => return None,
                 Kind::GroupVar => continue,
             }
-            lane_locals.push(l.name.clone());
         }
-        let body = super::lanes::region(&self.tx, &lane_locals, stmts)?;
+        let (body, declared) = super::lanes::region(&self.tx, &lane_locals, stmts)?;
         // Locals the region declares that later regions need.
         let level = self.lifted.last()?;
         for (k, l) in level.iter().enumerate().skip(first_new) {
@@ -569,7 +571,10 @@ impl Splitter {
             match (&l.kind, hidden) {
                 (Kind::Value { slot, .. }, false) => {
                     let id = &l.ident;
-                    stores.extend(quote!(#slot.set_lanes(__c0, #id);));
+                    stores.extend(match declared.get(&l.name) {
+                        Some(false) => quote!(#slot.set_lanes(__c0, __dc::cpu::lanes::splat(#id));),
+                        _ => quote!(#slot.set_lanes(__c0, #id);),
+                    });
                 }
                 (Kind::Array { .. }, _) => return None,
                 _ => {}
@@ -577,10 +582,10 @@ impl Splitter {
         }
         Some(quote! {
             __dc::cpu::lanes::apart(|| {
-                for __c0 in (0..__full).step_by(__dc::cpu::lanes::LANES) {
+                let mut __chunks = __dc::cpu::lanes::Chunks::new(__g);
+                while let ::core::option::Option::Some((__c0, __ids)) = __chunks.next_chunk() {
                     // Every lane is a thread of the group: whole chunks only.
                     let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;
-                    let __ids = __dc::cpu::lanes::ids(__g, __c0);
                     let __ctx = &__g.ctx(__c0);
                     #rebinds
                     #body

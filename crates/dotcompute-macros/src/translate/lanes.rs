@@ -49,29 +49,39 @@ struct Emitter<'t> {
 }
 
 /// The lane form of a region's statements, or `None` where it uses something lane form
-/// does not take. `lane_locals`: the per-thread locals the region starts with (brought
-/// in from slots, or recomputed from the thread's ids).
-pub(super) fn region(tx: &Tx, lane_locals: &[String], stmts: &[&Stmt]) -> Option<TokenStream> {
+/// does not take. `locals`: the per-thread locals the region starts with (brought in
+/// from slots, or recomputed from the thread's ids), and whether each holds lanes.
+/// Also returns, for each local the region declares at its top level, whether it holds
+/// lanes (a scalar is broadcast where a slot stores it).
+pub(super) fn region(
+    tx: &Tx,
+    locals: &[(String, bool)],
+    stmts: &[&Stmt],
+) -> Option<(TokenStream, HashMap<String, bool>)> {
     let mut e = Emitter {
         tx,
-        scopes: vec![lane_locals.iter().map(|n| (n.clone(), true)).collect()],
+        scopes: vec![locals.iter().cloned().collect(), HashMap::new()],
         masked: 0,
     };
     let mut out = TokenStream::new();
     for s in stmts {
         out.extend(e.stmt(s)?);
     }
-    Some(out)
+    let declared = e.scopes.pop()?;
+    Some((out, declared))
 }
 
-/// `let name = init;` for a local computed from the thread's ids, in lane form.
-pub(super) fn recomputed(tx: &Tx, stmt: &Stmt) -> Option<TokenStream> {
+/// `let name = init;` for a local computed from the thread's ids, in lane form, and
+/// whether it holds lanes (`local_id().y` is one value for a chunk).
+pub(super) fn recomputed(tx: &Tx, stmt: &Stmt) -> Option<(TokenStream, bool)> {
     let mut e = Emitter {
         tx,
         scopes: vec![HashMap::new()],
         masked: 0,
     };
-    e.stmt(stmt)
+    let tokens = e.stmt(stmt)?;
+    let lanes = e.scopes[0].values().next().copied()?;
+    Some((tokens, lanes))
 }
 
 impl Emitter<'_> {
@@ -118,7 +128,19 @@ impl Emitter<'_> {
                     Pat::Type(pt) => Some(scalar_type(&pt.ty)?),
                     _ => None,
                 };
-                let v = self.expr(init)?.lanes();
+                let v = self.expr(init)?;
+                // An immutable local of a value the same in every lane stays one scalar
+                // (`let row = global_id().y;`, `let total = red[0];`): its loads are
+                // one load, its uses broadcasts. Mutable locals may take lane values
+                // later, so they hold lanes.
+                if let (V::One(t), false) = (&v, mutable) {
+                    self.scopes.last_mut()?.insert(ident.to_string(), false);
+                    return Some(match ty {
+                        Some(ty) => quote!(let #ident: #ty = #t;),
+                        None => quote!(let #ident = #t;),
+                    });
+                }
+                let v = v.lanes();
                 let m = mutable.then(|| quote!(mut));
                 self.scopes.last_mut()?.insert(ident.to_string(), true);
                 Some(match ty {

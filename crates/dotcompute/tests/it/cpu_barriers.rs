@@ -386,6 +386,79 @@ fn lane_form_regions_match_the_host_and_the_other_schedules() {
     }
 }
 
+/// Lane form in a 2-D group (rows of 16): `local_id().x` one per lane, `local_id().y` and
+/// `global_id().y` one per chunk; a bool kept across the barrier; a tile read back
+/// reversed in both axes.
+#[kernel]
+fn lane_tile_2d(x: &[u32], out: &mut [u32], w: u32, h: u32) {
+    let t = shared::<u32, 64>();
+    let lx = local_id().x;
+    let ly = local_id().y;
+    let gx = global_id().x;
+    let gy = global_id().y;
+    let inside = gx < w && gy < h;
+    t[ly * 16 + lx] = if inside { x[gy * w + gx] * 3 + ly } else { 7 };
+    barrier();
+    let back = t[(3 - ly) * 16 + (15 - lx)];
+    if inside {
+        out[gy * w + gx] = back ^ (lx << 8) ^ (gy << 16);
+    }
+}
+
+#[test]
+fn lane_form_in_two_dimensional_groups_matches_the_host() {
+    assert_eq!(lane_tile_2d::__DC_LANE_REGIONS, 2);
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let (w, h) = (53usize, 19usize);
+    let x: Vec<u32> = (0..w * h).map(|_| rng.u32(..)).collect();
+    let mut want = vec![0u32; w * h];
+    for by in 0..h.div_ceil(4) {
+        for bx in 0..w.div_ceil(16) {
+            let tile: Vec<u32> = (0..64)
+                .map(|k| {
+                    let (lx, ly) = (k % 16, k / 16);
+                    let (gx, gy) = (bx * 16 + lx, by * 4 + ly);
+                    match gx < w && gy < h {
+                        true => x[gy * w + gx].wrapping_mul(3).wrapping_add(ly as u32),
+                        false => 7,
+                    }
+                })
+                .collect();
+            for ly in 0..4 {
+                for lx in 0..16 {
+                    let (gx, gy) = (bx * 16 + lx, by * 4 + ly);
+                    if gx < w && gy < h {
+                        let back = tile[(3 - ly) * 16 + (15 - lx)];
+                        want[gy * w + gx] = back ^ ((lx as u32) << 8) ^ ((gy as u32) << 16);
+                    }
+                }
+            }
+        }
+    }
+    let dx = d.upload(&x).unwrap();
+    for m in SCHEDULES {
+        let mut out = d.alloc_filled(w * h, 0xDEAD_BEEFu32).unwrap();
+        under(m, true, || {
+            lane_tile_2d::launch(
+                &d,
+                Launch::grid2d(w, h).group2d(16, 4),
+                &dx,
+                &mut out,
+                w as u32,
+                h as u32,
+            )
+            .unwrap()
+        });
+        same(
+            &out.to_vec().unwrap(),
+            &want,
+            &format!("{m:?} (seed {seed})"),
+        );
+    }
+}
+
 #[kernel]
 fn barrier_in_divergent_if(out: &mut [u32]) {
     let l = local_id().x;
