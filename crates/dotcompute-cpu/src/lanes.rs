@@ -50,18 +50,26 @@ pub fn apart(f: impl FnOnce()) {
     f()
 }
 
-/// Whether the processor has AVX2: the group bodies of kernels split at barriers then
-/// run a copy compiled for it (a lane of f32 is one 8-wide register, a mask blends in one
-/// instruction).
+static AVX2: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether the processor has AVX2 (and `DOTCOMPUTE_CPU_AVX2` is not `0`): the group
+/// bodies of kernels split at barriers then run a copy compiled for it (a lane of f32 is
+/// one 8-wide register, a mask blends in one instruction).
 #[inline(always)]
 pub fn avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+    use std::sync::atomic::Ordering;
+    match AVX2.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            #[cfg(target_arch = "x86_64")]
+            let has = std::arch::is_x86_feature_detected!("avx2");
+            #[cfg(not(target_arch = "x86_64"))]
+            let has = false;
+            let on = has && std::env::var("DOTCOMPUTE_CPU_AVX2").as_deref() != Ok("0");
+            AVX2.store(if on { 1 } else { 2 }, Ordering::Relaxed);
+            on
+        }
     }
 }
 
@@ -113,6 +121,12 @@ pub fn pick<T: Copy + Default>(c: &Lanes<bool>, then: Lanes<T>, other: Lanes<T>)
 #[inline(always)]
 pub fn any(m: &Mask) -> bool {
     m.iter().fold(0, |a, &b| a | b) != 0
+}
+
+/// Whether every lane is masked.
+#[inline(always)]
+pub fn all(m: &Mask) -> bool {
+    m.iter().fold(-1, |a, &b| a & b) == -1
 }
 
 /// The masked lanes where `c` holds.

@@ -46,6 +46,8 @@ struct Emitter<'t> {
     /// where an assignment may write every lane (lanes outside the chunk's mask are
     /// never stored back nor used to touch memory).
     masked: u32,
+    /// Inside a loop body's copy for when every lane loops.
+    all_lanes_copy: bool,
 }
 
 /// The lane form of a region's statements, or `None` where it uses something lane form
@@ -62,6 +64,7 @@ pub(super) fn region(
         tx,
         scopes: vec![locals.iter().cloned().collect(), HashMap::new()],
         masked: 0,
+        all_lanes_copy: false,
     };
     let mut out = TokenStream::new();
     for s in stmts {
@@ -78,6 +81,7 @@ pub(super) fn recomputed(tx: &Tx, stmt: &Stmt) -> Option<(TokenStream, bool)> {
         tx,
         scopes: vec![HashMap::new()],
         masked: 0,
+        all_lanes_copy: false,
     };
     let tokens = e.stmt(stmt)?;
     let lanes = e.scopes[0].values().next().copied()?;
@@ -270,6 +274,26 @@ impl Emitter<'_> {
             }
             V::Lanes(c) => {
                 let body = self.masked_block(&w.body.stmts)?;
+                // While every lane of the chunk still loops (most trips), a copy without
+                // masks: assignments need no blend, loads no mask test. Inner loops keep
+                // one copy (the code would double at every level).
+                let body = match self.all_lanes_copy {
+                    true => body,
+                    false => {
+                        let masked = std::mem::replace(&mut self.masked, 0);
+                        self.all_lanes_copy = true;
+                        let fast = self.block(&w.body.stmts);
+                        self.all_lanes_copy = false;
+                        self.masked = masked;
+                        let fast = fast?;
+                        quote! {
+                            if __dc::cpu::lanes::all(&__m) {
+                                let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;
+                                #fast
+                            } else #body
+                        }
+                    }
+                };
                 Some(quote!({
                     // The lanes still looping; the condition is evaluated for them only.
                     let mut __w: __dc::cpu::lanes::Mask = __m;
