@@ -20,27 +20,50 @@
 use crate::fission::Group;
 use crate::runtime::{KernelElem, KernelIndex, View};
 
-static MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+/// A process-wide on/off setting, read from the environment on first use.
+struct Switch(std::sync::atomic::AtomicU8);
+
+impl Switch {
+    const fn new() -> Switch {
+        Switch(std::sync::atomic::AtomicU8::new(0))
+    }
+
+    #[inline(always)]
+    fn get(&self, first: impl FnOnce() -> bool) -> bool {
+        match self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let on = first();
+                self.set(on);
+                on
+            }
+        }
+    }
+
+    fn set(&self, on: bool) {
+        self.0
+            .store(if on { 1 } else { 2 }, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether `var` is set to `0` in the environment.
+fn off_in_env(var: &str) -> bool {
+    std::env::var(var).as_deref() == Ok("0")
+}
+
+static LANE_FORM: Switch = Switch::new();
 
 /// Whether regions that lane form takes run in it (the default), or thread by thread
 /// (`DOTCOMPUTE_CPU_LANES=0`, or [`set_enabled`]); benchmarks compare the two.
 #[inline(always)]
 pub fn enabled() -> bool {
-    use std::sync::atomic::Ordering;
-    match MODE.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            let on = std::env::var("DOTCOMPUTE_CPU_LANES").as_deref() != Ok("0");
-            set_enabled(on);
-            on
-        }
-    }
+    LANE_FORM.get(|| !off_in_env("DOTCOMPUTE_CPU_LANES"))
 }
 
 /// Chooses lane form or thread by thread for the whole process.
 pub fn set_enabled(on: bool) {
-    MODE.store(if on { 1 } else { 2 }, std::sync::atomic::Ordering::Relaxed);
+    LANE_FORM.set(on)
 }
 
 /// Runs `f`, compiled as a function of its own: a lane region optimised apart from the
@@ -50,27 +73,20 @@ pub fn apart(f: impl FnOnce()) {
     f()
 }
 
-static AVX2: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+static AVX2: Switch = Switch::new();
 
 /// Whether the processor has AVX2 (and `DOTCOMPUTE_CPU_AVX2` is not `0`): the group
 /// bodies of kernels split at barriers then run a copy compiled for it (a lane of f32 is
 /// one 8-wide register, a mask blends in one instruction).
 #[inline(always)]
 pub fn avx2() -> bool {
-    use std::sync::atomic::Ordering;
-    match AVX2.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            #[cfg(target_arch = "x86_64")]
-            let has = std::arch::is_x86_feature_detected!("avx2");
-            #[cfg(not(target_arch = "x86_64"))]
-            let has = false;
-            let on = has && std::env::var("DOTCOMPUTE_CPU_AVX2").as_deref() != Ok("0");
-            AVX2.store(if on { 1 } else { 2 }, Ordering::Relaxed);
-            on
-        }
-    }
+    AVX2.get(|| {
+        #[cfg(target_arch = "x86_64")]
+        let has = std::arch::is_x86_feature_detected!("avx2");
+        #[cfg(not(target_arch = "x86_64"))]
+        let has = false;
+        has && !off_in_env("DOTCOMPUTE_CPU_AVX2")
+    })
 }
 
 /// Threads run together: 8 f32 lanes are one AVX register or two SSE ones.

@@ -527,24 +527,11 @@ impl Splitter {
         if f.loop_exit || f.ret {
             return None;
         }
-        // The names visible where the region starts (not those it declares itself).
-        let levels = self.lifted.len();
-        let visible: Vec<&Lifted> = self
-            .lifted
-            .iter()
-            .enumerate()
-            .flat_map(|(k, level)| match k + 1 == levels {
-                true => &level[..first_new],
-                false => &level[..],
-            })
-            .collect();
         let mut rebinds = TokenStream::new();
         let mut stores = TokenStream::new();
         let mut lane_locals = Vec::new();
-        for (k, l) in visible.iter().enumerate() {
-            if !names.contains(&l.name) || visible[k + 1..].iter().any(|m| m.name == l.name) {
-                continue;
-            }
+        // The names visible where the region starts (not those it declares itself).
+        for l in self.visible(names, Some(first_new)) {
             let id = &l.ident;
             match &l.kind {
                 Kind::Value { slot, mutable } => {
@@ -691,14 +678,10 @@ impl Splitter {
         names: &HashSet<String>,
         region: bool,
     ) -> (TokenStream, TokenStream, Vec<syn::Ident>) {
-        let visible: Vec<&Lifted> = self.lifted.iter().flatten().collect();
         let mut rebinds = TokenStream::new();
         let mut stores = TokenStream::new();
         let mut used = Vec::new();
-        for (k, l) in visible.iter().enumerate() {
-            if !names.contains(&l.name) || visible[k + 1..].iter().any(|m| m.name == l.name) {
-                continue;
-            }
+        for l in self.visible(names, None) {
             let id = &l.ident;
             match &l.kind {
                 Kind::Value { slot, mutable } => {
@@ -718,6 +701,29 @@ impl Splitter {
             }
         }
         (rebinds, stores, used)
+    }
+
+    /// The lifted names among `names`, each its last (visible) declaration; with
+    /// `first_new`, as a region that starts at that index of the innermost level sees
+    /// them (not the names it declares itself).
+    fn visible(&self, names: &HashSet<String>, first_new: Option<usize>) -> Vec<&Lifted> {
+        let levels = self.lifted.len();
+        let all: Vec<&Lifted> = self
+            .lifted
+            .iter()
+            .enumerate()
+            .flat_map(|(k, level)| match (k + 1 == levels, first_new) {
+                (true, Some(n)) => &level[..n],
+                _ => &level[..],
+            })
+            .collect();
+        all.iter()
+            .enumerate()
+            .filter(|(k, l)| {
+                names.contains(&l.name) && !all[k + 1..].iter().any(|m| m.name == l.name)
+            })
+            .map(|(_, l)| *l)
+            .collect()
     }
 
     /// A slot, made by `make` at the top of the group body.
