@@ -213,15 +213,11 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
         m: &crate::lanes::Mask,
         idx: crate::lanes::Lanes<I>,
     ) -> crate::lanes::Lanes<T> {
-        use crate::lanes::{consecutive, each, LANES};
-        let first = idx[0].to_index();
-        if consecutive(m, &idx)
-            && first
-                .checked_add(LANES as u32)
-                .is_some_and(|e| e <= self.len)
-        {
-            // SAFETY: elements first .. first + LANES are in bounds.
-            return unsafe { (self.ptr.add(first as usize) as *const [T; LANES]).read_unaligned() };
+        use crate::lanes::{each, LANES};
+        if self.is_run(m, &idx) {
+            // SAFETY: elements idx[0] .. idx[0] + LANES are in bounds.
+            let run = unsafe { self.ptr.add(idx[0].to_index() as usize) };
+            return unsafe { (run as *const [T; LANES]).read_unaligned() };
         }
         let mut in_bounds = self.len > 0;
         for l in 0..LANES {
@@ -248,6 +244,17 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
                 }
             })
         }
+    }
+
+    /// Whether every lane is masked and `idx` counts up by one from an element with
+    /// `LANES` elements in bounds from it: one vector load or store serves the chunk.
+    #[inline(always)]
+    fn is_run<I: KernelIndex>(&self, m: &crate::lanes::Mask, idx: &crate::lanes::Lanes<I>) -> bool {
+        crate::lanes::consecutive(m, idx)
+            && idx[0]
+                .to_index()
+                .checked_add(crate::lanes::LANES as u32)
+                .is_some_and(|e| e <= self.len)
     }
 
     /// A checked pointer to element `index`, or `None` (and an error raised).
@@ -283,16 +290,13 @@ impl<T: KernelElem> View<'_, T, true> {
         idx: crate::lanes::Lanes<I>,
         v: crate::lanes::Lanes<T>,
     ) {
-        use crate::lanes::{consecutive, LANES};
-        let first = idx[0].to_index();
-        if consecutive(m, &idx)
-            && first
-                .checked_add(LANES as u32)
-                .is_some_and(|e| e <= self.len)
-        {
-            // SAFETY: elements first .. first + LANES are in bounds; see the type's note
+        use crate::lanes::LANES;
+        if self.is_run(m, &idx) {
+            // SAFETY: elements idx[0] .. idx[0] + LANES are in bounds; see the type's note
             // on races.
-            unsafe { (self.ptr.add(first as usize) as *mut [T; LANES]).write_unaligned(v) };
+            unsafe {
+                (self.ptr.add(idx[0].to_index() as usize) as *mut [T; LANES]).write_unaligned(v)
+            };
             return;
         }
         for l in 0..LANES {

@@ -430,13 +430,9 @@ impl Splitter {
         // leaves it early (`break`/`continue` of the loop around it, `return`) leaves
         // their scope too.
         let mut new_stores = TokenStream::new();
-        let level = self.lifted.last()?;
-        for (k, l) in level.iter().enumerate().skip(first_new) {
-            let hidden = level[k + 1..].iter().any(|m| m.name == l.name);
-            if let (Kind::Value { slot, .. }, false) = (&l.kind, hidden) {
-                let id = &l.ident;
-                new_stores.extend(quote!(#slot.set(__th, #id);));
-            }
+        for (l, slot) in self.declared_values(first_new) {
+            let id = &l.ident;
+            new_stores.extend(quote!(#slot.set(__th, #id);));
         }
         let exit = if self.loops > 0 && has_loop_exit(stmts) {
             quote! {
@@ -510,21 +506,19 @@ impl Splitter {
     }
 
     /// The region `stmts` (already translated) in lane form (`lanes.rs`) for the whole
-    /// chunks of a one-dimensional group, `0..__full`, or `None` where lane form does
-    /// not take it: a `break`, `continue` or `return` in it, a local array, or a
-    /// construct lane form lacks. `names`: the names it uses; `first_new`: the first of
-    /// the lifted names it declares.
+    /// chunks of a group that `lanes::fits`, `0..__full`, or `None` where lane form does
+    /// not take it: a `break` or `continue` in it, a local array, or a construct lane
+    /// form lacks. Called only for kernels without `return`. `names`: the names it
+    /// uses; `first_new`: the first of the lifted names it declares.
     fn lane_region(
         &self,
         stmts: &[&Stmt],
         names: &HashSet<String>,
         first_new: usize,
     ) -> Option<TokenStream> {
-        let mut f = Finder::default();
-        for s in stmts {
-            f.visit_stmt(s);
-        }
-        if f.loop_exit || f.ret {
+        // A `break` / `continue` of a loop inside the region (`return` is excluded by the
+        // caller: the kernel has none).
+        if has_loop_exit(stmts) {
             return None;
         }
         let mut rebinds = TokenStream::new();
@@ -551,21 +545,14 @@ impl Splitter {
             }
         }
         let (body, declared) = super::lanes::region(&self.tx, &lane_locals, stmts)?;
-        // Locals the region declares that later regions need.
-        let level = self.lifted.last()?;
-        for (k, l) in level.iter().enumerate().skip(first_new) {
-            let hidden = level[k + 1..].iter().any(|m| m.name == l.name);
-            match (&l.kind, hidden) {
-                (Kind::Value { slot, .. }, false) => {
-                    let id = &l.ident;
-                    stores.extend(match declared.get(&l.name) {
-                        Some(false) => quote!(#slot.set_lanes(__c0, __dc::cpu::lanes::splat(#id));),
-                        _ => quote!(#slot.set_lanes(__c0, #id);),
-                    });
-                }
-                (Kind::Array { .. }, _) => return None,
-                _ => {}
-            }
+        // Locals the region declares that later regions need (a local array it declares
+        // has already made `lanes::region` answer `None`).
+        for (l, slot) in self.declared_values(first_new) {
+            let id = &l.ident;
+            stores.extend(match declared.get(&l.name) {
+                Some(false) => quote!(#slot.set_lanes(__c0, __dc::cpu::lanes::splat(#id));),
+                _ => quote!(#slot.set_lanes(__c0, #id);),
+            });
         }
         Some(quote! {
             __dc::cpu::lanes::apart(|| {
@@ -590,10 +577,10 @@ impl Splitter {
     /// `lid < s` is the range `0..s`. The condition stays in the body; the range only
     /// skips threads that would find it false. Other groups run every thread.
     fn thread_range(&self, stmts: &[&Stmt]) -> Option<TokenStream> {
-        let [Stmt::Expr(Expr::If(i), _)] = stmts else {
+        let [Stmt::Expr(e @ Expr::If(i), _)] = stmts else {
             return None;
         };
-        if i.else_branch.is_some() || has_flow(&Expr::If(i.clone())) {
+        if i.else_branch.is_some() || has_flow(e) {
             return None;
         }
         let Expr::Binary(b) = &*i.cond else {
@@ -701,6 +688,25 @@ impl Splitter {
             }
         }
         (rebinds, stores, used)
+    }
+
+    /// The scalar and vector locals the region starting at `first_new` of the innermost
+    /// level declares for later regions (the last declaration of each name), with their
+    /// slots.
+    fn declared_values(&self, first_new: usize) -> Vec<(&Lifted, &syn::Ident)> {
+        let Some(level) = self.lifted.last() else {
+            return Vec::new();
+        };
+        level
+            .iter()
+            .enumerate()
+            .skip(first_new)
+            .filter(|(k, l)| !level[k + 1..].iter().any(|m| m.name == l.name))
+            .filter_map(|(_, l)| match &l.kind {
+                Kind::Value { slot, .. } => Some((l, slot)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The lifted names among `names`, each its last (visible) declaration; with

@@ -60,12 +60,8 @@ pub(super) fn region(
     locals: &[(String, bool)],
     stmts: &[&Stmt],
 ) -> Option<(TokenStream, HashMap<String, bool>)> {
-    let mut e = Emitter {
-        tx,
-        scopes: vec![locals.iter().cloned().collect(), HashMap::new()],
-        masked: 0,
-        all_lanes_copy: false,
-    };
+    let mut e = Emitter::new(tx, locals.iter().cloned().collect());
+    e.scopes.push(HashMap::new());
     let mut out = TokenStream::new();
     for s in stmts {
         out.extend(e.stmt(s)?);
@@ -77,18 +73,33 @@ pub(super) fn region(
 /// `let name = init;` for a local computed from the thread's ids, in lane form, and
 /// whether it holds lanes (`local_id().y` is one value for a chunk).
 pub(super) fn recomputed(tx: &Tx, stmt: &Stmt) -> Option<(TokenStream, bool)> {
-    let mut e = Emitter {
-        tx,
-        scopes: vec![HashMap::new()],
-        masked: 0,
-        all_lanes_copy: false,
-    };
+    let mut e = Emitter::new(tx, HashMap::new());
     let tokens = e.stmt(stmt)?;
     let lanes = e.scopes[0].values().next().copied()?;
     Some((tokens, lanes))
 }
 
-impl Emitter<'_> {
+impl<'t> Emitter<'t> {
+    /// An emitter at a region's top level whose outermost scope is `locals`.
+    fn new(tx: &'t Tx, locals: HashMap<String, bool>) -> Emitter<'t> {
+        Emitter {
+            tx,
+            scopes: vec![locals],
+            masked: 0,
+            all_lanes_copy: false,
+        }
+    }
+
+    /// `f` at mask depth `masked` (and in the all-lanes copy of a loop body or not), the
+    /// emitter's own depth restored after.
+    fn at<R>(&mut self, masked: u32, all_lanes_copy: bool, f: impl FnOnce(&mut Self) -> R) -> R {
+        let saved = (self.masked, self.all_lanes_copy);
+        (self.masked, self.all_lanes_copy) = (masked, all_lanes_copy);
+        let r = f(self);
+        (self.masked, self.all_lanes_copy) = saved;
+        r
+    }
+
     /// Whether `name` is a lane local (`Some(true)`), a scalar local of the region
     /// (`Some(false)`), or neither (a parameter, a group-level local, a constant).
     fn local(&self, name: &str) -> Option<bool> {
@@ -113,10 +124,7 @@ impl Emitter<'_> {
 
     /// Statements under a mask that differs between lanes.
     fn masked_block(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
-        self.masked += 1;
-        let b = self.block(stmts);
-        self.masked -= 1;
-        b
+        self.at(self.masked + 1, self.all_lanes_copy, |e| e.block(stmts))
     }
 
     fn stmt(&mut self, s: &Stmt) -> Option<TokenStream> {
@@ -241,10 +249,8 @@ impl Emitter<'_> {
                 let els = match els {
                     None => quote!(),
                     Some(e) => {
-                        self.masked += 1;
-                        let e = self.expr_stmt(e);
-                        self.masked -= 1;
-                        let e = e?;
+                        let e =
+                            self.at(self.masked + 1, self.all_lanes_copy, |em| em.expr_stmt(e))?;
                         quote!({
                             let __m = __dc::cpu::lanes::and_not(&__m, &__c);
                             if __dc::cpu::lanes::any(&__m) { #e }
@@ -280,12 +286,7 @@ impl Emitter<'_> {
                 let body = match self.all_lanes_copy {
                     true => body,
                     false => {
-                        let masked = std::mem::replace(&mut self.masked, 0);
-                        self.all_lanes_copy = true;
-                        let fast = self.block(&w.body.stmts);
-                        self.all_lanes_copy = false;
-                        self.masked = masked;
-                        let fast = fast?;
+                        let fast = self.at(0, true, |e| e.block(&w.body.stmts))?;
                         quote! {
                             if __dc::cpu::lanes::all(&__m) {
                                 let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;
