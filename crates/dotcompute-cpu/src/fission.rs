@@ -330,19 +330,29 @@ impl<T: Copy + Default> Slots<T> {
     pub fn get(&self, th: usize) -> T {
         self.values[th]
     }
+}
 
+impl<T: Copy + Default> Slots<T> {
     /// The values of threads `first .. first + LANES` (one bounds check).
     #[inline(always)]
     pub fn get_lanes(&self, first: usize) -> crate::lanes::Lanes<T> {
-        let mut out = [T::default(); crate::lanes::LANES];
-        out.copy_from_slice(&self.values[first..first + crate::lanes::LANES]);
-        out
+        let run = &self.values[first..first + crate::lanes::LANES];
+        // SAFETY: `run` is LANES elements long.
+        unsafe { crate::lanes::read_run(run.as_ptr()) }
     }
 
-    /// Stores the values of threads `first .. first + LANES`.
+    /// Stores the values of threads `first .. first + LANES` (a lane `bool` in either
+    /// form).
     #[inline(always)]
-    pub fn set_lanes(&mut self, first: usize, v: crate::lanes::Lanes<T>) {
-        self.values[first..first + crate::lanes::LANES].copy_from_slice(&v);
+    pub fn set_lanes<U: crate::lanes::Conform<T>>(
+        &mut self,
+        first: usize,
+        v: crate::lanes::Lanes<U>,
+    ) {
+        let run = &mut self.values[first..first + crate::lanes::LANES];
+        let v = crate::lanes::each(|l| v[l].conform());
+        // SAFETY: `run` is LANES elements long.
+        unsafe { crate::lanes::write_run(run.as_mut_ptr(), v) };
     }
 }
 

@@ -14,6 +14,14 @@
 //! without a data race (threads of one region writing what others of it read are a race
 //! on every backend, without a barrier between them).
 //!
+//! Two representations keep the values in vector registers where LLVM would otherwise
+//! split them into scalars: a comparison of lanes gives mask words ([`B`], all bits set
+//! for true) rather than `[bool; LANES]` (packed bytes, rebuilt with scalar shifts at
+//! every test), and consecutive elements move as one vector load or store
+//! ([`read_run`], [`write_run`]) rather than an array copy. A lane `bool` can still be a
+//! plain `bool` (a scalar splat into lanes, a `bool` buffer); [`bools`] and [`conform`]
+//! let the two forms meet.
+//!
 //! The macro (`dotcompute-macros`, `translate/lanes.rs`) decides which regions run this
 //! way; the others keep the loop over threads.
 
@@ -103,6 +111,165 @@ pub type Mask = [i32; LANES];
 /// Every lane.
 pub const ALL: Mask = [-1; LANES];
 
+/// A `bool` in a lane: all bits set (true) or none (false), one 32-bit word, as vector
+/// compares produce it. A comparison of lanes gives [`Bools`], which masks combine with
+/// in one instruction; a `[bool; LANES]` compiled to packed bytes and scalar bit
+/// operations on every `if` and loop test.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[repr(transparent)]
+pub struct B(i32);
+
+/// One `bool` per lane.
+pub type Bools = Lanes<B>;
+
+impl B {
+    #[inline(always)]
+    pub fn new(b: bool) -> B {
+        B(-(b as i32))
+    }
+
+    #[inline(always)]
+    pub fn get(self) -> bool {
+        self.0 != 0
+    }
+}
+
+impl core::ops::Not for B {
+    type Output = B;
+    #[inline(always)]
+    fn not(self) -> B {
+        B(!self.0)
+    }
+}
+
+macro_rules! lane_bool_ops {
+    ($($tr:ident $f:ident $op:tt),*) => {$(
+        impl core::ops::$tr for B {
+            type Output = B;
+            #[inline(always)]
+            fn $f(self, o: B) -> B {
+                B(self.0 $op o.0)
+            }
+        }
+    )*};
+}
+lane_bool_ops!(BitAnd bitand &, BitOr bitor |, BitXor bitxor ^);
+
+/// `bool` and [`B`] mixed, in either order: a lane's `bool` meets a scalar one.
+macro_rules! lane_bool_mixed {
+    ($($tr:ident $f:ident),*) => {$(
+        impl core::ops::$tr<bool> for B {
+            type Output = B;
+            #[inline(always)]
+            fn $f(self, o: bool) -> B {
+                core::ops::$tr::$f(self, B::new(o))
+            }
+        }
+        impl core::ops::$tr<B> for bool {
+            type Output = B;
+            #[inline(always)]
+            fn $f(self, o: B) -> B {
+                core::ops::$tr::$f(B::new(self), o)
+            }
+        }
+    )*};
+}
+lane_bool_mixed!(BitAnd bitand, BitOr bitor, BitXor bitxor);
+
+impl PartialEq<bool> for B {
+    #[inline(always)]
+    fn eq(&self, o: &bool) -> bool {
+        self.get() == *o
+    }
+}
+
+impl PartialEq<B> for bool {
+    #[inline(always)]
+    fn eq(&self, o: &B) -> bool {
+        *self == o.get()
+    }
+}
+
+impl crate::ops::CastSource for B {
+    #[inline(always)]
+    fn to_any(self) -> crate::ops::AnyNum {
+        self.get().to_any()
+    }
+}
+
+/// The lane `bool`s: [`B`], or plain `bool` (a splat scalar, a load of a `bool` buffer).
+pub trait Truth: Copy {
+    fn truth(self) -> B;
+}
+
+impl Truth for bool {
+    #[inline(always)]
+    fn truth(self) -> B {
+        B::new(self)
+    }
+}
+
+impl Truth for B {
+    #[inline(always)]
+    fn truth(self) -> B {
+        self
+    }
+}
+
+/// `c` as masks: an `if`'s or a loop's condition, an operand of `&&` / `||`.
+#[inline(always)]
+pub fn bools<T: Truth>(c: Lanes<T>) -> Bools {
+    each(|l| c[l].truth())
+}
+
+/// A lane value as a lane of `T` holds it: itself, or a `bool` between its two forms
+/// (a local that started as `false` is assigned a comparison).
+pub trait Conform<T>: Copy {
+    fn conform(self) -> T;
+}
+
+impl<T: Copy> Conform<T> for T {
+    #[inline(always)]
+    fn conform(self) -> T {
+        self
+    }
+}
+
+impl Conform<B> for bool {
+    #[inline(always)]
+    fn conform(self) -> B {
+        B::new(self)
+    }
+}
+
+impl Conform<bool> for B {
+    #[inline(always)]
+    fn conform(self) -> bool {
+        self.get()
+    }
+}
+
+/// `v` in the lane type of `like` (the local it is assigned to).
+#[inline(always)]
+pub fn conform<T: Copy + Default, U: Conform<T>>(v: Lanes<U>, _like: &Lanes<T>) -> Lanes<T> {
+    each(|l| v[l].conform())
+}
+
+/// `v` as lanes of `T` (a local declared with a type).
+#[inline(always)]
+pub fn conform_to<T: Copy + Default, U: Conform<T>>(v: Lanes<U>) -> Lanes<T> {
+    each(|l| v[l].conform())
+}
+
+/// `v` in the lane type of what `then` gives (the other branch of a value `if`).
+#[inline(always)]
+pub fn conform_like<T: Copy + Default, U: Conform<T>>(
+    v: Lanes<U>,
+    _then: &impl Fn() -> Lanes<T>,
+) -> Lanes<T> {
+    each(|l| v[l].conform())
+}
+
 /// The same value in every lane.
 #[inline(always)]
 pub fn splat<T: Copy>(v: T) -> Lanes<T> {
@@ -129,8 +296,8 @@ pub fn select<T: Copy + Default>(m: &Mask, new: Lanes<T>, old: Lanes<T>) -> Lane
 
 /// `then` where `c` holds, `other` elsewhere (a value `if`).
 #[inline(always)]
-pub fn pick<T: Copy + Default>(c: &Lanes<bool>, then: Lanes<T>, other: Lanes<T>) -> Lanes<T> {
-    each(|l| if c[l] { then[l] } else { other[l] })
+pub fn pick<T: Copy + Default>(c: &Bools, then: Lanes<T>, other: Lanes<T>) -> Lanes<T> {
+    each(|l| if c[l].get() { then[l] } else { other[l] })
 }
 
 /// Whether any lane is masked.
@@ -147,14 +314,58 @@ pub fn all(m: &Mask) -> bool {
 
 /// The masked lanes where `c` holds.
 #[inline(always)]
-pub fn and(m: &Mask, c: &Lanes<bool>) -> Mask {
-    each(|l| if c[l] { m[l] } else { 0 })
+pub fn and(m: &Mask, c: &Bools) -> Mask {
+    each(|l| m[l] & c[l].0)
 }
 
 /// The masked lanes where `c` does not hold.
 #[inline(always)]
-pub fn and_not(m: &Mask, c: &Lanes<bool>) -> Mask {
-    each(|l| if c[l] { 0 } else { m[l] })
+pub fn and_not(m: &Mask, c: &Bools) -> Mask {
+    each(|l| m[l] & !c[l].0)
+}
+
+/// `LANES` consecutive elements from `p`, as one vector load: a `[T; LANES]` read as an
+/// array is split by the compiler into element loads and rebuilt with inserts.
+///
+/// # Safety
+/// `p .. p + LANES` must be valid for reads.
+#[inline(always)]
+pub unsafe fn read_run<T: Copy>(p: *const T) -> Lanes<T> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{__m128i, __m256i};
+        use core::mem::{size_of, transmute_copy};
+        match size_of::<Lanes<T>>() {
+            16 => return transmute_copy(&(p as *const __m128i).read_unaligned()),
+            32 => return transmute_copy(&(p as *const __m256i).read_unaligned()),
+            64 => return transmute_copy(&(p as *const [__m256i; 2]).read_unaligned()),
+            128 => return transmute_copy(&(p as *const [__m256i; 4]).read_unaligned()),
+            _ => {}
+        }
+    }
+    (p as *const Lanes<T>).read_unaligned()
+}
+
+/// Writes `v` to `LANES` consecutive elements from `p`, as one vector store (see
+/// [`read_run`]).
+///
+/// # Safety
+/// `p .. p + LANES` must be valid for writes.
+#[inline(always)]
+pub unsafe fn write_run<T: Copy>(p: *mut T, v: Lanes<T>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{__m128i, __m256i};
+        use core::mem::{size_of, transmute_copy};
+        match size_of::<Lanes<T>>() {
+            16 => return (p as *mut __m128i).write_unaligned(transmute_copy(&v)),
+            32 => return (p as *mut __m256i).write_unaligned(transmute_copy(&v)),
+            64 => return (p as *mut [__m256i; 2]).write_unaligned(transmute_copy(&v)),
+            128 => return (p as *mut [__m256i; 4]).write_unaligned(transmute_copy(&v)),
+            _ => {}
+        }
+    }
+    (p as *mut Lanes<T>).write_unaligned(v)
 }
 
 /// The ids of threads `first .. first + LANES` (see [`fits`]): along x one per lane, along
@@ -269,13 +480,13 @@ pub fn load_one<T: KernelElem, I: KernelIndex, const W: bool>(
 
 /// `view[idx] = v` in the masked lanes, in lane order (thread order).
 #[inline(always)]
-pub fn store<T: KernelElem, I: KernelIndex>(
+pub fn store<T: KernelElem, U: Conform<T>, I: KernelIndex>(
     view: &View<'_, T, true>,
     m: &Mask,
     idx: Lanes<I>,
-    v: Lanes<T>,
+    v: Lanes<U>,
 ) {
-    view.store_lanes(m, idx, v)
+    view.store_lanes(m, idx, each(|l| v[l].conform()))
 }
 
 /// Whether every lane is masked and `idx` counts up by one from lane 0: the chunk's

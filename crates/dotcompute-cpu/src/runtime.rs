@@ -217,7 +217,7 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
         if self.is_run(m, &idx) {
             // SAFETY: elements idx[0] .. idx[0] + LANES are in bounds.
             let run = unsafe { self.ptr.add(idx[0].to_index() as usize) };
-            return unsafe { (run as *const [T; LANES]).read_unaligned() };
+            return unsafe { crate::lanes::read_run(run) };
         }
         let mut in_bounds = self.len > 0;
         for l in 0..LANES {
@@ -294,9 +294,8 @@ impl<T: KernelElem> View<'_, T, true> {
         if self.is_run(m, &idx) {
             // SAFETY: elements idx[0] .. idx[0] + LANES are in bounds; see the type's note
             // on races.
-            unsafe {
-                (self.ptr.add(idx[0].to_index() as usize) as *mut [T; LANES]).write_unaligned(v)
-            };
+            let run = unsafe { self.ptr.add(idx[0].to_index() as usize) };
+            unsafe { crate::lanes::write_run(run, v) };
             return;
         }
         for l in 0..LANES {

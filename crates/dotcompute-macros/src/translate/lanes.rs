@@ -156,7 +156,10 @@ impl<'t> Emitter<'t> {
                 let m = mutable.then(|| quote!(mut));
                 self.scopes.last_mut()?.insert(ident.to_string(), true);
                 Some(match ty {
-                    Some(t) => quote!(let #m #ident: __dc::cpu::lanes::Lanes<#t> = #v;),
+                    Some(t) => quote!(
+                        let #m #ident: __dc::cpu::lanes::Lanes<#t> =
+                            __dc::cpu::lanes::conform_to::<#t, _>(#v);
+                    ),
                     None => quote!(let #m #ident = #v;),
                 })
             }
@@ -191,10 +194,12 @@ impl<'t> Emitter<'t> {
                 if self.local(&id.to_string()) != Some(true) {
                     return None;
                 }
+                // A lane `bool` has two forms (`lanes::B` from comparisons, `bool`
+                // from scalars): the value takes the local's.
                 let new = match &op {
-                    None => value,
+                    None => quote!(__dc::cpu::lanes::conform(#value, &#id)),
                     Some(f) => quote!({
-                        let __v = #value;
+                        let __v = __dc::cpu::lanes::conform(#value, &#id);
                         __dc::cpu::lanes::each(|__l| __dc::ops::#f(#id[__l], __v[__l]))
                     }),
                 };
@@ -211,8 +216,8 @@ impl<'t> Emitter<'t> {
                     None => quote!(__dc::cpu::lanes::store(&#mem, &__m, #idx, #value);),
                     Some(f) => quote!({
                         let __i = #idx;
-                        let __v = #value;
                         let __c = __dc::cpu::lanes::load(&#mem, &__m, __i);
+                        let __v = __dc::cpu::lanes::conform(#value, &__c);
                         __dc::cpu::lanes::store(
                             &#mem, &__m, __i,
                             __dc::cpu::lanes::each(|__l| __dc::ops::#f(__c[__l], __v[__l])),
@@ -258,7 +263,7 @@ impl<'t> Emitter<'t> {
                     }
                 };
                 Some(quote!({
-                    let __c: __dc::cpu::lanes::Lanes<bool> = #c;
+                    let __c = __dc::cpu::lanes::bools(#c);
                     {
                         let __m = __dc::cpu::lanes::and(&__m, &__c);
                         if __dc::cpu::lanes::any(&__m) #then
@@ -301,7 +306,7 @@ impl<'t> Emitter<'t> {
                     loop {
                         {
                             let __m = __w;
-                            let __c: __dc::cpu::lanes::Lanes<bool> = #c;
+                            let __c = __dc::cpu::lanes::bools(#c);
                             __w = __dc::cpu::lanes::and(&__w, &__c);
                         }
                         if !__dc::cpu::lanes::any(&__w) {
@@ -378,6 +383,17 @@ impl<'t> Emitter<'t> {
 
     /// `f` over the lanes of `args`; scalars stay scalars when every argument is one.
     fn apply(&mut self, args: Vec<V>, f: impl Fn(&[TokenStream]) -> TokenStream) -> V {
+        self.apply_as(false, args, f)
+    }
+
+    /// [`Self::apply`]; `truth`: `f` gives a `bool`, held in lanes as a mask word
+    /// (`lanes::B`), which masks combine with directly.
+    fn apply_as(
+        &mut self,
+        truth: bool,
+        args: Vec<V>,
+        f: impl Fn(&[TokenStream]) -> TokenStream,
+    ) -> V {
         if args.iter().all(|a| matches!(a, V::One(_))) {
             let ts: Vec<TokenStream> = args
                 .into_iter()
@@ -402,7 +418,10 @@ impl<'t> Emitter<'t> {
                 }
             }
         }
-        let body = f(&uses);
+        let mut body = f(&uses);
+        if truth {
+            body = quote!(__dc::cpu::lanes::B::new(#body));
+        }
         V::Lanes(quote!({ #binds __dc::cpu::lanes::each(|__l| #body) }))
     }
 
@@ -454,7 +473,8 @@ impl<'t> Emitter<'t> {
             Expr::Cast(c) => {
                 let t = scalar_type(&c.ty)?;
                 let v = self.expr(&c.expr)?;
-                Some(self.apply(vec![v], |a| {
+                let to_bool = t.to_string() == "bool";
+                Some(self.apply_as(to_bool, vec![v], |a| {
                     let a = &a[0];
                     quote!(__dc::ops::cast::<#t, _>(#a))
                 }))
@@ -495,7 +515,8 @@ impl<'t> Emitter<'t> {
                 let op = b.op;
                 let l = self.expr(&b.left)?;
                 let r = self.expr(&b.right)?;
-                return Some(self.apply(vec![l, r], |a| {
+                let compare = !matches!(op, BinOp::BitAnd(_) | BinOp::BitOr(_) | BinOp::BitXor(_));
+                return Some(self.apply_as(compare, vec![l, r], |a| {
                     let (x, y) = (&a[0], &a[1]);
                     quote!((#x #op #y))
                 }));
@@ -530,10 +551,10 @@ impl<'t> Emitter<'t> {
             (quote!(and_not), quote!(__x | __y[__l]))
         };
         Some(V::Lanes(quote!({
-            let __lhs: __dc::cpu::lanes::Lanes<bool> = #l;
-            let __y: __dc::cpu::lanes::Lanes<bool> = {
+            let __lhs = __dc::cpu::lanes::bools(#l);
+            let __y = {
                 let __m = __dc::cpu::lanes::#narrow(&__m, &__lhs);
-                #r
+                __dc::cpu::lanes::bools(#r)
             };
             __dc::cpu::lanes::each(|__l| { let __x = __lhs[__l]; #combine })
         })))
@@ -621,8 +642,13 @@ impl<'t> Emitter<'t> {
                 Some(match (t, e) {
                     (V::One(t), V::One(e)) => V::One(quote!(if #c { #t } else { #e })),
                     (t, e) => {
+                        // The branches' lane types meet through `conform` (a `bool` has
+                        // two); `then` is a closure so that only the branch taken runs.
                         let (t, e) = (t.lanes(), e.lanes());
-                        V::Lanes(quote!(if #c { #t } else { #e }))
+                        V::Lanes(quote!({
+                            let __t = || #t;
+                            if #c { __t() } else { __dc::cpu::lanes::conform_like(#e, &__t) }
+                        }))
                     }
                 })
             }
@@ -630,10 +656,10 @@ impl<'t> Emitter<'t> {
                 let t = self.expr(then)?.lanes();
                 let e = self.expr(els)?.lanes();
                 Some(V::Lanes(quote!({
-                    let __c: __dc::cpu::lanes::Lanes<bool> = #c;
+                    let __c = __dc::cpu::lanes::bools(#c);
                     let __t = { let __m = __dc::cpu::lanes::and(&__m, &__c); #t };
                     let __e = { let __m = __dc::cpu::lanes::and_not(&__m, &__c); #e };
-                    __dc::cpu::lanes::pick(&__c, __t, __e)
+                    __dc::cpu::lanes::pick(&__c, __t, __dc::cpu::lanes::conform(__e, &__t))
                 })))
             }
         }

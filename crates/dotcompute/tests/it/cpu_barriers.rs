@@ -459,6 +459,125 @@ fn lane_form_in_two_dimensional_groups_matches_the_host() {
     }
 }
 
+/// Lane `bool`s in both their forms: comparisons (mask words) and scalars or literals
+/// (`bool`), meeting in assignments, compound `&=` / `|=`, `!`, `==` and `!=` between
+/// bools, `&` with a uniform flag, value `if`s with a uniform and a per-thread condition,
+/// casts from `bool`, a typed `bool` local, `&&` / `||`, a `while` on a bool local, and bools kept
+/// across barriers in both forms.
+#[kernel]
+fn lane_bools(x: &[i32], out: &mut [u32], k: u32) {
+    let sh = shared::<i32, 64>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let v = if i < x.len() { x[i] } else { 5 };
+    let flag = k > 2;
+    let mut found = false;
+    if v % 3 == 0 {
+        found = v > 40;
+    }
+    let mut ok: bool = true;
+    ok &= v % 7 != 0;
+    ok |= flag && v < -90;
+    let neg = !(v > 0);
+    let mix = flag & (v < 0);
+    let same = flag == (v > 0);
+    let pick = if flag { v > 10 } else { false };
+    let other = if v > 0 { found } else { v < -100 };
+    let odd: bool = (v & 1) == 1;
+    let mut go = true;
+    let mut steps = 0u32;
+    while go {
+        steps += 1;
+        go = steps < (v as u32) % 5 + k;
+    }
+    sh[l] = v;
+    barrier();
+    let before = found != neg;
+    let seen = found || sh[(l + 1) % 64] > v;
+    barrier();
+    sh[l] = (found as i32) + (ok as i32) * 2;
+    barrier();
+    if i < out.len() {
+        out[i] = (sh[l] as u32)
+            | (neg as u32) << 2
+            | (mix as u32) << 3
+            | (same as u32) << 4
+            | (pick as u32) << 5
+            | (other as u32) << 6
+            | (odd as u32) << 7
+            | (before as u32) << 8
+            | (seen as u32) << 9
+            | steps << 10;
+    }
+}
+
+/// `lane_bools` on the host (groups of 64).
+fn lane_bools_reference(x: &[i32], k: u32) -> Vec<u32> {
+    let n = x.len();
+    let v = |j: usize| x.get(j).copied().unwrap_or(5);
+    (0..n)
+        .map(|i| {
+            let base = i - i % 64;
+            let (v, next) = (v(i), v(base + (i % 64 + 1) % 64));
+            let flag = k > 2;
+            let found = v % 3 == 0 && v > 40;
+            let ok = v % 7 != 0 || (flag && v < -90);
+            let neg = v <= 0;
+            let mix = flag && v < 0;
+            let same = flag == (v > 0);
+            let pick = flag && v > 10;
+            let other = if v > 0 { found } else { v < -100 };
+            let odd = v & 1 != 0;
+            let mut steps = 0u32;
+            loop {
+                steps += 1;
+                if steps >= (v as u32) % 5 + k {
+                    break;
+                }
+            }
+            let before = found != neg;
+            let seen = found || next > v;
+            (found as u32 + ok as u32 * 2)
+                | (neg as u32) << 2
+                | (mix as u32) << 3
+                | (same as u32) << 4
+                | (pick as u32) << 5
+                | (other as u32) << 6
+                | (odd as u32) << 7
+                | (before as u32) << 8
+                | (seen as u32) << 9
+                | steps << 10
+        })
+        .collect()
+}
+
+#[test]
+fn lane_bools_in_both_forms_match_the_host() {
+    // Every region has a lane form (a test that the bools did not quietly send one back
+    // to one thread at a time).
+    assert_eq!(lane_bools::__DC_LANE_REGIONS, 5);
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 64 * 300 + 37;
+    let x: Vec<i32> = (0..n).map(|_| rng.i32(-200..200)).collect();
+    let dx = d.upload(&x).unwrap();
+    for k in [0u32, 3] {
+        let want = lane_bools_reference(&x, k);
+        for m in SCHEDULES {
+            let mut out = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+            under(m, true, || {
+                lane_bools::launch(&d, Launch::threads(n).group(64), &dx, &mut out, k).unwrap()
+            });
+            same(
+                &out.to_vec().unwrap(),
+                &want,
+                &format!("{m:?}, k {k} (seed {seed})"),
+            );
+        }
+    }
+}
+
 #[kernel]
 fn barrier_in_divergent_if(out: &mut [u32]) {
     let l = local_id().x;
