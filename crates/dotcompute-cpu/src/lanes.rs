@@ -463,6 +463,30 @@ pub fn load<T: KernelElem, I: KernelIndex, const W: bool>(
     view.load_lanes(m, idx)
 }
 
+/// [`load`] where the macro knows `idx` is `base`, `base + 1`, ... (see
+/// [`View::load_run`]).
+#[inline(always)]
+pub fn load_run<T: KernelElem, I: KernelIndex, const W: bool>(
+    view: &View<'_, T, W>,
+    m: &Mask,
+    base: I,
+    idx: Lanes<I>,
+) -> Lanes<T> {
+    view.load_run(m, base, idx)
+}
+
+/// [`store`] where the macro knows `idx` is `base`, `base + 1`, ...
+#[inline(always)]
+pub fn store_run<T: KernelElem, U: Conform<T>, I: KernelIndex>(
+    view: &View<'_, T, true>,
+    m: &Mask,
+    base: I,
+    idx: Lanes<I>,
+    v: Lanes<U>,
+) {
+    view.store_run(m, base, idx, each(|l| v[l].conform()))
+}
+
 /// `view[i]`, the same index for every lane, if any lane is masked (the default if
 /// none is: a load no thread makes must not fail).
 #[inline(always)]

@@ -246,15 +246,41 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
         }
     }
 
+    /// `self[idx[l]]` for the masked lanes where the macro knows `idx` is a run, `base`,
+    /// `base + 1`, ... (`local_id().x` plus a value the same for every lane): one vector
+    /// load when every lane is masked and the run is in bounds, with no test that the
+    /// indices are consecutive; otherwise as [`View::load_lanes`].
+    #[inline(always)]
+    pub fn load_run<I: KernelIndex>(
+        &self,
+        m: &crate::lanes::Mask,
+        base: I,
+        idx: crate::lanes::Lanes<I>,
+    ) -> crate::lanes::Lanes<T> {
+        if let Some(run) = self.run_at(m, base) {
+            // SAFETY: `run_at` checked the run's LANES elements are in bounds.
+            return unsafe { crate::lanes::read_run(run) };
+        }
+        self.load_lanes(m, idx)
+    }
+
+    /// A pointer to the run of `LANES` elements from `base` where every lane is masked
+    /// and the run is in bounds.
+    #[inline(always)]
+    fn run_at<I: KernelIndex>(&self, m: &crate::lanes::Mask, base: I) -> Option<*mut T> {
+        let b = base.to_index();
+        // In 64 bits the end cannot wrap: one compare.
+        let in_bounds = b as u64 + crate::lanes::LANES as u64 <= self.len as u64;
+        // SAFETY (of the pointer's use): in bounds, checked here.
+        (crate::lanes::all(m) && in_bounds).then(|| unsafe { self.ptr.add(b as usize) })
+    }
+
     /// Whether every lane is masked and `idx` counts up by one from an element with
     /// `LANES` elements in bounds from it: one vector load or store serves the chunk.
     #[inline(always)]
     fn is_run<I: KernelIndex>(&self, m: &crate::lanes::Mask, idx: &crate::lanes::Lanes<I>) -> bool {
         crate::lanes::consecutive(m, idx)
-            && idx[0]
-                .to_index()
-                .checked_add(crate::lanes::LANES as u32)
-                .is_some_and(|e| e <= self.len)
+            && idx[0].to_index() as u64 + crate::lanes::LANES as u64 <= self.len as u64
     }
 
     /// A checked pointer to element `index`, or `None` (and an error raised).
@@ -303,6 +329,26 @@ impl<T: KernelElem> View<'_, T, true> {
                 self.store(idx[l], v[l]);
             }
         }
+    }
+}
+
+impl<T: KernelElem> View<'_, T, true> {
+    /// `self[idx[l]] = v[l]` for the masked lanes where `idx` is a run from `base` (see
+    /// [`View::load_run`]).
+    #[inline(always)]
+    pub fn store_run<I: KernelIndex>(
+        &self,
+        m: &crate::lanes::Mask,
+        base: I,
+        idx: crate::lanes::Lanes<I>,
+        v: crate::lanes::Lanes<T>,
+    ) {
+        if let Some(run) = self.run_at(m, base) {
+            // SAFETY: in bounds; see the type's note on races.
+            unsafe { crate::lanes::write_run(run, v) };
+            return;
+        }
+        self.store_lanes(m, idx, v)
     }
 }
 

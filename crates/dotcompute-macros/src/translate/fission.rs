@@ -533,7 +533,7 @@ impl Splitter {
                     if *mutable {
                         stores.extend(quote!(#slot.set_lanes(__c0, #id);));
                     }
-                    lane_locals.push((l.name.clone(), true));
+                    lane_locals.push((l.name.clone(), super::lanes::Held::Lanes));
                 }
                 Kind::Recomputed { stmt, .. } => {
                     let (decl, lanes) = super::lanes::recomputed(&self.tx, stmt)?;
@@ -544,7 +544,11 @@ impl Splitter {
                 Kind::GroupVar => continue,
             }
         }
-        let (body, declared) = super::lanes::region(&self.tx, &lane_locals, stmts)?;
+        let (body, declared, arrays) = super::lanes::region(&self.tx, &lane_locals, stmts)?;
+        // Each array's view copied into the region: its pointer and length stay in
+        // registers (through the captured view they are reloaded after every access,
+        // since the out-of-bounds path is a call).
+        let arrays = arrays.iter().map(|a| format_ident!("{a}"));
         // Locals the region declares that later regions need (a local array it declares
         // has already made `lanes::region` answer `None`).
         for (l, slot) in self.declared_values(first_new) {
@@ -556,6 +560,7 @@ impl Splitter {
         }
         Some(quote! {
             __dc::cpu::lanes::apart(|| {
+                #( let #arrays = #arrays; )*
                 let mut __chunks = __dc::cpu::lanes::Chunks::new(__g);
                 while let ::core::option::Option::Some((__c0, __ids)) = __chunks.next_chunk() {
                     // Every lane is a thread of the group: whole chunks only.

@@ -26,40 +26,60 @@ enum V {
     One(TokenStream),
     /// A `[T; LANES]` expression.
     Lanes(TokenStream),
+    /// Lanes known to hold `base, base + 1, ...` (`local_id().x` plus values the same
+    /// for every lane): an index a chunk's threads take in order, loaded or stored as
+    /// one vector with no test that it counts up.
+    Run {
+        lanes: TokenStream,
+        base: TokenStream,
+    },
 }
 
 impl V {
     fn lanes(self) -> TokenStream {
         match self {
             V::One(t) => quote!(__dc::cpu::lanes::splat(#t)),
-            V::Lanes(t) => t,
+            V::Lanes(t) | V::Run { lanes: t, .. } => t,
         }
     }
+}
+
+/// How a local of lane code holds its value.
+#[derive(Clone)]
+pub(super) enum Held {
+    /// One value for the chunk.
+    Scalar,
+    /// One value per lane.
+    Lanes,
+    /// Lanes that form a run (see [`V::Run`]), lane 0's value in the named local.
+    Run(syn::Ident),
 }
 
 struct Emitter<'t> {
     tx: &'t Tx,
     /// Locals declared in the region or brought into it, innermost scope last: whether
     /// each holds lanes (a `for` variable over a uniform range does not).
-    scopes: Vec<HashMap<String, bool>>,
+    scopes: Vec<HashMap<String, Held>>,
     /// Depth of control flow that differs between lanes: 0 at the region's top level,
     /// where an assignment may write every lane (lanes outside the chunk's mask are
     /// never stored back nor used to touch memory).
     masked: u32,
     /// Inside a loop body's copy for when every lane loops.
     all_lanes_copy: bool,
+    /// The buffers and shared arrays the region loads or stores.
+    arrays: std::collections::BTreeSet<String>,
 }
 
 /// The lane form of a region's statements, or `None` where it uses something lane form
 /// does not take. `locals`: the per-thread locals the region starts with (brought in
 /// from slots, or recomputed from the thread's ids), and whether each holds lanes.
 /// Also returns, for each local the region declares at its top level, whether it holds
-/// lanes (a scalar is broadcast where a slot stores it).
+/// lanes (a scalar is broadcast where a slot stores it), and the arrays it accesses.
 pub(super) fn region(
     tx: &Tx,
-    locals: &[(String, bool)],
+    locals: &[(String, Held)],
     stmts: &[&Stmt],
-) -> Option<(TokenStream, HashMap<String, bool>)> {
+) -> Option<(TokenStream, HashMap<String, bool>, Vec<String>)> {
     let mut e = Emitter::new(tx, locals.iter().cloned().collect());
     e.scopes.push(HashMap::new());
     let mut out = TokenStream::new();
@@ -67,26 +87,31 @@ pub(super) fn region(
         out.extend(e.stmt(s)?);
     }
     let declared = e.scopes.pop()?;
-    Some((out, declared))
+    let declared = declared
+        .into_iter()
+        .map(|(name, held)| (name, !matches!(held, Held::Scalar)))
+        .collect();
+    Some((out, declared, e.arrays.into_iter().collect()))
 }
 
 /// `let name = init;` for a local computed from the thread's ids, in lane form, and
 /// whether it holds lanes (`local_id().y` is one value for a chunk).
-pub(super) fn recomputed(tx: &Tx, stmt: &Stmt) -> Option<(TokenStream, bool)> {
+pub(super) fn recomputed(tx: &Tx, stmt: &Stmt) -> Option<(TokenStream, Held)> {
     let mut e = Emitter::new(tx, HashMap::new());
     let tokens = e.stmt(stmt)?;
-    let lanes = e.scopes[0].values().next().copied()?;
+    let lanes = e.scopes[0].values().next().cloned()?;
     Some((tokens, lanes))
 }
 
 impl<'t> Emitter<'t> {
     /// An emitter at a region's top level whose outermost scope is `locals`.
-    fn new(tx: &'t Tx, locals: HashMap<String, bool>) -> Emitter<'t> {
+    fn new(tx: &'t Tx, locals: HashMap<String, Held>) -> Emitter<'t> {
         Emitter {
             tx,
             scopes: vec![locals],
             masked: 0,
             all_lanes_copy: false,
+            arrays: Default::default(),
         }
     }
 
@@ -103,7 +128,11 @@ impl<'t> Emitter<'t> {
     /// Whether `name` is a lane local (`Some(true)`), a scalar local of the region
     /// (`Some(false)`), or neither (a parameter, a group-level local, a constant).
     fn local(&self, name: &str) -> Option<bool> {
-        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+        self.held(name).map(|h| !matches!(h, Held::Scalar))
+    }
+
+    fn held(&self, name: &str) -> Option<&Held> {
+        self.scopes.iter().rev().find_map(|s| s.get(name))
     }
 
     fn block(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
@@ -146,22 +175,34 @@ impl<'t> Emitter<'t> {
                 // one load, its uses broadcasts. Mutable locals may take lane values
                 // later, so they hold lanes.
                 if let (V::One(t), false) = (&v, mutable) {
-                    self.scopes.last_mut()?.insert(ident.to_string(), false);
+                    self.scopes
+                        .last_mut()?
+                        .insert(ident.to_string(), Held::Scalar);
                     return Some(match ty {
                         Some(ty) => quote!(let #ident: #ty = #t;),
                         None => quote!(let #ident = #t;),
                     });
                 }
+                // An immutable run keeps its first lane beside it, for loads and stores
+                // at it (`let ak = t * TILE + lx;`).
+                let mut base_let = TokenStream::new();
+                let mut held = Held::Lanes;
+                if let (V::Run { base, .. }, false) = (&v, mutable) {
+                    let base_id = format_ident!("__run_{}", ident);
+                    base_let = quote!(let #base_id = #base;);
+                    held = Held::Run(base_id);
+                }
                 let v = v.lanes();
                 let m = mutable.then(|| quote!(mut));
-                self.scopes.last_mut()?.insert(ident.to_string(), true);
-                Some(match ty {
+                self.scopes.last_mut()?.insert(ident.to_string(), held);
+                let decl = match ty {
                     Some(t) => quote!(
                         let #m #ident: __dc::cpu::lanes::Lanes<#t> =
                             __dc::cpu::lanes::conform_to::<#t, _>(#v);
                     ),
                     None => quote!(let #m #ident = #v;),
-                })
+                };
+                Some(quote!(#base_let #decl))
             }
             Stmt::Item(syn::Item::Const(c)) => Some(c.to_token_stream()),
             Stmt::Expr(e, _) => self.expr_stmt(e),
@@ -211,17 +252,38 @@ impl<'t> Emitter<'t> {
             }
             Expr::Index(ix) => {
                 let mem = self.array(&ix.expr, true)?;
-                let idx = self.expr(&ix.index)?.lanes();
+                // A run's first index, or none (`load` and `store` test the indices).
+                let (idx, base) = match self.expr(&ix.index)? {
+                    V::Run { lanes, base } => (lanes, Some(base)),
+                    v => (v.lanes(), None),
+                };
+                let (load, store) = match &base {
+                    Some(_) => (
+                        quote!(__dc::cpu::lanes::load_run(&#mem, &__m, __b, __i)),
+                        quote!(__dc::cpu::lanes::store_run(&#mem, &__m, __b, __i, __v)),
+                    ),
+                    None => (
+                        quote!(__dc::cpu::lanes::load(&#mem, &__m, __i)),
+                        quote!(__dc::cpu::lanes::store(&#mem, &__m, __i, __v)),
+                    ),
+                };
+                let base = base.map(|b| quote!(let __b = #b;));
+                // The index before the value, as the thread's own store takes them.
                 Some(match &op {
-                    None => quote!(__dc::cpu::lanes::store(&#mem, &__m, #idx, #value);),
-                    Some(f) => quote!({
+                    None => quote!({
+                        #base
                         let __i = #idx;
-                        let __c = __dc::cpu::lanes::load(&#mem, &__m, __i);
-                        let __v = __dc::cpu::lanes::conform(#value, &__c);
-                        __dc::cpu::lanes::store(
-                            &#mem, &__m, __i,
-                            __dc::cpu::lanes::each(|__l| __dc::ops::#f(__c[__l], __v[__l])),
-                        );
+                        let __v = #value;
+                        #store;
+                    }),
+                    Some(f) => quote!({
+                        #base
+                        let __i = #idx;
+                        let __v = #value;
+                        let __c = #load;
+                        let __v = __dc::cpu::lanes::conform(__v, &__c);
+                        let __v = __dc::cpu::lanes::each(|__l| __dc::ops::#f(__c[__l], __v[__l]));
+                        #store;
                     }),
                 })
             }
@@ -249,7 +311,7 @@ impl<'t> Emitter<'t> {
                 };
                 Some(quote!(if #c #then #els))
             }
-            V::Lanes(c) => {
+            V::Lanes(c) | V::Run { lanes: c, .. } => {
                 let then = self.masked_block(&i.then_branch.stmts)?;
                 let els = match els {
                     None => quote!(),
@@ -283,7 +345,7 @@ impl<'t> Emitter<'t> {
                 let body = self.block(&w.body.stmts)?;
                 Some(quote!(while #c #body))
             }
-            V::Lanes(c) => {
+            V::Lanes(c) | V::Run { lanes: c, .. } => {
                 let body = self.masked_block(&w.body.stmts)?;
                 // While every lane of the chunk still loops (most trips), a copy without
                 // masks: assignments need no blend, loads no mask test. Inner loops keep
@@ -359,7 +421,8 @@ impl<'t> Emitter<'t> {
             }
         };
         let var = &pi.ident;
-        self.scopes.push(HashMap::from([(var.to_string(), false)]));
+        self.scopes
+            .push(HashMap::from([(var.to_string(), Held::Scalar)]));
         let body = self.block(&f.body.stmts);
         self.scopes.pop();
         let body = body?;
@@ -367,7 +430,7 @@ impl<'t> Emitter<'t> {
     }
 
     /// A buffer or shared array named by `e` (one-dimensional); `write`: it is stored to.
-    fn array(&self, e: &Expr, write: bool) -> Option<TokenStream> {
+    fn array(&mut self, e: &Expr, write: bool) -> Option<TokenStream> {
         let Expr::Path(p) = e else { return None };
         let id = p.path.get_ident()?;
         let name = id.to_string();
@@ -375,10 +438,12 @@ impl<'t> Emitter<'t> {
             return None;
         }
         match self.tx.lookup(&name)? {
-            Binding::Buffer | Binding::Shared => Some(quote!(#id)),
-            Binding::ReadOnlyBuffer if !write => Some(quote!(#id)),
-            _ => None,
+            Binding::Buffer | Binding::Shared => {}
+            Binding::ReadOnlyBuffer if !write => {}
+            _ => return None,
         }
+        self.arrays.insert(name);
+        Some(quote!(#id))
     }
 
     /// `f` over the lanes of `args`; scalars stay scalars when every argument is one.
@@ -398,7 +463,7 @@ impl<'t> Emitter<'t> {
             let ts: Vec<TokenStream> = args
                 .into_iter()
                 .map(|a| match a {
-                    V::One(t) | V::Lanes(t) => t,
+                    V::One(t) | V::Lanes(t) | V::Run { lanes: t, .. } => t,
                 })
                 .collect();
             return V::One(f(&ts));
@@ -412,7 +477,7 @@ impl<'t> Emitter<'t> {
                     binds.extend(quote!(let #tmp = #t;));
                     uses.push(quote!(#tmp));
                 }
-                V::Lanes(t) => {
+                V::Lanes(t) | V::Run { lanes: t, .. } => {
                     binds.extend(quote!(let #tmp = #t;));
                     uses.push(quote!(#tmp[__l]));
                 }
@@ -437,9 +502,15 @@ impl<'t> Emitter<'t> {
             Expr::Group(g) => self.expr(&g.expr),
             Expr::Path(p) => {
                 if let Some(id) = p.path.get_ident() {
-                    match self.local(&id.to_string()) {
-                        Some(true) => return Some(V::Lanes(quote!(#id))),
-                        Some(false) => return Some(V::One(quote!(#id))),
+                    match self.held(&id.to_string()) {
+                        Some(Held::Lanes) => return Some(V::Lanes(quote!(#id))),
+                        Some(Held::Scalar) => return Some(V::One(quote!(#id))),
+                        Some(Held::Run(b)) => {
+                            return Some(V::Run {
+                                lanes: quote!(#id),
+                                base: quote!(#b),
+                            })
+                        }
                         None => {}
                     }
                     match self.tx.lookup(&id.to_string()) {
@@ -484,6 +555,9 @@ impl<'t> Emitter<'t> {
                 Some(match self.expr(&ix.index)? {
                     V::One(i) => V::One(quote!(__dc::cpu::lanes::load_one(&#mem, &__m, #i))),
                     V::Lanes(i) => V::Lanes(quote!(__dc::cpu::lanes::load(&#mem, &__m, #i))),
+                    V::Run { lanes, base } => V::Lanes(quote!(
+                        __dc::cpu::lanes::load_run(&#mem, &__m, #base, #lanes)
+                    )),
                 })
             }
             Expr::MethodCall(m) => self.method(m),
@@ -526,10 +600,22 @@ impl<'t> Emitter<'t> {
         let f = format_ident!("{f}");
         let l = self.expr(&b.left)?;
         let r = self.expr(&b.right)?;
-        Some(self.apply(vec![l, r], |a| {
+        // A run plus (or minus) a value the same for every lane is a run.
+        let base = match (&l, &r, f == "add" || f == "sub") {
+            (V::Run { base, .. }, V::One(o), true) => Some(quote!(__dc::ops::#f(#base, #o))),
+            (V::One(o), V::Run { base, .. }, true) if f == "add" => {
+                Some(quote!(__dc::ops::add(#o, #base)))
+            }
+            _ => None,
+        };
+        let v = self.apply(vec![l, r], |a| {
             let (x, y) = (&a[0], &a[1]);
             quote!(__dc::ops::#f(#x, #y))
-        }))
+        });
+        Some(match (v, base) {
+            (V::Lanes(lanes), Some(base)) => V::Run { lanes, base },
+            (v, _) => v,
+        })
     }
 
     /// `&&` and `||`: the right side is evaluated only for the lanes that need it (it
@@ -542,6 +628,21 @@ impl<'t> Emitter<'t> {
             (V::One(l), V::One(r)) => {
                 let op = b.op;
                 return Some(V::One(quote!((#l #op #r))));
+            }
+            // The same left side for every lane: a branch, no mask to narrow.
+            (V::One(l), r) => {
+                let r = r.lanes();
+                let (when, other) = match and {
+                    true => (quote!(#l), quote!(false)),
+                    false => (quote!(!(#l)), quote!(true)),
+                };
+                return Some(V::Lanes(quote!(
+                    if #when {
+                        __dc::cpu::lanes::bools(#r)
+                    } else {
+                        [__dc::cpu::lanes::B::new(#other); __dc::cpu::lanes::LANES]
+                    }
+                )));
             }
             (l, r) => (l.lanes(), r.lanes()),
         };
@@ -611,8 +712,14 @@ impl<'t> Emitter<'t> {
         // A chunk lies in one row of its group: only `.x` of the thread's ids differs
         // between its lanes.
         Some(match (name, k) {
-            ("local_id", 0) => V::Lanes(quote!(__ids.local_x)),
-            ("global_id", 0) => V::Lanes(quote!(__ids.global_x)),
+            ("local_id", 0) => V::Run {
+                lanes: quote!(__ids.local_x),
+                base: quote!(__ids.local_x[0]),
+            },
+            ("global_id", 0) => V::Run {
+                lanes: quote!(__ids.global_x),
+                base: quote!(__ids.global_x[0]),
+            },
             ("local_id", 1) => V::One(quote!(__ids.local_y)),
             ("local_id", 2) => V::One(quote!(__ids.local_z)),
             ("global_id", 1) => V::One(quote!(__ids.global_y)),
@@ -652,7 +759,7 @@ impl<'t> Emitter<'t> {
                     }
                 })
             }
-            V::Lanes(c) => {
+            V::Lanes(c) | V::Run { lanes: c, .. } => {
                 let t = self.expr(then)?.lanes();
                 let e = self.expr(els)?.lanes();
                 Some(V::Lanes(quote!({

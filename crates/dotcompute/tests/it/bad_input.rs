@@ -58,7 +58,7 @@ fn literal_type_clash(out: &mut [u32]) {
 }
 
 /// The device still computes correctly.
-fn still_works(d: &Device) {
+pub(crate) fn still_works(d: &Device) {
     let n = 1000;
     let a = d.upload(&vec![2.0f32; n]).unwrap();
     let b = d

@@ -484,6 +484,7 @@ fn lane_bools(x: &[i32], out: &mut [u32], k: u32) {
     let pick = if flag { v > 10 } else { false };
     let other = if v > 0 { found } else { v < -100 };
     let odd: bool = (v & 1) == 1;
+    let wide = !flag || v > 150;
     let mut go = true;
     let mut steps = 0u32;
     while go {
@@ -507,7 +508,8 @@ fn lane_bools(x: &[i32], out: &mut [u32], k: u32) {
             | (odd as u32) << 7
             | (before as u32) << 8
             | (seen as u32) << 9
-            | steps << 10;
+            | steps << 10
+            | (wide as u32) << 20;
     }
 }
 
@@ -528,6 +530,7 @@ fn lane_bools_reference(x: &[i32], k: u32) -> Vec<u32> {
             let pick = flag && v > 10;
             let other = if v > 0 { found } else { v < -100 };
             let odd = v & 1 != 0;
+            let wide = !flag || v > 150;
             let mut steps = 0u32;
             loop {
                 steps += 1;
@@ -547,6 +550,7 @@ fn lane_bools_reference(x: &[i32], k: u32) -> Vec<u32> {
                 | (before as u32) << 8
                 | (seen as u32) << 9
                 | steps << 10
+                | (wide as u32) << 20
         })
         .collect()
 }
@@ -575,6 +579,78 @@ fn lane_bools_in_both_forms_match_the_host() {
                 &format!("{m:?}, k {k} (seed {seed})"),
             );
         }
+    }
+}
+
+/// Loads and stores at `global_id().x + shift`, which lane form takes as runs (one
+/// vector access, no test that the indices count up): past the end they must raise the
+/// error a thread's access raises, not touch memory.
+#[kernel]
+fn lane_runs_past_the_end(x: &[f32], out: &mut [f32], shift: u32) {
+    let sh = shared::<f32, 64>();
+    let l = local_id().x;
+    let i = global_id().x;
+    sh[l] = x[i + shift] * 2.0;
+    barrier();
+    out[shift + i] = sh[63 - l];
+}
+
+#[test]
+fn lane_runs_past_the_end_are_out_of_bounds_errors_and_lose_nothing() {
+    assert_eq!(lane_runs_past_the_end::__DC_LANE_REGIONS, 2);
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 64 * 40;
+    let x: Vec<f32> = (0..n + 8).map(|_| rng.f32()).collect();
+    let (long, short) = (d.upload(&x).unwrap(), d.upload(&x[..n]).unwrap());
+    for m in SCHEDULES {
+        let what = format!("{m:?} (seed {seed})");
+        // In bounds: every element, reversed within each group.
+        for shift in [0u32, 5] {
+            let mut out = d.alloc_filled(n + 8, f32::NAN).unwrap();
+            under(m, true, || {
+                lane_runs_past_the_end::launch(
+                    &d,
+                    Launch::threads(n).group(64),
+                    &long,
+                    &mut out,
+                    shift,
+                )
+                .unwrap()
+            });
+            let got = out.to_vec().unwrap();
+            for (e, &v) in got.iter().enumerate() {
+                let want = match e.checked_sub(shift as usize) {
+                    Some(i) if i < n => x[i - i % 64 + 63 - i % 64 + shift as usize] * 2.0,
+                    _ => f32::NAN,
+                };
+                assert!(
+                    v == want || (v.is_nan() && want.is_nan()),
+                    "{what}: out[{e}] is {v}, not {want}"
+                );
+            }
+        }
+        // A load past the end of `x`, then a store past the end of `out`.
+        let mut out = d.alloc_filled(n + 8, f32::NAN).unwrap();
+        let e = under(m, true, || {
+            lane_runs_past_the_end::launch(&d, Launch::threads(n).group(64), &short, &mut out, 3)
+                .unwrap_err()
+        });
+        assert!(
+            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "x"),
+            "{what}: {e:?}"
+        );
+        let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+        let e = under(m, true, || {
+            lane_runs_past_the_end::launch(&d, Launch::threads(n).group(64), &long, &mut out, 3)
+                .unwrap_err()
+        });
+        assert!(
+            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "out"),
+            "{what}: {e:?}"
+        );
+        crate::bad_input::still_works(&d);
     }
 }
 
