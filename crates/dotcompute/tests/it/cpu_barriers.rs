@@ -462,8 +462,8 @@ fn lane_form_in_two_dimensional_groups_matches_the_host() {
 /// Lane `bool`s in both their forms: comparisons (mask words) and scalars or literals
 /// (`bool`), meeting in assignments, compound `&=` / `|=`, `!`, `==` and `!=` between
 /// bools, `&` with a uniform flag, value `if`s with a uniform and a per-thread condition,
-/// casts from `bool`, a typed `bool` local, `&&` / `||`, a `while` on a bool local, and bools kept
-/// across barriers in both forms.
+/// casts from `bool`, a typed `bool` local, `&&` / `||` (with a uniform left side too),
+/// a `while` on a bool local, and bools kept across barriers in both forms.
 #[kernel]
 fn lane_bools(x: &[i32], out: &mut [u32], k: u32) {
     let sh = shared::<i32, 64>();
