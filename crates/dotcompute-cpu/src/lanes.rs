@@ -197,29 +197,11 @@ impl crate::ops::CastSource for B {
     }
 }
 
-/// The lane `bool`s: [`B`], or plain `bool` (a splat scalar, a load of a `bool` buffer).
-pub trait Truth: Copy {
-    fn truth(self) -> B;
-}
-
-impl Truth for bool {
-    #[inline(always)]
-    fn truth(self) -> B {
-        B::new(self)
-    }
-}
-
-impl Truth for B {
-    #[inline(always)]
-    fn truth(self) -> B {
-        self
-    }
-}
-
-/// `c` as masks: an `if`'s or a loop's condition, an operand of `&&` / `||`.
+/// `c` (lane `bool`s in either form: [`B`], or `bool` from a splat scalar or a `bool`
+/// buffer) as masks: an `if`'s or a loop's condition, an operand of `&&` / `||`.
 #[inline(always)]
-pub fn bools<T: Truth>(c: Lanes<T>) -> Bools {
-    each(|l| c[l].truth())
+pub fn bools<T: Conform<B>>(c: Lanes<T>) -> Bools {
+    each(|l| c[l].conform())
 }
 
 /// A lane value as a lane of `T` holds it: itself, or a `bool` between its two forms
