@@ -469,6 +469,83 @@ pub fn store_run<T: KernelElem, U: Conform<T>, I: KernelIndex>(
     view.store_run(m, base, idx, each(|l| v[l].conform()))
 }
 
+/// A term of an index affine in a loop variable, as an exact non-negative integer
+/// (`None` for a negative value).
+pub trait Term: Copy {
+    fn exact(self) -> Option<u128>;
+}
+
+macro_rules! term_unsigned {
+    ($($t:ty),*) => {$(
+        impl Term for $t {
+            #[inline(always)]
+            fn exact(self) -> Option<u128> {
+                Some(self as u128)
+            }
+        }
+    )*};
+}
+term_unsigned!(u32, u64, usize);
+
+macro_rules! term_signed {
+    ($($t:ty),*) => {$(
+        impl Term for $t {
+            #[inline(always)]
+            fn exact(self) -> Option<u128> {
+                (self >= 0).then_some(self as u128)
+            }
+        }
+    )*};
+}
+term_signed!(i32, i64);
+
+/// Whether `a + c·v .. a + c·v + width` lies in `view` for every `v` in `s..e`, computed
+/// exactly (no wrapping): then a loop over `v` may load at `a + c·v` without a bounds
+/// test (the macro's loop versioning; its index arithmetic cannot wrap either, every
+/// value being below the view's `u32` length). True for an empty range.
+#[inline(always)]
+pub fn affine_in<T: KernelElem, const W: bool>(
+    view: &View<'_, T, W>,
+    a: impl Term,
+    c: impl Term,
+    s: impl Term,
+    e: impl Term,
+    width: u32,
+) -> bool {
+    let (Some(a), Some(c), Some(s), Some(e)) = (a.exact(), c.exact(), s.exact(), e.exact()) else {
+        return false;
+    };
+    if s >= e {
+        return true;
+    }
+    // Each below 2^64: the sum cannot overflow 128 bits.
+    a + c * (e - 1) + width as u128 <= view.len() as u128
+}
+
+/// `view[i]` with no bounds test.
+///
+/// # Safety
+/// `i` must be in bounds ([`affine_in`] checked it for the whole loop).
+#[inline(always)]
+pub unsafe fn load_one_unchecked<T: KernelElem, I: KernelIndex, const W: bool>(
+    view: &View<'_, T, W>,
+    i: I,
+) -> T {
+    view.load_unchecked(i)
+}
+
+/// `view[base .. base + LANES]` with no bounds test.
+///
+/// # Safety
+/// The run must be in bounds ([`affine_in`] checked it for the whole loop).
+#[inline(always)]
+pub unsafe fn load_run_unchecked<T: KernelElem, I: KernelIndex, const W: bool>(
+    view: &View<'_, T, W>,
+    base: I,
+) -> Lanes<T> {
+    view.load_run_unchecked(base)
+}
+
 /// `view[i]`, the same index for every lane, if any lane is masked (the default if
 /// none is: a load no thread makes must not fail).
 #[inline(always)]

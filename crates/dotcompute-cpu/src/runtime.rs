@@ -264,6 +264,24 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
         self.load_lanes(m, idx)
     }
 
+    /// `self[index]` with no bounds test.
+    ///
+    /// # Safety
+    /// `index` must be in bounds.
+    #[inline(always)]
+    pub unsafe fn load_unchecked<I: KernelIndex>(&self, index: I) -> T {
+        self.ptr.add(index.to_index() as usize).read()
+    }
+
+    /// `self[base .. base + LANES]` as one vector load, with no bounds test.
+    ///
+    /// # Safety
+    /// The run must be in bounds.
+    #[inline(always)]
+    pub unsafe fn load_run_unchecked<I: KernelIndex>(&self, base: I) -> crate::lanes::Lanes<T> {
+        crate::lanes::read_run(self.ptr.add(base.to_index() as usize))
+    }
+
     /// A pointer to the run of `LANES` elements from `base` where every lane is masked
     /// and the run is in bounds.
     #[inline(always)]

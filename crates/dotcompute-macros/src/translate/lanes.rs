@@ -68,6 +68,21 @@ struct Emitter<'t> {
     all_lanes_copy: bool,
     /// The buffers and shared arrays the region loads or stores.
     arrays: std::collections::BTreeSet<String>,
+    /// While emitting the unchecked copy of a loop's body (see [`Emitter::for_loop`]).
+    versioning: Option<Versioning>,
+}
+
+/// A `for` over a range the same for every lane, whose body is emitted a second time
+/// with loads at indices affine in the loop variable (`a + c·v`, `a` and `c` fixed for
+/// the loop) not tested against the array's end: that copy runs when `checks`, tested
+/// once before the loop, show every such index of every trip in bounds.
+struct Versioning {
+    var: String,
+    start: TokenStream,
+    end: TokenStream,
+    /// Scopes below this depth are outside the loop body.
+    outside: usize,
+    checks: Vec<TokenStream>,
 }
 
 /// The lane form of a region's statements, or `None` where it uses something lane form
@@ -112,6 +127,7 @@ impl<'t> Emitter<'t> {
             masked: 0,
             all_lanes_copy: false,
             arrays: Default::default(),
+            versioning: None,
         }
     }
 
@@ -421,12 +437,118 @@ impl<'t> Emitter<'t> {
             }
         };
         let var = &pi.ident;
-        self.scopes
-            .push(HashMap::from([(var.to_string(), Held::Scalar)]));
+        let outside = self.scopes.len();
+        let scope = HashMap::from([(var.to_string(), Held::Scalar)]);
+        self.scopes.push(scope.clone());
         let body = self.block(&f.body.stmts);
         self.scopes.pop();
         let body = body?;
-        Some(quote!(for #var in #header #body))
+        // Loop versioning, for an innermost loop with a step of one (a nested loop's
+        // copies would double at every level).
+        if step.is_some() || has_loop(&f.body.stmts) {
+            return Some(quote!(for #var in #header #body));
+        }
+        let saved = self.versioning.replace(Versioning {
+            var: var.to_string(),
+            start: s,
+            end: e,
+            outside,
+            checks: Vec::new(),
+        });
+        self.scopes.push(scope);
+        let fast = self.block(&f.body.stmts);
+        self.scopes.pop();
+        let v = std::mem::replace(&mut self.versioning, saved)?;
+        let fast = fast?;
+        if v.checks.is_empty() {
+            return Some(quote!(for #var in #header #body));
+        }
+        let checks = v.checks;
+        Some(quote! {
+            if #(#checks)&&* {
+                for #var in #header #fast
+            } else {
+                for #var in #header #body
+            }
+        })
+    }
+
+    /// In a loop's unchecked copy, a load at an index affine in the loop variable
+    /// (`index`, whose lane form is `v`), with its check recorded; `None` where the index
+    /// is not of that form, or its terms are not fixed for the loop.
+    fn unchecked_load(&mut self, mem: &TokenStream, index: &Expr, v: &V) -> Option<V> {
+        let ver = self.versioning.as_ref()?;
+        let (a, c) = affine(index, &ver.var)?;
+        let outside = ver.outside;
+        if ![a, c]
+            .into_iter()
+            .flatten()
+            .all(|x| self.invariant(x, outside))
+        {
+            return None;
+        }
+        let a = match a.map(|a| self.expr(a)) {
+            None => quote!(0u32),
+            Some(Some(V::One(t) | V::Run { base: t, .. })) => t,
+            Some(_) => return None,
+        };
+        let c = match c.map(|c| self.expr(c)) {
+            None => quote!(1u32),
+            Some(Some(V::One(t))) => t,
+            Some(_) => return None,
+        };
+        let (width, load) = match v {
+            V::One(i) => (
+                quote!(1),
+                V::One(quote!(unsafe { __dc::cpu::lanes::load_one_unchecked(&#mem, #i) })),
+            ),
+            V::Run { base, .. } => (
+                quote!(__dc::cpu::lanes::LANES as u32),
+                V::Lanes(quote!(unsafe { __dc::cpu::lanes::load_run_unchecked(&#mem, #base) })),
+            ),
+            V::Lanes(_) => return None,
+        };
+        let ver = self.versioning.as_mut()?;
+        let (s, e) = (&ver.start, &ver.end);
+        ver.checks
+            .push(quote!(__dc::cpu::lanes::affine_in(&#mem, #a, #c, #s, #e, #width)));
+        Some(load)
+    }
+
+    /// Whether `e` has the same value in every trip of the loop whose body starts at
+    /// scope depth `outside`: names from outside the body, literals, builtins and
+    /// arithmetic (no load, no call).
+    fn invariant(&self, e: &Expr, outside: usize) -> bool {
+        match e {
+            Expr::Lit(_) => true,
+            Expr::Paren(p) => self.invariant(&p.expr, outside),
+            Expr::Group(g) => self.invariant(&g.expr, outside),
+            Expr::Cast(c) => self.invariant(&c.expr, outside),
+            Expr::Unary(u) => matches!(u.op, UnOp::Neg(_)) && self.invariant(&u.expr, outside),
+            Expr::Binary(b) => {
+                matches!(
+                    b.op,
+                    BinOp::Add(_)
+                        | BinOp::Sub(_)
+                        | BinOp::Mul(_)
+                        | BinOp::Div(_)
+                        | BinOp::Rem(_)
+                        | BinOp::Shl(_)
+                        | BinOp::Shr(_)
+                        | BinOp::BitAnd(_)
+                        | BinOp::BitOr(_)
+                        | BinOp::BitXor(_)
+                ) && self.invariant(&b.left, outside)
+                    && self.invariant(&b.right, outside)
+            }
+            Expr::Path(p) => p.path.get_ident().is_some_and(|id| {
+                let name = id.to_string();
+                !self.scopes[outside..].iter().any(|s| s.contains_key(&name))
+            }),
+            Expr::Field(f) => matches!(&*f.base, Expr::Call(c) if c.args.is_empty()
+                && builtins().any(|(n, _)| is_call_to(c, n))),
+            _ => false,
+        }
     }
 
     /// A buffer or shared array named by `e` (one-dimensional); `write`: it is stored to.
@@ -552,7 +674,11 @@ impl<'t> Emitter<'t> {
             }
             Expr::Index(ix) => {
                 let mem = self.array(&ix.expr, false)?;
-                Some(match self.expr(&ix.index)? {
+                let v = self.expr(&ix.index)?;
+                if let Some(load) = self.unchecked_load(&mem, &ix.index, &v) {
+                    return Some(load);
+                }
+                Some(match v {
                     V::One(i) => V::One(quote!(__dc::cpu::lanes::load_one(&#mem, &__m, #i))),
                     V::Lanes(i) => V::Lanes(quote!(__dc::cpu::lanes::load(&#mem, &__m, #i))),
                     V::Run { lanes, base } => V::Lanes(quote!(
@@ -771,6 +897,87 @@ impl<'t> Emitter<'t> {
             }
         }
     }
+}
+
+/// `index` as `a + c·var` (`None` for an absent `a`, or `c` of one): `var`,
+/// `a + var`, `var + a`, `var * c`, `c * var`, and sums of `a` with those.
+fn affine<'e>(index: &'e Expr, var: &str) -> Option<(Option<&'e Expr>, Option<&'e Expr>)> {
+    let index = unparen(index);
+    if let Some(c) = var_term(index, var) {
+        return Some((None, c));
+    }
+    let Expr::Binary(b) = index else { return None };
+    if !matches!(b.op, BinOp::Add(_)) {
+        return None;
+    }
+    match (var_term(&b.left, var), var_term(&b.right, var)) {
+        (Some(c), None) if !mentions(&b.right, var) => Some((Some(&b.right), c)),
+        (None, Some(c)) if !mentions(&b.left, var) => Some((Some(&b.left), c)),
+        _ => None,
+    }
+}
+
+/// `var` (`Some(None)`: a factor of one), or `var * c` / `c * var` (`Some(Some(c))`).
+fn var_term<'e>(e: &'e Expr, var: &str) -> Option<Option<&'e Expr>> {
+    let e = unparen(e);
+    if is_name(e, var) {
+        return Some(None);
+    }
+    let Expr::Binary(b) = e else { return None };
+    if !matches!(b.op, BinOp::Mul(_)) {
+        return None;
+    }
+    if is_name(unparen(&b.left), var) && !mentions(&b.right, var) {
+        return Some(Some(&b.right));
+    }
+    if is_name(unparen(&b.right), var) && !mentions(&b.left, var) {
+        return Some(Some(&b.left));
+    }
+    None
+}
+
+fn unparen(mut e: &Expr) -> &Expr {
+    while let Expr::Paren(p) = e {
+        e = &p.expr;
+    }
+    e
+}
+
+fn is_name(e: &Expr, name: &str) -> bool {
+    matches!(e, Expr::Path(p) if p.path.is_ident(name))
+}
+
+/// Whether `name` appears anywhere in `e` (as any identifier: a conservative test).
+fn mentions(e: &Expr, name: &str) -> bool {
+    fn walk(ts: TokenStream, name: &str) -> bool {
+        ts.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == name,
+            proc_macro2::TokenTree::Group(g) => walk(g.stream(), name),
+            _ => false,
+        })
+    }
+    walk(e.to_token_stream(), name)
+}
+
+/// Whether the statements hold a loop.
+fn has_loop(stmts: &[Stmt]) -> bool {
+    struct Finder(bool);
+    impl<'a> syn::visit::Visit<'a> for Finder {
+        fn visit_expr_for_loop(&mut self, _: &'a syn::ExprForLoop) {
+            self.0 = true;
+        }
+        fn visit_expr_while(&mut self, _: &'a syn::ExprWhile) {
+            self.0 = true;
+        }
+        fn visit_expr_loop(&mut self, _: &'a syn::ExprLoop) {
+            self.0 = true;
+        }
+    }
+    let mut f = Finder(false);
+    for s in stmts {
+        syn::visit::Visit::visit_stmt(&mut f, s);
+    }
+    f.0
 }
 
 /// The one expression of a block such as `{ x[i] }`.

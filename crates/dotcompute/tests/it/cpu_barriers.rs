@@ -654,6 +654,83 @@ fn lane_runs_past_the_end_are_out_of_bounds_errors_and_lose_nothing() {
     }
 }
 
+/// Loads in a loop at indices affine in its variable (`i + k * 64`, a run; `sh[k]`, one
+/// index): lane form runs a copy of the loop without bounds tests where a check before
+/// it shows every trip in bounds, and the checked loop elsewhere, which must raise the
+/// error a thread's load raises.
+#[kernel]
+fn lane_affine_loads(x: &[f32], out: &mut [f32], reach: u32) {
+    let sh = shared::<f32, 64>();
+    let l = local_id().x;
+    let i = global_id().x;
+    sh[l] = x[i] * 0.5;
+    barrier();
+    let mut acc = 0.0f32;
+    for k in 0..reach {
+        acc += x[i + k * 64] * 2.0 + sh[k];
+    }
+    out[i] = acc;
+}
+
+#[test]
+fn lane_loops_without_bounds_tests_only_where_every_trip_is_in_bounds() {
+    assert_eq!(lane_affine_loads::__DC_LANE_REGIONS, 2);
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 64 * 50;
+    let x: Vec<f32> = (0..n + 64 * 10)
+        .map(|_| (rng.i32(-50..50) as f32) * 0.25)
+        .collect();
+    for m in SCHEDULES {
+        let what = |r: u32| format!("{m:?}, reach {r} (seed {seed})");
+        for reach in [0u32, 1, 10] {
+            let dx = d.upload(&x[..n + 64 * reach as usize]).unwrap();
+            let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+            under(m, true, || {
+                lane_affine_loads::launch(&d, Launch::threads(n).group(64), &dx, &mut out, reach)
+                    .unwrap()
+            });
+            let want: Vec<f32> = (0..n)
+                .map(|i| {
+                    let base = i - i % 64;
+                    (0..reach as usize).fold(0.0f32, |acc, k| {
+                        acc + x[i + k * 64] * 2.0 + x[base + k] * 0.5
+                    })
+                })
+                .collect();
+            same(&out.to_vec().unwrap(), &want, &what(reach));
+        }
+        // The last trip's run past the end of `x` for the last group's threads.
+        let dx = d.upload(&x[..n + 64 * 9 - 5]).unwrap();
+        let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+        let e = under(m, true, || {
+            lane_affine_loads::launch(&d, Launch::threads(n).group(64), &dx, &mut out, 10)
+                .unwrap_err()
+        });
+        assert!(
+            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "x"),
+            "{}: {e:?}",
+            what(10)
+        );
+        // `sh[k]` past the shared array's 64 elements.
+        let dx = d.upload(&x).unwrap();
+        let big = d.upload(&vec![1.0f32; n + 64 * 70]).unwrap();
+        let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+        let e = under(m, true, || {
+            lane_affine_loads::launch(&d, Launch::threads(n).group(64), &big, &mut out, 70)
+                .unwrap_err()
+        });
+        assert!(
+            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "sh"),
+            "{}: {e:?}",
+            what(70)
+        );
+        drop(dx);
+        crate::bad_input::still_works(&d);
+    }
+}
+
 #[kernel]
 fn barrier_in_divergent_if(out: &mut [u32]) {
     let l = local_id().x;
