@@ -731,6 +731,80 @@ fn lane_loops_without_bounds_tests_only_where_every_trip_is_in_bounds() {
     }
 }
 
+/// A region that is one loop over a range the same for the whole group: lane form runs
+/// it for two chunks per trip (three chunks in a group of 24: a pair, then one alone),
+/// with its loads at `k * n + i` and `sh[k]` unchecked where every trip is in bounds.
+/// The running value depends on the order of the steps (`acc * 0.5 + ..`).
+#[kernel]
+fn lane_jammed_steps(a: &[f32], w: &[f32], out: &mut [f32], len: u32) {
+    let sh = shared::<f32, 24>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let n = out.len();
+    let mut acc = 1.0f32;
+    sh[l] = w[l];
+    barrier();
+    for k in 0..len {
+        acc = acc * 0.5 + a[k * n + i] * sh[k];
+    }
+    barrier();
+    out[i] = acc;
+}
+
+#[test]
+fn jammed_loops_match_the_host_and_raise_the_errors_of_one_thread() {
+    assert_eq!(lane_jammed_steps::__DC_LANE_REGIONS, 4);
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 24 * 37;
+    let a: Vec<f32> = (0..n * 30)
+        .map(|_| rng.i32(-20..20) as f32 * 0.125)
+        .collect();
+    let w: Vec<f32> = (0..24).map(|_| rng.i32(-8..8) as f32 * 0.25).collect();
+    let dw = d.upload(&w).unwrap();
+    for m in SCHEDULES {
+        let what = |len: u32| format!("{m:?}, len {len} (seed {seed})");
+        for len in [0u32, 1, 7, 24] {
+            // (at least one row: an empty buffer is an error of its own)
+            let da = d.upload(&a[..n * (len as usize).max(1)]).unwrap();
+            let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+            under(m, true, || {
+                lane_jammed_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, len)
+                    .unwrap()
+            });
+            let want: Vec<f32> = (0..n)
+                .map(|i| (0..len as usize).fold(1.0f32, |acc, k| acc * 0.5 + a[k * n + i] * w[k]))
+                .collect();
+            same(&out.to_vec().unwrap(), &want, &what(len));
+        }
+        // `a` one element short: the last thread's last step is past its end.
+        let da = d.upload(&a[..n * 7 - 1]).unwrap();
+        let mut out = d.alloc_filled(n, f32::NAN).unwrap();
+        let e = under(m, true, || {
+            lane_jammed_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, 7)
+                .unwrap_err()
+        });
+        assert!(
+            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "a"),
+            "{}: {e:?}",
+            what(7)
+        );
+        // 30 steps: `sh[k]` past the shared array's 24 elements.
+        let da = d.upload(&a).unwrap();
+        let e = under(m, true, || {
+            lane_jammed_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, 30)
+                .unwrap_err()
+        });
+        assert!(
+            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "sh"),
+            "{}: {e:?}",
+            what(30)
+        );
+        crate::bad_input::still_works(&d);
+    }
+}
+
 #[kernel]
 fn barrier_in_divergent_if(out: &mut [u32]) {
     let l = local_id().x;
