@@ -524,10 +524,6 @@ impl Splitter {
         let mut rebinds = TokenStream::new();
         let mut stores = TokenStream::new();
         let mut lane_locals = Vec::new();
-        // For the jammed form (`jam`): the recomputed locals, and each slot value as
-        // (name, slot, mutable).
-        let mut recomputed = TokenStream::new();
-        let mut values = Vec::new();
         // The names visible where the region starts (not those it declares itself).
         for l in self.visible(names, Some(first_new)) {
             let id = &l.ident;
@@ -537,13 +533,11 @@ impl Splitter {
                     if *mutable {
                         stores.extend(quote!(#slot.set_lanes(__c0, #id);));
                     }
-                    values.push((id.clone(), slot.clone(), *mutable));
                     lane_locals.push((l.name.clone(), super::lanes::Held::Lanes));
                 }
                 Kind::Recomputed { stmt, .. } => {
                     let (decl, lanes) = super::lanes::recomputed(&self.tx, stmt)?;
-                    rebinds.extend(decl.clone());
-                    recomputed.extend(decl);
+                    rebinds.extend(decl);
                     lane_locals.push((l.name.clone(), lanes));
                 }
                 Kind::Array { .. } => return None,
@@ -564,58 +558,20 @@ impl Splitter {
                 _ => quote!(#slot.set_lanes(__c0, #id);),
             });
         }
-        let single = quote! {
-            // Every lane is a thread of the group: whole chunks only.
-            let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;
-            let __ctx = &__g.ctx(__c0);
-            #rebinds
-            #body
-            #stores
-        };
-        let jammed = match stmts {
-            [Stmt::Expr(Expr::ForLoop(f), _)]
-                if self.uniform_range(&f.expr) && self.declared_values(first_new).is_empty() =>
-            {
-                super::lanes::jammed(&self.tx, &lane_locals, stmts)
-                    .map(|l| jam(l, &recomputed, &values))
-            }
-            _ => None,
-        };
-        let chunk = match jammed {
-            None => single,
-            Some(pair) => quote! {
-                match __chunks.next_chunk() {
-                    ::core::option::Option::Some((__c1, __ids1)) => {
-                        let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;
-                        let __ctx = &__g.ctx(__c0);
-                        #pair
-                    }
-                    // An odd chunk left over.
-                    ::core::option::Option::None => { #single }
-                }
-            },
-        };
         Some(quote! {
             __dc::cpu::lanes::apart(|| {
                 #( let #arrays = #arrays; )*
                 let mut __chunks = __dc::cpu::lanes::Chunks::new(__g);
                 while let ::core::option::Option::Some((__c0, __ids)) = __chunks.next_chunk() {
-                    #chunk
+                    // Every lane is a thread of the group: whole chunks only.
+                    let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;
+                    let __ctx = &__g.ctx(__c0);
+                    #rebinds
+                    #body
+                    #stores
                 }
             });
         })
-    }
-
-    /// Whether the range of a `for` (`a..b`, `(a..b).step_by(s)`) is the same for every
-    /// thread of the group.
-    fn uniform_range(&self, e: &Expr) -> bool {
-        let Ok((range, step)) = super::for_range(e) else {
-            return false;
-        };
-        [range.start.as_deref(), range.end.as_deref(), step]
-            .into_iter()
-            .flatten()
-            .all(|x| self.uniform.expr(x, &self.tx))
     }
 
     /// The threads a region runs: all of them (`0..__n`), except where the region is one
@@ -820,64 +776,6 @@ fn is_shared_decl(init: &Expr) -> bool {
         .segments
         .last()
         .is_some_and(|s| s.ident == "shared" || s.ident == "shared_dynamic")
-}
-
-/// A region that is one `for` over a group-uniform range (`l`: see `lanes::jammed`) for
-/// the chunks `__c0` (ids `__ids`) and `__c1` (ids `__ids1`) at once: each trip runs the
-/// body for one chunk, then for the other, in blocks that bind the chunk's ids, its
-/// recomputed locals and its slot values (copied back at the block's end where mutable).
-/// The chunks' threads are distinct and each runs every trip in order, so each thread
-/// sees its own operations in the same order. A versioned loop's check holds for both
-/// chunks or the checked copy runs.
-fn jam(
-    l: super::lanes::LaneFor,
-    recomputed: &TokenStream,
-    values: &[(syn::Ident, syn::Ident, bool)],
-) -> TokenStream {
-    let mut loads = TokenStream::new();
-    let mut stores = TokenStream::new();
-    let (mut checked, mut fast, mut checks) = (Vec::new(), Vec::new(), Vec::new());
-    for (k, ids) in ["__ids", "__ids1"].into_iter().enumerate() {
-        let c = format_ident!("__c{}", k);
-        let ids = format_ident!("{}", ids);
-        let mut bind = TokenStream::new();
-        let mut back = TokenStream::new();
-        for (id, slot, mutable) in values {
-            let held = format_ident!("__jam{}_{}", k, id);
-            loads.extend(quote!(let mut #held = #slot.get_lanes(#c);));
-            bind.extend(quote!(let mut #id = #held;));
-            if *mutable {
-                back.extend(quote!(#held = #id;));
-                stores.extend(quote!(#slot.set_lanes(#c, #held);));
-            }
-        }
-        let block = |body: &TokenStream| {
-            quote!({
-                let __ids = &#ids;
-                #recomputed
-                #bind
-                #body
-                #back
-            })
-        };
-        checked.push(block(&l.body));
-        if let Some((check, body)) = &l.fast {
-            fast.push(block(body));
-            checks.push(quote!({ let __ids = &#ids; #recomputed #check }));
-        }
-    }
-    let head = &l.head;
-    let run = match l.fast {
-        None => quote!(#head { #(#checked)* }),
-        Some(_) => quote! {
-            if #(#checks)&&* { #head { #(#fast)* } } else { #head { #(#checked)* } }
-        },
-    };
-    quote! {
-        #loads
-        #run
-        #stores
-    }
 }
 
 /// Every identifier in the token streams (a superset of the locals they name).

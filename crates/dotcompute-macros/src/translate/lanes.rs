@@ -72,14 +72,6 @@ struct Emitter<'t> {
     versioning: Option<Versioning>,
 }
 
-/// A `for` in lane form: `for var in range`, its body, and where versioned, the check
-/// (one `bool` expression) and the body without bounds tests on its affine loads.
-pub(super) struct LaneFor {
-    pub(super) head: TokenStream,
-    pub(super) body: TokenStream,
-    pub(super) fast: Option<(TokenStream, TokenStream)>,
-}
-
 /// A `for` over a range the same for every lane, whose body is emitted a second time
 /// with loads at indices affine in the loop variable (`a + c·v`, `a` and `c` fixed for
 /// the loop) not tested against the array's end: that copy runs when `checks`, tested
@@ -115,17 +107,6 @@ pub(super) fn region(
         .map(|(name, held)| (name, !matches!(held, Held::Scalar)))
         .collect();
     Some((out, declared, e.arrays.into_iter().collect()))
-}
-
-/// A region that is one `for` loop, over a range the caller has found the same for the
-/// whole group, in lane form (see [`LaneFor`]). The split body runs the bodies of two
-/// chunks in each trip (unroll and jam), so their per-thread dependency chains (a dot
-/// product's running sum) overlap instead of each step waiting on the one before.
-pub(super) fn jammed(tx: &Tx, locals: &[(String, Held)], stmts: &[&Stmt]) -> Option<LaneFor> {
-    let [Stmt::Expr(Expr::ForLoop(f), _)] = stmts else {
-        return None;
-    };
-    Emitter::new(tx, locals.iter().cloned().collect()).for_versions(f)
 }
 
 /// `let name = init;` for a local computed from the thread's ids, in lane form, and
@@ -418,19 +399,6 @@ impl<'t> Emitter<'t> {
     }
 
     fn for_loop(&mut self, f: &syn::ExprForLoop) -> Option<TokenStream> {
-        let l = self.for_versions(f)?;
-        let (head, body) = (&l.head, &l.body);
-        Some(match &l.fast {
-            None => quote!(#head #body),
-            Some((checks, fast)) => quote! {
-                if #checks { #head #fast } else { #head #body }
-            },
-        })
-    }
-
-    /// A `for` over a range the same for every lane, and where it can be versioned, the
-    /// check and the body without bounds tests on its affine loads.
-    fn for_versions(&mut self, f: &syn::ExprForLoop) -> Option<LaneFor> {
         if f.label.is_some() {
             return None;
         }
@@ -475,16 +443,10 @@ impl<'t> Emitter<'t> {
         let body = self.block(&f.body.stmts);
         self.scopes.pop();
         let body = body?;
-        let head = quote!(for #var in #header);
-        let plain = LaneFor {
-            head: head.clone(),
-            body: body.clone(),
-            fast: None,
-        };
         // Loop versioning, for an innermost loop with a step of one (a nested loop's
         // copies would double at every level).
         if step.is_some() || has_loop(&f.body.stmts) {
-            return Some(plain);
+            return Some(quote!(for #var in #header #body));
         }
         let saved = self.versioning.replace(Versioning {
             var: var.to_string(),
@@ -499,12 +461,15 @@ impl<'t> Emitter<'t> {
         let v = std::mem::replace(&mut self.versioning, saved)?;
         let fast = fast?;
         if v.checks.is_empty() {
-            return Some(plain);
+            return Some(quote!(for #var in #header #body));
         }
         let checks = v.checks;
-        Some(LaneFor {
-            fast: Some((quote!(#(#checks)&&*), fast)),
-            ..plain
+        Some(quote! {
+            if #(#checks)&&* {
+                for #var in #header #fast
+            } else {
+                for #var in #header #body
+            }
         })
     }
 

@@ -731,12 +731,12 @@ fn lane_loops_without_bounds_tests_only_where_every_trip_is_in_bounds() {
     }
 }
 
-/// A region that is one loop over a range the same for the whole group: lane form runs
-/// it for two chunks per trip (three chunks in a group of 24: a pair, then one alone),
-/// with its loads at `k * n + i` and `sh[k]` unchecked where every trip is in bounds.
-/// The running value depends on the order of the steps (`acc * 0.5 + ..`).
+/// A region that is one loop over a range the same for the whole group, in groups of 24
+/// (three chunks), its loads at `k * n + i` and `sh[k]` unchecked where every trip is in
+/// bounds. The running value depends on the order of the steps (`acc * 0.5 + ..`). (Also
+/// the test of a form that ran two chunks per trip, measured and not kept.)
 #[kernel]
-fn lane_jammed_steps(a: &[f32], w: &[f32], out: &mut [f32], len: u32) {
+fn lane_uniform_steps(a: &[f32], w: &[f32], out: &mut [f32], len: u32) {
     let sh = shared::<f32, 24>();
     let l = local_id().x;
     let i = global_id().x;
@@ -752,8 +752,8 @@ fn lane_jammed_steps(a: &[f32], w: &[f32], out: &mut [f32], len: u32) {
 }
 
 #[test]
-fn jammed_loops_match_the_host_and_raise_the_errors_of_one_thread() {
-    assert_eq!(lane_jammed_steps::__DC_LANE_REGIONS, 4);
+fn loops_over_uniform_ranges_match_the_host_and_raise_the_errors_of_one_thread() {
+    assert_eq!(lane_uniform_steps::__DC_LANE_REGIONS, 4);
     let d = Device::cpu();
     let seed = seed();
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -770,8 +770,15 @@ fn jammed_loops_match_the_host_and_raise_the_errors_of_one_thread() {
             let da = d.upload(&a[..n * (len as usize).max(1)]).unwrap();
             let mut out = d.alloc_filled(n, f32::NAN).unwrap();
             under(m, true, || {
-                lane_jammed_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, len)
-                    .unwrap()
+                lane_uniform_steps::launch(
+                    &d,
+                    Launch::threads(n).group(24),
+                    &da,
+                    &dw,
+                    &mut out,
+                    len,
+                )
+                .unwrap()
             });
             let want: Vec<f32> = (0..n)
                 .map(|i| (0..len as usize).fold(1.0f32, |acc, k| acc * 0.5 + a[k * n + i] * w[k]))
@@ -782,7 +789,7 @@ fn jammed_loops_match_the_host_and_raise_the_errors_of_one_thread() {
         let da = d.upload(&a[..n * 7 - 1]).unwrap();
         let mut out = d.alloc_filled(n, f32::NAN).unwrap();
         let e = under(m, true, || {
-            lane_jammed_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, 7)
+            lane_uniform_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, 7)
                 .unwrap_err()
         });
         assert!(
@@ -793,7 +800,7 @@ fn jammed_loops_match_the_host_and_raise_the_errors_of_one_thread() {
         // 30 steps: `sh[k]` past the shared array's 24 elements.
         let da = d.upload(&a).unwrap();
         let e = under(m, true, || {
-            lane_jammed_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, 30)
+            lane_uniform_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, 30)
                 .unwrap_err()
         });
         assert!(
