@@ -330,9 +330,7 @@ impl<T: Copy + Default> Slots<T> {
     pub fn get(&self, th: usize) -> T {
         self.values[th]
     }
-}
 
-impl<T: Copy + Default> Slots<T> {
     /// The values of threads `first .. first + LANES` (one bounds check).
     #[inline(always)]
     pub fn get_lanes(&self, first: usize) -> crate::lanes::Lanes<T> {
@@ -350,7 +348,7 @@ impl<T: Copy + Default> Slots<T> {
         v: crate::lanes::Lanes<U>,
     ) {
         let run = &mut self.values[first..first + crate::lanes::LANES];
-        let v = crate::lanes::each(|l| v[l].conform());
+        let v = crate::lanes::conform_to(v);
         // SAFETY: `run` is LANES elements long.
         unsafe { crate::lanes::write_run(run.as_mut_ptr(), v) };
     }

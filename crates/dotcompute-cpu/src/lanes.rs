@@ -201,7 +201,7 @@ impl crate::ops::CastSource for B {
 /// buffer) as masks: an `if`'s or a loop's condition, an operand of `&&` / `||`.
 #[inline(always)]
 pub fn bools<T: Conform<B>>(c: Lanes<T>) -> Bools {
-    each(|l| c[l].conform())
+    conform_to(c)
 }
 
 /// A lane value as a lane of `T` holds it: itself, or a `bool` between its two forms
@@ -234,7 +234,7 @@ impl Conform<bool> for B {
 /// `v` in the lane type of `like` (the local it is assigned to).
 #[inline(always)]
 pub fn conform<T: Copy + Default, U: Conform<T>>(v: Lanes<U>, _like: &Lanes<T>) -> Lanes<T> {
-    each(|l| v[l].conform())
+    conform_to(v)
 }
 
 /// `v` as lanes of `T` (a local declared with a type).
@@ -249,7 +249,7 @@ pub fn conform_like<T: Copy + Default, U: Conform<T>>(
     v: Lanes<U>,
     _then: &impl Fn() -> Lanes<T>,
 ) -> Lanes<T> {
-    each(|l| v[l].conform())
+    conform_to(v)
 }
 
 /// The same value in every lane.
@@ -466,7 +466,7 @@ pub fn store_run<T: KernelElem, U: Conform<T>, I: KernelIndex>(
     idx: Lanes<I>,
     v: Lanes<U>,
 ) {
-    view.store_run(m, base, idx, each(|l| v[l].conform()))
+    view.store_run(m, base, idx, conform_to(v))
 }
 
 /// A term of an index affine in a loop variable, as an exact non-negative integer
@@ -569,7 +569,7 @@ pub fn store<T: KernelElem, U: Conform<T>, I: KernelIndex>(
     idx: Lanes<I>,
     v: Lanes<U>,
 ) {
-    view.store_lanes(m, idx, each(|l| v[l].conform()))
+    view.store_lanes(m, idx, conform_to(v))
 }
 
 /// Whether every lane is masked and `idx` counts up by one from lane 0: the chunk's

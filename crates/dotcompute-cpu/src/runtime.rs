@@ -287,18 +287,22 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
     #[inline(always)]
     fn run_at<I: KernelIndex>(&self, m: &crate::lanes::Mask, base: I) -> Option<*mut T> {
         let b = base.to_index();
-        // In 64 bits the end cannot wrap: one compare.
-        let in_bounds = b as u64 + crate::lanes::LANES as u64 <= self.len as u64;
         // SAFETY (of the pointer's use): in bounds, checked here.
-        (crate::lanes::all(m) && in_bounds).then(|| unsafe { self.ptr.add(b as usize) })
+        (crate::lanes::all(m) && self.run_fits(b)).then(|| unsafe { self.ptr.add(b as usize) })
+    }
+
+    /// Whether the `LANES` elements from `first` are in bounds (in 64 bits the end
+    /// cannot wrap: one compare).
+    #[inline(always)]
+    fn run_fits(&self, first: u32) -> bool {
+        first as u64 + crate::lanes::LANES as u64 <= self.len as u64
     }
 
     /// Whether every lane is masked and `idx` counts up by one from an element with
     /// `LANES` elements in bounds from it: one vector load or store serves the chunk.
     #[inline(always)]
     fn is_run<I: KernelIndex>(&self, m: &crate::lanes::Mask, idx: &crate::lanes::Lanes<I>) -> bool {
-        crate::lanes::consecutive(m, idx)
-            && idx[0].to_index() as u64 + crate::lanes::LANES as u64 <= self.len as u64
+        crate::lanes::consecutive(m, idx) && self.run_fits(idx[0].to_index())
     }
 
     /// A checked pointer to element `index`, or `None` (and an error raised).
@@ -348,9 +352,7 @@ impl<T: KernelElem> View<'_, T, true> {
             }
         }
     }
-}
 
-impl<T: KernelElem> View<'_, T, true> {
     /// `self[idx[l]] = v[l]` for the masked lanes where `idx` is a run from `base` (see
     /// [`View::load_run`]).
     #[inline(always)]

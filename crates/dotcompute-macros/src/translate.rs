@@ -1141,26 +1141,8 @@ impl Tx {
         if short {
             self.short_circuit -= 1;
         }
-        let (ir, native): (&str, Option<&str>) = match b.op {
-            BinOp::Add(_) => ("Add", Some("add")),
-            BinOp::Sub(_) => ("Sub", Some("sub")),
-            BinOp::Mul(_) => ("Mul", Some("mul")),
-            BinOp::Div(_) => ("Div", Some("div")),
-            BinOp::Rem(_) => ("Rem", Some("rem")),
-            BinOp::Shl(_) => ("Shl", Some("shl")),
-            BinOp::Shr(_) => ("Shr", Some("shr")),
-            BinOp::BitAnd(_) => ("BitAnd", None),
-            BinOp::BitOr(_) => ("BitOr", None),
-            BinOp::BitXor(_) => ("BitXor", None),
-            BinOp::Eq(_) => ("Eq", None),
-            BinOp::Ne(_) => ("Ne", None),
-            BinOp::Lt(_) => ("Lt", None),
-            BinOp::Le(_) => ("Le", None),
-            BinOp::Gt(_) => ("Gt", None),
-            BinOp::Ge(_) => ("Ge", None),
-            BinOp::And(_) => ("LogicalAnd", None),
-            BinOp::Or(_) => ("LogicalOr", None),
-            _ => return self.fail(b.op.span(), "unsupported operator in kernels"),
+        let Some((ir, native)) = binary_op(&b.op) else {
+            return self.fail(b.op.span(), "unsupported operator in kernels");
         };
         let ir = format_ident!("{ir}");
         let op = &b.op;
@@ -1817,6 +1799,33 @@ fn element_address(arg: &Expr, mutable: bool) -> Option<&syn::ExprIndex> {
 
 fn atomic_name(c: &syn::ExprCall) -> Option<(String, String)> {
     atomics().find(|(n, _)| is_call_to(c, n))
+}
+
+/// A binary operator of the kernel language: its IR name, and the `__dc::ops` function
+/// native code calls for it (wrapping integers, the IR's division by zero), or `None`
+/// where native code uses Rust's own operator (`& | ^`, comparisons, `&&` / `||`).
+fn binary_op(op: &BinOp) -> Option<(&'static str, Option<&'static str>)> {
+    Some(match op {
+        BinOp::Add(_) => ("Add", Some("add")),
+        BinOp::Sub(_) => ("Sub", Some("sub")),
+        BinOp::Mul(_) => ("Mul", Some("mul")),
+        BinOp::Div(_) => ("Div", Some("div")),
+        BinOp::Rem(_) => ("Rem", Some("rem")),
+        BinOp::Shl(_) => ("Shl", Some("shl")),
+        BinOp::Shr(_) => ("Shr", Some("shr")),
+        BinOp::BitAnd(_) => ("BitAnd", None),
+        BinOp::BitOr(_) => ("BitOr", None),
+        BinOp::BitXor(_) => ("BitXor", None),
+        BinOp::Eq(_) => ("Eq", None),
+        BinOp::Ne(_) => ("Ne", None),
+        BinOp::Lt(_) => ("Lt", None),
+        BinOp::Le(_) => ("Le", None),
+        BinOp::Gt(_) => ("Gt", None),
+        BinOp::Ge(_) => ("Ge", None),
+        BinOp::And(_) => ("LogicalAnd", None),
+        BinOp::Or(_) => ("LogicalOr", None),
+        _ => return None,
+    })
 }
 
 fn compound_op(op: &BinOp) -> Option<(&'static str, &'static str)> {

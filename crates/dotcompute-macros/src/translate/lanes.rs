@@ -14,7 +14,7 @@
 //! threads.
 
 use super::fission::simple_let;
-use super::{builtins, compound_op, for_range, is_call_to, math_methods, Binding, Tx};
+use super::{binary_op, builtins, compound_op, for_range, is_call_to, math_methods, Binding, Tx};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use std::collections::HashMap;
@@ -525,20 +525,10 @@ impl<'t> Emitter<'t> {
             Expr::Group(g) => self.invariant(&g.expr, outside),
             Expr::Cast(c) => self.invariant(&c.expr, outside),
             Expr::Unary(u) => matches!(u.op, UnOp::Neg(_)) && self.invariant(&u.expr, outside),
+            // Every operator of the kernel language is pure.
             Expr::Binary(b) => {
-                matches!(
-                    b.op,
-                    BinOp::Add(_)
-                        | BinOp::Sub(_)
-                        | BinOp::Mul(_)
-                        | BinOp::Div(_)
-                        | BinOp::Rem(_)
-                        | BinOp::Shl(_)
-                        | BinOp::Shr(_)
-                        | BinOp::BitAnd(_)
-                        | BinOp::BitOr(_)
-                        | BinOp::BitXor(_)
-                ) && self.invariant(&b.left, outside)
+                binary_op(&b.op).is_some()
+                    && self.invariant(&b.left, outside)
                     && self.invariant(&b.right, outside)
             }
             Expr::Path(p) => p.path.get_ident().is_some_and(|id| {
@@ -694,38 +684,23 @@ impl<'t> Emitter<'t> {
     }
 
     fn binary(&mut self, b: &syn::ExprBinary) -> Option<V> {
-        let f = match b.op {
-            BinOp::Add(_) => "add",
-            BinOp::Sub(_) => "sub",
-            BinOp::Mul(_) => "mul",
-            BinOp::Div(_) => "div",
-            BinOp::Rem(_) => "rem",
-            BinOp::Shl(_) => "shl",
-            BinOp::Shr(_) => "shr",
-            BinOp::And(_) | BinOp::Or(_) => return self.logic(b),
-            BinOp::BitAnd(_)
-            | BinOp::BitOr(_)
-            | BinOp::BitXor(_)
-            | BinOp::Eq(_)
-            | BinOp::Ne(_)
-            | BinOp::Lt(_)
-            | BinOp::Le(_)
-            | BinOp::Gt(_)
-            | BinOp::Ge(_) => {
-                let op = b.op;
-                let l = self.expr(&b.left)?;
-                let r = self.expr(&b.right)?;
-                let compare = !matches!(op, BinOp::BitAnd(_) | BinOp::BitOr(_) | BinOp::BitXor(_));
-                return Some(self.apply_as(compare, vec![l, r], |a| {
-                    let (x, y) = (&a[0], &a[1]);
-                    quote!((#x #op #y))
-                }));
-            }
-            _ => return None,
-        };
-        let f = format_ident!("{f}");
+        if matches!(b.op, BinOp::And(_) | BinOp::Or(_)) {
+            return self.logic(b);
+        }
+        let (_, native) = binary_op(&b.op)?;
         let l = self.expr(&b.left)?;
         let r = self.expr(&b.right)?;
+        let Some(f) = native else {
+            // `& | ^` and the comparisons, as Rust's operators; a comparison gives a
+            // mask word per lane.
+            let op = b.op;
+            let compare = !matches!(op, BinOp::BitAnd(_) | BinOp::BitOr(_) | BinOp::BitXor(_));
+            return Some(self.apply_as(compare, vec![l, r], |a| {
+                let (x, y) = (&a[0], &a[1]);
+                quote!((#x #op #y))
+            }));
+        };
+        let f = format_ident!("{f}");
         // A run plus (or minus) a value the same for every lane is a run.
         let base = match (&l, &r, f == "add" || f == "sub") {
             (V::Run { base, .. }, V::One(o), true) => Some(quote!(__dc::ops::#f(#base, #o))),

@@ -637,19 +637,13 @@ fn lane_runs_past_the_end_are_out_of_bounds_errors_and_lose_nothing() {
             lane_runs_past_the_end::launch(&d, Launch::threads(n).group(64), &short, &mut out, 3)
                 .unwrap_err()
         });
-        assert!(
-            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "x"),
-            "{what}: {e:?}"
-        );
+        assert_out_of_bounds(&e, "x", &what);
         let mut out = d.alloc_filled(n, f32::NAN).unwrap();
         let e = under(m, true, || {
             lane_runs_past_the_end::launch(&d, Launch::threads(n).group(64), &long, &mut out, 3)
                 .unwrap_err()
         });
-        assert!(
-            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "out"),
-            "{what}: {e:?}"
-        );
+        assert_out_of_bounds(&e, "out", &what);
         crate::bad_input::still_works(&d);
     }
 }
@@ -708,25 +702,15 @@ fn lane_loops_without_bounds_tests_only_where_every_trip_is_in_bounds() {
             lane_affine_loads::launch(&d, Launch::threads(n).group(64), &dx, &mut out, 10)
                 .unwrap_err()
         });
-        assert!(
-            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "x"),
-            "{}: {e:?}",
-            what(10)
-        );
+        assert_out_of_bounds(&e, "x", &what(10));
         // `sh[k]` past the shared array's 64 elements.
-        let dx = d.upload(&x).unwrap();
         let big = d.upload(&vec![1.0f32; n + 64 * 70]).unwrap();
         let mut out = d.alloc_filled(n, f32::NAN).unwrap();
         let e = under(m, true, || {
             lane_affine_loads::launch(&d, Launch::threads(n).group(64), &big, &mut out, 70)
                 .unwrap_err()
         });
-        assert!(
-            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "sh"),
-            "{}: {e:?}",
-            what(70)
-        );
-        drop(dx);
+        assert_out_of_bounds(&e, "sh", &what(70));
         crate::bad_input::still_works(&d);
     }
 }
@@ -792,22 +776,14 @@ fn loops_over_uniform_ranges_match_the_host_and_raise_the_errors_of_one_thread()
             lane_uniform_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, 7)
                 .unwrap_err()
         });
-        assert!(
-            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "a"),
-            "{}: {e:?}",
-            what(7)
-        );
+        assert_out_of_bounds(&e, "a", &what(7));
         // 30 steps: `sh[k]` past the shared array's 24 elements.
         let da = d.upload(&a).unwrap();
         let e = under(m, true, || {
             lane_uniform_steps::launch(&d, Launch::threads(n).group(24), &da, &dw, &mut out, 30)
                 .unwrap_err()
         });
-        assert!(
-            matches!(&e, Error::OutOfBounds { arg, .. } if arg == "sh"),
-            "{}: {e:?}",
-            what(30)
-        );
+        assert_out_of_bounds(&e, "sh", &what(30));
         crate::bad_input::still_works(&d);
     }
 }
@@ -883,6 +859,14 @@ fn tree_total(part: &mut [f32]) -> f32 {
 }
 
 /// Every element of `got` equals `want`'s; the first that does not fails with `what`.
+/// Asserts that `e` is an out-of-bounds access of the kernel argument `arg`.
+fn assert_out_of_bounds(e: &Error, arg: &str, what: &str) {
+    assert!(
+        matches!(e, Error::OutOfBounds { arg: a, .. } if a == arg),
+        "{what}: {e:?}"
+    );
+}
+
 fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
