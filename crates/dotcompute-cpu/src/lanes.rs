@@ -404,6 +404,26 @@ impl Chunks {
         }
     }
 
+    /// The whole chunks of `g` from thread `first` (a multiple of [`LANES`]) up to
+    /// thread `end` (one past the last; at most the end of the last whole chunk).
+    #[inline(always)]
+    pub fn between(g: &Group<'_>, first: usize, end: usize) -> Chunks {
+        debug_assert!(first % LANES == 0 && end <= g.threads() - g.threads() % LANES);
+        let mut c = Chunks::new(g);
+        c.full = end;
+        if first >= end {
+            c.full = 0;
+        } else if first > 0 {
+            // Along the rows to thread `first` (once per region: a division is fine).
+            let (w, h) = (c.width as usize, c.height as usize);
+            c.first = first;
+            c.x0 = (first % w) as u32;
+            c.y = ((first / w) % h) as u32;
+            c.z = (first / w / h) as u32;
+        }
+        c
+    }
+
     /// The next chunk: its first thread's number and its ids.
     #[inline(always)]
     pub fn next_chunk(&mut self) -> Option<(usize, Ids)> {
@@ -445,28 +465,58 @@ pub fn load<T: KernelElem, I: KernelIndex, const W: bool>(
     view.load_lanes(m, idx)
 }
 
-/// [`load`] where the macro knows `idx` is `base`, `base + 1`, ... (see
-/// [`View::load_run`]).
+/// [`load`] at `base`, `base + 1`, ... (see [`View::load_run`]).
 #[inline(always)]
 pub fn load_run<T: KernelElem, I: KernelIndex, const W: bool>(
     view: &View<'_, T, W>,
     m: &Mask,
     base: I,
-    idx: Lanes<I>,
 ) -> Lanes<T> {
-    view.load_run(m, base, idx)
+    view.load_run(m, base)
 }
 
-/// [`store`] where the macro knows `idx` is `base`, `base + 1`, ...
+/// [`store`] at `base`, `base + 1`, ...
 #[inline(always)]
 pub fn store_run<T: KernelElem, U: Conform<T>, I: KernelIndex>(
     view: &View<'_, T, true>,
     m: &Mask,
     base: I,
-    idx: Lanes<I>,
     v: Lanes<U>,
 ) {
-    view.store_run(m, base, idx, conform_to(v))
+    view.store_run(m, base, conform_to(v))
+}
+
+/// [`load`] at lanes that are a run from `base` when `is_run`, else at `idx()` (a
+/// local that is a run until a masked assignment splits it; the lanes are built only
+/// where needed).
+#[inline(always)]
+pub fn load_run_if<T: KernelElem, I: KernelIndex, const W: bool>(
+    view: &View<'_, T, W>,
+    m: &Mask,
+    is_run: bool,
+    base: I,
+    idx: impl FnOnce() -> Lanes<I>,
+) -> Lanes<T> {
+    match is_run {
+        true => view.load_run(m, base),
+        false => view.load_lanes(m, idx()),
+    }
+}
+
+/// [`store`] at lanes that are a run from `base` when `is_run`, else at `idx()`.
+#[inline(always)]
+pub fn store_run_if<T: KernelElem, U: Conform<T>, I: KernelIndex>(
+    view: &View<'_, T, true>,
+    m: &Mask,
+    is_run: bool,
+    base: I,
+    idx: impl FnOnce() -> Lanes<I>,
+    v: Lanes<U>,
+) {
+    match is_run {
+        true => view.store_run(m, base, conform_to(v)),
+        false => view.store_lanes(m, idx(), conform_to(v)),
+    }
 }
 
 /// A term of an index affine in a loop variable, as an exact non-negative integer

@@ -60,14 +60,19 @@ macro_rules! kernel_vector {
 kernel_vector!(f32, i32, u32);
 
 /// Integer types usable as indices; converted with `as u32` like the IR does.
-pub trait KernelIndex: Copy {
+pub trait KernelIndex: Copy + Default {
     fn to_index(self) -> u32;
+    /// `self + l`, wrapping as the kernel language's `+` does: lane `l` of a run that
+    /// starts at `self`.
+    fn lane(self, l: usize) -> Self;
 }
 macro_rules! kernel_index {
     ($($t:ty),*) => {$(
         impl KernelIndex for $t {
             #[inline(always)]
             fn to_index(self) -> u32 { self as u32 }
+            #[inline(always)]
+            fn lane(self, l: usize) -> Self { self.wrapping_add(l as $t) }
         }
     )*};
 }
@@ -246,22 +251,23 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
         }
     }
 
-    /// `self[idx[l]]` for the masked lanes where the macro knows `idx` is a run, `base`,
-    /// `base + 1`, ... (`local_id().x` plus a value the same for every lane): one vector
-    /// load when every lane is masked and the run is in bounds, with no test that the
-    /// indices are consecutive; otherwise as [`View::load_lanes`].
+    /// `self[base + l]` for the masked lanes `l`, where the macro knows the indices form
+    /// a run (`local_id().x` plus a value the same for every lane): one vector load when
+    /// every lane is masked and the run is in bounds, with no test that the indices are
+    /// consecutive; otherwise as [`View::load_lanes`]. Only the base is passed: the
+    /// lanes' indices, needed on the slow path alone, are built there (passed in, the
+    /// compiler computed them before the branch).
     #[inline(always)]
     pub fn load_run<I: KernelIndex>(
         &self,
         m: &crate::lanes::Mask,
         base: I,
-        idx: crate::lanes::Lanes<I>,
     ) -> crate::lanes::Lanes<T> {
         if let Some(run) = self.run_at(m, base) {
             // SAFETY: `run_at` checked the run's LANES elements are in bounds.
             return unsafe { crate::lanes::read_run(run) };
         }
-        self.load_lanes(m, idx)
+        self.load_lanes(m, crate::lanes::each(|l| base.lane(l)))
     }
 
     /// `self[index]` with no bounds test.
@@ -353,14 +359,13 @@ impl<T: KernelElem> View<'_, T, true> {
         }
     }
 
-    /// `self[idx[l]] = v[l]` for the masked lanes where `idx` is a run from `base` (see
+    /// `self[base + l] = v[l]` for the masked lanes `l` of a run (see
     /// [`View::load_run`]).
     #[inline(always)]
     pub fn store_run<I: KernelIndex>(
         &self,
         m: &crate::lanes::Mask,
         base: I,
-        idx: crate::lanes::Lanes<I>,
         v: crate::lanes::Lanes<T>,
     ) {
         if let Some(run) = self.run_at(m, base) {
@@ -368,7 +373,7 @@ impl<T: KernelElem> View<'_, T, true> {
             unsafe { crate::lanes::write_run(run, v) };
             return;
         }
-        self.store_lanes(m, idx, v)
+        self.store_lanes(m, crate::lanes::each(|l| base.lane(l)), v)
     }
 }
 

@@ -447,10 +447,11 @@ impl Splitter {
             quote!()
         };
         let range = self.thread_range(stmts);
-        // Lane form for the group's whole chunks, where the region runs every thread.
-        let lanes = match (&range, exit.is_empty() && !self.may_return) {
-            (None, true) => self.lane_region(stmts, &names, first_new),
-            _ => None,
+        // Lane form for the group's whole chunks (those holding a thread of the range,
+        // where the region runs a range of threads).
+        let lanes = match exit.is_empty() && !self.may_return {
+            true => self.lane_region(stmts, &names, first_new),
+            false => None,
         };
         self.lane_regions += usize::from(lanes.is_some());
         let skip_dead = self.skip_dead();
@@ -485,15 +486,42 @@ impl Splitter {
             }
         };
         Some(match (lanes, range) {
-            (Some(lanes), _) => {
+            (Some(lanes), None) => {
                 let rest = thread_loop(quote!(__full..__n));
                 let all = thread_loop(quote!(0..__n));
                 quote! {
                     if __dc::cpu::lanes::enabled() && __dc::cpu::lanes::fits(__g) {
                         let __full = __n - __n % __dc::cpu::lanes::LANES;
+                        let __chunks = __dc::cpu::lanes::Chunks::new(__g);
                         #( #used.for_threads(__n); )*
                         #lanes
                         // The threads of a last, partial chunk.
+                        #rest
+                    } else {
+                        #all
+                    }
+                }
+            }
+            (Some(lanes), Some(range)) => {
+                // The whole chunks that hold a thread of `__lo..__hi` (their other
+                // lanes find the region's condition false), then its threads past them.
+                let rest = thread_loop(quote!(::core::cmp::max(__lo, __end)..__hi));
+                let all = thread_loop(quote!(__lo..__hi));
+                quote! {
+                    let ::core::ops::Range { start: __lo, end: __hi } = #range;
+                    if __dc::cpu::lanes::enabled() && __dc::cpu::lanes::fits(__g) {
+                        let __full = __n - __n % __dc::cpu::lanes::LANES;
+                        let __end = ::core::cmp::min(
+                            __hi.next_multiple_of(__dc::cpu::lanes::LANES),
+                            __full,
+                        );
+                        let __chunks = __dc::cpu::lanes::Chunks::between(
+                            __g,
+                            __lo - __lo % __dc::cpu::lanes::LANES,
+                            __end,
+                        );
+                        #( #used.for_threads(__n); )*
+                        #lanes
                         #rest
                     } else {
                         #all
@@ -505,8 +533,8 @@ impl Splitter {
         })
     }
 
-    /// The region `stmts` (already translated) in lane form (`lanes.rs`) for the whole
-    /// chunks of a group that `lanes::fits`, `0..__full`, or `None` where lane form does
+    /// The region `stmts` (already translated) in lane form (`lanes.rs`) for the chunks
+    /// `__chunks` of a group that `lanes::fits`, or `None` where lane form does
     /// not take it: a `break` or `continue` in it, a local array, or a construct lane
     /// form lacks. Called only for kernels without `return`. `names`: the names it
     /// uses; `first_new`: the first of the lifted names it declares.
@@ -530,10 +558,19 @@ impl Splitter {
             match &l.kind {
                 Kind::Value { slot, mutable } => {
                     rebinds.extend(quote!(let mut #id = #slot.get_lanes(__c0);));
-                    if *mutable {
-                        stores.extend(quote!(#slot.set_lanes(__c0, #id);));
-                    }
-                    lane_locals.push((l.name.clone(), super::lanes::Held::Lanes));
+                    let held = match mutable {
+                        // It may become a run in the region (`j = lid;`): tracked from
+                        // here, as not one.
+                        true => {
+                            let base = format_ident!("__run_{}", l.name);
+                            let ok = format_ident!("__ok_{}", l.name);
+                            rebinds.extend(quote!(let mut #base = #id[0]; let mut #ok = false;));
+                            stores.extend(quote!(#slot.set_lanes(__c0, #id);));
+                            super::lanes::Held::Run { base, ok: Some(ok) }
+                        }
+                        false => super::lanes::Held::Lanes,
+                    };
+                    lane_locals.push((l.name.clone(), held));
                 }
                 Kind::Recomputed { stmt, .. } => {
                     let (decl, lanes) = super::lanes::recomputed(&self.tx, stmt)?;
@@ -561,7 +598,7 @@ impl Splitter {
         Some(quote! {
             __dc::cpu::lanes::apart(|| {
                 #( let #arrays = #arrays; )*
-                let mut __chunks = __dc::cpu::lanes::Chunks::new(__g);
+                let mut __chunks = __chunks;
                 while let ::core::option::Option::Some((__c0, __ids)) = __chunks.next_chunk() {
                     // Every lane is a thread of the group: whole chunks only.
                     let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;

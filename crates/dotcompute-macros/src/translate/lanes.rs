@@ -28,10 +28,13 @@ enum V {
     Lanes(TokenStream),
     /// Lanes known to hold `base, base + 1, ...` (`local_id().x` plus values the same
     /// for every lane): an index a chunk's threads take in order, loaded or stored as
-    /// one vector with no test that it counts up.
+    /// one vector with no test that it counts up. `ok`: `None` where that holds always;
+    /// else a `bool` expression that says whether it holds now (a mutable local, such as
+    /// a grid-stride loop's index, is a run until a masked assignment splits its lanes).
     Run {
         lanes: TokenStream,
         base: TokenStream,
+        ok: Option<TokenStream>,
     },
 }
 
@@ -51,8 +54,13 @@ pub(super) enum Held {
     Scalar,
     /// One value per lane.
     Lanes,
-    /// Lanes that form a run (see [`V::Run`]), lane 0's value in the named local.
-    Run(syn::Ident),
+    /// Lanes that form a run (see [`V::Run`]), lane 0's value in the local `base`;
+    /// `ok`: the local that says whether they form one now, for a local that may stop
+    /// being a run (a mutable one, or one computed from it).
+    Run {
+        base: syn::Ident,
+        ok: Option<syn::Ident>,
+    },
 }
 
 struct Emitter<'t> {
@@ -199,17 +207,31 @@ impl<'t> Emitter<'t> {
                         None => quote!(let #ident = #t;),
                     });
                 }
-                // An immutable run keeps its first lane beside it, for loads and stores
-                // at it (`let ak = t * TILE + lx;`).
+                // A run keeps its first lane beside it, for loads and stores at it
+                // (`let ak = t * TILE + lx;`); a mutable one, or one that may stop being
+                // a run, also whether it is one (`let mut i = global_id().x;`, kept a
+                // run by `i += stride;` where every lane takes it).
+                let m = mutable.then(|| quote!(mut));
                 let mut base_let = TokenStream::new();
                 let mut held = Held::Lanes;
-                if let (V::Run { base, .. }, false) = (&v, mutable) {
+                if let V::Run { base, ok, .. } = &v {
                     let base_id = format_ident!("__run_{}", ident);
-                    base_let = quote!(let #base_id = #base;);
-                    held = Held::Run(base_id);
+                    base_let = quote!(let #m #base_id = #base;);
+                    let ok_id = match (ok, mutable) {
+                        (None, false) => None,
+                        (ok, _) => {
+                            let ok_id = format_ident!("__ok_{}", ident);
+                            let ok = ok.clone().unwrap_or(quote!(true));
+                            base_let.extend(quote!(let #m #ok_id: bool = #ok;));
+                            Some(ok_id)
+                        }
+                    };
+                    held = Held::Run {
+                        base: base_id,
+                        ok: ok_id,
+                    };
                 }
                 let v = v.lanes();
-                let m = mutable.then(|| quote!(mut));
                 self.scopes.last_mut()?.insert(ident.to_string(), held);
                 let decl = match ty {
                     Some(t) => quote!(
@@ -243,7 +265,8 @@ impl<'t> Emitter<'t> {
 
     /// `left = right` or `left op= right` (`op`: the `__dc::ops` function).
     fn assign(&mut self, left: &Expr, op: Option<&str>, right: &Expr) -> Option<TokenStream> {
-        let value = self.expr(right)?.lanes();
+        let v = self.expr(right)?;
+        let op_name = op;
         let op = op.map(|o| format_ident!("{o}"));
         match left {
             Expr::Path(p) => {
@@ -251,6 +274,16 @@ impl<'t> Emitter<'t> {
                 if self.local(&id.to_string()) != Some(true) {
                     return None;
                 }
+                // A local that tracks whether it is a run: whether it still is one.
+                let (v, track) = match self.held(&id.to_string()) {
+                    Some(Held::Run { base, ok: Some(ok) }) => {
+                        let (base, ok) = (base.clone(), ok.clone());
+                        let (v, update) = self.run_update(op_name, v, &base, &ok);
+                        (v, Some(update))
+                    }
+                    _ => (v, None),
+                };
+                let value = v.lanes();
                 // A lane `bool` has two forms (`lanes::B` from comparisons, `bool`
                 // from scalars): the value takes the local's.
                 let new = match &op {
@@ -260,40 +293,51 @@ impl<'t> Emitter<'t> {
                         __dc::cpu::lanes::each(|__l| __dc::ops::#f(#id[__l], __v[__l]))
                     }),
                 };
+                let (prelude, update) = track.unwrap_or_default();
                 Some(if self.masked == 0 {
-                    quote!(#id = #new;)
+                    quote!(#prelude #id = #new; #update)
                 } else {
-                    quote!(#id = __dc::cpu::lanes::select(&__m, #new, #id);)
+                    quote!(#prelude #id = __dc::cpu::lanes::select(&__m, #new, #id); #update)
                 })
             }
             Expr::Index(ix) => {
+                let value = v.lanes();
                 let mem = self.array(&ix.expr, true)?;
-                // A run's first index, or none (`load` and `store` test the indices).
-                let (idx, base) = match self.expr(&ix.index)? {
-                    V::Run { lanes, base } => (lanes, Some(base)),
-                    v => (v.lanes(), None),
-                };
-                let (load, store) = match &base {
-                    Some(_) => (
-                        quote!(__dc::cpu::lanes::load_run(&#mem, &__m, __b, __i)),
-                        quote!(__dc::cpu::lanes::store_run(&#mem, &__m, __b, __i, __v)),
+                // A run is passed as its first index (`load_run` and `store_run` build
+                // the lanes' indices where they need them); other indices as lanes,
+                // which `load` and `store` test.
+                let (idx, load, store) = match self.expr(&ix.index)? {
+                    V::Run { base, ok: None, .. } => (
+                        base,
+                        quote!(__dc::cpu::lanes::load_run(&#mem, &__m, __i)),
+                        quote!(__dc::cpu::lanes::store_run(&#mem, &__m, __i, __v)),
                     ),
-                    None => (
+                    // A run while `ok` holds: its base then, else its lanes.
+                    V::Run {
+                        lanes,
+                        base,
+                        ok: Some(ok),
+                    } => (
+                        quote!((#ok, #base, || #lanes)),
+                        quote!(__dc::cpu::lanes::load_run_if(&#mem, &__m, __i.0, __i.1, __i.2)),
+                        quote!(
+                            __dc::cpu::lanes::store_run_if(&#mem, &__m, __i.0, __i.1, __i.2, __v)
+                        ),
+                    ),
+                    v => (
+                        v.lanes(),
                         quote!(__dc::cpu::lanes::load(&#mem, &__m, __i)),
                         quote!(__dc::cpu::lanes::store(&#mem, &__m, __i, __v)),
                     ),
                 };
-                let base = base.map(|b| quote!(let __b = #b;));
                 // The index before the value, as the thread's own store takes them.
                 Some(match &op {
                     None => quote!({
-                        #base
                         let __i = #idx;
                         let __v = #value;
                         #store;
                     }),
                     Some(f) => quote!({
-                        #base
                         let __i = #idx;
                         let __v = #value;
                         let __c = #load;
@@ -305,6 +349,52 @@ impl<'t> Emitter<'t> {
             }
             _ => None,
         }
+    }
+
+    /// For an assignment of `v` (`op`: a compound assignment's `__dc::ops` function) to
+    /// a local that tracks whether it is a run (lane 0 in `base`, whether it is one in
+    /// `ok`): the value to assign (a scalar bound first where both uses need it), the
+    /// statements before the assignment, and those after it that keep `base` and `ok`
+    /// true. It stays a run when given a run, or when a value the same for every lane is
+    /// added or subtracted, provided every lane takes the assignment.
+    fn run_update(
+        &self,
+        op: Option<&str>,
+        v: V,
+        base: &syn::Ident,
+        ok: &syn::Ident,
+    ) -> (V, (TokenStream, TokenStream)) {
+        let mut prelude = TokenStream::new();
+        let (v, new_base, new_ok) = match (op, v) {
+            (None, V::Run { lanes, base: b, ok }) => {
+                let new_ok = ok.clone().unwrap_or(quote!(true));
+                (
+                    V::Run {
+                        lanes,
+                        base: b.clone(),
+                        ok,
+                    },
+                    Some(b),
+                    new_ok,
+                )
+            }
+            (Some(f @ ("add" | "sub")), V::One(t)) => {
+                let f = format_ident!("{f}");
+                prelude = quote!(let __s = #t;);
+                (
+                    V::One(quote!(__s)),
+                    Some(quote!(__dc::ops::#f(#base, __s))),
+                    quote!(#ok),
+                )
+            }
+            (_, v) => (v, None, quote!(false)),
+        };
+        let new_ok = match self.masked {
+            0 => new_ok,
+            _ => quote!(#new_ok && __dc::cpu::lanes::all(&__m)),
+        };
+        let new_base = new_base.map(|b| quote!(#base = #b;));
+        (v, (prelude, quote!(#new_base #ok = #new_ok;)))
     }
 
     fn if_stmt(&mut self, i: &syn::ExprIf) -> Option<TokenStream> {
@@ -489,7 +579,12 @@ impl<'t> Emitter<'t> {
         }
         let a = match a.map(|a| self.expr(a)) {
             None => quote!(0u32),
-            Some(Some(V::One(t) | V::Run { base: t, .. })) => t,
+            Some(Some(
+                V::One(t)
+                | V::Run {
+                    base: t, ok: None, ..
+                },
+            )) => t,
             Some(_) => return None,
         };
         let c = match c.map(|c| self.expr(c)) {
@@ -502,11 +597,11 @@ impl<'t> Emitter<'t> {
                 quote!(1),
                 V::One(quote!(unsafe { __dc::cpu::lanes::load_one_unchecked(&#mem, #i) })),
             ),
-            V::Run { base, .. } => (
+            V::Run { base, ok: None, .. } => (
                 quote!(__dc::cpu::lanes::LANES as u32),
                 V::Lanes(quote!(unsafe { __dc::cpu::lanes::load_run_unchecked(&#mem, #base) })),
             ),
-            V::Lanes(_) => return None,
+            V::Lanes(_) | V::Run { .. } => return None,
         };
         let ver = self.versioning.as_mut()?;
         let (s, e) = (&ver.start, &ver.end);
@@ -617,10 +712,11 @@ impl<'t> Emitter<'t> {
                     match self.held(&id.to_string()) {
                         Some(Held::Lanes) => return Some(V::Lanes(quote!(#id))),
                         Some(Held::Scalar) => return Some(V::One(quote!(#id))),
-                        Some(Held::Run(b)) => {
+                        Some(Held::Run { base, ok }) => {
                             return Some(V::Run {
                                 lanes: quote!(#id),
-                                base: quote!(#b),
+                                base: quote!(#base),
+                                ok: ok.as_ref().map(|o| quote!(#o)),
                             })
                         }
                         None => {}
@@ -671,8 +767,15 @@ impl<'t> Emitter<'t> {
                 Some(match v {
                     V::One(i) => V::One(quote!(__dc::cpu::lanes::load_one(&#mem, &__m, #i))),
                     V::Lanes(i) => V::Lanes(quote!(__dc::cpu::lanes::load(&#mem, &__m, #i))),
-                    V::Run { lanes, base } => V::Lanes(quote!(
-                        __dc::cpu::lanes::load_run(&#mem, &__m, #base, #lanes)
+                    V::Run { base, ok: None, .. } => {
+                        V::Lanes(quote!(__dc::cpu::lanes::load_run(&#mem, &__m, #base)))
+                    }
+                    V::Run {
+                        lanes,
+                        base,
+                        ok: Some(ok),
+                    } => V::Lanes(quote!(
+                        __dc::cpu::lanes::load_run_if(&#mem, &__m, #ok, #base, || #lanes)
                     )),
                 })
             }
@@ -703,9 +806,11 @@ impl<'t> Emitter<'t> {
         let f = format_ident!("{f}");
         // A run plus (or minus) a value the same for every lane is a run.
         let base = match (&l, &r, f == "add" || f == "sub") {
-            (V::Run { base, .. }, V::One(o), true) => Some(quote!(__dc::ops::#f(#base, #o))),
-            (V::One(o), V::Run { base, .. }, true) if f == "add" => {
-                Some(quote!(__dc::ops::add(#o, #base)))
+            (V::Run { base, ok, .. }, V::One(o), true) => {
+                Some((quote!(__dc::ops::#f(#base, #o)), ok.clone()))
+            }
+            (V::One(o), V::Run { base, ok, .. }, true) if f == "add" => {
+                Some((quote!(__dc::ops::add(#o, #base)), ok.clone()))
             }
             _ => None,
         };
@@ -714,7 +819,7 @@ impl<'t> Emitter<'t> {
             quote!(__dc::ops::#f(#x, #y))
         });
         Some(match (v, base) {
-            (V::Lanes(lanes), Some(base)) => V::Run { lanes, base },
+            (V::Lanes(lanes), Some((base, ok))) => V::Run { lanes, base, ok },
             (v, _) => v,
         })
     }
@@ -816,10 +921,12 @@ impl<'t> Emitter<'t> {
             ("local_id", 0) => V::Run {
                 lanes: quote!(__ids.local_x),
                 base: quote!(__ids.local_x[0]),
+                ok: None,
             },
             ("global_id", 0) => V::Run {
                 lanes: quote!(__ids.global_x),
                 base: quote!(__ids.global_x[0]),
+                ok: None,
             },
             ("local_id", 1) => V::One(quote!(__ids.local_y)),
             ("local_id", 2) => V::One(quote!(__ids.local_z)),

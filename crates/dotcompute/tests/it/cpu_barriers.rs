@@ -715,6 +715,103 @@ fn lane_loops_without_bounds_tests_only_where_every_trip_is_in_bounds() {
     }
 }
 
+/// Mutable locals that lane form tracks as runs: a grid-stride loop's index (a run while
+/// every lane of a chunk takes `j += step`, split where some lanes have left the loop),
+/// the same local brought in from its slot after a barrier (not a run until assigned
+/// one), split by an assignment only some lanes take, made a run and then not one
+/// (counting down), then a run again, with loads and stores through it.
+#[kernel]
+fn lane_strided_runs(x: &[f32], out: &mut [f32], cols: u32, step: u32) {
+    let sh = shared::<f32, 32>();
+    let l = local_id().x;
+    let base = group_id().x * cols;
+    let mut acc = 0.0f32;
+    let mut j = l;
+    while j < cols {
+        acc += x[base + j];
+        j += step;
+    }
+    sh[l] = acc;
+    barrier();
+    j = l;
+    if l % 2 == 1 {
+        j += 32;
+    }
+    out[base + j] = sh[31 - l];
+    j = l;
+    j = 63 - j;
+    if l % 2 == 1 {
+        out[base + j] = sh[l] * 3.0;
+    }
+    j = l + 64;
+    while j < cols {
+        out[base + j] = x[base + j] * 2.0 + acc;
+        j += 32;
+    }
+}
+
+fn lane_strided_runs_reference(x: &[f32], groups: usize, cols: usize, step: usize) -> Vec<f32> {
+    let mut out = vec![f32::NAN; groups * cols];
+    for (row, o) in x.chunks(cols).zip(out.chunks_mut(cols)).take(groups) {
+        let acc: Vec<f32> = (0..32)
+            .map(|l| (l..cols).step_by(step).fold(0.0f32, |a, j| a + row[j]))
+            .collect();
+        for l in 0..32 {
+            o[if l % 2 == 1 { l + 32 } else { l }] = acc[31 - l];
+            if l % 2 == 1 {
+                o[63 - l] = acc[l] * 3.0;
+            }
+            for j in (l + 64..cols).step_by(32) {
+                o[j] = row[j] * 2.0 + acc[l];
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn mutable_runs_match_the_host_where_lanes_part_and_raise_the_errors_of_one_thread() {
+    assert_eq!(lane_strided_runs::__DC_LANE_REGIONS, 3);
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let groups = 37;
+    let x: Vec<f32> = (0..groups * 333)
+        .map(|_| rng.i32(-40..40) as f32 * 0.25)
+        .collect();
+    let launch = Launch::threads(groups * 32).group(32);
+    for m in SCHEDULES {
+        let what =
+            |cols: usize, step: u32| format!("{m:?}, {cols} columns, step {step} (seed {seed})");
+        for (cols, step) in [(64usize, 32u32), (100, 32), (100, 7), (333, 32), (333, 1)] {
+            let dx = d.upload(&x[..groups * cols]).unwrap();
+            let mut out = d.alloc_filled(groups * cols, f32::NAN).unwrap();
+            under(m, true, || {
+                lane_strided_runs::launch(&d, launch, &dx, &mut out, cols as u32, step).unwrap()
+            });
+            // Bit for bit: elements no thread writes keep their NaN.
+            let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+            let want = lane_strided_runs_reference(&x, groups, cols, step as usize);
+            same(&bits(out.to_vec().unwrap()), &bits(want), &what(cols, step));
+        }
+        // The last group's grid-stride load past the end of `x`, then its store past the
+        // end of `out`.
+        let short = d.upload(&x[..groups * 100 - 3]).unwrap();
+        let mut out = d.alloc_filled(groups * 100, f32::NAN).unwrap();
+        let e = under(m, true, || {
+            lane_strided_runs::launch(&d, launch, &short, &mut out, 100, 32).unwrap_err()
+        });
+        assert_out_of_bounds(&e, "x", &what(100, 32));
+        let dx = d.upload(&x[..groups * 100]).unwrap();
+        let mut out = d.alloc_filled(groups * 100 - 3, f32::NAN).unwrap();
+        let e = under(m, true, || {
+            lane_strided_runs::launch(&d, launch, &dx, &mut out, 100, 32).unwrap_err()
+        });
+        assert_out_of_bounds(&e, "out", &what(100, 32));
+        crate::bad_input::still_works(&d);
+    }
+}
+
 /// A region that is one loop over a range the same for the whole group, in groups of 24
 /// (three chunks), its loads at `k * n + i` and `sh[k]` unchecked where every trip is in
 /// bounds. The running value depends on the order of the steps (`acc * 0.5 + ..`). (Also
@@ -858,7 +955,6 @@ fn tree_total(part: &mut [f32]) -> f32 {
     part[0]
 }
 
-/// Every element of `got` equals `want`'s; the first that does not fails with `what`.
 /// Asserts that `e` is an out-of-bounds access of the kernel argument `arg`.
 fn assert_out_of_bounds(e: &Error, arg: &str, what: &str) {
     assert!(
@@ -867,6 +963,7 @@ fn assert_out_of_bounds(e: &Error, arg: &str, what: &str) {
     );
 }
 
+/// Every element of `got` equals `want`'s; the first that does not fails with `what`.
 fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
