@@ -519,6 +519,31 @@ pub fn store_run_if<T: KernelElem, U: Conform<T>, I: KernelIndex>(
     }
 }
 
+/// Whether every lane of the run from `base` (`base`, `base + 1`, ...) is below
+/// `bound`; false where the run wraps (its lanes then do not count up).
+#[inline(always)]
+pub fn run_below<I: KernelIndex + PartialOrd>(base: I, bound: I) -> bool {
+    base.run_last().is_some_and(|last| last < bound)
+}
+
+/// Whether every lane of the run from `base` is at most `bound` (see [`run_below`]).
+#[inline(always)]
+pub fn run_at_most<I: KernelIndex + PartialOrd>(base: I, bound: I) -> bool {
+    base.run_last().is_some_and(|last| last <= bound)
+}
+
+/// Whether every lane of the run from `base` is above `bound` (see [`run_below`]).
+#[inline(always)]
+pub fn run_above<I: KernelIndex + PartialOrd>(base: I, bound: I) -> bool {
+    base > bound && base.run_last().is_some()
+}
+
+/// Whether every lane of the run from `base` is at least `bound` (see [`run_below`]).
+#[inline(always)]
+pub fn run_at_least<I: KernelIndex + PartialOrd>(base: I, bound: I) -> bool {
+    base >= bound && base.run_last().is_some()
+}
+
 /// A term of an index affine in a loop variable, as an exact non-negative integer
 /// (`None` for a negative value).
 pub trait Term: Copy {

@@ -65,6 +65,8 @@ pub trait KernelIndex: Copy + Default {
     /// `self + l`, wrapping as the kernel language's `+` does: lane `l` of a run that
     /// starts at `self`.
     fn lane(self, l: usize) -> Self;
+    /// The last lane of a run that starts at `self`, `None` where the run wraps.
+    fn run_last(self) -> Option<Self>;
 }
 macro_rules! kernel_index {
     ($($t:ty),*) => {$(
@@ -73,6 +75,10 @@ macro_rules! kernel_index {
             fn to_index(self) -> u32 { self as u32 }
             #[inline(always)]
             fn lane(self, l: usize) -> Self { self.wrapping_add(l as $t) }
+            #[inline(always)]
+            fn run_last(self) -> Option<Self> {
+                self.checked_add((crate::lanes::LANES - 1) as $t)
+            }
         }
     )*};
 }

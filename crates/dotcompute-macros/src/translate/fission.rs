@@ -599,10 +599,13 @@ impl Splitter {
             __dc::cpu::lanes::apart(|| {
                 #( let #arrays = #arrays; )*
                 let mut __chunks = __chunks;
+                // Lane code takes from a thread's context only what is the same for the
+                // whole group (`group_id()`, `group_size()`, `num_groups()`): thread 0's,
+                // once, not a context per chunk (whose table lookup is checked).
+                let __ctx = &__g.ctx(0);
                 while let ::core::option::Option::Some((__c0, __ids)) = __chunks.next_chunk() {
                     // Every lane is a thread of the group: whole chunks only.
                     let __m: __dc::cpu::lanes::Mask = __dc::cpu::lanes::ALL;
-                    let __ctx = &__g.ctx(__c0);
                     #rebinds
                     #body
                     #stores

@@ -47,6 +47,13 @@ impl V {
     }
 }
 
+/// Scalar tests of a condition of lanes: `all` true shows it holds in every lane,
+/// `none` true that it holds in none (either may be false when it does).
+struct LaneTests {
+    all: TokenStream,
+    none: TokenStream,
+}
+
 /// How a local of lane code holds its value.
 #[derive(Clone)]
 pub(super) enum Held {
@@ -78,6 +85,9 @@ struct Emitter<'t> {
     arrays: std::collections::BTreeSet<String>,
     /// While emitting the unchecked copy of a loop's body (see [`Emitter::for_loop`]).
     versioning: Option<Versioning>,
+    /// Inside the copy of an `if`'s branch for when every lane takes it (see
+    /// [`Emitter::every_lane`]): a nested `if` gets no copy of its own.
+    every_lane_copy: bool,
 }
 
 /// A `for` over a range the same for every lane, whose body is emitted a second time
@@ -136,6 +146,7 @@ impl<'t> Emitter<'t> {
             all_lanes_copy: false,
             arrays: Default::default(),
             versioning: None,
+            every_lane_copy: false,
         }
     }
 
@@ -430,16 +441,110 @@ impl<'t> Emitter<'t> {
                         })
                     }
                 };
-                Some(quote!({
+                let both = quote!({
                     let __c = __dc::cpu::lanes::bools(#c);
                     {
                         let __m = __dc::cpu::lanes::and(&__m, &__c);
                         if __dc::cpu::lanes::any(&__m) #then
                     }
                     #els
-                }))
+                });
+                // Where a scalar test shows every lane takes `then` (a bounds guard
+                // inside the array): `then` under the same mask, no `else`, no compare
+                // of lanes.
+                match self.every_lane(&i.cond) {
+                    Some(all) => {
+                        let fast = self.one_copy(|e| e.block(&i.then_branch.stmts))?;
+                        Some(quote!(if #all #fast else #both))
+                    }
+                    None => Some(both),
+                }
             }
         }
+    }
+
+    /// `f` emitting the copy of a branch for when every lane takes it.
+    fn one_copy<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let saved = std::mem::replace(&mut self.every_lane_copy, true);
+        let r = f(self);
+        self.every_lane_copy = saved;
+        r
+    }
+
+    /// A scalar `bool` expression that, when true, shows the condition `e` (of lanes)
+    /// holds in every lane; `None` where there is none, or inside such a copy already
+    /// (the code would double at every level). A run compared with a value the same for
+    /// every lane has one (`lanes::run_below` and its kin: the run's ends, unless it
+    /// wraps), as has `&&` of two conditions that have one, a uniform one included.
+    fn every_lane(&mut self, e: &Expr) -> Option<TokenStream> {
+        self.lane_tests(e).map(|t| t.all)
+    }
+
+    /// [`Self::every_lane`], with the test that shows the condition holds in no lane.
+    fn lane_tests(&mut self, e: &Expr) -> Option<LaneTests> {
+        if self.every_lane_copy {
+            return None;
+        }
+        self.lane_tests_of(e)
+    }
+
+    fn lane_tests_of(&mut self, e: &Expr) -> Option<LaneTests> {
+        let Expr::Binary(b) = unparen(e) else {
+            return None;
+        };
+        if let BinOp::And(_) = b.op {
+            let side = |em: &mut Self, x: &Expr| match em.expr(x)? {
+                V::One(c) => Some(LaneTests {
+                    all: quote!((#c)),
+                    none: quote!((!(#c))),
+                }),
+                _ => em.lane_tests_of(x),
+            };
+            let (l, r) = (side(self, &b.left)?, side(self, &b.right)?);
+            let (la, ra, ln, rn) = (l.all, r.all, l.none, r.none);
+            return Some(LaneTests {
+                all: quote!((#la && #ra)),
+                none: quote!((#ln || #rn)),
+            });
+        }
+        let (l, r) = (self.expr(&b.left)?, self.expr(&b.right)?);
+        // `run OP u`, or `u OP run` turned around: the test that every lane holds, and
+        // the one that none does.
+        let (tests, base, ok, bound) = match (l, r) {
+            (V::Run { base, ok, .. }, V::One(u)) => {
+                let tests = match b.op {
+                    BinOp::Lt(_) => ("run_below", "run_at_least"),
+                    BinOp::Le(_) => ("run_at_most", "run_above"),
+                    BinOp::Gt(_) => ("run_above", "run_at_most"),
+                    BinOp::Ge(_) => ("run_at_least", "run_below"),
+                    _ => return None,
+                };
+                (tests, base, ok, u)
+            }
+            (V::One(u), V::Run { base, ok, .. }) => {
+                let tests = match b.op {
+                    BinOp::Lt(_) => ("run_above", "run_at_most"),
+                    BinOp::Le(_) => ("run_at_least", "run_below"),
+                    BinOp::Gt(_) => ("run_below", "run_at_least"),
+                    BinOp::Ge(_) => ("run_at_most", "run_above"),
+                    _ => return None,
+                };
+                (tests, base, ok, u)
+            }
+            _ => return None,
+        };
+        let (all, none) = (format_ident!("{}", tests.0), format_ident!("{}", tests.1));
+        let (all, none) = (
+            quote!(__dc::cpu::lanes::#all(#base, #bound)),
+            quote!(__dc::cpu::lanes::#none(#base, #bound)),
+        );
+        Some(match ok {
+            None => LaneTests { all, none },
+            Some(ok) => LaneTests {
+                all: quote!((#ok && #all)),
+                none: quote!((#ok && #none)),
+            },
+        })
     }
 
     fn while_loop(&mut self, w: &syn::ExprWhile) -> Option<TokenStream> {
@@ -468,17 +573,25 @@ impl<'t> Emitter<'t> {
                         }
                     }
                 };
+                // Where a scalar test shows every lane still loops, the lanes looping
+                // are those that were (none has left: `__w` is not empty).
+                let all = match self.every_lane(&w.cond) {
+                    Some(all) => quote!(#all),
+                    None => quote!(false),
+                };
                 Some(quote!({
                     // The lanes still looping; the condition is evaluated for them only.
                     let mut __w: __dc::cpu::lanes::Mask = __m;
                     loop {
-                        {
-                            let __m = __w;
-                            let __c = __dc::cpu::lanes::bools(#c);
-                            __w = __dc::cpu::lanes::and(&__w, &__c);
-                        }
-                        if !__dc::cpu::lanes::any(&__w) {
-                            break;
+                        if !#all {
+                            {
+                                let __m = __w;
+                                let __c = __dc::cpu::lanes::bools(#c);
+                                __w = __dc::cpu::lanes::and(&__w, &__c);
+                            }
+                            if !__dc::cpu::lanes::any(&__w) {
+                                break;
+                            }
                         }
                         let __m = __w;
                         #body
@@ -970,12 +1083,31 @@ impl<'t> Emitter<'t> {
             V::Lanes(c) | V::Run { lanes: c, .. } => {
                 let t = self.expr(then)?.lanes();
                 let e = self.expr(els)?.lanes();
-                Some(V::Lanes(quote!({
+                let both = quote!({
                     let __c = __dc::cpu::lanes::bools(#c);
                     let __t = { let __m = __dc::cpu::lanes::and(&__m, &__c); #t };
                     let __e = { let __m = __dc::cpu::lanes::and_not(&__m, &__c); #e };
                     __dc::cpu::lanes::pick(&__c, __t, __dc::cpu::lanes::conform(__e, &__t))
-                })))
+                });
+                // Every lane takes `then` (see `if_stmt`): `then` alone; none does: `else`
+                // alone. The other forms take the type of `then`, as `pick` does.
+                Some(V::Lanes(match self.lane_tests(&i.cond) {
+                    Some(LaneTests { all, none }) => {
+                        let (t, e) = self.one_copy(|em| Some((em.expr(then)?, em.expr(els)?)))?;
+                        let (t, e) = (t.lanes(), e.lanes());
+                        quote!({
+                            let __t = || #t;
+                            if #all {
+                                __t()
+                            } else if #none {
+                                __dc::cpu::lanes::conform_like(#e, &__t)
+                            } else {
+                                __dc::cpu::lanes::conform_like(#both, &__t)
+                            }
+                        })
+                    }
+                    None => both,
+                }))
             }
         }
     }

@@ -812,6 +812,134 @@ fn mutable_runs_match_the_host_where_lanes_part_and_raise_the_errors_of_one_thre
     }
 }
 
+/// Conditions that compare a run (`global_id().x + shift`, which wraps for a large
+/// shift) with values the same for every lane, in every operator and both orders: lane
+/// form tests the run's ends once and, where every lane (or none) holds, runs the one
+/// branch without a compare of lanes. `if`s with and without `else`, value `if`s
+/// guarding a load, `&&` with a uniform side, and a `while` over a mutable run.
+#[kernel]
+fn lane_run_bounds(x: &[u32], out: &mut [u32], lo: u32, hi: u32, shift: u32) {
+    let sh = shared::<u32, 64>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let r = i + shift;
+    let mut v = 0u32;
+    if r < hi {
+        v += 1;
+    }
+    if r <= hi {
+        v += 2;
+    }
+    if r > lo {
+        v += 4;
+    }
+    if r >= lo {
+        v += 8;
+    }
+    if hi > r {
+        v += 16;
+    }
+    if hi >= r {
+        v += 32;
+    }
+    if lo < r {
+        v += 64;
+    }
+    if lo <= r {
+        v += 128;
+    }
+    if r >= lo && r < hi {
+        v += 256;
+    } else {
+        v += 512;
+    }
+    let w = if lo <= r && r < hi { x[r - lo] } else { 7 };
+    let z = if shift > 5 && r < hi { 3u32 } else { 5 };
+    let mut j = l;
+    let mut trips = 0u32;
+    while j < lo % 97 {
+        trips += 1;
+        j += 3;
+    }
+    sh[l] = v;
+    barrier();
+    if i < out.len() {
+        out[i] = sh[l] * 1000 + w + z * 100_000_000 + trips * 10_000_000;
+    }
+}
+
+fn lane_run_bounds_reference(x: &[u32], n: usize, lo: u32, hi: u32, shift: u32) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| {
+            let r = i.wrapping_add(shift);
+            let tests = [
+                r < hi,
+                r <= hi,
+                r > lo,
+                r >= lo,
+                hi > r,
+                hi >= r,
+                lo < r,
+                lo <= r,
+            ];
+            let mut v: u32 = (0..8).filter(|&b| tests[b]).map(|b| 1u32 << b).sum();
+            let inside = lo <= r && r < hi;
+            v += if inside { 256 } else { 512 };
+            let w = if inside { x[(r - lo) as usize] } else { 7 };
+            let z = if shift > 5 && r < hi { 3u32 } else { 5 };
+            let l = i % 64;
+            let trips = (lo % 97).saturating_sub(l).div_ceil(3);
+            v * 1000 + w + z * 100_000_000 + trips * 10_000_000
+        })
+        .collect()
+}
+
+#[test]
+fn run_comparisons_tested_at_their_ends_match_the_host() {
+    assert_eq!(lane_run_bounds::__DC_LANE_REGIONS, 2);
+    let d = Device::cpu();
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 64 * 9 + 13;
+    let x: Vec<u32> = (0..4096).map(|_| rng.u32(0..1000)).collect();
+    let dx = d.upload(&x).unwrap();
+    // Bounds on chunk edges and inside chunks, empty and reversed ranges, and shifts
+    // that make the run wrap inside a chunk.
+    let cases = [
+        (0u32, 0u32, 0u32),
+        (8, 64, 0),
+        (13, 203, 0),
+        (203, 13, 0),
+        (100, 100, 0),
+        (0, 600, 3),
+        (37, 589, 5),
+        (5, 4000, 1000),
+        (u32::MAX - 300, u32::MAX, u32::MAX - 400),
+        (0, 300, u32::MAX - 200),
+        (u32::MAX - 3, u32::MAX, u32::MAX - 9),
+    ];
+    for m in SCHEDULES {
+        for (lo, hi, shift) in cases {
+            let what = format!("{m:?}, lo {lo}, hi {hi}, shift {shift} (seed {seed})");
+            let mut out = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+            under(m, true, || {
+                lane_run_bounds::launch(
+                    &d,
+                    Launch::threads(n).group(64),
+                    &dx,
+                    &mut out,
+                    lo,
+                    hi,
+                    shift,
+                )
+                .unwrap()
+            });
+            let want = lane_run_bounds_reference(&x, n, lo, hi, shift);
+            same(&out.to_vec().unwrap(), &want, &what);
+        }
+    }
+}
+
 /// A region that is one loop over a range the same for the whole group, in groups of 24
 /// (three chunks), its loads at `k * n + i` and `sh[k]` unchecked where every trip is in
 /// bounds. The running value depends on the order of the steps (`acc * 0.5 + ..`). (Also
