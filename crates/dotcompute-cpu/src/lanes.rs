@@ -22,6 +22,12 @@
 //! plain `bool` (a scalar splat into lanes, a `bool` buffer); [`bools`] and [`conform`]
 //! let the two forms meet.
 //!
+//! Where the macro knows an index is a *run* (lane `l` holds `base + l`), accesses take
+//! only the base ([`load_run`], [`store_run`]; [`load_run_if`] for a mutable local that
+//! is a run until a masked assignment splits it), and a comparison of a run with one
+//! value has scalar tests of the run's ends ([`run_below`] and its kin) that let a
+//! branch run alone where every lane agrees.
+//!
 //! The macro (`dotcompute-macros`, `translate/lanes.rs`) decides which regions run this
 //! way; the others keep the loop over threads.
 
