@@ -508,31 +508,27 @@ impl<'t> Emitter<'t> {
             });
         }
         let (l, r) = (self.expr(&b.left)?, self.expr(&b.right)?);
-        // `run OP u`, or `u OP run` turned around: the test that every lane holds, and
-        // the one that none does.
-        let (tests, base, ok, bound) = match (l, r) {
-            (V::Run { base, ok, .. }, V::One(u)) => {
-                let tests = match b.op {
-                    BinOp::Lt(_) => ("run_below", "run_at_least"),
-                    BinOp::Le(_) => ("run_at_most", "run_above"),
-                    BinOp::Gt(_) => ("run_above", "run_at_most"),
-                    BinOp::Ge(_) => ("run_at_least", "run_below"),
-                    _ => return None,
-                };
-                (tests, base, ok, u)
-            }
-            (V::One(u), V::Run { base, ok, .. }) => {
-                let tests = match b.op {
-                    BinOp::Lt(_) => ("run_above", "run_at_most"),
-                    BinOp::Le(_) => ("run_at_least", "run_below"),
-                    BinOp::Gt(_) => ("run_below", "run_at_least"),
-                    BinOp::Ge(_) => ("run_at_most", "run_above"),
-                    _ => return None,
-                };
-                (tests, base, ok, u)
-            }
+        let (base, ok, bound, turned) = match (l, r) {
+            (V::Run { base, ok, .. }, V::One(u)) => (base, ok, u, false),
+            (V::One(u), V::Run { base, ok, .. }) => (base, ok, u, true),
             _ => return None,
         };
+        // The tests that every lane holds and that none does, for `run < u`, `<=`, `>`,
+        // `>=`; `u OP run` is `run OP' u` with `<` and `>`, `<=` and `>=` exchanged.
+        const TESTS: [(&str, &str); 4] = [
+            ("run_below", "run_at_least"),
+            ("run_at_most", "run_above"),
+            ("run_above", "run_at_most"),
+            ("run_at_least", "run_below"),
+        ];
+        let op = match b.op {
+            BinOp::Lt(_) => 0,
+            BinOp::Le(_) => 1,
+            BinOp::Gt(_) => 2,
+            BinOp::Ge(_) => 3,
+            _ => return None,
+        };
+        let tests = TESTS[if turned { (op + 2) % 4 } else { op }];
         let (all, none) = (format_ident!("{}", tests.0), format_ident!("{}", tests.1));
         let (all, none) = (
             quote!(__dc::cpu::lanes::#all(#base, #bound)),
