@@ -86,7 +86,8 @@ struct Emitter<'t> {
     /// While emitting the unchecked copy of a loop's body (see [`Emitter::for_loop`]).
     versioning: Option<Versioning>,
     /// Inside the copy of an `if`'s branch for when every lane takes it (see
-    /// [`Emitter::every_lane`]): a nested `if` gets no copy of its own.
+    /// [`Emitter::every_lane`]): a nested `if` gets no copy of its own (the code would
+    /// double at every level).
     every_lane_copy: bool,
 }
 
@@ -570,8 +571,9 @@ impl<'t> Emitter<'t> {
                     }
                 };
                 // Where a scalar test shows every lane still loops, the lanes looping
-                // are those that were (none has left: `__w` is not empty).
-                let all = match self.every_lane(&w.cond) {
+                // are those that were (none has left: `__w` is not empty). No code is
+                // copied for it, so inside a branch's copy too.
+                let all = match self.lane_tests_of(&w.cond).map(|t| t.all) {
                     Some(all) => quote!(#all),
                     None => quote!(false),
                 };
