@@ -44,6 +44,17 @@ impl Binding {
 }
 
 const SCALARS: [&str; 8] = ["bool", "i32", "u32", "i64", "u64", "f32", "f64", "f16"];
+/// `x` of a `for` step written `x as usize`, which stays a `usize` in native code (the
+/// translator and the lane emitter both keep the cast), or `None`.
+fn usize_step(s: &Expr) -> Option<&Expr> {
+    match s {
+        Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
+            Some(&c.expr)
+        }
+        _ => None,
+    }
+}
+
 /// The kernel language's names, from the IR's tables: (name, IR variant).
 fn builtins() -> impl Iterator<Item = (&'static str, String)> {
     Builtin::ALL
@@ -898,12 +909,12 @@ impl Tx {
     /// The argument of `step_by`. Rust's `step_by` takes a `usize`; `s as usize` is the
     /// range's type to the builder (usize is no kernel type) and stays a usize natively.
     fn step_arg(&mut self, s: &Expr) -> Pair {
-        match s {
-            Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
-                let (b, n) = self.expr(&c.expr);
+        match usize_step(s) {
+            Some(x) => {
+                let (b, n) = self.expr(x);
                 (b, quote!(((#n) as usize)))
             }
-            s => self.expr(s),
+            None => self.expr(s),
         }
     }
 

@@ -14,7 +14,9 @@
 //! threads.
 
 use super::fission::simple_let;
-use super::{binary_op, builtins, compound_op, for_range, is_call_to, math_methods, Binding, Tx};
+use super::{
+    binary_op, builtins, compound_op, for_range, is_call_to, math_methods, usize_step, Binding, Tx,
+};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use std::collections::HashMap;
@@ -619,20 +621,14 @@ impl<'t> Emitter<'t> {
         let header = match step {
             None => quote!((#s)..(#e)),
             Some(st) => {
-                // As the translator's `step_arg`: `s as usize` stays a usize.
-                let st = match st {
-                    Expr::Cast(c) if matches!(&*c.ty, Type::Path(p) if p.path.is_ident("usize")) => {
-                        let V::One(v) = self.expr(&c.expr)? else {
-                            return None;
-                        };
-                        quote!(((#v) as usize))
-                    }
-                    other => {
-                        let V::One(v) = self.expr(other)? else {
-                            return None;
-                        };
-                        v
-                    }
+                // As the translator's `step_arg`: `x as usize` stays a usize.
+                let cast = usize_step(st);
+                let V::One(v) = self.expr(cast.unwrap_or(st))? else {
+                    return None;
+                };
+                let st = match cast {
+                    Some(_) => quote!(((#v) as usize)),
+                    None => v,
                 };
                 quote!(__dc::ops::step_range(#s, #e, #st))
             }
