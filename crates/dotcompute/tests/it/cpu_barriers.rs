@@ -816,9 +816,10 @@ fn mutable_runs_match_the_host_where_lanes_part_and_raise_the_errors_of_one_thre
 /// shift) with values the same for every lane, in every operator and both orders: lane
 /// form tests the run's ends once and, where every lane (or none) holds, runs the one
 /// branch without a compare of lanes. `if`s with and without `else`, value `if`s
-/// guarding a load, `&&` with a uniform side, and a `while` over a mutable run.
+/// guarding a load, `&&` with a uniform side, a `while` over a mutable run, and a
+/// mutable run that such an `if` moves (a run still where every lane moved it).
 #[kernel]
-fn lane_run_bounds(x: &[u32], out: &mut [u32], lo: u32, hi: u32, shift: u32) {
+fn lane_run_bounds(x: &[u32], out: &mut [u32], moved: &mut [u32], lo: u32, hi: u32, shift: u32) {
     let sh = shared::<u32, 64>();
     let l = local_id().x;
     let i = global_id().x;
@@ -855,6 +856,11 @@ fn lane_run_bounds(x: &[u32], out: &mut [u32], lo: u32, hi: u32, shift: u32) {
     }
     let w = if lo <= r && r < hi { x[r - lo] } else { 7 };
     let z = if shift > 5 && r < hi { 3u32 } else { 5 };
+    let mut q = l;
+    if r < hi {
+        q += 64;
+    }
+    moved[group_id().x * 128 + q] = i;
     let mut j = l;
     let mut trips = 0u32;
     while j < lo % 97 {
@@ -866,6 +872,16 @@ fn lane_run_bounds(x: &[u32], out: &mut [u32], lo: u32, hi: u32, shift: u32) {
     if i < out.len() {
         out[i] = sh[l] * 1000 + w + z * 100_000_000 + trips * 10_000_000;
     }
+}
+
+/// `moved` of [`lane_run_bounds`] for `threads` threads (whole groups of 64).
+fn lane_run_bounds_moved(threads: usize, hi: u32, shift: u32) -> Vec<u32> {
+    let mut moved = vec![0xDEAD_BEEFu32; threads * 2];
+    for i in 0..threads as u32 {
+        let q = i % 64 + if i.wrapping_add(shift) < hi { 64 } else { 0 };
+        moved[(i / 64 * 128 + q) as usize] = i;
+    }
+    moved
 }
 
 fn lane_run_bounds_reference(x: &[u32], n: usize, lo: u32, hi: u32, shift: u32) -> Vec<u32> {
@@ -922,12 +938,16 @@ fn run_comparisons_tested_at_their_ends_match_the_host() {
         for (lo, hi, shift) in cases {
             let what = format!("{m:?}, lo {lo}, hi {hi}, shift {shift} (seed {seed})");
             let mut out = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+            // Every thread of the last, partial group writes `moved` too.
+            let threads = n.next_multiple_of(64);
+            let mut moved = d.alloc_filled(threads * 2, 0xDEAD_BEEFu32).unwrap();
             under(m, true, || {
                 lane_run_bounds::launch(
                     &d,
                     Launch::threads(n).group(64),
                     &dx,
                     &mut out,
+                    &mut moved,
                     lo,
                     hi,
                     shift,
@@ -936,6 +956,8 @@ fn run_comparisons_tested_at_their_ends_match_the_host() {
             });
             let want = lane_run_bounds_reference(&x, n, lo, hi, shift);
             same(&out.to_vec().unwrap(), &want, &what);
+            let want = lane_run_bounds_moved(threads, hi, shift);
+            same(&moved.to_vec().unwrap(), &want, &format!("{what}, moved"));
         }
     }
 }
