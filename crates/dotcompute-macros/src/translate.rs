@@ -44,6 +44,7 @@ impl Binding {
 }
 
 const SCALARS: [&str; 8] = ["bool", "i32", "u32", "i64", "u64", "f32", "f64", "f16"];
+
 /// `x` of a `for` step written `x as usize`, which stays a `usize` in native code (the
 /// translator and the lane emitter both keep the cast), or `None`.
 fn usize_step(s: &Expr) -> Option<&Expr> {
@@ -1754,17 +1755,21 @@ fn is_global_id_x(e: &Expr) -> bool {
     }
 }
 
+/// `e` without the parentheses around it.
+fn unparen(mut e: &Expr) -> &Expr {
+    while let Expr::Paren(p) = e {
+        e = &p.expr;
+    }
+    e
+}
+
 /// A kernel `for` loop's `a..b` or `(a..b).step_by(s)`: the range and the step; else the
 /// expression that is neither.
 fn for_range(e: &Expr) -> Result<(&syn::ExprRange, Option<&Expr>), &Expr> {
     match e {
         Expr::Range(r) => Ok((r, None)),
         Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
-            let mut recv = &*m.receiver;
-            while let Expr::Paren(p) = recv {
-                recv = &p.expr;
-            }
-            match recv {
+            match unparen(&m.receiver) {
                 Expr::Range(r) => Ok((r, Some(&m.args[0]))),
                 other => Err(other),
             }

@@ -819,7 +819,7 @@ fn is_shared_decl(init: &Expr) -> bool {
 }
 
 /// Every identifier in the token streams (a superset of the locals they name).
-fn names_in(streams: impl Iterator<Item = TokenStream>) -> HashSet<String> {
+pub(super) fn names_in(streams: impl Iterator<Item = TokenStream>) -> HashSet<String> {
     fn walk(ts: TokenStream, out: &mut HashSet<String>) {
         for t in ts {
             match t {
@@ -838,12 +838,13 @@ fn names_in(streams: impl Iterator<Item = TokenStream>) -> HashSet<String> {
     out
 }
 
-/// Finds `barrier()` calls, and `break` / `continue` / `return`.
+/// Finds `barrier()` calls, `break` / `continue` / `return`, and loops.
 #[derive(Default)]
 struct Finder {
     barrier: bool,
     loop_exit: bool,
     ret: bool,
+    a_loop: bool,
 }
 
 impl<'ast> Visit<'ast> for Finder {
@@ -865,6 +866,18 @@ impl<'ast> Visit<'ast> for Finder {
         self.ret = true;
         syn::visit::visit_expr_return(self, r);
     }
+    fn visit_expr_for_loop(&mut self, l: &'ast syn::ExprForLoop) {
+        self.a_loop = true;
+        syn::visit::visit_expr_for_loop(self, l);
+    }
+    fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
+        self.a_loop = true;
+        syn::visit::visit_expr_while(self, w);
+    }
+    fn visit_expr_loop(&mut self, l: &'ast syn::ExprLoop) {
+        self.a_loop = true;
+        syn::visit::visit_expr_loop(self, l);
+    }
 }
 
 fn has_barrier(s: &Stmt) -> bool {
@@ -885,6 +898,15 @@ fn has_loop_exit(stmts: &[&Stmt]) -> bool {
         f.visit_stmt(s);
     }
     f.loop_exit
+}
+
+/// Whether the statements hold a loop.
+pub(super) fn has_loop(stmts: &[Stmt]) -> bool {
+    let mut f = Finder::default();
+    for s in stmts {
+        f.visit_stmt(s);
+    }
+    f.a_loop
 }
 
 /// Whether `e` can leave its surroundings (`break`, `continue`, `return`).

@@ -13,9 +13,10 @@
 //! shared array) makes [`region`] answer `None`, and the region keeps its loop over
 //! threads.
 
-use super::fission::simple_let;
+use super::fission::{has_loop, names_in, simple_let};
 use super::{
-    binary_op, builtins, compound_op, for_range, is_call_to, math_methods, usize_step, Binding, Tx,
+    binary_op, builtins, compound_op, for_range, is_call_to, math_methods, unparen, usize_step,
+    Binding, Tx,
 };
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
@@ -317,33 +318,7 @@ impl<'t> Emitter<'t> {
             Expr::Index(ix) => {
                 let value = v.lanes();
                 let mem = self.array(&ix.expr, true)?;
-                // A run is passed as its first index (`load_run` and `store_run` build
-                // the lanes' indices where they need them); other indices as lanes,
-                // which `load` and `store` test.
-                let (idx, load, store) = match self.expr(&ix.index)? {
-                    V::Run { base, ok: None, .. } => (
-                        base,
-                        quote!(__dc::cpu::lanes::load_run(&#mem, &__m, __i)),
-                        quote!(__dc::cpu::lanes::store_run(&#mem, &__m, __i, __v)),
-                    ),
-                    // A run while `ok` holds: its base then, else its lanes.
-                    V::Run {
-                        lanes,
-                        base,
-                        ok: Some(ok),
-                    } => (
-                        quote!((#ok, #base, || #lanes)),
-                        quote!(__dc::cpu::lanes::load_run_if(&#mem, &__m, __i.0, __i.1, __i.2)),
-                        quote!(
-                            __dc::cpu::lanes::store_run_if(&#mem, &__m, __i.0, __i.1, __i.2, __v)
-                        ),
-                    ),
-                    v => (
-                        v.lanes(),
-                        quote!(__dc::cpu::lanes::load(&#mem, &__m, __i)),
-                        quote!(__dc::cpu::lanes::store(&#mem, &__m, __i, __v)),
-                    ),
-                };
+                let (idx, load, store) = lane_access(&mem, self.expr(&ix.index)?);
                 // The index before the value, as the thread's own store takes them.
                 Some(match &op {
                     None => quote!({
@@ -873,17 +848,10 @@ impl<'t> Emitter<'t> {
                 }
                 Some(match v {
                     V::One(i) => V::One(quote!(__dc::cpu::lanes::load_one(&#mem, &__m, #i))),
-                    V::Lanes(i) => V::Lanes(quote!(__dc::cpu::lanes::load(&#mem, &__m, #i))),
-                    V::Run { base, ok: None, .. } => {
-                        V::Lanes(quote!(__dc::cpu::lanes::load_run(&#mem, &__m, #base)))
+                    v => {
+                        let (idx, load, _) = lane_access(&mem, v);
+                        V::Lanes(quote!({ let __i = #idx; #load }))
                     }
-                    V::Run {
-                        lanes,
-                        base,
-                        ok: Some(ok),
-                    } => V::Lanes(quote!(
-                        __dc::cpu::lanes::load_run_if(&#mem, &__m, #ok, #base, || #lanes)
-                    )),
                 })
             }
             Expr::MethodCall(m) => self.method(m),
@@ -1107,6 +1075,36 @@ impl<'t> Emitter<'t> {
     }
 }
 
+/// How lane code reaches `mem` at the index `v`: the value to bind to `__i`, the load
+/// at `__i`, and the store of `__v` there (loads and stores take the indices the same
+/// way). A run is passed as its first index (`load_run` and `store_run` build the
+/// lanes' indices where they need them); a local that may be a run as whether it is
+/// one, its first index, and its lanes for when it is not; other indices as lanes,
+/// which `load` and `store` test.
+fn lane_access(mem: &TokenStream, v: V) -> (TokenStream, TokenStream, TokenStream) {
+    match v {
+        V::Run { base, ok: None, .. } => (
+            base,
+            quote!(__dc::cpu::lanes::load_run(&#mem, &__m, __i)),
+            quote!(__dc::cpu::lanes::store_run(&#mem, &__m, __i, __v)),
+        ),
+        V::Run {
+            lanes,
+            base,
+            ok: Some(ok),
+        } => (
+            quote!((#ok, #base, || #lanes)),
+            quote!(__dc::cpu::lanes::load_run_if(&#mem, &__m, __i.0, __i.1, __i.2)),
+            quote!(__dc::cpu::lanes::store_run_if(&#mem, &__m, __i.0, __i.1, __i.2, __v)),
+        ),
+        v => (
+            v.lanes(),
+            quote!(__dc::cpu::lanes::load(&#mem, &__m, __i)),
+            quote!(__dc::cpu::lanes::store(&#mem, &__m, __i, __v)),
+        ),
+    }
+}
+
 /// `index` as `a + c·var` (`None` for an absent `a`, or `c` of one): `var`,
 /// `a + var`, `var + a`, `var * c`, `c * var`, and sums of `a` with those.
 fn affine<'e>(index: &'e Expr, var: &str) -> Option<(Option<&'e Expr>, Option<&'e Expr>)> {
@@ -1144,48 +1142,13 @@ fn var_term<'e>(e: &'e Expr, var: &str) -> Option<Option<&'e Expr>> {
     None
 }
 
-fn unparen(mut e: &Expr) -> &Expr {
-    while let Expr::Paren(p) = e {
-        e = &p.expr;
-    }
-    e
-}
-
 fn is_name(e: &Expr, name: &str) -> bool {
     matches!(e, Expr::Path(p) if p.path.is_ident(name))
 }
 
 /// Whether `name` appears anywhere in `e` (as any identifier: a conservative test).
 fn mentions(e: &Expr, name: &str) -> bool {
-    fn walk(ts: TokenStream, name: &str) -> bool {
-        ts.into_iter().any(|t| match t {
-            proc_macro2::TokenTree::Ident(i) => i == name,
-            proc_macro2::TokenTree::Group(g) => walk(g.stream(), name),
-            _ => false,
-        })
-    }
-    walk(e.to_token_stream(), name)
-}
-
-/// Whether the statements hold a loop.
-fn has_loop(stmts: &[Stmt]) -> bool {
-    struct Finder(bool);
-    impl<'a> syn::visit::Visit<'a> for Finder {
-        fn visit_expr_for_loop(&mut self, _: &'a syn::ExprForLoop) {
-            self.0 = true;
-        }
-        fn visit_expr_while(&mut self, _: &'a syn::ExprWhile) {
-            self.0 = true;
-        }
-        fn visit_expr_loop(&mut self, _: &'a syn::ExprLoop) {
-            self.0 = true;
-        }
-    }
-    let mut f = Finder(false);
-    for s in stmts {
-        syn::visit::Visit::visit_stmt(&mut f, s);
-    }
-    f.0
+    names_in(std::iter::once(e.to_token_stream())).contains(name)
 }
 
 /// The one expression of a block such as `{ x[i] }`.
