@@ -14,18 +14,28 @@ use crate::memory::{is_page_locked, CudaBuffer};
 use crate::CudaBackend;
 use cudarc::driver::{result as cu, sys};
 use dotcompute_hal::{
-    Error, Fence, GraphExec, LaunchRequest, Queue, Result, StreamId, MAX_STREAMS,
+    Error, Fence, GraphExec, LaunchRequest, Queue, Result, StreamId, CAPTURE_STREAMS, MAX_STREAMS,
 };
 use std::any::Any;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The backend's CUDA streams by id; null where none was created yet. Lock-free: every
-/// launch looks its stream up, and a slot changes only from null to a stream.
-pub(crate) struct Streams(Box<[AtomicPtr<sys::CUstream_st>]>);
+/// launch looks its stream up, and a user slot changes only from null to a stream.
+///
+/// Ids below [`MAX_STREAMS`] are user streams; the [`CAPTURE_STREAMS`] ids above are
+/// private capture streams, handed to one graph capture at a time (`free_captures`), so
+/// no user stream id (a closed one reused, a stale id in a freed block's users) can ever
+/// name a stream while it captures. Sharing ids was issue 27's crash: another thread's
+/// wait or read on a reused id joined a capture, and the captured graph later wrote into
+/// freed host memory.
+pub(crate) struct Streams {
+    slots: Box<[AtomicPtr<sys::CUstream_st>]>,
+    free_captures: std::sync::Mutex<Vec<StreamId>>,
+}
 
 impl Streams {
     pub(crate) fn new(default: sys::CUstream) -> Streams {
-        let slots: Vec<_> = (0..MAX_STREAMS)
+        let slots: Vec<_> = (0..MAX_STREAMS + CAPTURE_STREAMS)
             .map(|i| {
                 AtomicPtr::new(if i == 0 {
                     default
@@ -34,14 +44,23 @@ impl Streams {
                 })
             })
             .collect();
-        Streams(slots.into_boxed_slice())
+        Streams {
+            slots: slots.into_boxed_slice(),
+            // Popped from the end: the lowest ids first.
+            free_captures: std::sync::Mutex::new(
+                (MAX_STREAMS..MAX_STREAMS + CAPTURE_STREAMS)
+                    .rev()
+                    .map(StreamId)
+                    .collect(),
+            ),
+        }
     }
     fn get(&self, s: StreamId) -> Option<sys::CUstream> {
-        let h = self.0.get(s.index())?.load(Ordering::Acquire);
+        let h = self.slots.get(s.index())?.load(Ordering::Acquire);
         (!h.is_null()).then_some(h)
     }
     pub(crate) fn all(&self) -> Vec<sys::CUstream> {
-        self.0
+        self.slots
             .iter()
             .map(|h| h.load(Ordering::Acquire))
             .filter(|h| !h.is_null())
@@ -66,7 +85,7 @@ impl CudaBackend {
         bind(&self.ctx)?;
         let slot = self
             .streams
-            .0
+            .slots
             .get(s.index())
             .ok_or_else(|| Error::Backend {
                 backend: BACKEND.into(),
@@ -91,6 +110,60 @@ impl CudaBackend {
             }
         }
         Ok(())
+    }
+}
+
+impl CudaBackend {
+    /// `count` private capture streams (see [`Streams`]), created on first use.
+    pub(crate) fn open_capture_streams_on(&self, count: usize) -> Result<Vec<StreamId>> {
+        let ids = {
+            let mut free = crate::lock(&self.streams.free_captures);
+            if free.len() < count {
+                return Err(Error::Exhausted {
+                    resource: "capture streams",
+                    detail: format!(
+                        "{} graph captures are running on this device at once; \
+                         {CAPTURE_STREAMS} capture streams are in use",
+                        CAPTURE_STREAMS as usize - free.len()
+                    ),
+                });
+            }
+            let at = free.len() - count;
+            free.split_off(at)
+        };
+        for &id in &ids {
+            if let Err(e) = self.open_stream_slot(id) {
+                self.close_capture_streams_on(&ids);
+                return Err(e);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Gives capture streams back. One that is somehow still capturing (a capture whose
+    /// branches were never joined) is destroyed and its slot emptied, so the next capture
+    /// gets a fresh stream.
+    pub(crate) fn close_capture_streams_on(&self, ids: &[StreamId]) {
+        let bound = bind(&self.ctx).is_ok();
+        for &id in ids {
+            let Some(slot) = self.streams.slots.get(id.index()) else {
+                continue;
+            };
+            let h = slot.load(Ordering::Acquire);
+            if bound && !h.is_null() {
+                let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+                // SAFETY: the stream is live; the call only reads its capture status.
+                let r = unsafe { sys::cuStreamIsCapturing(h, &mut status) };
+                if r != sys::CUresult::CUDA_SUCCESS
+                    || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+                {
+                    slot.store(std::ptr::null_mut(), Ordering::Release);
+                    // SAFETY: no one else holds this id; captured work never runs.
+                    let _ = unsafe { cu::stream::destroy(h) };
+                }
+            }
+        }
+        crate::lock(&self.streams.free_captures).extend_from_slice(ids);
     }
 }
 
@@ -342,6 +415,14 @@ impl Queue for CudaBackend {
         let stream = self.stream(s)?;
         // SAFETY: both handles are live; the event may be destroyed after the call.
         unsafe { sys::cuStreamWaitEvent(stream, cuda.event, 0) }.during("cuStreamWaitEvent")
+    }
+
+    fn open_capture_streams(&self, count: usize) -> Result<Vec<StreamId>> {
+        self.open_capture_streams_on(count)
+    }
+
+    fn close_capture_streams(&self, ids: &[StreamId]) {
+        self.close_capture_streams_on(ids)
     }
 
     fn begin_capture(&self, s: StreamId) -> Result<bool> {

@@ -257,8 +257,22 @@ pub trait Queue: Backend {
         self.wait_fence(waiter, &*fence)
     }
 
-    /// Starts recording the work enqueued on `stream` into a driver graph instead of
-    /// running it. `Ok(false)`: this backend has no driver graphs (the facade replays
+    /// `count` private streams for capturing one graph ([`crate::stream::CAPTURE_STREAMS`]):
+    /// ids no user stream has, never in a [`StreamSet`], so no other thread's work, wait
+    /// or synchronisation can reach a stream while it is captured. Given back with
+    /// [`Queue::close_capture_streams`] once the capture has ended. The default: this
+    /// backend has no driver graphs.
+    fn open_capture_streams(&self, _count: usize) -> Result<Vec<StreamId>> {
+        Err(Error::Unsupported {
+            op: "graph capture",
+            detail: format!("the {} backend has no driver graphs", self.info().backend),
+        })
+    }
+    /// Gives back capture streams from [`Queue::open_capture_streams`].
+    fn close_capture_streams(&self, _ids: &[StreamId]) {}
+
+    /// Starts recording the work enqueued on `stream` (a capture stream from
+    /// [`Queue::open_capture_streams`]) into a driver graph instead of running it. `Ok(false)`: this backend has no driver graphs (the facade replays
     /// graphs node by node), and nothing changed.
     fn begin_capture(&self, _stream: StreamId) -> Result<bool> {
         Ok(false)

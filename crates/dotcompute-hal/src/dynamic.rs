@@ -84,6 +84,8 @@ pub trait DynBackend: Send + Sync {
     fn record(&self, s: StreamId) -> Result<Box<dyn Fence>>;
     fn wait_fence(&self, s: StreamId, fence: &dyn Fence) -> Result<()>;
     fn wait_stream(&self, waiter: StreamId, signaller: StreamId) -> Result<()>;
+    fn open_capture_streams(&self, count: usize) -> Result<Vec<StreamId>>;
+    fn close_capture_streams(&self, ids: &[StreamId]);
     fn begin_capture(&self, s: StreamId) -> Result<bool>;
     fn end_capture(
         &self,
@@ -287,6 +289,12 @@ impl<B: Backend + Queue> DynBackend for B {
     }
     fn wait_stream(&self, waiter: StreamId, signaller: StreamId) -> Result<()> {
         Queue::wait_stream(self, waiter, signaller)
+    }
+    fn open_capture_streams(&self, count: usize) -> Result<Vec<StreamId>> {
+        Queue::open_capture_streams(self, count)
+    }
+    fn close_capture_streams(&self, ids: &[StreamId]) {
+        Queue::close_capture_streams(self, ids)
     }
     fn begin_capture(&self, s: StreamId) -> Result<bool> {
         Queue::begin_capture(self, s)

@@ -53,4 +53,4 @@ pub use program::{
     ProgramKey, ProgramSource, RawSource,
 };
 pub use registry::BackendDescriptor;
-pub use stream::{Completed, Fence, StreamId, StreamSet, Timing, MAX_STREAMS};
+pub use stream::{Completed, Fence, StreamId, StreamSet, Timing, CAPTURE_STREAMS, MAX_STREAMS};

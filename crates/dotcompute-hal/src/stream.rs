@@ -8,6 +8,11 @@ use std::time::Duration;
 /// set, which keeps the per-buffer bookkeeping one word.
 pub const MAX_STREAMS: u32 = 64;
 
+/// Private capture streams a device may have at once (ids `MAX_STREAMS..MAX_STREAMS +
+/// CAPTURE_STREAMS`; see [`crate::Queue::open_capture_streams`]). Graphs hold them only
+/// while they capture, so this bounds concurrent captures, not graphs.
+pub const CAPTURE_STREAMS: u32 = 1024;
+
 /// A stream of one device: an in-order sequence of transfers, fills and launches. Stream 0
 /// is the device's default stream. The facade hands out ids below [`MAX_STREAMS`] and
 /// tells the backend when one is opened and closed.
@@ -19,6 +24,10 @@ impl StreamId {
     pub fn index(self) -> usize {
         self.0 as usize
     }
+    /// Whether this is a private capture stream, not a user's stream.
+    pub fn is_capture(self) -> bool {
+        self.0 >= MAX_STREAMS
+    }
 }
 
 /// A set of streams of one device (one bit per stream id).
@@ -27,20 +36,26 @@ pub struct StreamSet(pub u64);
 
 impl StreamSet {
     pub const EMPTY: StreamSet = StreamSet(0);
+    /// The bit of a user stream; capture streams are never tracked (their work is
+    /// captured, not run), so they have none.
+    fn bit(s: StreamId) -> u64 {
+        debug_assert!(!s.is_capture(), "capture stream {} in a StreamSet", s.0);
+        1u64.checked_shl(s.0).unwrap_or(0)
+    }
     pub fn one(s: StreamId) -> StreamSet {
-        StreamSet(1 << s.0)
+        StreamSet(Self::bit(s))
     }
     pub fn contains(self, s: StreamId) -> bool {
-        self.0 & (1 << s.0) != 0
+        self.0 & Self::bit(s) != 0
     }
     pub fn insert(&mut self, s: StreamId) {
-        self.0 |= 1 << s.0;
+        self.0 |= Self::bit(s);
     }
     pub fn union(self, other: StreamSet) -> StreamSet {
         StreamSet(self.0 | other.0)
     }
     pub fn without(self, s: StreamId) -> StreamSet {
-        StreamSet(self.0 & !(1 << s.0))
+        StreamSet(self.0 & !Self::bit(s))
     }
     pub fn is_empty(self) -> bool {
         self.0 == 0

@@ -197,11 +197,10 @@ pub struct WgpuBackend {
     /// Whether elementwise kernels over 4-byte buffers run in the vector form where their
     /// buffers allow (`DOTCOMPUTE_WGPU_VECTORS=0` turns it off, for comparisons).
     vectors: bool,
-    /// Launches recorded but not yet submitted: one command encoder, one compute pass per
-    /// launch, and how many. Submitted before any other work reaches the queue (a copy,
-    /// a read, a host write, a wait, a destroyed buffer), and every [`BATCH_LAUNCHES`]
-    /// launches; `DOTCOMPUTE_WGPU_BATCH=0` submits each launch at once.
-    pending: Mutex<Option<(wgpu::CommandEncoder, u32)>>,
+    /// The one door to the queue (see [`QueueOrder`]): launches recorded but not yet
+    /// submitted, and the lock every submission and queue write holds.
+    /// `DOTCOMPUTE_WGPU_BATCH=0` submits each launch at once.
+    order: Mutex<QueueOrder>,
     batch: bool,
     /// `DOTCOMPUTE_WGPU_STORAGE_BARRIERS=always`: every barrier also orders storage
     /// buffers, as before the analysis (for comparisons).
@@ -223,6 +222,23 @@ struct Stamps {
     period: f64,
     /// Whether timestamps can also be written between commands (for copies).
     inside_encoders: bool,
+}
+
+/// Launches recorded but not yet submitted (one command encoder, one compute pass per
+/// launch, and how many), behind the lock that every use of the queue holds.
+///
+/// **Ordering rule.** The queue runs work in the order it reaches it, and a queue write
+/// (`write_buffer`) lands before the next submission. Each thread's work must reach the
+/// queue in the order that thread issued it, whatever other threads do: a launch recorded
+/// here, then a read, a fill or a write of a buffer (possibly a pool block the launch's
+/// dropped input gave back) must run in that order. So the pending launches are submitted
+/// and the next queue operation is issued under one lock ([`WgpuBackend::with_queue`]);
+/// taking the pending work and submitting it in two steps let another thread's write or
+/// copy reach the queue in between, ahead of a launch recorded before it (the silent
+/// wrong results of issue 27, item 1).
+#[derive(Default)]
+struct QueueOrder {
+    pending: Option<(wgpu::CommandEncoder, u32)>,
 }
 
 /// The process's one wgpu instance. On the GPU machine's NVIDIA driver (580), creating
@@ -473,7 +489,7 @@ impl WgpuBackend {
             ),
             strided: std::env::var("DOTCOMPUTE_WGPU_STRIDED").map_or(true, |v| v.trim() != "0"),
             vectors: std::env::var("DOTCOMPUTE_WGPU_VECTORS").map_or(true, |v| v.trim() != "0"),
-            pending: Mutex::new(None),
+            order: Mutex::new(QueueOrder::default()),
             batch: std::env::var("DOTCOMPUTE_WGPU_BATCH").map_or(true, |v| v.trim() != "0"),
             storage_barriers_always: std::env::var("DOTCOMPUTE_WGPU_STORAGE_BARRIERS")
                 .is_ok_and(|v| v.trim() == "always"),
@@ -574,29 +590,27 @@ impl WgpuBackend {
         buffer.destroy();
     }
 
+    /// Runs `f` on the queue after every launch recorded so far has been submitted, with
+    /// no other queue operation in between (the ordering rule of [`QueueOrder`]). Every
+    /// submission and queue write goes through here.
+    fn with_queue<R>(&self, f: impl FnOnce(&wgpu::Queue) -> R) -> R {
+        let mut order = self.order.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((encoder, _)) = order.pending.take() {
+            self.queue.submit(Some(encoder.finish()));
+        }
+        f(&self.queue)
+    }
+
     fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
         // Launches recorded earlier run first: submissions execute in order.
-        let earlier = self.take_pending();
-        self.queue
-            .submit(earlier.into_iter().chain(Some(encoder.finish())));
+        self.with_queue(|queue| queue.submit(Some(encoder.finish())));
         self.check_uncaptured()
     }
 
-    /// The recorded launches' command buffer, if any (the caller submits it).
-    fn take_pending(&self) -> Option<wgpu::CommandBuffer> {
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .map(|(encoder, _)| encoder.finish())
-    }
-
-    /// Submits the recorded launches (before a host write, a wait or a destroyed buffer,
-    /// which must come after them).
+    /// Submits the recorded launches (before a wait or a destroyed buffer, which must
+    /// come after them).
     fn flush(&self) -> Result<()> {
-        if let Some(commands) = self.take_pending() {
-            self.queue.submit(Some(commands));
-        }
+        self.with_queue(|_| ());
         self.check_uncaptured()
     }
 
@@ -1211,8 +1225,7 @@ impl Queue for WgpuBackend {
             return self.write(s, dst, start, &words);
         }
         // A queue write runs before the next submission: recorded launches go first.
-        self.flush()?;
-        self.queue.write_buffer(&dst.buffer, offset as u64, data);
+        self.with_queue(|queue| queue.write_buffer(&dst.buffer, offset as u64, data));
         self.check_uncaptured()
     }
 
@@ -1319,17 +1332,17 @@ impl Queue for WgpuBackend {
         }
         // Written from a host chunk of the repeated pattern, at most 4 MiB at a time, in
         // whole words and whole patterns.
-        self.flush()?;
         let unit = pattern.len().max(COPY_ALIGN);
         let chunk_len = (4 << 20).min(bytes) / unit * unit;
         let chunk: Vec<u8> = pattern.iter().copied().cycle().take(chunk_len).collect();
-        let mut done = 0;
-        while done < bytes {
-            let n = chunk_len.min(bytes - done);
-            self.queue
-                .write_buffer(&dst.buffer, (offset + done) as u64, &chunk[..n]);
-            done += n;
-        }
+        self.with_queue(|queue| {
+            let mut done = 0;
+            while done < bytes {
+                let n = chunk_len.min(bytes - done);
+                queue.write_buffer(&dst.buffer, (offset + done) as u64, &chunk[..n]);
+                done += n;
+            }
+        });
         self.check_uncaptured()
     }
 
@@ -1389,17 +1402,18 @@ impl WgpuBackend {
         let checked = prepared.iter().any(|d| d.record.is_some());
         if self.batch && stamps.is_none() && !checked {
             // Recorded into the pending command buffer; submitted with later work.
-            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-            let (encoder, launches) = pending.get_or_insert_with(|| {
+            let mut order = self.order.lock().unwrap_or_else(|p| p.into_inner());
+            let (encoder, launches) = order.pending.get_or_insert_with(|| {
                 (self.device.create_command_encoder(&Default::default()), 0)
             });
             encode_pass(encoder, &label, &prepared, None);
             *launches += 1;
             if *launches >= BATCH_LAUNCHES {
-                let (encoder, _) = pending.take().expect("just filled");
-                drop(pending);
+                // Submitted under the lock, like every queue operation.
+                let (encoder, _) = order.pending.take().expect("just filled");
                 self.queue.submit(Some(encoder.finish()));
             }
+            drop(order);
             return self.check_uncaptured();
         }
         let mut encoder = self.device.create_command_encoder(&Default::default());

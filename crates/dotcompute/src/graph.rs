@@ -41,7 +41,7 @@
 use crate::args::{check_arg, check_count, check_geometry, check_program, ArgView};
 use crate::buffer::{Buffer, Element, ScalarArg};
 use crate::device::Device;
-use crate::stream::{AsStream, Stream};
+use crate::stream::AsStream;
 use crate::tracking::Uses;
 use crate::RawKernel;
 use dotcompute_hal::{
@@ -468,22 +468,22 @@ impl<'a> Graph<'a> {
             }
         }
         let native = self.device.info().caps.native_graphs;
+        // Capture lanes: the capture stream and branch streams for the widest level (at
+        // most 8 branches at once).
+        let lanes = if native {
+            levels.iter().map(Vec::len).max().unwrap_or(1).clamp(1, 8)
+        } else {
+            0
+        };
         let mut exec = ExecGraph {
             order: levels.iter().flatten().copied().collect(),
             levels,
             graph: self,
             native: None,
-            capture_stream: None,
-            branches: Vec::new(),
+            lanes,
             dirty: false,
         };
         if native {
-            exec.capture_stream = Some(exec.graph.device.stream()?);
-            // Branch streams for the widest level (at most 8 branches at once).
-            let widest = exec.levels.iter().map(Vec::len).max().unwrap_or(1).min(8);
-            for _ in 1..widest {
-                exec.branches.push(exec.graph.device.stream()?);
-            }
             exec.recapture()?;
         }
         Ok(exec)
@@ -498,10 +498,11 @@ pub struct ExecGraph<'a> {
     order: Vec<usize>,
     /// The driver's executable graph (CUDA).
     native: Option<Box<dyn GraphExec>>,
-    /// The stream native graphs are captured on.
-    capture_stream: Option<Stream>,
-    /// More streams that independent nodes are captured on (a level's parallel branches).
-    branches: Vec<Stream>,
+    /// Streams a capture uses (the capture stream, then branch streams for a level's
+    /// parallel nodes); 0 without driver graphs. They are the backend's private capture
+    /// streams, taken for one capture and given back, never a user's stream: another
+    /// thread's work on a user stream id must not join the capture.
+    lanes: usize,
     /// Scalars or buffers changed since the last capture.
     dirty: bool,
 }
@@ -671,17 +672,30 @@ impl<'a> ExecGraph<'a> {
     /// Captures the nodes into the driver's graph: a new executable the first time, an
     /// in-place update afterwards where the driver allows it.
     fn recapture(&mut self) -> Result<()> {
-        let Some(stream) = &self.capture_stream else {
+        if self.lanes == 0 {
             return Ok(());
-        };
-        let s = stream.id();
+        }
+        let device = self.graph.device.clone();
+        let lanes = device.backend().open_capture_streams(self.lanes)?;
+        let captured = self.capture_on(&lanes);
+        device.backend().close_capture_streams(&lanes);
+        captured
+    }
+
+    /// Captures the nodes on `lanes` (private capture streams; the first is the capture
+    /// stream).
+    fn capture_on(&mut self, lanes: &[StreamId]) -> Result<()> {
+        let s = lanes[0];
         let backend = self.graph.device.backend();
         if !backend.begin_capture(s)? {
             return Ok(());
         }
-        let enqueued = self.enqueue_forked(s);
+        // The fork and join events stay alive until the capture has ended.
+        let mut events = Vec::new();
+        let enqueued = self.enqueue_forked(lanes, &mut events);
         // The capture is ended even when a node failed, so the stream is usable again.
         let ended = backend.end_capture(s, self.native.as_deref());
+        drop(events);
         enqueued?;
         if let Some(new) = ended? {
             self.native = Some(new);
@@ -690,26 +704,26 @@ impl<'a> ExecGraph<'a> {
         Ok(())
     }
 
-    /// Enqueues every node on the capturing stream `s`, level by level. The nodes of a
-    /// level with several run on the branch streams: each branch waits for an event
-    /// recorded on `s` (the fork) and `s` waits for an event of each branch (the join),
-    /// which the driver's capture turns into a graph whose independent nodes are
-    /// parallel branches.
-    fn enqueue_forked(&self, s: StreamId) -> Result<()> {
+    /// Enqueues every node on the capturing stream `lanes[0]`, level by level. The nodes
+    /// of a level with several run on the branch streams `lanes[1..]`: each branch waits
+    /// for an event recorded on the capture stream (the fork) and the capture stream
+    /// waits for an event of each branch (the join), which the driver's capture turns
+    /// into a graph whose independent nodes are parallel branches.
+    fn enqueue_forked(
+        &self,
+        lanes: &[StreamId],
+        events: &mut Vec<Box<dyn dotcompute_hal::Fence>>,
+    ) -> Result<()> {
         let backend = self.graph.device.backend();
-        // Events stay alive until the capture has ended.
-        let mut events = Vec::new();
+        let s = lanes[0];
         for level in &self.levels {
-            if level.len() == 1 || self.branches.is_empty() {
+            if level.len() == 1 || lanes.len() == 1 {
                 for &i in level {
                     self.enqueue(i, s)?;
                 }
                 continue;
             }
             let fork = backend.record(s)?;
-            let lanes: Vec<StreamId> = std::iter::once(s)
-                .chain(self.branches.iter().map(|b| b.id()))
-                .collect();
             let used = level.len().min(lanes.len());
             for &lane in &lanes[1..used] {
                 backend.wait_fence(lane, &*fork)?;

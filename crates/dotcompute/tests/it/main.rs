@@ -13,6 +13,7 @@ mod profiling;
 mod raw_wgsl;
 mod registry;
 mod streams;
+mod stress;
 mod tensor_cores;
 mod unroll;
 mod wgpu_limits;
