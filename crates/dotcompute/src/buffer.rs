@@ -409,8 +409,36 @@ impl<T: Element> BufferViewMut<'_, T> {
 
 /// One kernel argument, for `Device::launch_kernel`. `#[kernel]` launch functions build
 /// these from their typed parameters; build them with [`Arg::buffer`],
-/// [`Arg::buffer_mut`] and [`Arg::scalar`].
-pub enum Arg<'a> {
+/// [`Arg::buffer_mut`], [`Arg::view`], [`Arg::view_mut`] and [`Arg::scalar`].
+///
+/// The type is opaque: its constructors are the only way to make one, so an argument
+/// always names a range inside its buffer, with the buffer's own element type, writable
+/// only through an exclusive borrow. (It was a public enum: rebuilt with a larger offset,
+/// a longer length, another element type or `writable: true`, it bound memory outside the
+/// buffer from safe code.)
+pub struct Arg<'a>(pub(crate) ArgKind<'a>);
+
+impl std::fmt::Debug for Arg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            ArgKind::Buffer {
+                offset,
+                len,
+                elem,
+                writable,
+                ..
+            } => write!(
+                f,
+                "Arg::{}({len} {elem} from element {offset})",
+                if *writable { "buffer_mut" } else { "buffer" }
+            ),
+            ArgKind::Scalar(l) => write!(f, "Arg::scalar({l:?})"),
+        }
+    }
+}
+
+/// What an [`Arg`] holds (private: built only by `Arg`'s constructors).
+pub(crate) enum ArgKind<'a> {
     Buffer {
         device: &'a Device,
         raw: &'a RawBuffer,
@@ -428,7 +456,8 @@ impl<'a> Arg<'a> {
     /// Elements `offset..offset + len` of `b`, seen by the kernel as `0..len`. (Writable
     /// bindings come from the `&mut` constructors, which hold the exclusive borrow.)
     fn range<T: Element>(b: &'a Buffer<T>, offset: usize, len: usize, writable: bool) -> Arg<'a> {
-        Arg::Buffer {
+        debug_assert!(offset + len <= b.len, "a view inside its buffer");
+        Arg(ArgKind::Buffer {
             device: &b.device,
             raw: b.raw(),
             offset,
@@ -436,7 +465,7 @@ impl<'a> Arg<'a> {
             elem: T::TYPE,
             writable,
             uses: &b.uses,
-        }
+        })
     }
     /// A buffer of 4-byte elements bound read-only as `Vec4` lanes of the same type:
     /// element `i` of the kernel's view is elements `4i..4i + 4` of `b` (a trailing
@@ -444,7 +473,7 @@ impl<'a> Arg<'a> {
     /// every vector is 16-byte aligned. For the library's own kernels.
     pub(crate) fn buffer_as_vec4<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
         debug_assert_eq!(T::TYPE.size_bytes(), 4, "Vec4 lanes are 4-byte elements");
-        Arg::Buffer {
+        Arg(ArgKind::Buffer {
             device: &b.device,
             raw: b.raw(),
             offset: 0,
@@ -452,7 +481,7 @@ impl<'a> Arg<'a> {
             elem: dotcompute_ir::Type::vector(T::TYPE.scalar, 4),
             writable: false,
             uses: &b.uses,
-        }
+        })
     }
     /// A buffer bound read-only.
     pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
@@ -472,7 +501,7 @@ impl<'a> Arg<'a> {
     }
     /// A scalar by value.
     pub fn scalar<T: ScalarArg>(v: T) -> Arg<'a> {
-        Arg::Scalar(v.literal())
+        Arg(ArgKind::Scalar(v.literal()))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Devices: discovery and selection through the registry, allocation, streams, launches.
 
 use crate::args::{check_arg, check_count, check_geometry, check_program, ArgView};
-use crate::buffer::{Arg, Buffer, Element};
+use crate::buffer::{Arg, ArgKind, Buffer, Element};
 use crate::registry::{descriptor, not_built, registry};
 use crate::stream::{AsStream, Stream};
 use crate::tracking::Uses;
@@ -380,7 +380,7 @@ impl Device {
     /// Orders the launch's buffer uses on `s` after conflicting uses on other streams.
     pub(crate) fn order_args(&self, s: StreamId, args: &[Arg<'_>]) -> Result<()> {
         for arg in args {
-            if let Arg::Buffer { uses, writable, .. } = arg {
+            if let ArgKind::Buffer { uses, writable, .. } = &arg.0 {
                 self.before_use(uses, s, *writable)?;
             }
         }
@@ -396,8 +396,8 @@ impl Device {
         check_count(ir, args.len())?;
         let mut bound = Vec::with_capacity(args.len());
         for (param, arg) in ir.params.iter().zip(args) {
-            match arg {
-                Arg::Buffer {
+            match &arg.0 {
+                ArgKind::Buffer {
                     device,
                     raw,
                     offset,
@@ -432,7 +432,7 @@ impl Device {
                         writable,
                     });
                 }
-                Arg::Scalar(l) => {
+                ArgKind::Scalar(l) => {
                     check_arg(ir, param, ArgView::Scalar(*l))?;
                     bound.push(BoundArg::Scalar(*l));
                 }

@@ -62,6 +62,24 @@ struct Registered<'a> {
     len: usize,
     elem: Type,
     writable: bool,
+    /// Nodes no dependency orders may use it ([`Graph::allow_unordered`]).
+    unordered: bool,
+}
+
+impl Registered<'_> {
+    /// How errors name the buffer: `buffer #2 (1000 f32, writable)`.
+    fn describe(&self, index: usize) -> String {
+        format!(
+            "buffer #{index} ({} {}, {})",
+            self.len,
+            self.elem,
+            if self.writable {
+                "writable"
+            } else {
+                "read-only"
+            }
+        )
+    }
 }
 
 /// A read-only buffer of a graph ([`Graph::buffer`]).
@@ -174,6 +192,40 @@ struct Node {
     kind: NodeKind,
 }
 
+impl Node {
+    /// The registered buffers the node uses, each with whether it writes it.
+    fn accesses(&self) -> Vec<(usize, bool)> {
+        match &self.kind {
+            NodeKind::Launch { program, args, .. } => args
+                .iter()
+                .zip(&program.kernel.params)
+                .filter_map(|(a, p)| match a {
+                    NodeArg::Buffer(b) => Some((*b, p.writes())),
+                    NodeArg::Scalar(_) => None,
+                })
+                .collect(),
+            NodeKind::Copy { src, dst, .. } => vec![(*src, false), (*dst, true)],
+            NodeKind::Fill { dst, .. } => vec![(*dst, true)],
+        }
+    }
+}
+
+trait ParamWrites {
+    fn writes(&self) -> bool;
+}
+impl ParamWrites for Param {
+    /// Whether a kernel may write through this parameter (a `&mut [T]`).
+    fn writes(&self) -> bool {
+        matches!(
+            self,
+            Param::Buffer {
+                access: Access::ReadWrite,
+                ..
+            }
+        )
+    }
+}
+
 /// A graph being built: nodes and their dependencies, on one device.
 pub struct Graph<'a> {
     id: u64,
@@ -214,6 +266,7 @@ impl<'a> Graph<'a> {
             len: b.len(),
             elem: T::TYPE,
             writable,
+            unordered: false,
         });
         Ok(self.buffers.len() - 1)
     }
@@ -330,6 +383,7 @@ impl<'a> Graph<'a> {
                 }
             });
         }
+        self.check_aliasing(ir, &node_args)?;
         let mut geometry = launch.resolve(ir, &self.device.info().limits)?;
         check_geometry(&program, &geometry)?;
         // Graph nodes run unchecked: a checked launch waits for its kernel and reads its
@@ -348,6 +402,111 @@ impl<'a> Graph<'a> {
         )
     }
 
+    /// A buffer bound to a `&mut [T]` parameter of a node may not be bound to any other
+    /// parameter of it: a typed launch cannot borrow one buffer as `&[T]` and `&mut [T]`
+    /// at once, and a graph node must not either (the kernel's reads would race its
+    /// writes; wgpu refuses such a binding only later, at an unrelated call).
+    fn check_aliasing(&self, ir: &dotcompute_ir::Kernel, args: &[NodeArg]) -> Result<()> {
+        for (i, (a, p)) in args.iter().zip(&ir.params).enumerate() {
+            let NodeArg::Buffer(b) = *a else { continue };
+            if !p.writes() {
+                continue;
+            }
+            for (j, (other, q)) in args.iter().zip(&ir.params).enumerate() {
+                if j != i && matches!(*other, NodeArg::Buffer(c) if c == b) {
+                    return Err(Error::Graph {
+                        detail: format!(
+                            "graph {}, node #{} `{}`: {} is bound to `{}` (written) and to \
+                             `{}`; a buffer a kernel writes must not be bound twice",
+                            self.id,
+                            self.nodes.len(),
+                            ir.name,
+                            self.buffers[b].describe(b),
+                            p.name(),
+                            q.name()
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets nodes that no dependency orders use `buffer` together, one of them writing
+    /// (kernels that only combine into it atomically, say). Without this,
+    /// [`Graph::instantiate`] refuses such a graph, naming both nodes.
+    pub fn allow_unordered<T: Element>(&mut self, buffer: GraphBufferMut<T>) -> Result<()> {
+        let i = self.buffer_index(buffer.graph, buffer.index)?;
+        self.buffers[i].unordered = true;
+        Ok(())
+    }
+
+    /// Two nodes that use one buffer, one of them writing, must be ordered by the
+    /// dependencies (directly or through other nodes): otherwise they may run at once
+    /// (parallel branches of a CUDA graph, one level's nodes on the CPU) and the result
+    /// depends on timing. `levels` is a topological order of the nodes.
+    fn check_races(&self, levels: &[Vec<usize>]) -> Result<()> {
+        let n = self.nodes.len();
+        let words = n.div_ceil(64);
+        // before[i]: the nodes that finish before node i starts (its ancestors).
+        let mut before = vec![0u64; n * words];
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(b, a) in &self.edges {
+            preds[a].push(b);
+        }
+        for &i in levels.iter().flatten() {
+            for &p in &preds[i] {
+                before[i * words + p / 64] |= 1 << (p % 64);
+                for w in 0..words {
+                    before[i * words + w] |= before[p * words + w];
+                }
+            }
+        }
+        let ordered = |x: usize, y: usize| {
+            before[y * words + x / 64] & (1 << (x % 64)) != 0
+                || before[x * words + y / 64] & (1 << (y % 64)) != 0
+        };
+        // For each buffer, its users in node order.
+        let mut users: Vec<Vec<(usize, bool)>> = vec![Vec::new(); self.buffers.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            for (b, writes) in node.accesses() {
+                if users[b]
+                    .last()
+                    .is_some_and(|&(last, w)| last == i && (w || !writes))
+                {
+                    continue;
+                }
+                users[b].push((i, writes));
+            }
+        }
+        for (b, list) in users.iter().enumerate() {
+            if self.buffers[b].unordered {
+                continue;
+            }
+            for (k, &(x, wx)) in list.iter().enumerate() {
+                for &(y, wy) in &list[k + 1..] {
+                    if x != y && (wx || wy) && !ordered(x, y) {
+                        let writer = if wx { x } else { y };
+                        return Err(Error::Graph {
+                            detail: format!(
+                                "graph {}: nodes {} and {} both use {} and {} writes it, \
+                                 but no dependency orders them; add one (the `deps` of a \
+                                 node, or Graph::depend) or, where any order is right, \
+                                 call Graph::allow_unordered on the buffer",
+                                self.id,
+                                self.nodes[x].label,
+                                self.nodes[y].label,
+                                self.buffers[b].describe(b),
+                                self.nodes[writer].label
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Adds a device-to-device copy of `src` into `dst` (same length).
     pub fn copy<T: Element>(
         &mut self,
@@ -357,6 +516,16 @@ impl<'a> Graph<'a> {
     ) -> Result<NodeId> {
         let s = self.buffer_index(src.graph, src.index)?;
         let d = self.buffer_index(dst.graph, dst.index)?;
+        if s == d {
+            return Err(Error::Graph {
+                detail: format!(
+                    "graph {}, node #{} copy: the source and the destination are both {}",
+                    self.id,
+                    self.nodes.len(),
+                    self.buffers[d].describe(d)
+                ),
+            });
+        }
         crate::buffer::same_len("Graph::copy", self.buffers[d].len, self.buffers[s].len)?;
         let bytes = self.buffers[d].len * std::mem::size_of::<T>();
         self.push(
@@ -458,10 +627,13 @@ impl<'a> Graph<'a> {
         path.iter().map(|&i| self.nodes[i].label.clone()).collect()
     }
 
-    /// Checks the graph (a dependency cycle is an error naming its nodes), compiles its
-    /// kernels, and instantiates it for its device: on CUDA as a CUDA graph.
+    /// Checks the graph, compiles its kernels, and instantiates it for its device: on
+    /// CUDA as a CUDA graph. A dependency cycle is an error naming its nodes, and so are
+    /// two nodes that use one buffer, one of them writing, with no dependency ordering
+    /// them (unless [`Graph::allow_unordered`] allows it for that buffer).
     pub fn instantiate(self) -> Result<ExecGraph<'a>> {
         let levels = self.levels()?;
+        self.check_races(&levels)?;
         for node in &self.nodes {
             if let NodeKind::Launch { program, .. } = &node.kind {
                 self.device.backend().prepare(program)?;
@@ -630,14 +802,7 @@ impl<'a> ExecGraph<'a> {
                     offset: 0,
                     len: buffers[b].len,
                     elem: buffers[b].elem,
-                    writable: buffers[b].writable
-                        && matches!(
-                            p,
-                            Param::Buffer {
-                                access: Access::ReadWrite,
-                                ..
-                            }
-                        ),
+                    writable: buffers[b].writable && p.writes(),
                 },
                 NodeArg::Scalar(l) => BoundArg::Scalar(l),
             })

@@ -1,5 +1,6 @@
 //! `#[kernel]` rejects unsupported constructs with an error spanned at the construct that
-//! names it. Expected messages are in `tests/ui/*.stderr` (regenerate with
+//! names it, and safe code cannot forge a kernel argument (`forged_arg.rs`: `Arg` is
+//! opaque). Expected messages are in `tests/ui/*.stderr` (regenerate with
 //! `TRYBUILD=overwrite cargo test -p dotcompute --test ui` and review the diff).
 
 #[test]

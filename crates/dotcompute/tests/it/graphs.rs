@@ -261,3 +261,134 @@ fn graph_misuse_is_an_error_and_the_device_keeps_working() {
         assert_eq!(exec.read(hy).unwrap(), vec![2, 5, 8]);
     }
 }
+
+#[kernel]
+fn count_into(total: &mut [u32], per_thread: u32) {
+    let i = global_id().x;
+    if i < 4096 {
+        atomic_add(&mut total[0], per_thread);
+    }
+}
+
+/// Issue 27, item 4: a graph checks what a typed launch checks. One node binding a buffer
+/// it writes to a second parameter is refused when added; two nodes that no dependency
+/// orders, one writing a buffer the other uses, are refused at instantiate, naming both;
+/// with `allow_unordered` the same graph runs (its kernels add atomically, so every order
+/// is right) and every increment lands. Refusals leave the device working.
+#[test]
+fn graphs_refuse_aliasing_and_unordered_writes_naming_the_nodes() {
+    for d in common::devices() {
+        let input = d.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+        let mut x = d.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+        let mut g = Graph::new(&d);
+        let hin = g.buffer(&input).unwrap();
+        let hx = g.buffer_mut(&mut x).unwrap();
+        // `combine(x, y, out)` with `out` also bound as `x`.
+        let e = g
+            .launch(
+                &combine::KERNEL,
+                Launch::threads(3),
+                &[hx.arg(), hin.arg(), hx.arg()],
+                &[],
+            )
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, Error::Graph { .. }), "{e}");
+        for part in ["node #0 `combine`", "buffer #1", "`out` (written)", "`x`"] {
+            assert!(text.contains(part), "{part} missing from: {text}");
+        }
+        // A copy onto itself.
+        let e = g.copy(hx.read_only(), hx, &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("the source and the destination"),
+            "{e}"
+        );
+        // Reading the same buffer twice is fine.
+        let mut out = d.alloc_filled(3, f32::NAN).unwrap();
+        let hout = g.buffer_mut(&mut out).unwrap();
+        let first = g
+            .launch(
+                &combine::KERNEL,
+                Launch::threads(3),
+                &[hin.arg(), hin.arg(), hout.arg()],
+                &[],
+            )
+            .unwrap();
+        // Unordered: a second node writing `out`, and a third reading it, without deps.
+        let second = g
+            .launch(
+                &scale_into::KERNEL,
+                Launch::threads(3),
+                &[hin.arg(), hout.arg(), GraphArg::scalar(2.0f32)],
+                &[],
+            )
+            .unwrap();
+        let e = g.instantiate().unwrap_err();
+        let text = e.to_string();
+        for part in ["#0 combine", "#1 scale_into", "buffer #2", "no dependency"] {
+            assert!(text.contains(part), "{part} missing from: {text}");
+        }
+        let _ = (first, second);
+
+        // Ordered (directly or through another node), the same nodes are accepted.
+        let mut out = d.alloc_filled(3, f32::NAN).unwrap();
+        let mut g = Graph::new(&d);
+        let hin = g.buffer(&input).unwrap();
+        let hout = g.buffer_mut(&mut out).unwrap();
+        let a = g
+            .launch(
+                &combine::KERNEL,
+                Launch::threads(3),
+                &[hin.arg(), hin.arg(), hout.arg()],
+                &[],
+            )
+            .unwrap();
+        let mut other = d.alloc_filled(3, f32::NAN).unwrap();
+        let hother = g.buffer_mut(&mut other).unwrap();
+        let between = g.fill(hother, 0.0, &[a]).unwrap();
+        let b = g
+            .launch(
+                &scale_into::KERNEL,
+                Launch::threads(3),
+                &[hin.arg(), hout.arg(), GraphArg::scalar(2.0f32)],
+                &[between],
+            )
+            .unwrap();
+        let _ = b;
+        let mut exec = g.instantiate().unwrap();
+        exec.launch(&d).unwrap();
+        assert_eq!(exec.read(hout).unwrap(), vec![2.5, 4.5, 6.5]);
+        drop(exec);
+
+        // Eight unordered nodes adding atomically into one counter: refused, then allowed.
+        for allow in [false, true] {
+            let mut total = d.alloc_filled(1, 0u32).unwrap();
+            let mut g = Graph::new(&d);
+            let ht = g.buffer_mut(&mut total).unwrap();
+            for k in 0..8u32 {
+                g.launch(
+                    &count_into::KERNEL,
+                    Launch::threads(4096),
+                    &[ht.arg(), GraphArg::scalar(k + 1)],
+                    &[],
+                )
+                .unwrap();
+            }
+            if allow {
+                g.allow_unordered(ht).unwrap();
+                let mut exec = g.instantiate().unwrap();
+                exec.launch(&d).unwrap();
+                exec.launch(&d).unwrap();
+                assert_eq!(exec.read(ht).unwrap(), vec![2 * 4096 * 36], "{}", d.label());
+            } else {
+                let e = g.instantiate().unwrap_err();
+                assert!(e.to_string().contains("#0 count_into"), "{e}");
+                assert!(e.to_string().contains("allow_unordered"), "{e}");
+            }
+        }
+        // The device still works.
+        let mut y = d.upload(&[1u32, 2, 3]).unwrap();
+        lcg_step::launch(&d, Launch::threads(3), &mut y, 2, 0).unwrap();
+        assert_eq!(y.to_vec().unwrap(), vec![2, 5, 8]);
+    }
+}
