@@ -280,19 +280,25 @@ impl Backend for CpuBackend {
 }
 
 impl Queue for CpuBackend {
-    fn write(&self, _: StreamId, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+    unsafe fn write(&self, _: StreamId, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
         // SAFETY: the facade checked offset + len against the buffer.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst.ptr().add(offset), data.len()) }
         Ok(())
     }
 
-    fn read(&self, _: StreamId, src: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+    unsafe fn read(
+        &self,
+        _: StreamId,
+        src: &CpuBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
         // SAFETY: as above.
         unsafe { std::ptr::copy_nonoverlapping(src.ptr().add(offset), out.as_mut_ptr(), out.len()) }
         Ok(())
     }
 
-    fn copy(
+    unsafe fn copy(
         &self,
         stream: StreamId,
         src: &CpuBuffer,
@@ -308,7 +314,7 @@ impl Queue for CpuBackend {
         Ok(())
     }
 
-    fn fill(
+    unsafe fn fill(
         &self,
         stream: StreamId,
         dst: &CpuBuffer,
@@ -330,7 +336,11 @@ impl Queue for CpuBackend {
         Ok(())
     }
 
-    fn launch(&self, stream: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        stream: StreamId,
+        request: &LaunchRequest<'_, CpuBuffer>,
+    ) -> Result<()> {
         let kernel = &*request.program.kernel;
         let Some(native) = request.program.native() else {
             return Err(Error::Backend {
@@ -415,7 +425,7 @@ impl Queue for CpuBackend {
 /// rayon pool, each band one single-threaded GEMM (matrixmultiply's own threading stops
 /// at 4 threads and would run beside rayon's).
 impl Blas<CpuBuffer> for CpuBackend {
-    fn gemm(&self, stream: StreamId, r: &MatmulRequest<'_, CpuBuffer>) -> Result<()> {
+    unsafe fn gemm(&self, stream: StreamId, r: &MatmulRequest<'_, CpuBuffer>) -> Result<()> {
         let start = Instant::now();
         match r.elem {
             ScalarType::F32 => banded_gemm::<f32>(r, matrixmultiply::sgemm),

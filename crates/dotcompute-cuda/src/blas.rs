@@ -40,7 +40,7 @@ impl CudaBackend {
 }
 
 impl Blas<CudaBuffer> for CudaBackend {
-    fn gemm(&self, s: StreamId, r: &MatmulRequest<'_, CudaBuffer>) -> Result<()> {
+    unsafe fn gemm(&self, s: StreamId, r: &MatmulRequest<'_, CudaBuffer>) -> Result<()> {
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
         let h = self

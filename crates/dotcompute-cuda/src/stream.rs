@@ -208,7 +208,13 @@ impl Drop for CudaFence {
 }
 
 impl Queue for CudaBackend {
-    fn write(&self, s: StreamId, dst: &CudaBuffer, offset: usize, data: &[u8]) -> Result<()> {
+    unsafe fn write(
+        &self,
+        s: StreamId,
+        dst: &CudaBuffer,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<()> {
         if data.is_empty() {
             return Ok(());
         }
@@ -232,7 +238,13 @@ impl Queue for CudaBackend {
         Ok(())
     }
 
-    fn read(&self, s: StreamId, src: &CudaBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+    unsafe fn read(
+        &self,
+        s: StreamId,
+        src: &CudaBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
         if out.is_empty() {
             return Ok(());
         }
@@ -252,7 +264,7 @@ impl Queue for CudaBackend {
         }
     }
 
-    fn copy(
+    unsafe fn copy(
         &self,
         s: StreamId,
         src: &CudaBuffer,
@@ -280,7 +292,7 @@ impl Queue for CudaBackend {
         })
     }
 
-    fn fill(
+    unsafe fn fill(
         &self,
         s: StreamId,
         dst: &CudaBuffer,
@@ -335,7 +347,7 @@ impl Queue for CudaBackend {
         })
     }
 
-    fn launch(&self, s: StreamId, request: &LaunchRequest<'_, CudaBuffer>) -> Result<()> {
+    unsafe fn launch(&self, s: StreamId, request: &LaunchRequest<'_, CudaBuffer>) -> Result<()> {
         self.launch_on(s, request)
     }
 

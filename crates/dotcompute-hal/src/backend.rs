@@ -79,7 +79,11 @@ pub trait HostMemory: Send + Sync {
 /// kernel.
 pub trait Blas<B> {
     /// `c = a · b` on `stream`, enqueued like a launch.
-    fn gemm(&self, stream: StreamId, request: &MatmulRequest<'_, B>) -> Result<()>;
+    ///
+    /// # Safety
+    /// As [`Queue`]'s data methods: each buffer holds its matrix, `c` aliases neither
+    /// input, and no unordered work uses them.
+    unsafe fn gemm(&self, stream: StreamId, request: &MatmulRequest<'_, B>) -> Result<()>;
 }
 
 /// A graph instantiated by the backend's driver (a CUDA graph executable).
@@ -147,24 +151,60 @@ pub trait Backend: Send + Sync + 'static {
 /// enqueued on that stream. Work on different streams is unordered unless a wait joins
 /// them ([`Queue::wait_stream`], [`Queue::wait_fence`]).
 ///
-/// # Safety duties of the caller (the facade)
-/// * a buffer written on one stream and used on another is joined by a wait in between;
-///   the facade tracks this per buffer (`dotcompute`'s crate docs);
+/// **Ordering and lifetime rule** (every backend): work one thread enqueues reaches the
+/// device in the order that thread enqueued it, whatever other threads do at the same
+/// time, batched launches included (a batch is submitted before any later queue
+/// operation); and a block given back with [`Backend::free`] is reused only by work that
+/// runs after every use recorded before the free (submitted or not), on the same queue
+/// or behind a wait on the streams the free names.
+///
+/// The data methods (`write`, `read`, `copy`, `fill`, `launch`, `launch_batch`, and
+/// [`Blas::gemm`]) are `unsafe`: a backend cannot check what they trust, and getting it
+/// wrong reads or writes memory outside a buffer, or races with other work on host
+/// memory (the CPU backend's buffers are host memory). The `dotcompute` facade is the
+/// one safe door: its typed buffers, views, opaque arguments and stream tracking
+/// establish every point below.
+///
+/// # Safety (the caller's duties, for every data method)
+/// * every `offset .. offset + length` range lies inside its buffer (for launches: each
+///   buffer argument's `offset + len * elem.size_bytes()`), and every buffer was
+///   allocated by this backend and not freed;
+/// * a launch's arguments match its program's parameters (count, kinds, element types;
+///   `writable` only for `&mut [T]` parameters), and a buffer bound writable is bound to
+///   no other argument of that launch;
+/// * no other work uses a range this call writes, or writes a range this call reads,
+///   unless it is ordered with this call: enqueued earlier on the same stream, or joined
+///   by a wait ([`Queue::wait_stream`]); the facade tracks this per buffer and Rust's
+///   borrows make it race-free on the host;
+/// * `stream` is the default stream, a stream opened with [`Backend::open_stream`] and
+///   not closed, or a capture stream from [`Queue::open_capture_streams`] not given back;
 /// * memory passed to [`Queue::write_async`] / [`Queue::read_async`] stays valid until a
 ///   fence recorded after the call has completed.
 pub trait Queue: Backend {
-    fn write(&self, stream: StreamId, dst: &Self::Buffer, offset: usize, data: &[u8])
-        -> Result<()>;
+    /// # Safety
+    /// The caller's duties listed on [`Queue`].
+    unsafe fn write(
+        &self,
+        stream: StreamId,
+        dst: &Self::Buffer,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<()>;
     /// Copies into `out` and returns when the data is there.
-    fn read(
+    ///
+    /// # Safety
+    /// The caller's duties listed on [`Queue`].
+    unsafe fn read(
         &self,
         stream: StreamId,
         src: &Self::Buffer,
         offset: usize,
         out: &mut [u8],
     ) -> Result<()>;
+    /// # Safety
+    /// The caller's duties listed on [`Queue`].
     #[allow(clippy::too_many_arguments)]
-    fn copy(
+    unsafe fn copy(
         &self,
         stream: StreamId,
         src: &Self::Buffer,
@@ -175,7 +215,10 @@ pub trait Queue: Backend {
     ) -> Result<()>;
     /// Fills `bytes` bytes at `offset` with repetitions of `pattern` (`bytes` is a multiple
     /// of the pattern length; the pattern is 1, 2, 4 or 8 bytes).
-    fn fill(
+    ///
+    /// # Safety
+    /// The caller's duties listed on [`Queue`].
+    unsafe fn fill(
         &self,
         stream: StreamId,
         dst: &Self::Buffer,
@@ -185,15 +228,28 @@ pub trait Queue: Backend {
     ) -> Result<()>;
     /// Runs a program to completion, or enqueues it such that later work on the stream
     /// observes it.
-    fn launch(&self, stream: StreamId, request: &LaunchRequest<'_, Self::Buffer>) -> Result<()>;
+    ///
+    /// # Safety
+    /// The caller's duties listed on [`Queue`].
+    unsafe fn launch(
+        &self,
+        stream: StreamId,
+        request: &LaunchRequest<'_, Self::Buffer>,
+    ) -> Result<()>;
     /// Enqueues several launches in order, as one submission where the backend can (one
     /// command encoder on wgpu). The default launches them one by one.
-    fn launch_batch(
+    ///
+    /// # Safety
+    /// The caller's duties listed on [`Queue`].
+    unsafe fn launch_batch(
         &self,
         stream: StreamId,
         requests: &[LaunchRequest<'_, Self::Buffer>],
     ) -> Result<()> {
-        requests.iter().try_for_each(|r| self.launch(stream, r))
+        // SAFETY: the caller's duties for the batch are those of each launch.
+        requests
+            .iter()
+            .try_for_each(|r| unsafe { self.launch(stream, r) })
     }
     /// Waits for the work enqueued on `stream`.
     fn synchronize(&self, stream: StreamId) -> Result<()>;

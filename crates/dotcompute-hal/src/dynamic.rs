@@ -35,12 +35,26 @@ pub trait DynBackend: Send + Sync {
     /// Whether [`DynBackend::gemm`] can run a product of `elem`.
     fn has_blas(&self, elem: ScalarType) -> bool;
     /// The vendor matrix product; `Error::Unsupported` without one for `request.elem`.
-    fn gemm(&self, stream: StreamId, request: &MatmulRequest<'_, RawBuffer>) -> Result<()>;
+    /// # Safety
+    /// As the same method of [`Queue`] (its duties are listed there).
+    unsafe fn gemm(&self, stream: StreamId, request: &MatmulRequest<'_, RawBuffer>) -> Result<()>;
 
     // Streams
-    fn write(&self, s: StreamId, dst: &RawBuffer, offset: usize, data: &[u8]) -> Result<()>;
-    fn read(&self, s: StreamId, src: &RawBuffer, offset: usize, out: &mut [u8]) -> Result<()>;
-    fn copy(
+    /// # Safety
+    /// As the same method of [`Queue`] (its duties are listed there).
+    unsafe fn write(&self, s: StreamId, dst: &RawBuffer, offset: usize, data: &[u8]) -> Result<()>;
+    /// # Safety
+    /// As the same method of [`Queue`] (its duties are listed there).
+    unsafe fn read(
+        &self,
+        s: StreamId,
+        src: &RawBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<()>;
+    /// # Safety
+    /// As the same method of [`Queue`] (its duties are listed there).
+    unsafe fn copy(
         &self,
         s: StreamId,
         src: &RawBuffer,
@@ -49,7 +63,9 @@ pub trait DynBackend: Send + Sync {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()>;
-    fn fill(
+    /// # Safety
+    /// As the same method of [`Queue`] (its duties are listed there).
+    unsafe fn fill(
         &self,
         s: StreamId,
         dst: &RawBuffer,
@@ -57,8 +73,16 @@ pub trait DynBackend: Send + Sync {
         bytes: usize,
         pattern: &[u8],
     ) -> Result<()>;
-    fn launch(&self, s: StreamId, request: &LaunchRequest<'_, RawBuffer>) -> Result<()>;
-    fn launch_batch(&self, s: StreamId, requests: &[LaunchRequest<'_, RawBuffer>]) -> Result<()>;
+    /// # Safety
+    /// As the same method of [`Queue`] (its duties are listed there).
+    unsafe fn launch(&self, s: StreamId, request: &LaunchRequest<'_, RawBuffer>) -> Result<()>;
+    /// # Safety
+    /// As the same method of [`Queue`] (its duties are listed there).
+    unsafe fn launch_batch(
+        &self,
+        s: StreamId,
+        requests: &[LaunchRequest<'_, RawBuffer>],
+    ) -> Result<()>;
     fn synchronize(&self, s: StreamId) -> Result<()>;
     fn synchronize_all(&self) -> Result<()>;
     /// # Safety
@@ -169,7 +193,7 @@ impl<B: Backend + Queue> DynBackend for B {
     fn has_blas(&self, elem: ScalarType) -> bool {
         Backend::blas(self, elem).is_some()
     }
-    fn gemm(&self, s: StreamId, r: &MatmulRequest<'_, RawBuffer>) -> Result<()> {
+    unsafe fn gemm(&self, s: StreamId, r: &MatmulRequest<'_, RawBuffer>) -> Result<()> {
         let blas: &dyn Blas<B::Buffer> =
             Backend::blas(self, r.elem).ok_or_else(|| Error::Unsupported {
                 op: "a vendor matrix product",
@@ -194,13 +218,19 @@ impl<B: Backend + Queue> DynBackend for B {
         )
     }
 
-    fn write(&self, s: StreamId, dst: &RawBuffer, offset: usize, data: &[u8]) -> Result<()> {
+    unsafe fn write(&self, s: StreamId, dst: &RawBuffer, offset: usize, data: &[u8]) -> Result<()> {
         Queue::write(self, s, downcast(self, dst)?, offset, data)
     }
-    fn read(&self, s: StreamId, src: &RawBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+    unsafe fn read(
+        &self,
+        s: StreamId,
+        src: &RawBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
         Queue::read(self, s, downcast(self, src)?, offset, out)
     }
-    fn copy(
+    unsafe fn copy(
         &self,
         s: StreamId,
         src: &RawBuffer,
@@ -219,7 +249,7 @@ impl<B: Backend + Queue> DynBackend for B {
             bytes,
         )
     }
-    fn fill(
+    unsafe fn fill(
         &self,
         s: StreamId,
         dst: &RawBuffer,
@@ -229,7 +259,7 @@ impl<B: Backend + Queue> DynBackend for B {
     ) -> Result<()> {
         Queue::fill(self, s, downcast(self, dst)?, offset, bytes, pattern)
     }
-    fn launch(&self, s: StreamId, request: &LaunchRequest<'_, RawBuffer>) -> Result<()> {
+    unsafe fn launch(&self, s: StreamId, request: &LaunchRequest<'_, RawBuffer>) -> Result<()> {
         Queue::launch(
             self,
             s,
@@ -240,7 +270,11 @@ impl<B: Backend + Queue> DynBackend for B {
             },
         )
     }
-    fn launch_batch(&self, s: StreamId, requests: &[LaunchRequest<'_, RawBuffer>]) -> Result<()> {
+    unsafe fn launch_batch(
+        &self,
+        s: StreamId,
+        requests: &[LaunchRequest<'_, RawBuffer>],
+    ) -> Result<()> {
         let typed = requests
             .iter()
             .map(|r| {

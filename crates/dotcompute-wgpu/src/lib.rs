@@ -1209,7 +1209,13 @@ impl Backend for WgpuBackend {
 }
 
 impl Queue for WgpuBackend {
-    fn write(&self, s: StreamId, dst: &WgpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+    unsafe fn write(
+        &self,
+        s: StreamId,
+        dst: &WgpuBuffer,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<()> {
         self.check_lost()?;
         if !word_aligned(offset, data.len()) {
             // 16-bit elements: widen to whole words, keeping the bytes around the range
@@ -1229,7 +1235,13 @@ impl Queue for WgpuBackend {
         self.check_uncaptured()
     }
 
-    fn read(&self, _: StreamId, src: &WgpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+    unsafe fn read(
+        &self,
+        _: StreamId,
+        src: &WgpuBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
         // A lost device's staging buffer may still wait on a mapping: touch nothing.
         self.check_lost()?;
         // Every stream is the one queue (crate docs).
@@ -1269,7 +1281,7 @@ impl Queue for WgpuBackend {
         self.read_mapped(staging, out, "the staging buffer")
     }
 
-    fn copy(
+    unsafe fn copy(
         &self,
         s: StreamId,
         src: &WgpuBuffer,
@@ -1317,7 +1329,7 @@ impl Queue for WgpuBackend {
         }
     }
 
-    fn fill(
+    unsafe fn fill(
         &self,
         s: StreamId,
         dst: &WgpuBuffer,
@@ -1346,7 +1358,7 @@ impl Queue for WgpuBackend {
         self.check_uncaptured()
     }
 
-    fn launch(&self, s: StreamId, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<()> {
+    unsafe fn launch(&self, s: StreamId, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<()> {
         self.launch_batch(s, std::slice::from_ref(request))
     }
 
@@ -1354,7 +1366,11 @@ impl Queue for WgpuBackend {
     /// dispatches of a pass (a barrier between dependent ones), and one submission costs
     /// what one launch did. With profiling on, the pass is timed as a whole (one launch:
     /// the kernel's name; several: `graph (N launches)`).
-    fn launch_batch(&self, s: StreamId, requests: &[LaunchRequest<'_, WgpuBuffer>]) -> Result<()> {
+    unsafe fn launch_batch(
+        &self,
+        s: StreamId,
+        requests: &[LaunchRequest<'_, WgpuBuffer>],
+    ) -> Result<()> {
         self.check_lost()?;
         // wgpu's error scopes belong to the calling thread: a validation error of this
         // launch comes back to this caller, not to whichever thread calls next.

@@ -312,12 +312,17 @@ impl<'a, T: Element> BufferView<'a, T> {
         }
         let device = &self.buffer.device;
         device.before_use(&self.buffer.uses, s, false)?;
-        device.backend().read(
-            s,
-            self.buffer.raw(),
-            self.offset * elem_size::<T>(),
-            bytemuck::cast_slice_mut(out),
-        )
+        // SAFETY: the view's range is inside its buffer (checked when the view was made),
+        // `out` has its length, and the read is ordered after the buffer's writes on other
+        // streams (before_use); no write can run meanwhile (it would need `&mut`).
+        unsafe {
+            device.backend().read(
+                s,
+                self.buffer.raw(),
+                self.offset * elem_size::<T>(),
+                bytemuck::cast_slice_mut(out),
+            )
+        }
     }
 }
 
@@ -362,12 +367,17 @@ impl<T: Element> BufferViewMut<'_, T> {
         }
         let device = &self.buffer.device;
         device.before_use(&self.buffer.uses, s, true)?;
-        device.backend().write(
-            s,
-            self.buffer.raw(),
-            self.offset * elem_size::<T>(),
-            bytemuck::cast_slice(data),
-        )
+        // SAFETY: the view's range is inside its buffer, `data` has its length, the view is
+        // borrowed `&mut` (no other use is being enqueued) and ordered after other streams'
+        // uses (before_use).
+        unsafe {
+            device.backend().write(
+                s,
+                self.buffer.raw(),
+                self.offset * elem_size::<T>(),
+                bytemuck::cast_slice(data),
+            )
+        }
     }
     pub(crate) fn fill_on(&mut self, s: StreamId, value: T) -> Result<()> {
         if self.len == 0 {
@@ -375,13 +385,17 @@ impl<T: Element> BufferViewMut<'_, T> {
         }
         let device = &self.buffer.device;
         device.before_use(&self.buffer.uses, s, true)?;
-        device.backend().fill(
-            s,
-            self.buffer.raw(),
-            self.offset * elem_size::<T>(),
-            self.len * elem_size::<T>(),
-            bytemuck::bytes_of(&value),
-        )
+        // SAFETY: as for write: the range is the view's, borrowed `&mut` and ordered by
+        // before_use.
+        unsafe {
+            device.backend().fill(
+                s,
+                self.buffer.raw(),
+                self.offset * elem_size::<T>(),
+                self.len * elem_size::<T>(),
+                bytemuck::bytes_of(&value),
+            )
+        }
     }
     pub(crate) fn copy_from_on(&mut self, s: StreamId, src: &BufferView<'_, T>) -> Result<()> {
         same_len("copy_from", self.len, src.len)?;
@@ -392,14 +406,19 @@ impl<T: Element> BufferViewMut<'_, T> {
             let device = &self.buffer.device;
             device.before_use(&src.buffer.uses, s, false)?;
             device.before_use(&self.buffer.uses, s, true)?;
-            device.backend().copy(
-                s,
-                src.buffer.raw(),
-                src.offset * elem_size::<T>(),
-                self.buffer.raw(),
-                self.offset * elem_size::<T>(),
-                self.len * elem_size::<T>(),
-            )
+            // SAFETY: both ranges are their views' (inside their buffers, same length), the
+            // destination is borrowed `&mut` (so it is not the source's buffer), and both
+            // uses are ordered by before_use.
+            unsafe {
+                device.backend().copy(
+                    s,
+                    src.buffer.raw(),
+                    src.offset * elem_size::<T>(),
+                    self.buffer.raw(),
+                    self.offset * elem_size::<T>(),
+                    self.len * elem_size::<T>(),
+                )
+            }
         } else {
             let staged = src.to_vec()?;
             self.write_on(s, &staged)

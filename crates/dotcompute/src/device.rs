@@ -367,14 +367,20 @@ impl Device {
         let geometry = launch.resolve(&program.kernel, &self.info().limits)?;
         check_geometry(program, &geometry)?;
         self.order_args(s, args)?;
-        self.backend().launch(
-            s,
-            &LaunchRequest {
-                program,
-                geometry,
-                args: bound,
-            },
-        )
+        // SAFETY: `bound` comes from bind_args: opaque `Arg`s (ranges inside their buffers,
+        // element types and access checked against the kernel), writable only through
+        // `&mut` borrows (so not bound twice); order_args ordered every use against other
+        // streams.
+        unsafe {
+            self.backend().launch(
+                s,
+                &LaunchRequest {
+                    program,
+                    geometry,
+                    args: bound,
+                },
+            )
+        }
     }
 
     /// Orders the launch's buffer uses on `s` after conflicting uses on other streams.

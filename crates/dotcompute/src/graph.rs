@@ -768,7 +768,11 @@ impl<'a> ExecGraph<'a> {
         if batch.is_empty() {
             return Ok(());
         }
-        let r = self.graph.device.backend().launch_batch(s, batch);
+        // SAFETY: each request is a node's, bound by bind_node (whole registered buffers,
+        // arguments checked when the node was added, no buffer both written and bound
+        // twice); the graph's buffers are borrowed for its life and ordered on `s` by
+        // ExecGraph::launch.
+        let r = unsafe { self.graph.device.backend().launch_batch(s, batch) };
         batch.clear();
         r
     }
@@ -818,18 +822,23 @@ impl<'a> ExecGraph<'a> {
     fn enqueue(&self, i: usize, s: StreamId) -> Result<()> {
         let backend = self.graph.device.backend();
         let buffers = &self.graph.buffers;
+        // SAFETY (each arm): the node's buffers are whole registered buffers, which the
+        // graph borrows for its life (`&mut` for written ones); a launch's arguments were
+        // checked when the node was added (kinds, element types, access, no buffer both
+        // written and bound twice), a copy joins two different buffers of one length;
+        // the caller ordered the graph's buffers on `s` against other streams.
         match &self.graph.nodes[i].kind {
             NodeKind::Launch {
                 program,
                 geometry,
                 args,
-            } => backend.launch(s, &self.bind_node(program, *geometry, args)),
-            NodeKind::Copy { src, dst, bytes } => {
+            } => unsafe { backend.launch(s, &self.bind_node(program, *geometry, args)) },
+            NodeKind::Copy { src, dst, bytes } => unsafe {
                 backend.copy(s, buffers[*src].raw, 0, buffers[*dst].raw, 0, *bytes)
-            }
+            },
             NodeKind::Fill { dst, pattern } => {
                 let b = &buffers[*dst];
-                backend.fill(s, b.raw, 0, b.len * b.elem.size_bytes(), pattern)
+                unsafe { backend.fill(s, b.raw, 0, b.len * b.elem.size_bytes(), pattern) }
             }
         }
     }
@@ -977,12 +986,16 @@ impl<'a> ExecGraph<'a> {
             return Ok(out);
         }
         device.before_use(b.uses, StreamId::DEFAULT, false)?;
-        device.backend().read(
-            StreamId::DEFAULT,
-            b.raw,
-            0,
-            bytemuck::cast_slice_mut(&mut out),
-        )?;
+        // SAFETY: a whole registered buffer into an output of its length, after before_use;
+        // the graph holds the buffer's borrow, so nothing writes it meanwhile.
+        unsafe {
+            device.backend().read(
+                StreamId::DEFAULT,
+                b.raw,
+                0,
+                bytemuck::cast_slice_mut(&mut out),
+            )
+        }?;
         Ok(out)
     }
 }

@@ -10,7 +10,7 @@ use objc2_metal_performance_shaders::{
 };
 
 impl Blas<MetalBuffer> for MetalBackend {
-    fn gemm(&self, stream: StreamId, r: &MatmulRequest<'_, MetalBuffer>) -> Result<()> {
+    unsafe fn gemm(&self, stream: StreamId, r: &MatmulRequest<'_, MetalBuffer>) -> Result<()> {
         let (data_type, elem) = match r.elem {
             ScalarType::F32 => (MPSDataType::Float32, 4),
             ScalarType::F16 => (MPSDataType::Float16, 2),

@@ -374,7 +374,13 @@ impl Backend for MetalBackend {
 }
 
 impl Queue for MetalBackend {
-    fn write(&self, stream: StreamId, dst: &MetalBuffer, offset: usize, data: &[u8]) -> Result<()> {
+    unsafe fn write(
+        &self,
+        stream: StreamId,
+        dst: &MetalBuffer,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<()> {
         if self.unified {
             // The stream's earlier work may still read the buffer.
             self.synchronize(stream)?;
@@ -392,7 +398,7 @@ impl Queue for MetalBackend {
         self.synchronize(stream)
     }
 
-    fn read(
+    unsafe fn read(
         &self,
         stream: StreamId,
         src: &MetalBuffer,
@@ -419,7 +425,7 @@ impl Queue for MetalBackend {
         Ok(())
     }
 
-    fn copy(
+    unsafe fn copy(
         &self,
         stream: StreamId,
         src: &MetalBuffer,
@@ -431,7 +437,7 @@ impl Queue for MetalBackend {
         self.blit(stream, src, src_offset, dst, dst_offset, bytes)
     }
 
-    fn fill(
+    unsafe fn fill(
         &self,
         stream: StreamId,
         dst: &MetalBuffer,
@@ -452,7 +458,11 @@ impl Queue for MetalBackend {
         self.write(stream, dst, offset, &data)
     }
 
-    fn launch(&self, stream: StreamId, request: &LaunchRequest<'_, MetalBuffer>) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        stream: StreamId,
+        request: &LaunchRequest<'_, MetalBuffer>,
+    ) -> Result<()> {
         let pipeline = self.pipeline(request)?;
         let (buffers, args) = plan_args(&request.args);
         let limits = PipelineLimits {

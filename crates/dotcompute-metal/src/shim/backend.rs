@@ -123,13 +123,19 @@ impl Backend for ShimBackend {
 }
 
 impl Queue for ShimBackend {
-    fn write(&self, s: StreamId, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
+    unsafe fn write(&self, s: StreamId, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
         self.cpu.write(s, dst, offset, data)
     }
-    fn read(&self, s: StreamId, src: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<()> {
+    unsafe fn read(
+        &self,
+        s: StreamId,
+        src: &CpuBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
         self.cpu.read(s, src, offset, out)
     }
-    fn copy(
+    unsafe fn copy(
         &self,
         s: StreamId,
         src: &CpuBuffer,
@@ -140,7 +146,7 @@ impl Queue for ShimBackend {
     ) -> Result<()> {
         self.cpu.copy(s, src, src_offset, dst, dst_offset, bytes)
     }
-    fn fill(
+    unsafe fn fill(
         &self,
         s: StreamId,
         dst: &CpuBuffer,
@@ -150,7 +156,7 @@ impl Queue for ShimBackend {
     ) -> Result<()> {
         self.cpu.fill(s, dst, offset, bytes, pattern)
     }
-    fn launch(&self, _: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
+    unsafe fn launch(&self, _: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
         let library = self.library(request)?;
         let (buffers, args) = plan_args(&request.args);
         let bases: Vec<*mut u8> = buffers
