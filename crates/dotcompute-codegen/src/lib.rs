@@ -15,6 +15,7 @@ mod cfamily;
 pub mod cuda;
 pub mod msl;
 pub mod naga_out;
+pub mod spirv;
 pub mod wgsl;
 
 use dotcompute_ir::*;

@@ -172,6 +172,8 @@ impl CpuBackend {
                     // One lane: each operation sees only the calling thread.
                     subgroup_size: Some([1, 1]),
                     tensor_cores: false,
+                    exact_float: true,
+                    subnormals: true,
                 },
             },
             pool: SizeClassPool::new(),

@@ -91,6 +91,8 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
             subgroup_size: Some([32, 32]),
             // mma.sync with TF32 operands: sm_80 (Ampere) and later.
             tensor_cores: cc.0 >= 8,
+            exact_float: true,
+            subnormals: true,
         },
     })
 }

@@ -129,6 +129,15 @@ pub struct Capabilities {
     /// Tensor-core multiply-accumulate in kernels (`mma_m16n8k8_tf32`): CUDA devices of
     /// compute capability 8.0 and later.
     pub tensor_cores: bool,
+    /// Float `+ - * /` are correctly rounded one operation at a time, never contracted
+    /// into a fused multiply-add and never reassociated, as `dotcompute_ir` defines them.
+    /// `false` where the driver may (wgpu without SPIR-V passthrough, DX12, Metal until
+    /// it has run).
+    pub exact_float: bool,
+    /// 32-bit subnormal inputs and results are kept, not flushed to zero. `false` on
+    /// Vulkan devices without `shaderDenormPreserveFloat32` (lavapipe) and where unknown.
+    /// With both, float results equal the CPU's bit for bit.
+    pub subnormals: bool,
 }
 
 impl Capabilities {
@@ -153,6 +162,22 @@ impl Capabilities {
         if self.timestamps {
             w.push("timestamp-query".into());
         }
+        w.push(
+            if self.exact_float {
+                "exact-float"
+            } else {
+                "float-may-contract"
+            }
+            .into(),
+        );
+        w.push(
+            if self.subnormals {
+                "subnormals"
+            } else {
+                "subnormals-flushed"
+            }
+            .into(),
+        );
         for l in &self.raw_languages {
             w.push(format!("raw {}", l.name()));
         }

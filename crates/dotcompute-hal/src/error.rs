@@ -138,6 +138,15 @@ pub enum Error {
     #[error("graph: {detail}")]
     Graph { detail: String },
 
+    /// A setting (a `DOTCOMPUTE_*` environment variable) has a value dotcompute does not
+    /// accept; nothing was opened or changed.
+    #[error("{variable}={value:?} is not a valid setting: expected {expected}")]
+    Config {
+        variable: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+
     /// A limited resource of a device is used up (streams, say).
     #[error("{resource}: {detail}")]
     Exhausted {

@@ -76,6 +76,8 @@ mod tests {
                 blas: Vec::new(),
                 subgroup_size: None,
                 tensor_cores: false,
+                exact_float: true,
+                subnormals: true,
             },
         }
     }

@@ -202,6 +202,11 @@ pub struct WgpuBackend {
     /// `DOTCOMPUTE_WGPU_BATCH=0` submits each launch at once.
     order: Mutex<QueueOrder>,
     batch: bool,
+    /// How generated kernels reach a Vulkan driver: as SPIR-V that forbids contraction
+    /// (and keeps subnormals where the device can), through wgpu's SPIR-V passthrough;
+    /// `None` elsewhere (Metal, DX12, adapters without passthrough, or
+    /// `DOTCOMPUTE_WGPU_FLOAT=relaxed`), where WGSL goes through wgpu as it is.
+    strict_spirv: Option<dotcompute_codegen::spirv::StrictSpirv>,
     /// `DOTCOMPUTE_WGPU_STORAGE_BARRIERS=always`: every barrier also orders storage
     /// buffers, as before the analysis (for comparisons).
     storage_barriers_always: bool,
@@ -355,6 +360,10 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
                 .contains(wgpu::Features::SUBGROUP)
                 .then_some([ai.subgroup_min_size, ai.subgroup_max_size]),
             tensor_cores: false,
+            // Exact only through strict SPIR-V; subnormals where the device keeps them.
+            exact_float: float_mode().unwrap_or(true) && strict_spirv(adapter).is_some(),
+            subnormals: float_mode().unwrap_or(true)
+                && strict_spirv(adapter).is_some_and(|o| o.denorm_preserve),
         },
     }
 }
@@ -384,6 +393,70 @@ fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
     features
 }
 
+/// `DOTCOMPUTE_WGPU_FLOAT`: `strict` (the default) compiles generated kernels for Vulkan
+/// as SPIR-V that keeps the IR's floating-point meaning; `relaxed` hands WGSL to wgpu as
+/// it is (the driver may then fuse `a * b + c` and reassociate sums, for comparisons).
+pub const FLOAT_ENV: &str = "DOTCOMPUTE_WGPU_FLOAT";
+
+/// Whether generated kernels get strict SPIR-V ([`FLOAT_ENV`]); another value is an error.
+fn float_mode() -> Result<bool> {
+    match std::env::var(FLOAT_ENV) {
+        Err(_) => Ok(true),
+        Ok(v) => match v.trim() {
+            "" | "strict" => Ok(true),
+            "relaxed" => Ok(false),
+            other => Err(Error::Config {
+                variable: FLOAT_ENV,
+                value: other.to_string(),
+                expected: "`strict` (the default) or `relaxed`",
+            }),
+        },
+    }
+}
+
+/// The strict SPIR-V options for a Vulkan adapter with SPIR-V passthrough: the SPIR-V
+/// version its Vulkan version takes, and whether it keeps 32-bit subnormals
+/// (`shaderDenormPreserveFloat32`). `None` for other adapters.
+#[cfg(not(any(target_arch = "wasm32", target_vendor = "apple")))]
+fn strict_spirv(adapter: &wgpu::Adapter) -> Option<dotcompute_codegen::spirv::StrictSpirv> {
+    use ash::vk;
+    if adapter.get_info().backend != wgpu::Backend::Vulkan
+        || !adapter
+            .features()
+            .contains(wgpu::Features::PASSTHROUGH_SHADERS)
+    {
+        return None;
+    }
+    // SAFETY: the hal adapter is only read (its instance and physical device handles).
+    let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
+    let api = hal.physical_device_capabilities().properties().api_version;
+    let version = match (vk::api_version_major(api), vk::api_version_minor(api)) {
+        (1, 0) => return None, // no subgroups, no float controls: leave it to wgpu
+        (1, 1) => (1, 3),
+        (1, 2) => (1, 5),
+        _ => (1, 6),
+    };
+    let mut controls = vk::PhysicalDeviceFloatControlsProperties::default();
+    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut controls);
+    // SAFETY: a valid physical device of this instance; Vulkan 1.1 has the query, and a
+    // 1.1 device that lacks float controls leaves the chained struct zeroed.
+    unsafe {
+        hal.shared_instance()
+            .raw_instance()
+            .get_physical_device_properties2(hal.raw_physical_device(), &mut props)
+    };
+    Some(dotcompute_codegen::spirv::StrictSpirv {
+        version,
+        denorm_preserve: api >= vk::API_VERSION_1_2
+            && controls.shader_denorm_preserve_float32 == vk::TRUE,
+    })
+}
+
+#[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
+fn strict_spirv(_: &wgpu::Adapter) -> Option<dotcompute_codegen::spirv::StrictSpirv> {
+    None
+}
+
 impl WgpuBackend {
     /// Opens the best adapter.
     pub fn new() -> Result<WgpuBackend> {
@@ -411,6 +484,10 @@ impl WgpuBackend {
             if usable_features(&adapter).contains(f) {
                 required_features |= f;
             }
+        }
+        let strict_spirv = float_mode()?.then(|| strict_spirv(&adapter)).flatten();
+        if strict_spirv.is_some() {
+            required_features |= wgpu::Features::PASSTHROUGH_SHADERS;
         }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("dotcompute"),
@@ -491,6 +568,7 @@ impl WgpuBackend {
             vectors: std::env::var("DOTCOMPUTE_WGPU_VECTORS").map_or(true, |v| v.trim() != "0"),
             order: Mutex::new(QueueOrder::default()),
             batch: std::env::var("DOTCOMPUTE_WGPU_BATCH").map_or(true, |v| v.trim() != "0"),
+            strict_spirv,
             storage_barriers_always: std::env::var("DOTCOMPUTE_WGPU_STORAGE_BARRIERS")
                 .is_ok_and(|v| v.trim() == "always"),
         })
@@ -731,17 +809,21 @@ impl WgpuBackend {
         )
         .map_err(|e| compile_err(e.message))?;
         // naga validates first so that a codegen bug is reported with the WGSL line.
-        naga_out::validate_wgsl(&module.source).map_err(compile_err)?;
-        self.compile(key, &kernel.name, module, "main")
+        let validated = naga_out::validate_wgsl(&module.source).map_err(compile_err)?;
+        self.compile(key, &kernel.name, module, "main", Some(&validated))
     }
 
-    /// Creates (and caches under `key`) the pipeline of a validated WGSL module.
+    /// Creates (and caches under `key`) the pipeline of a validated WGSL module. A
+    /// generated kernel (`generated`: its naga module) goes to a Vulkan driver as strict
+    /// SPIR-V where the device allows ([`WgpuBackend::strict_spirv`]); a hand-written one
+    /// keeps wgpu's own translation.
     fn compile(
         &self,
         key: PipelineKey,
         name: &str,
         module: wgsl::WgslModule,
         entry: &str,
+        generated: Option<&naga_out::NagaModule>,
     ) -> Result<Arc<Pipeline>> {
         let compile_err = |log: String| Error::Compile {
             kernel: name.to_string(),
@@ -749,12 +831,45 @@ impl WgpuBackend {
             log,
         };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let shader = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(name),
-                source: wgpu::ShaderSource::Wgsl(module.source.as_str().into()),
-            });
+        let shader = match (generated, &self.strict_spirv) {
+            (Some(naga), Some(options)) => {
+                let words =
+                    dotcompute_codegen::spirv::to_strict_spirv(naga, options).map_err(|e| {
+                        compile_err(format!("{e}\n--- generated WGSL ---\n{}", module.source))
+                    })?;
+                let workgroup = naga
+                    .module
+                    .entry_points
+                    .iter()
+                    .find(|e| e.name == entry)
+                    .map_or([1; 3], |e| e.workgroup_size);
+                // SAFETY: naga wrote the module from WGSL it validated, with the bounds
+                // checks wgpu itself uses on Vulkan (buffer accesses left to the robust
+                // buffer access wgpu enables); the pass after it only adds decorations and
+                // float-control modes. The pipeline layout is explicit.
+                unsafe {
+                    self.device.create_shader_module_passthrough(
+                        wgpu::ShaderModuleDescriptorPassthrough {
+                            label: Some(name),
+                            entry_points: std::borrow::Cow::Owned(vec![
+                                wgpu::PassthroughShaderEntryPoint {
+                                    name: entry.to_string().into(),
+                                    workgroup_size: (workgroup[0], workgroup[1], workgroup[2]),
+                                },
+                            ]),
+                            spirv: Some(std::borrow::Cow::Owned(words)),
+                            ..Default::default()
+                        },
+                    )
+                }
+            }
+            _ => self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(name),
+                    source: wgpu::ShaderSource::Wgsl(module.source.as_str().into()),
+                }),
+        };
         let storage = |read_only| wgpu::BindingType::Buffer {
             ty: wgpu::BufferBindingType::Storage { read_only },
             has_dynamic_offset: false,
@@ -884,7 +999,7 @@ impl WgpuBackend {
                     uniform_size: if raw.uniform_binding.is_some() { 16 } else { 0 },
                     violation_binding: None,
                 };
-                self.compile(key, &kernel.name, module, &raw.entry)?
+                self.compile(key, &kernel.name, module, &raw.entry, None)?
             }
         };
         // Scalars only, 4 bytes each, padded to 16 bytes.

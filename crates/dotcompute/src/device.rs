@@ -142,6 +142,32 @@ impl Device {
         Ok(Device::cpu())
     }
 
+    /// `Ok` when this device computes floats exactly as `dotcompute_ir` defines them:
+    /// `+ - * /` correctly rounded one operation at a time (no fused multiply-add, no
+    /// reassociation) and 32-bit subnormals kept, so results equal the CPU's bit for bit
+    /// (up to NaN payloads). Otherwise an `Error::Unsupported` that says what differs.
+    /// Code that must not run on a device with other float results calls this first.
+    pub fn require_exact_float(&self) -> Result<()> {
+        let caps = &self.info().caps;
+        let mut differs = Vec::new();
+        if !caps.exact_float {
+            differs.push(
+                "its driver may fuse `a * b + c` into one rounding and reassociate sums \
+                 (capability `exact_float`)",
+            );
+        }
+        if !caps.subnormals {
+            differs.push("it may flush 32-bit subnormals to zero (capability `subnormals`)");
+        }
+        if differs.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            op: "exact float semantics",
+            detail: format!("{}: {}", self.label(), differs.join("; ")),
+        })
+    }
+
     /// A process-unique id.
     pub fn id(&self) -> u64 {
         self.inner.id

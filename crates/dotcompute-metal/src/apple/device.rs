@@ -83,6 +83,8 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             blas: vec![ScalarType::F32, ScalarType::F16],
             subgroup_size: Some([simd_width, simd_width]),
             tensor_cores: false,
+            exact_float: false,
+            subnormals: false,
         },
     }
 }

@@ -65,6 +65,8 @@ impl ShimBackend {
             // SIMD-groups of one lane in the shim.
             subgroup_size: Some([1, 1]),
             tensor_cores: false,
+            exact_float: false,
+            subnormals: false,
         };
         Ok(ShimBackend {
             cpu,

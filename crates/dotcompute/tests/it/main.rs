@@ -6,6 +6,7 @@ mod common;
 mod cpu_barriers;
 mod cpu_matmul;
 mod cuda;
+mod float_semantics;
 mod graphs;
 mod host_transfers;
 mod launch_reuse;
