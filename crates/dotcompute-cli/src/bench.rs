@@ -21,8 +21,11 @@ pub fn run(name: &str, n: usize, reps: usize, backend: &str, trace: Option<&str>
         }
         cuda if cuda.starts_with("cuda-") => return crate::bench_cuda::run(cuda, reps.max(1)),
         "checked" => Device::by_name(backend)
-            .and_then(|d| checked_overhead(&d, n, reps.max(1)))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| e.to_string())
+            .and_then(|d| {
+                check_elements(&d, n, 3, 4)?;
+                checked_overhead(&d, n, reps.max(1)).map_err(|e| e.to_string())
+            }),
         other => Err(format!(
             "`{other}` is not a single benchmark; available: {}, streams with --trace, cuda-launch, cuda-compile, cuda-pool, cuda-transfer",
             SINGLE.join(", ")
@@ -35,6 +38,49 @@ pub fn run(name: &str, n: usize, reps: usize, backend: &str, trace: Option<&str>
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `buffers` device buffers of `n` elements of `elem_bytes` each (and their host
+/// copies) can exist: checked before anything is allocated, so a size too large is a
+/// one-line error, not an aborted allocation (`--n 4000000000000` aborted before).
+pub(crate) fn check_elements(
+    device: &Device,
+    n: usize,
+    buffers: usize,
+    elem_bytes: usize,
+) -> Result<(), String> {
+    if n == 0 {
+        return Err("--n must be at least 1".into());
+    }
+    if n > u32::MAX as usize {
+        return Err(format!(
+            "--n {n} is more elements than a kernel can index ({}: indices are u32)",
+            u32::MAX
+        ));
+    }
+    let bytes = n as u128 * elem_bytes as u128;
+    let info = device.info();
+    if bytes > info.limits.max_buffer_bytes as u128 {
+        return Err(format!(
+            "--n {n} needs buffers of {bytes} bytes; {} allows at most {} bytes per buffer",
+            device.label(),
+            info.limits.max_buffer_bytes
+        ));
+    }
+    if bytes * buffers as u128 > info.memory_bytes as u128 {
+        return Err(format!(
+            "--n {n} needs {} bytes in {buffers} buffers; {} has {} bytes",
+            bytes * buffers as u128,
+            device.label(),
+            info.memory_bytes
+        ));
+    }
+    // The host copies: reserve them without aborting when the host cannot.
+    let mut probe: Vec<u8> = Vec::new();
+    probe
+        .try_reserve_exact(bytes as usize)
+        .map_err(|e| format!("--n {n}: the host cannot hold {bytes} bytes ({e})"))?;
+    Ok(())
 }
 
 /// The cost of checked mode (`Launch::checked`): each kernel launched unchecked and

@@ -85,7 +85,8 @@ enum Command {
     },
     /// Prints the Markdown tables of `docs/benchmarks.md` from `bench --json` files.
     BenchReport {
-        /// JSON files written by `dotcompute bench --json`.
+        /// JSON files written by `dotcompute bench --json` (at least one).
+        #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
     },
 }

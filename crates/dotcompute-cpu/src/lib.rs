@@ -152,6 +152,7 @@ impl CpuBackend {
                     max_group_size: [1024, 1024, 64],
                     max_groups: [u32::MAX, u32::MAX, u32::MAX],
                     max_shared_bytes: 48 * 1024,
+                    max_static_shared_bytes: 48 * 1024,
                     max_buffer_bytes: memory,
                 },
                 driver: format!(

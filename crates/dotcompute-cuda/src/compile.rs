@@ -104,6 +104,10 @@ impl Compiler {
         ];
         let mut generated_options = raw_options.clone();
         generated_options.push("--fmad=false".to_string());
+        // Generated code's warnings are ours, not the user's (the C-family prelude
+        // declares helpers a kernel may not use): silenced, so that a compile error is
+        // not the last of a long log.
+        generated_options.push("--disable-warnings".to_string());
         let (nv_major, nv_minor) = nvrtc_version();
         let key_prefix = format!(
             "dotcompute-cuda-cache/1 codegen={} cc={major}.{minor} driver={driver_version} nvrtc={nv_major}.{nv_minor}\n",
@@ -212,14 +216,12 @@ unsafe fn cubin(prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>, nvrtc::NvrtcEr
     Ok(buf)
 }
 
-/// The compiler log followed by each error's source line with two lines of context.
-/// NVRTC reports errors as `<file>(<line>): error: ...`.
+/// Each error with its source line and two lines of context, first, then the whole
+/// compiler log (or the status, when the log is empty). NVRTC reports errors as
+/// `<file>(<line>): error: ...`.
 pub fn annotate(log: &str, source: &str, file: &str, status: String) -> String {
     let lines: Vec<&str> = source.lines().collect();
-    let mut out = format!("{}\n", log.trim_end());
-    if log.trim().is_empty() {
-        out = format!("{status}\n");
-    }
+    let mut out = String::new();
     let prefix = format!("{file}(");
     let mut shown = 0;
     for l in log.lines() {
@@ -242,7 +244,12 @@ pub fn annotate(log: &str, source: &str, file: &str, status: String) -> String {
             out.push_str(&format!("{mark}{n:>5} | {}\n", lines[n - 1]));
         }
     }
-    out
+    if log.trim().is_empty() {
+        out.push_str(&format!("\n{status}\n"));
+    } else {
+        out.push_str(&format!("\n--- compiler log ---\n{}\n", log.trim_end()));
+    }
+    out.trim_start().to_string()
 }
 
 /// A disk entry for `payload`.
@@ -335,5 +342,27 @@ mod tests {
         assert!(text.contains("     1 | line one"));
         assert!(text.contains("     5 | line five"));
         assert!(!text.contains("line six"));
+    }
+
+    /// Issue 27, item 7: the error comes first, not after the log's warnings.
+    #[test]
+    fn the_error_comes_before_a_long_log_of_warnings() {
+        let source = (1..=300).map(|i| format!("line {i}\n")).collect::<String>();
+        let mut log: String = (1..=187)
+            .map(|i| format!("k.cu({i}): warning #177-D: variable \"v{i}\" was declared but never referenced\n"))
+            .collect();
+        log.push_str("k.cu(250): error: expected a \";\"\n\n1 error detected");
+        let text = annotate(&log, &source, "k.cu", String::new());
+        let first = text.lines().next().unwrap();
+        assert_eq!(first, "--> k.cu:250: error: expected a \";\"", "{text}");
+        assert!(
+            text.contains("> 250 | line 250") || text.contains(">  250 | line 250"),
+            "{text}"
+        );
+        // The whole log still follows.
+        assert!(
+            text.contains("--- compiler log ---") && text.contains("v187"),
+            "{text}"
+        );
     }
 }

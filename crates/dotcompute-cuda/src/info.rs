@@ -65,6 +65,7 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
                 a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as u32,
             ],
             max_shared_bytes: a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u64,
+            max_static_shared_bytes: a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
             max_buffer_bytes: memory,
         },
         driver: format!(

@@ -123,10 +123,6 @@ pub struct CudaBackend {
 unsafe impl Send for CudaBackend {}
 unsafe impl Sync for CudaBackend {}
 
-fn env_off(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| v.eq_ignore_ascii_case("off"))
-}
-
 impl CudaBackend {
     /// The first CUDA device.
     pub fn new() -> Result<CudaBackend> {
@@ -139,6 +135,9 @@ impl CudaBackend {
             backend: BACKEND.into(),
             reason,
         })?;
+        // Settings first: a bad value is an error before the device is touched.
+        let grid_stride = dotcompute_hal::settings::switch_or("DOTCOMPUTE_CUDA_GRID_STRIDE", true)?;
+        let vectorize = dotcompute_hal::settings::switch_or("DOTCOMPUTE_CUDA_VECTORIZE", true)?;
         let info = info::device_info(ordinal).map_err(|e| Error::BackendUnavailable {
             backend: BACKEND.into(),
             reason: e.to_string(),
@@ -170,8 +169,8 @@ impl CudaBackend {
             resident_threads: (a(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
                 * a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?)
                 as u32,
-            grid_stride: !env_off("DOTCOMPUTE_CUDA_GRID_STRIDE"),
-            vectorize: !env_off("DOTCOMPUTE_CUDA_VECTORIZE"),
+            grid_stride,
+            vectorize,
             blas: OnceLock::new(),
             blas_calls: Mutex::new(()),
             violation_records: Mutex::new(Vec::new()),

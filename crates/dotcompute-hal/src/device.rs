@@ -216,6 +216,10 @@ pub struct Limits {
     pub max_groups: [u32; 3],
     /// Shared memory per group, in bytes.
     pub max_shared_bytes: u64,
+    /// Of that, what statically sized shared arrays may take, in bytes: CUDA allows
+    /// 48 KiB of static shared memory per block and the rest only as dynamic shared
+    /// memory (opted into per kernel); other backends make no difference.
+    pub max_static_shared_bytes: u64,
     /// Largest single buffer, in bytes.
     pub max_buffer_bytes: u64,
 }

@@ -194,13 +194,26 @@ impl Launch {
                 limit: limits.max_shared_bytes,
             });
         }
+        // Statically sized arrays alone have a lower limit on CUDA (48 KiB); the driver
+        // would refuse the module with a message that names no array.
+        let static_shared = kernel.shared_bytes(0);
+        if static_shared > limits.max_static_shared_bytes {
+            return Err(Error::SharedMemoryTooLarge {
+                kernel: name(),
+                requested: static_shared,
+                limit: limits.max_static_shared_bytes,
+            });
+        }
         Ok(ResolvedLaunch {
             grid,
             group,
             groups,
             dynamic_shared_len,
             shared_bytes: shared,
-            checked: self.checked.unwrap_or_else(checked_from_env),
+            checked: match self.checked {
+                Some(c) => c,
+                None => checked_from_env()?,
+            },
             default_group: self.group.is_none(),
         })
     }
@@ -239,10 +252,13 @@ pub struct ResolvedLaunch {
     pub default_group: bool,
 }
 
-/// `DOTCOMPUTE_CHECKED=1` (read once per process).
-pub fn checked_from_env() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("DOTCOMPUTE_CHECKED").is_ok_and(|v| v.trim() == "1"))
+/// `DOTCOMPUTE_CHECKED` (read once per process; an on/off switch, see
+/// [`crate::settings::switch`]): a value it does not accept is an error of every launch
+/// that does not choose for itself, not a silent "off".
+pub fn checked_from_env() -> Result<bool> {
+    static ON: std::sync::OnceLock<Result<bool>> = std::sync::OnceLock::new();
+    ON.get_or_init(|| crate::settings::switch_or("DOTCOMPUTE_CHECKED", false))
+        .clone()
 }
 
 /// The record a checked kernel writes on its first out-of-bounds access: four `u32`

@@ -36,6 +36,7 @@ pub mod native;
 pub mod pool;
 mod program;
 pub mod registry;
+pub mod settings;
 mod stream;
 
 pub use backend::{

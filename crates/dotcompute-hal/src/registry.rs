@@ -61,6 +61,7 @@ mod tests {
                 max_group_size: [1; 3],
                 max_groups: [1; 3],
                 max_shared_bytes: 0,
+                max_static_shared_bytes: 0,
                 max_buffer_bytes: 0,
             },
             driver: String::new(),

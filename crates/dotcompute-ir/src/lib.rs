@@ -43,18 +43,30 @@
 //!   0; integer to integer truncates or sign-extends; integer to float rounds to nearest;
 //!   `bool as int` is 0 or 1. There is no cast to `bool`.
 //! * Float `min`/`max` return the other operand when one is NaN (IEEE minNum/maxNum);
-//!   `clamp(x, lo, hi)` is `min(max(x, lo), hi)`.
+//!   `clamp(x, lo, hi)` is `min(max(x, lo), hi)`. Of `+0` and `-0` they may return
+//!   either (CUDA's `fminf` gives `-0`, the CPU `+0`).
 //! * Float comparisons follow IEEE 754: with a NaN operand `==`, `<`, `<=`, `>`, `>=` are
 //!   false and `!=` is true, so `x != x` is the portable NaN test; `is_nan()` and
 //!   `is_finite()` test the bits. GPU compilers may assume NaN-free floats (lavapipe
 //!   folded `x != x` to false), so generated WGSL tests `==` / `!=` operands for NaN on
 //!   their bits.
-//! * Subnormal floats are kept on the CPU and CUDA (NVRTC without `-ftz`); Vulkan lets
-//!   drivers flush them to zero, and NVIDIA's does (on an H100, `0.0 == 5.9e-39` was
-//!   true through wgpu), so on wgpu a subnormal may behave as zero.
+//! * Subnormal floats are kept on the CPU and CUDA (NVRTC without `-ftz`), and on wgpu
+//!   where the Vulkan device reports `shaderDenormPreserveFloat32` (generated kernels then
+//!   carry SPIR-V's `DenormPreserve 32`): `Capabilities::subnormals`. NVIDIA's Vulkan
+//!   driver (580, H100) and lavapipe report no such guarantee, and NVIDIA flushes (on an
+//!   H100, `0.0 == 5.9e-39` was true through wgpu, and `min` / `max` / `clamp` returned
+//!   0 for subnormal results), so there a subnormal may behave as zero.
 //! * `for v in (a..b).step_by(s)` evaluates `a`, `b`, `s` once; a step of 0 runs no
 //!   iterations (Rust would panic).
-//! * Float `+ - *` are correctly rounded on every backend. `/` and `sqrt` are correctly
+//! * Float `+ - *` are correctly rounded, one operation at a time: never contracted into
+//!   a fused multiply-add and never reassociated. The CPU runs them as written, CUDA
+//!   compiles with `--fmad=false`, and wgpu hands generated kernels to Vulkan as SPIR-V
+//!   with `NoContraction` on every float operation (`Capabilities::exact_float`). Where
+//!   that is not possible (DX12; Metal, never run; Vulkan without SPIR-V passthrough;
+//!   `DOTCOMPUTE_WGPU_FLOAT=relaxed`) the driver may fuse `a * b + c` and reassociate
+//!   sums, and `exact_float` is false; `Device::require_exact_float` refuses such a
+//!   device. One exception remains: lavapipe folds `x + 0.0` to `x` when the zero is a
+//!   constant, keeping the sign of a negative zero. `/` and `sqrt` are correctly
 //!   rounded on the CPU and within Vulkan's bounds (2.5 ulp) on wgpu. `fma` rounds once on
 //!   the CPU; WGSL may evaluate it unfused (two roundings). `sin`, `cos`, `tan`, `exp`,
 //!   `log` and `pow` follow each backend's documented precision: a few ulp on the CPU,

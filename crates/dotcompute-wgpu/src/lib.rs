@@ -334,6 +334,7 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
             // the group counts is limited; launch() checks it.
             max_groups: [u32::MAX; 3],
             max_shared_bytes: limits.max_compute_workgroup_storage_size as u64,
+            max_static_shared_bytes: limits.max_compute_workgroup_storage_size as u64,
             max_buffer_bytes: limits.max_buffer_size,
         },
         driver: format!(
@@ -470,8 +471,22 @@ impl WgpuBackend {
         WgpuBackend::open(adapter)
     }
 
-    /// Opens `adapter` with all of its limits.
+    /// Opens `adapter` with all of its limits. A `DOTCOMPUTE_WGPU_*` setting with a value
+    /// it does not accept is `Error::Config`, before anything is opened.
     pub fn open(adapter: wgpu::Adapter) -> Result<WgpuBackend> {
+        use dotcompute_hal::settings;
+        let wait_timeout = settings::seconds(
+            "DOTCOMPUTE_WGPU_TIMEOUT_S",
+            std::time::Duration::from_secs(300),
+        )?;
+        let strided = settings::switch_or("DOTCOMPUTE_WGPU_STRIDED", true)?;
+        let vectors = settings::switch_or("DOTCOMPUTE_WGPU_VECTORS", true)?;
+        let batch = settings::switch_or("DOTCOMPUTE_WGPU_BATCH", true)?;
+        let storage_barriers_always = settings::choice(
+            "DOTCOMPUTE_WGPU_STORAGE_BARRIERS",
+            &["always", "analysed"],
+            "`always` (every barrier orders storage buffers) or `analysed` (the default)",
+        )? == Some("always");
         let limits = adapter.limits();
         let mut required_features = wgpu::Features::empty();
         for f in [
@@ -557,20 +572,13 @@ impl WgpuBackend {
             staging: Mutex::new(None),
             uncaptured,
             lost,
-            wait_timeout: std::time::Duration::from_secs_f64(
-                std::env::var("DOTCOMPUTE_WGPU_TIMEOUT_S")
-                    .ok()
-                    .and_then(|v| v.trim().parse::<f64>().ok())
-                    .filter(|s| *s > 0.0)
-                    .unwrap_or(300.0),
-            ),
-            strided: std::env::var("DOTCOMPUTE_WGPU_STRIDED").map_or(true, |v| v.trim() != "0"),
-            vectors: std::env::var("DOTCOMPUTE_WGPU_VECTORS").map_or(true, |v| v.trim() != "0"),
+            wait_timeout,
+            strided,
+            vectors,
             order: Mutex::new(QueueOrder::default()),
-            batch: std::env::var("DOTCOMPUTE_WGPU_BATCH").map_or(true, |v| v.trim() != "0"),
+            batch,
             strict_spirv,
-            storage_barriers_always: std::env::var("DOTCOMPUTE_WGPU_STORAGE_BARRIERS")
-                .is_ok_and(|v| v.trim() == "always"),
+            storage_barriers_always,
         })
     }
 

@@ -24,6 +24,9 @@ struct Inner {
     backend: Box<dyn DynBackend>,
     /// Stream ids in use (bit 0: the default stream, always open).
     open_streams: AtomicU64,
+    /// Timings taken for a trace whose write failed: given back first by the next
+    /// `take_timings`, so a retry to a good path writes them.
+    unwritten: std::sync::Mutex<Vec<crate::Timing>>,
 }
 
 impl Drop for Inner {
@@ -61,6 +64,7 @@ impl Device {
                 id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
                 backend,
                 open_streams: AtomicU64::new(1),
+                unwritten: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -306,7 +310,26 @@ impl Device {
 
     /// The timings recorded since the last call, oldest first.
     pub fn take_timings(&self) -> Vec<crate::Timing> {
-        self.backend().take_timings()
+        let mut timings = std::mem::take(
+            &mut *self
+                .inner
+                .unwritten
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        timings.extend(self.backend().take_timings());
+        timings
+    }
+
+    /// Gives back timings that could not be written (they come first at the next take).
+    pub(crate) fn keep_unwritten(&self, timings: Vec<crate::Timing>) {
+        let mut kept = self
+            .inner
+            .unwritten
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let later = std::mem::replace(&mut *kept, timings);
+        kept.extend(later);
     }
 
     /// Compiles `kernel` for this device now rather than at its first launch (on CUDA

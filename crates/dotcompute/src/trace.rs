@@ -74,14 +74,18 @@ pub fn chrome_trace_json(device: &str, timings: &[Timing]) -> String {
 impl Device {
     /// Takes the timings recorded since profiling was turned on (or since the last take)
     /// and writes them to `path` as a Chrome / Perfetto trace; returns how many events
-    /// were written.
+    /// were written. If the file cannot be written, the timings stay with the device, so
+    /// a second call (to a good path) writes them.
     pub fn write_trace(&self, path: impl AsRef<std::path::Path>) -> Result<usize> {
         let timings = self.take_timings();
         let json = chrome_trace_json(&self.label(), &timings);
-        std::fs::write(path.as_ref(), json).map_err(|e| crate::Error::Range {
-            op: "write_trace",
-            detail: format!("cannot write {}: {e}", path.as_ref().display()),
-        })?;
+        if let Err(e) = std::fs::write(path.as_ref(), json) {
+            self.keep_unwritten(timings);
+            return Err(crate::Error::Range {
+                op: "write_trace",
+                detail: format!("cannot write {}: {e}", path.as_ref().display()),
+            });
+        }
         Ok(timings.len())
     }
 }

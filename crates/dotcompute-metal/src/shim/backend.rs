@@ -49,6 +49,7 @@ impl ShimBackend {
             max_group_threads: LIMITS.max_threads_per_group,
             max_group_size: [1024, 1024, 1024],
             max_shared_bytes: LIMITS.max_threadgroup_memory,
+            max_static_shared_bytes: LIMITS.max_threadgroup_memory,
             ..info.limits
         };
         info.caps = Capabilities {

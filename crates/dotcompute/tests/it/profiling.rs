@@ -63,3 +63,38 @@ fn cuda_records_device_time() {
         assert!(t[0].device_time, "{t:?}");
     }
 }
+
+/// Issue 27, item 7: a trace that cannot be written is kept, so a retry to a good path
+/// writes every event (it wrote 0 before).
+#[test]
+fn a_failed_trace_write_keeps_the_timings_for_the_next_one() {
+    for d in common::devices() {
+        d.set_profiling(true);
+        let mut x = d.upload(&[1.0f32; 1000]).unwrap();
+        for _ in 0..3 {
+            scale::launch(&d, Launch::threads(1000), &mut x, 2.0).unwrap();
+        }
+        d.synchronize().unwrap();
+        let bad = std::path::Path::new("/nonexistent-dir/for/sure/trace.json");
+        let e = d.write_trace(bad).unwrap_err();
+        assert!(e.to_string().contains("nonexistent-dir"), "{e}");
+        let good = std::env::temp_dir().join(format!("dc-trace-{}.json", d.id()));
+        let written = d.write_trace(&good).unwrap();
+        assert!(
+            written >= 3,
+            "{}: {written} events after a failed write",
+            d.label()
+        );
+        let text = std::fs::read_to_string(&good).unwrap();
+        assert_eq!(
+            text.matches("\"scale\"").count(),
+            3,
+            "{}: {text}",
+            d.label()
+        );
+        // Taken once: the next trace is empty.
+        assert_eq!(d.write_trace(&good).unwrap(), 0);
+        let _ = std::fs::remove_file(&good);
+        d.set_profiling(false);
+    }
+}

@@ -1,0 +1,49 @@
+//! The CLI on bad input (issue 27, item 7): a clear one-line error and a non-zero exit,
+//! never an abort, a backtrace or a silent success.
+
+use std::process::Command;
+
+fn dotcompute(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dotcompute"))
+        .args(args)
+        .env("DOTCOMPUTE_BACKEND", "cpu")
+        .output()
+        .expect("the CLI runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn sizes_too_large_for_the_device_or_the_host_are_refused_before_allocating() {
+    for (n, says) in [
+        ("4000000000000", "more elements than a kernel can index"),
+        ("0", "at least 1"),
+    ] {
+        let (code, text) = dotcompute(&["bench", "checked", "--backend", "cpu", "--n", n]);
+        assert_ne!(code, 0, "--n {n}: {text}");
+        assert!(text.contains(says), "--n {n}: {text}");
+        assert!(
+            !text.contains("panicked") && !text.contains("memory allocation"),
+            "{text}"
+        );
+        assert_eq!(
+            text.trim().lines().count(),
+            1,
+            "--n {n}: one line, got {text}"
+        );
+    }
+}
+
+#[test]
+fn bench_report_without_a_file_is_an_error() {
+    let (code, text) = dotcompute(&["bench-report"]);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("FILES"), "{text}");
+    let (code, text) = dotcompute(&["bench-report", "/nonexistent/run.json"]);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("/nonexistent/run.json"), "{text}");
+}
