@@ -3,8 +3,22 @@
 
 use std::process::Command;
 
+/// The CLI built with this test, or (on the GPU machine, where the build's paths do not
+/// exist) the one beside this test binary.
+fn exe() -> std::path::PathBuf {
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_dotcompute"));
+    if built.exists() {
+        return built;
+    }
+    std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("dotcompute")
+}
+
 fn dotcompute(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dotcompute"))
+    let out = Command::new(exe())
         .args(args)
         .env("DOTCOMPUTE_BACKEND", "cpu")
         .output()

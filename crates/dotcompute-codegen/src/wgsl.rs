@@ -71,7 +71,18 @@ pub struct WgslOptions {
     /// `workgroupBarrier()`). Needed only where a thread can observe that order
     /// ([`dotcompute_ir::analysis::barrier_orders_buffers`]); the backend passes that.
     pub storage_barriers: bool,
+    /// For drivers that end a thread's loops after a fixed number of trips in all
+    /// (llvmpipe: 65,535 per invocation, every loop counted together, then the loop simply
+    /// exits): each loop trip counts in `dc_trips`, and a thread that reached this many
+    /// records [`LOOP_BUDGET_CODE`] in the violation record (as checked mode does), so
+    /// the launch is an error instead of a silently truncated result. Only kernels with
+    /// loops get the record.
+    pub loop_budget: Option<u32>,
 }
+
+/// The "array" code a thread records when it reached [`WgslOptions::loop_budget`]
+/// (`dotcompute_hal::decode_violation` turns it into an error about long loops).
+pub const LOOP_BUDGET_CODE: u32 = 0xffff_ff00;
 
 /// 256 threads per group, a dynamic shared length of 256, every variant off: the
 /// module `dotcompute emit` prints and the snapshots record.
@@ -86,6 +97,7 @@ impl Default for WgslOptions {
             vector: false,
             native_f32_atomics: false,
             storage_barriers: true,
+            loop_budget: None,
         }
     }
 }
@@ -208,6 +220,12 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
     };
     let unrolled = crate::unrolled(kernel, !opts.checked && !opts.strided && !opts.vector);
     let kernel = unrolled.as_ref().unwrap_or(kernel);
+    let mut has_loops = false;
+    dotcompute_ir::walk_stmts(&kernel.body, &mut |st| {
+        has_loops |= matches!(st, Stmt::For { .. } | Stmt::Loop { .. });
+    });
+    let loop_budget = opts.loop_budget.filter(|_| has_loops);
+    let record = opts.checked || loop_budget.is_some();
     let mut g = Gen {
         vector,
         lane: false,
@@ -220,6 +238,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
         checked: opts.checked,
         native_f32_atomics: opts.native_f32_atomics,
         storage_barriers: opts.storage_barriers,
+        loop_budget,
     };
     g.check_types()?;
     g.module(opts);
@@ -242,7 +261,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
     Ok(WgslModule {
         source: g.out,
         uniform_binding: buffers.len() as u32,
-        violation_binding: opts.checked.then_some(buffers.len() as u32 + 1),
+        violation_binding: record.then_some(buffers.len() as u32 + 1),
         buffers,
         uniform_size: (GEOMETRY_WORDS + scalars).next_multiple_of(4) * 4,
     })
@@ -263,9 +282,30 @@ struct Gen<'k> {
     checked: bool,
     native_f32_atomics: bool,
     storage_barriers: bool,
+    /// [`WgslOptions::loop_budget`], for kernels with loops.
+    loop_budget: Option<u32>,
 }
 
 impl Gen<'_> {
+    /// With a loop budget, the first line of every loop's body: one more trip.
+    fn count_trip(&mut self, d: usize) {
+        if self.loop_budget.is_some() {
+            self.line(d, "dc_trips = dc_trips + 1u;");
+        }
+    }
+
+    /// With a loop budget, where a thread ends: record it if it reached the budget.
+    fn check_trips(&mut self, d: usize) {
+        if let Some(budget) = self.loop_budget {
+            self.line(
+                d,
+                &format!(
+                    "if (dc_trips >= {budget}u) {{ _ = dc_in(dc_trips, {budget}u, {LOOP_BUDGET_CODE}u); }}"
+                ),
+            );
+        }
+    }
+
     fn check_types(&self) -> Result<(), CodegenError> {
         let bad = |what: String, ty: ScalarType| CodegenError {
             kernel: self.k.name.clone(),
@@ -408,12 +448,15 @@ impl Gen<'_> {
             self.out,
             "@group(0) @binding({binding}) var<uniform> dc_params: DcParams;\n"
         );
-        if self.checked {
+        if self.checked || self.loop_budget.is_some() {
             let _ = writeln!(
                 self.out,
                 "@group(0) @binding({}) var<storage, read_write> dc_err: array<atomic<u32>, 4>;\n{CHECKED_HELPER}",
                 binding + 1
             );
+        }
+        if self.loop_budget.is_some() {
+            self.out.push_str("var<private> dc_trips: u32 = 0u;\n");
         }
         for (i, s) in k.shared.iter().enumerate() {
             let len = match s.len {
@@ -481,6 +524,7 @@ impl Gen<'_> {
             );
         }
         self.block(&k.body, 1);
+        self.check_trips(1);
         self.out.push_str("}\n");
     }
 
@@ -806,6 +850,7 @@ impl Gen<'_> {
                     self.line(d + 1, l);
                 }
                 self.line(d + 2, "loop {");
+                self.count_trip(d + 3);
                 self.block(body, d + 3);
                 self.line(d + 3, "continuing {");
                 // Stop at the end or when the counter would overflow (Rust's ranges do).
@@ -826,12 +871,16 @@ impl Gen<'_> {
             }
             Stmt::Loop { body } => {
                 self.line(d, "loop {");
+                self.count_trip(d + 1);
                 self.block(body, d + 1);
                 self.line(d, "}");
             }
             Stmt::Break => self.line(d, "break;"),
             Stmt::Continue => self.line(d, "continue;"),
-            Stmt::Return => self.line(d, "return;"),
+            Stmt::Return => {
+                self.check_trips(d);
+                self.line(d, "return;")
+            }
             // The IR's barrier orders shared and global memory within the group.
             // Refused by `generate` before any statement is printed.
             Stmt::Mma { .. } => unreachable!("tensor-core kernels are refused for WGSL"),

@@ -266,10 +266,25 @@ pub fn checked_from_env() -> Result<bool> {
 /// `dotcompute_ir::Memory::code` of the array.
 pub const VIOLATION_WORDS: usize = 4;
 
+/// The "array" code of a thread that ran past a driver's loop budget (the WGSL
+/// generator's `LOOP_BUDGET_CODE`).
+pub const LOOP_BUDGET_CODE: u32 = 0xffff_ff00;
+
 /// The error a violation record reports, if it was set.
 pub fn decode_violation(kernel: &Kernel, words: [u32; VIOLATION_WORDS]) -> Option<Error> {
     if words[0] == 0 {
         return None;
+    }
+    if words[1] == LOOP_BUDGET_CODE {
+        return Some(Error::Unsupported {
+            op: "long loops on this device",
+            detail: format!(
+                "kernel `{}`: a thread ran {} loop trips; this device (llvmpipe) ends a \
+                 thread's loops after 65,535 trips in all, so results past {} trips could \
+                 be cut short and the launch is refused; run it on another backend",
+                kernel.name, words[2], words[3]
+            ),
+        });
     }
     let mem = dotcompute_ir::Memory::from_code(words[1]);
     Some(Error::OutOfBounds {

@@ -47,7 +47,9 @@ pub use device::{
 };
 pub use dynamic::{DynBackend, RawBuffer};
 pub use error::{Error, Result};
-pub use launch::{checked_from_env, decode_violation, Launch, ResolvedLaunch, VIOLATION_WORDS};
+pub use launch::{
+    checked_from_env, decode_violation, Launch, ResolvedLaunch, LOOP_BUDGET_CODE, VIOLATION_WORDS,
+};
 pub use pool::{MemoryStats, SizeClassPool};
 pub use program::{
     content_key, instance_part, leak_name, Instances, KernelDef, KeyHasher, KeyMap, Program,

@@ -123,6 +123,12 @@ struct CachedBinding {
 /// few launches, so a small cache catches them).
 const BIND_GROUP_CACHE: usize = 256;
 
+/// Loop trips per thread beyond which a launch on llvmpipe is refused (its hard limit
+/// is 65,535; see `WgpuBackend::loop_budget`).
+const LLVMPIPE_LOOP_BUDGET: u32 = 60_000;
+// The generator records the code the hal decodes (two crates, one meaning).
+const _: () = assert!(wgsl::LOOP_BUDGET_CODE == dotcompute_hal::LOOP_BUDGET_CODE);
+
 /// Launches recorded into one command buffer before it is submitted: a submission costs
 /// more than the launches it carries (about 18 µs for one empty dispatch on NVIDIA
 /// Vulkan, H100), and waiting longer would leave the GPU idle.
@@ -207,6 +213,11 @@ pub struct WgpuBackend {
     /// `None` elsewhere (Metal, DX12, adapters without passthrough, or
     /// `DOTCOMPUTE_WGPU_FLOAT=relaxed`), where WGSL goes through wgpu as it is.
     strict_spirv: Option<dotcompute_codegen::spirv::StrictSpirv>,
+    /// llvmpipe (lavapipe) ends a thread's loops after 65,535 trips in all and the loop
+    /// just exits: kernels with loops count their trips there and a thread past this
+    /// budget makes the launch an error ([`wgsl::WgslOptions::loop_budget`]). The margin
+    /// below 65,535 covers loops the count does not see (atomic retry loops).
+    loop_budget: Option<u32>,
     /// `DOTCOMPUTE_WGPU_STORAGE_BARRIERS=always`: every barrier also orders storage
     /// buffers, as before the analysis (for comparisons).
     storage_barriers_always: bool,
@@ -578,6 +589,12 @@ impl WgpuBackend {
             order: Mutex::new(QueueOrder::default()),
             batch,
             strict_spirv,
+            loop_budget: adapter
+                .get_info()
+                .driver
+                .to_ascii_lowercase()
+                .contains("llvmpipe")
+                .then_some(LLVMPIPE_LOOP_BUDGET),
             storage_barriers_always,
         })
     }
@@ -813,6 +830,7 @@ impl WgpuBackend {
                 native_f32_atomics: self.info.caps.atomic_f32_add == AtomicF32Add::Native,
                 storage_barriers: self.storage_barriers_always
                     || dotcompute_ir::analysis::barrier_orders_buffers(kernel),
+                loop_budget: self.loop_budget,
             },
         )
         .map_err(|e| compile_err(e.message))?;

@@ -230,6 +230,7 @@ fn exercise(text: &str) -> bool {
                 vector: !checked,
                 storage_barriers: checked,
                 native_f32_atomics: false,
+                loop_budget: checked.then_some(60_000),
             },
         );
     }

@@ -10,6 +10,7 @@ mod float_semantics;
 mod graphs;
 mod host_transfers;
 mod launch_reuse;
+mod long_loops;
 mod profiling;
 mod raw_wgsl;
 mod registry;
