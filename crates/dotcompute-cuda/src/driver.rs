@@ -252,6 +252,45 @@ fn current_context() -> Option<Arc<Context>> {
         .find(|c| c.handle == current)
 }
 
+/// Waits until `query` (`cuStreamQuery` or `cuEventQuery` of the work waited for) says
+/// it is done, at most `timeout`: a kernel that never ends makes the device lost
+/// (`Error::DeviceLost` naming `op` and the limit) instead of hanging the caller. Work
+/// cannot be stopped on CUDA short of destroying the context, so the device is unusable
+/// afterwards either way. The wait spins for the first 50 µs (short waits stay as quick
+/// as a blocking synchronisation), then yields, then sleeps up to 1 ms at a time.
+pub(crate) fn wait_bounded(
+    ctx: &Context,
+    op: &str,
+    timeout: std::time::Duration,
+    mut query: impl FnMut() -> sys::CUresult,
+) -> Result<(), Error> {
+    use std::time::{Duration, Instant};
+    let start = Instant::now();
+    loop {
+        match query() {
+            sys::CUresult::CUDA_SUCCESS => return Ok(()),
+            sys::CUresult::CUDA_ERROR_NOT_READY => {}
+            other => return Err(driver_error(op, DriverError(other))),
+        }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            ctx.mark_lost(&format!(
+                "{op}: the work did not finish within {timeout:?} (a kernel that never ends? \
+                 DOTCOMPUTE_CUDA_TIMEOUT_S sets the limit); the device cannot be used again \
+                 in this process"
+            ));
+            return Err(ctx.lost_error().expect("just marked lost"));
+        }
+        if waited < Duration::from_micros(50) {
+            std::hint::spin_loop();
+        } else if waited < Duration::from_millis(2) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep((waited / 16).min(Duration::from_millis(1)));
+        }
+    }
+}
+
 /// Extension to turn `Result<T, DriverError>` into ours with the operation's name.
 pub(crate) trait Check<T> {
     fn during(self, op: &str) -> Result<T, Error>;

@@ -155,7 +155,7 @@ impl CudaBackend {
         match record {
             Some(mut record) => {
                 launched?;
-                match dotcompute_hal::decode_violation(kernel, record.read(stream)?) {
+                match dotcompute_hal::decode_violation(kernel, record.read(self, stream)?) {
                     Some(violation) => Err(violation),
                     None => Ok(()),
                 }
@@ -203,15 +203,19 @@ impl<'b> ViolationRecord<'b> {
         Ok(record)
     }
 
-    /// The record after the launch, waiting for it.
-    fn read(&mut self, stream: sys::CUstream) -> Result<[u32; dotcompute_hal::VIOLATION_WORDS]> {
+    /// The record after the launch, waiting for it (at most the backend's timeout).
+    fn read(
+        &mut self,
+        backend: &CudaBackend,
+        stream: sys::CUstream,
+    ) -> Result<[u32; dotcompute_hal::VIOLATION_WORDS]> {
         let mut words = [0u32; dotcompute_hal::VIOLATION_WORDS];
-        // SAFETY: the record holds the words; the stream is synchronised before reading.
+        // SAFETY: the record holds the words; the stream is waited for before reading.
         unsafe {
             sys::cuMemcpyDtoHAsync_v2(words.as_mut_ptr().cast(), self.ptr, Self::BYTES, stream)
                 .during("cuMemcpyDtoHAsync (violation record)")?;
-            cu::stream::synchronize(stream).during("waiting for a checked launch")?;
         }
+        backend.wait_stream_idle(stream, "waiting for a checked launch")?;
         self.reusable = true;
         Ok(words)
     }

@@ -115,6 +115,10 @@ pub struct CudaBackend {
     blas_calls: Mutex<()>,
     /// Spare violation records of checked launches (see `launch::ViolationRecord`).
     violation_records: Mutex<Vec<sys::CUdeviceptr>>,
+    /// The longest wait for the device (`DOTCOMPUTE_CUDA_TIMEOUT_S`, default 300 s): a
+    /// read, synchronisation or fence wait past it makes the device lost instead of
+    /// hanging (a kernel that never ends).
+    wait_timeout: std::time::Duration,
 }
 
 // SAFETY: the driver handles (context, streams, modules, functions, device pointers) are
@@ -138,6 +142,10 @@ impl CudaBackend {
         // Settings first: a bad value is an error before the device is touched.
         let grid_stride = dotcompute_hal::settings::switch_or("DOTCOMPUTE_CUDA_GRID_STRIDE", true)?;
         let vectorize = dotcompute_hal::settings::switch_or("DOTCOMPUTE_CUDA_VECTORIZE", true)?;
+        let wait_timeout = dotcompute_hal::settings::seconds(
+            "DOTCOMPUTE_CUDA_TIMEOUT_S",
+            std::time::Duration::from_secs(300),
+        )?;
         let info = info::device_info(ordinal).map_err(|e| Error::BackendUnavailable {
             backend: BACKEND.into(),
             reason: e.to_string(),
@@ -174,6 +182,7 @@ impl CudaBackend {
             blas: OnceLock::new(),
             blas_calls: Mutex::new(()),
             violation_records: Mutex::new(Vec::new()),
+            wait_timeout,
         })
     }
 }

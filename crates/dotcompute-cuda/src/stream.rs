@@ -114,6 +114,16 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
+    /// Waits until `stream` has run everything enqueued on it, at most the backend's
+    /// wait timeout (`DOTCOMPUTE_CUDA_TIMEOUT_S`); past it the device is lost
+    /// ([`crate::driver::wait_bounded`]).
+    pub(crate) fn wait_stream_idle(&self, stream: sys::CUstream, op: &str) -> Result<()> {
+        crate::driver::wait_bounded(&self.ctx, op, self.wait_timeout, || {
+            // SAFETY: the stream is live.
+            unsafe { sys::cuStreamQuery(stream) }
+        })
+    }
+
     /// `count` private capture streams (see [`Streams`]), created on first use.
     pub(crate) fn open_capture_streams_on(&self, count: usize) -> Result<Vec<StreamId>> {
         let ids = {
@@ -171,6 +181,7 @@ impl CudaBackend {
 pub(crate) struct CudaFence {
     event: sys::CUevent,
     ctx: std::sync::Arc<crate::driver::Context>,
+    timeout: std::time::Duration,
 }
 
 // SAFETY: events are driver handles usable from any thread with the context bound.
@@ -180,9 +191,13 @@ unsafe impl Sync for CudaFence {}
 impl Fence for CudaFence {
     fn wait(&self) -> Result<()> {
         bind(&self.ctx)?;
-        // SAFETY: the event is live.
-        unsafe { cu::event::synchronize(self.event) }
-            .during("waiting for an event (cuEventSynchronize; an earlier kernel may have failed)")
+        crate::driver::wait_bounded(
+            &self.ctx,
+            "waiting for an event (an earlier kernel may have failed)",
+            self.timeout,
+            // SAFETY: the event is live.
+            || unsafe { sys::cuEventQuery(self.event) },
+        )
     }
     fn is_complete(&self) -> Result<bool> {
         bind(&self.ctx)?;
@@ -232,7 +247,7 @@ impl Queue for CudaBackend {
             )
             .during("cuMemcpyHtoDAsync")?;
             if is_page_locked(data.as_ptr()) {
-                cu::stream::synchronize(stream).during("cuStreamSynchronize")?;
+                self.wait_stream_idle(stream, "writing a buffer from page-locked memory")?;
             }
         }
         Ok(())
@@ -259,9 +274,11 @@ impl Queue for CudaBackend {
                 stream,
             )
             .during("cuMemcpyDtoHAsync")?;
-            cu::stream::synchronize(stream)
-                .during("reading a buffer (cuStreamSynchronize; an earlier kernel may have failed)")
         }
+        self.wait_stream_idle(
+            stream,
+            "reading a buffer (an earlier kernel may have failed)",
+        )
     }
 
     unsafe fn copy(
@@ -354,14 +371,17 @@ impl Queue for CudaBackend {
     fn synchronize(&self, s: StreamId) -> Result<()> {
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
-        // SAFETY: the stream is live.
-        unsafe { cu::stream::synchronize(stream) }.during("cuStreamSynchronize")
+        self.wait_stream_idle(stream, "synchronising a stream")
     }
 
     fn synchronize_all(&self) -> Result<()> {
         bind(&self.ctx)?;
-        // SAFETY: the context is current.
-        unsafe { sys::cuCtxSynchronize() }.during("cuCtxSynchronize")
+        // Every stream of the backend, each at most the timeout (cuCtxSynchronize cannot
+        // be bounded). Capture streams never hold work.
+        for stream in self.streams.all() {
+            self.wait_stream_idle(stream, "synchronising the device")?;
+        }
+        Ok(())
     }
 
     unsafe fn write_async(
@@ -413,6 +433,7 @@ impl Queue for CudaBackend {
         let fence = CudaFence {
             event: create_event()?,
             ctx: self.ctx.clone(),
+            timeout: self.wait_timeout,
         };
         // SAFETY: both handles are live.
         unsafe { cu::event::record(fence.event, stream) }.during("cuEventRecord")?;

@@ -17,6 +17,7 @@ mod registry;
 mod streams;
 mod stress;
 mod tensor_cores;
+mod timeouts;
 mod unroll;
 mod wgpu_limits;
 mod wgpu_vectors;
