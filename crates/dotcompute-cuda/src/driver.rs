@@ -131,6 +131,9 @@ pub(crate) struct Context {
     pub(crate) device: sys::CUdevice,
     pub(crate) ordinal: i32,
     lost: OnceLock<String>,
+    /// Lost because work did not finish ([`wait_bounded`]): the context is never
+    /// released or reset (either would wait for that work); the process's exit ends it.
+    hung: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: a context handle may be made current on any thread.
@@ -186,6 +189,7 @@ impl Context {
             device,
             ordinal,
             lost: OnceLock::new(),
+            hung: std::sync::atomic::AtomicBool::new(false),
         });
         let mut list = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
         // Another thread may have registered the device meanwhile: share its context
@@ -218,6 +222,9 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        if self.hung.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         // SAFETY: retained in `primary`; released once. A lost context is reset too (its
         // state is unusable): the next retain creates a fresh one.
         unsafe {
@@ -274,6 +281,8 @@ pub(crate) fn wait_bounded(
         }
         let waited = start.elapsed();
         if waited >= timeout {
+            // The work still runs: releasing or resetting the context would wait for it.
+            ctx.hung.store(true, std::sync::atomic::Ordering::Relaxed);
             ctx.mark_lost(&format!(
                 "{op}: the work did not finish within {timeout:?} (a kernel that never ends? \
                  DOTCOMPUTE_CUDA_TIMEOUT_S sets the limit); the device cannot be used again \

@@ -265,6 +265,12 @@ impl Queue for CudaBackend {
         }
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
+        // A copy into pageable memory returns only when it is done, so it would block
+        // behind a kernel that never ends: wait (bounded) for the stream first.
+        self.wait_stream_idle(
+            stream,
+            "reading a buffer (an earlier kernel may have failed)",
+        )?;
         // SAFETY: range inside the buffer; we wait for the copy before returning.
         unsafe {
             sys::cuMemcpyDtoHAsync_v2(
