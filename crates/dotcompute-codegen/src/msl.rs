@@ -347,6 +347,10 @@ impl Gen<'_> {
             "// dotcompute MSL for kernel `{}` (IR v{})\n#include <metal_stdlib>\nusing namespace metal;",
             k.name, k.version
         );
+        // The IR's float `+ - *` are rounded one at a time: no fused multiply-add unless
+        // the kernel calls `fma` (Metal's compiler, like clang, contracts by default even
+        // with fast math off).
+        self.out.push_str("#pragma clang fp contract(off)\n");
         self.out.push_str(MSL_TYPES);
         self.out.push_str(INT_HELPERS);
         self.out.push_str(MSL_FLOAT_HELPERS);
