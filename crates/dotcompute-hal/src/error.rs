@@ -134,6 +134,15 @@ pub enum Error {
     #[error("the graph has a dependency cycle: {}", nodes.join(" -> "))]
     GraphCycle { nodes: Vec<String> },
 
+    /// An error of a graph's node (or of a batch of its nodes, submitted together) while
+    /// the graph was captured or replayed: the graph, the nodes, and the error itself.
+    #[error("graph {graph}, node {nodes}: {source}")]
+    InGraph {
+        graph: u64,
+        nodes: String,
+        source: Box<Error>,
+    },
+
     /// A graph built or used wrongly (a node or buffer handle of another graph, say).
     #[error("graph: {detail}")]
     Graph { detail: String },

@@ -730,7 +730,11 @@ impl<'a> ExecGraph<'a> {
             device.before_use(b.uses, s, b.writable)?;
         }
         match &self.native {
-            Some(exec) => device.backend().launch_graph(s, &**exec),
+            Some(exec) => device.backend().launch_graph(s, &**exec).map_err(|e| {
+                // One driver call for every node: the driver does not say which.
+                let all: Vec<usize> = self.order.clone();
+                self.in_nodes(&all, e)
+            }),
             None => self.replay(s),
         }
     }
@@ -751,20 +755,44 @@ impl<'a> ExecGraph<'a> {
         }
         // Consecutive launches go to the backend as one batch (one submission on wgpu);
         // a copy or a fill ends the batch.
-        let mut batch = Vec::new();
+        let (mut batch, mut nodes) = (Vec::new(), Vec::new());
         for &i in &self.order {
             match self.launch_request(i) {
-                Some(r) => batch.push(r),
+                Some(r) => {
+                    batch.push(r);
+                    nodes.push(i);
+                }
                 None => {
-                    self.flush(s, &mut batch)?;
+                    self.flush(s, &mut batch, &mut nodes)?;
                     self.enqueue(i, s)?;
                 }
             }
         }
-        self.flush(s, &mut batch)
+        self.flush(s, &mut batch, &mut nodes)
     }
 
-    fn flush(&self, s: StreamId, batch: &mut Vec<LaunchRequest<'_, RawBuffer>>) -> Result<()> {
+    /// `e` as an error of nodes `nodes` of this graph (an `Error::InGraph` is kept).
+    fn in_nodes(&self, nodes: &[usize], e: Error) -> Error {
+        if matches!(e, Error::InGraph { .. }) {
+            return e;
+        }
+        Error::InGraph {
+            graph: self.graph.id,
+            nodes: nodes
+                .iter()
+                .map(|&i| self.graph.nodes[i].label.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            source: Box::new(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        s: StreamId,
+        batch: &mut Vec<LaunchRequest<'_, RawBuffer>>,
+        nodes: &mut Vec<usize>,
+    ) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -774,6 +802,8 @@ impl<'a> ExecGraph<'a> {
         // ExecGraph::launch.
         let r = unsafe { self.graph.device.backend().launch_batch(s, batch) };
         batch.clear();
+        let r = r.map_err(|e| self.in_nodes(nodes, e));
+        nodes.clear();
         r
     }
 
@@ -827,7 +857,7 @@ impl<'a> ExecGraph<'a> {
         // checked when the node was added (kinds, element types, access, no buffer both
         // written and bound twice), a copy joins two different buffers of one length;
         // the caller ordered the graph's buffers on `s` against other streams.
-        match &self.graph.nodes[i].kind {
+        let r = match &self.graph.nodes[i].kind {
             NodeKind::Launch {
                 program,
                 geometry,
@@ -840,7 +870,8 @@ impl<'a> ExecGraph<'a> {
                 let b = &buffers[*dst];
                 unsafe { backend.fill(s, b.raw, 0, b.len * b.elem.size_bytes(), pattern) }
             }
-        }
+        };
+        r.map_err(|e| self.in_nodes(&[i], e))
     }
 
     /// Captures the nodes into the driver's graph: a new executable the first time, an

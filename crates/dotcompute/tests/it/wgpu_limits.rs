@@ -96,3 +96,41 @@ fn folded_and_direct_dispatches_give_every_thread_its_id() {
         assert_eq!(wrong, 0, "{groups} groups: {wrong} wrong group ids");
     }
 }
+
+/// Issue 27, item 4: a backend error while a graph replays names the graph and the node,
+/// with the backend's error inside (here wgpu's binding limit, known only at replay).
+#[test]
+fn a_graph_node_error_names_the_graph_and_the_node() {
+    let Some(d) = wgpu_device() else { return };
+    let limit = 128usize << 20;
+    let n = limit / 4 + 1024;
+    let Ok(mut big) = d.alloc::<u32>(n) else {
+        return;
+    };
+    let mut g = dotcompute::Graph::new(&d);
+    let hb = g.buffer_mut(&mut big).unwrap();
+    g.launch(&touch::KERNEL, Launch::threads(n), &[hb.arg()], &[])
+        .unwrap();
+    let mut exec = g.instantiate().unwrap();
+    match exec.launch(&d) {
+        Err(Error::InGraph {
+            graph,
+            nodes,
+            source,
+        }) => {
+            assert!(graph > 0);
+            assert_eq!(nodes, "#0 touch");
+            assert!(
+                matches!(*source, Error::ArgumentType { ref arg, .. } if arg == "out"),
+                "{source}"
+            );
+        }
+        Ok(()) => eprintln!("this adapter binds more than 128 MiB; nothing to check"),
+        Err(e) => panic!("expected an error naming the graph and node, got {e}"),
+    }
+    drop(exec);
+    // The device keeps working.
+    let mut small = d.alloc_filled(10, 0xDEADBEEFu32).unwrap();
+    touch::launch(&d, Launch::threads(10), &mut small).unwrap();
+    assert_eq!(small.to_vec().unwrap()[9], 9);
+}
