@@ -265,12 +265,10 @@ impl Queue for CudaBackend {
         }
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
+        let op = "reading a buffer (an earlier kernel may have failed)";
         // A copy into pageable memory returns only when it is done, so it would block
         // behind a kernel that never ends: wait (bounded) for the stream first.
-        self.wait_stream_idle(
-            stream,
-            "reading a buffer (an earlier kernel may have failed)",
-        )?;
+        self.wait_stream_idle(stream, op)?;
         // SAFETY: range inside the buffer; we wait for the copy before returning.
         unsafe {
             sys::cuMemcpyDtoHAsync_v2(
@@ -281,10 +279,7 @@ impl Queue for CudaBackend {
             )
             .during("cuMemcpyDtoHAsync")?;
         }
-        self.wait_stream_idle(
-            stream,
-            "reading a buffer (an earlier kernel may have failed)",
-        )
+        self.wait_stream_idle(stream, op)
     }
 
     unsafe fn copy(

@@ -320,6 +320,12 @@ pub fn devices() -> std::result::Result<Vec<DeviceInfo>, String> {
 fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
     let ai = adapter.get_info();
     let features = usable_features(adapter);
+    // A bad DOTCOMPUTE_WGPU_FLOAT is reported when the device opens; a listing shows the
+    // default.
+    let strict = float_mode()
+        .unwrap_or(true)
+        .then(|| strict_spirv(adapter))
+        .flatten();
     DeviceInfo {
         backend: BackendKind::Wgpu,
         ordinal: 0, // set by `devices` and `open`, which know the adapter's place
@@ -373,9 +379,8 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
                 .then_some([ai.subgroup_min_size, ai.subgroup_max_size]),
             tensor_cores: false,
             // Exact only through strict SPIR-V; subnormals where the device keeps them.
-            exact_float: float_mode().unwrap_or(true) && strict_spirv(adapter).is_some(),
-            subnormals: float_mode().unwrap_or(true)
-                && strict_spirv(adapter).is_some_and(|o| o.denorm_preserve),
+            exact_float: strict.is_some(),
+            subnormals: strict.is_some_and(|o| o.denorm_preserve),
         },
     }
 }
@@ -412,18 +417,12 @@ pub const FLOAT_ENV: &str = "DOTCOMPUTE_WGPU_FLOAT";
 
 /// Whether generated kernels get strict SPIR-V ([`FLOAT_ENV`]); another value is an error.
 fn float_mode() -> Result<bool> {
-    match std::env::var(FLOAT_ENV) {
-        Err(_) => Ok(true),
-        Ok(v) => match v.trim() {
-            "" | "strict" => Ok(true),
-            "relaxed" => Ok(false),
-            other => Err(Error::Config {
-                variable: FLOAT_ENV,
-                value: other.to_string(),
-                expected: "`strict` (the default) or `relaxed`",
-            }),
-        },
-    }
+    let mode = dotcompute_hal::settings::choice(
+        FLOAT_ENV,
+        &["strict", "relaxed"],
+        "`strict` (the default) or `relaxed`",
+    )?;
+    Ok(mode != Some("relaxed"))
 }
 
 /// The strict SPIR-V options for a Vulkan adapter with SPIR-V passthrough: the SPIR-V

@@ -200,7 +200,7 @@ impl Node {
                 .iter()
                 .zip(&program.kernel.params)
                 .filter_map(|(a, p)| match a {
-                    NodeArg::Buffer(b) => Some((*b, p.writes())),
+                    NodeArg::Buffer(b) => Some((*b, writes(p))),
                     NodeArg::Scalar(_) => None,
                 })
                 .collect(),
@@ -210,20 +210,15 @@ impl Node {
     }
 }
 
-trait ParamWrites {
-    fn writes(&self) -> bool;
-}
-impl ParamWrites for Param {
-    /// Whether a kernel may write through this parameter (a `&mut [T]`).
-    fn writes(&self) -> bool {
-        matches!(
-            self,
-            Param::Buffer {
-                access: Access::ReadWrite,
-                ..
-            }
-        )
-    }
+/// Whether a kernel may write through parameter `p` (a `&mut [T]`).
+fn writes(p: &Param) -> bool {
+    matches!(
+        p,
+        Param::Buffer {
+            access: Access::ReadWrite,
+            ..
+        }
+    )
 }
 
 /// A graph being built: nodes and their dependencies, on one device.
@@ -409,7 +404,7 @@ impl<'a> Graph<'a> {
     fn check_aliasing(&self, ir: &dotcompute_ir::Kernel, args: &[NodeArg]) -> Result<()> {
         for (i, (a, p)) in args.iter().zip(&ir.params).enumerate() {
             let NodeArg::Buffer(b) = *a else { continue };
-            if !p.writes() {
+            if !writes(p) {
                 continue;
             }
             for (j, (other, q)) in args.iter().zip(&ir.params).enumerate() {
@@ -730,11 +725,11 @@ impl<'a> ExecGraph<'a> {
             device.before_use(b.uses, s, b.writable)?;
         }
         match &self.native {
-            Some(exec) => device.backend().launch_graph(s, &**exec).map_err(|e| {
-                // One driver call for every node: the driver does not say which.
-                let all: Vec<usize> = self.order.clone();
-                self.in_nodes(&all, e)
-            }),
+            // One driver call for every node: the driver does not say which.
+            Some(exec) => device
+                .backend()
+                .launch_graph(s, &**exec)
+                .map_err(|e| self.in_nodes(&self.order, e)),
             None => self.replay(s),
         }
     }
@@ -836,7 +831,7 @@ impl<'a> ExecGraph<'a> {
                     offset: 0,
                     len: buffers[b].len,
                     elem: buffers[b].elem,
-                    writable: buffers[b].writable && p.writes(),
+                    writable: buffers[b].writable && writes(p),
                 },
                 NodeArg::Scalar(l) => BoundArg::Scalar(l),
             })

@@ -368,25 +368,12 @@ fn subgroup_sums(x: &[u32], out: &mut [u32]) {
 /// Runs the ignored test `name` of this test binary in a child process with `env` set
 /// (for settings read when a device opens).
 fn run_in_child(name: &str, env: &[(&str, &str)]) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args([
-        "--ignored",
-        "--exact",
-        name,
-        "--nocapture",
-        "--test-threads=1",
-    ]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let run = crate::common::run_test_in_child(name, env, None);
+    let text = run.text;
+    assert!(
+        run.status.is_some_and(|s| s.success()),
+        "child test {name} failed:\n{text}"
     );
-    assert!(out.status.success(), "child test {name} failed:\n{text}");
     assert!(
         text.contains("1 passed"),
         "child test {name} did not run:\n{text}"
@@ -638,11 +625,8 @@ fn bad_setting_child() {
         .iter()
         .any(|r| r.kind == kind && (r.probe)().is_ok());
     if !present {
-        let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
         assert!(
-            !required
-                .split(',')
-                .any(|b| BackendKind::parse(b) == Some(kind)),
+            !crate::common::required(kind),
             "{kind} is required but absent"
         );
         eprintln!("skipping: {kind} absent");

@@ -9,16 +9,78 @@ pub fn device_of(kind: BackendKind) -> Option<Device> {
     match Device::with_backend(kind) {
         Ok(d) => Some(d),
         Err(e) => {
-            let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
             assert!(
-                !required
-                    .split(',')
-                    .any(|b| BackendKind::parse(b) == Some(kind)),
+                !required(kind),
                 "{kind} is required by DOTCOMPUTE_REQUIRE: {e}"
             );
             eprintln!("skipping: {e}");
             None
         }
+    }
+}
+
+/// Whether `DOTCOMPUTE_REQUIRE` lists backend `kind` (its absence then fails a test).
+pub fn required(kind: BackendKind) -> bool {
+    std::env::var("DOTCOMPUTE_REQUIRE")
+        .unwrap_or_default()
+        .split(',')
+        .any(|b| BackendKind::parse(b) == Some(kind))
+}
+
+/// How a child run of one of this binary's ignored tests ended, and what it printed.
+pub struct ChildRun {
+    /// `None`: still running at the deadline, and killed.
+    pub status: Option<std::process::ExitStatus>,
+    /// Its standard output, then its standard error.
+    pub text: String,
+}
+
+/// Runs the ignored test `name` of this test binary in a child process with `env` set
+/// (for settings read once per process or when a device opens, or for work that may
+/// hang). With a `deadline`, a child still running then is killed.
+pub fn run_test_in_child(
+    name: &str,
+    env: &[(&str, &str)],
+    deadline: Option<std::time::Duration>,
+) -> ChildRun {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        name,
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut status = None;
+    if let Some(deadline) = deadline {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                status = Some(s);
+                break;
+            }
+            if started.elapsed() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    ChildRun {
+        // Without a deadline the child ran to its end.
+        status: status.or(deadline.is_none().then_some(out.status)),
+        text: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
     }
 }
 

@@ -25,38 +25,13 @@ fn a_kernel_that_never_ends_makes_the_cuda_device_lost_after_the_timeout() {
     if common::cuda_device().is_none() {
         return;
     }
-    let exe = std::env::current_exe().unwrap();
-    let mut child = std::process::Command::new(exe)
-        .args([
-            "--ignored",
-            "--exact",
-            "timeouts::never_ending_kernel_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("DOTCOMPUTE_CUDA_TIMEOUT_S", "2")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The child must report well before this; a hang fails the test, not the run.
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if started.elapsed() > std::time::Duration::from_secs(45) {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    // The child must report well before the deadline; a hang fails the test, not the run.
+    let run = common::run_test_in_child(
+        "timeouts::never_ending_kernel_child",
+        &[("DOTCOMPUTE_CUDA_TIMEOUT_S", "2")],
+        Some(std::time::Duration::from_secs(45)),
     );
+    let (status, text) = (run.status, run.text);
     eprintln!("child (status {status:?}):\n{text}");
     // Its exit is the driver's business (it ends the kernel with the process); the
     // report is what a caller needs.
