@@ -1,6 +1,6 @@
 //! SPIR-V for Vulkan that keeps the IR's floating-point meaning (issue 27, item 5).
 //!
-//! `dotcompute_ir` defines float `+ - * /` as correctly rounded, each on its own. WGSL
+//! `dotcompute_ir` defines float `+ - *` as correctly rounded, each on its own. WGSL
 //! (and the SPIR-V naga writes from it) lets a driver contract `a * b + c` into one fused
 //! multiply-add and reassociate sums: NVIDIA's Vulkan driver fuses, lavapipe reassociates,
 //! and results then differ from the CPU and CUDA. SPIR-V's `NoContraction` decoration on

@@ -129,8 +129,9 @@ pub struct Capabilities {
     /// Tensor-core multiply-accumulate in kernels (`mma_m16n8k8_tf32`): CUDA devices of
     /// compute capability 8.0 and later.
     pub tensor_cores: bool,
-    /// Float `+ - * /` are correctly rounded one operation at a time, never contracted
-    /// into a fused multiply-add and never reassociated, as `dotcompute_ir` defines them.
+    /// Float `+ - *` are correctly rounded one operation at a time, never contracted
+    /// into a fused multiply-add and never reassociated, as `dotcompute_ir` defines them
+    /// (`/` is within Vulkan's 2.5 ulp on wgpu even then).
     /// `false` where the driver may (wgpu without SPIR-V passthrough, DX12, Metal until
     /// it has run).
     pub exact_float: bool,

@@ -147,9 +147,9 @@ impl Device {
     }
 
     /// `Ok` when this device computes floats exactly as `dotcompute_ir` defines them:
-    /// `+ - * /` correctly rounded one operation at a time (no fused multiply-add, no
-    /// reassociation) and 32-bit subnormals kept, so results equal the CPU's bit for bit
-    /// (up to NaN payloads). Otherwise an `Error::Unsupported` that says what differs.
+    /// `+ - *` correctly rounded one operation at a time (no fused multiply-add, no
+    /// reassociation) and 32-bit subnormals kept, so their results equal the CPU's bit
+    /// for bit (up to NaN payloads; `/` follows `dotcompute_ir`'s per-backend bounds). Otherwise an `Error::Unsupported` that says what differs.
     /// Code that must not run on a device with other float results calls this first.
     pub fn require_exact_float(&self) -> Result<()> {
         let caps = &self.info().caps;
