@@ -37,6 +37,7 @@ pub mod fission;
 pub mod lanes;
 pub mod ops;
 pub mod runtime;
+pub mod watchdog;
 
 use dotcompute_hal::native::{ErrorSlot, NativeArg, NativeLaunch};
 use dotcompute_hal::{
@@ -102,6 +103,9 @@ pub struct CpuBackend {
     /// Set while profiling is on: the moment it was turned on (timeline origin).
     profiling: Mutex<Option<Instant>>,
     timings: Mutex<Vec<Timing>>,
+    /// How long one launch may run before it is stopped ([`watchdog`]), or the error of
+    /// an invalid `DOTCOMPUTE_CPU_TIMEOUT_S`, returned by every launch.
+    launch_timeout: Result<std::time::Duration>,
 }
 
 impl Default for CpuBackend {
@@ -135,6 +139,8 @@ fn cpu_name() -> String {
 }
 
 impl CpuBackend {
+    /// The CPU device. Its launch time limit is `DOTCOMPUTE_CPU_TIMEOUT_S` (seconds,
+    /// default 300); an invalid value makes every launch `Error::Config` naming it.
     pub fn new() -> CpuBackend {
         let memory = physical_memory();
         CpuBackend {
@@ -180,7 +186,16 @@ impl CpuBackend {
             pool: SizeClassPool::new(),
             profiling: Default::default(),
             timings: Default::default(),
+            launch_timeout: dotcompute_hal::settings::seconds(
+                watchdog::TIMEOUT_VARIABLE,
+                watchdog::DEFAULT_TIMEOUT,
+            ),
         }
+    }
+
+    /// Sets how long one launch may run before it is stopped at a loop back-edge.
+    pub fn set_launch_timeout(&mut self, limit: std::time::Duration) {
+        self.launch_timeout = Ok(limit);
     }
 
     fn record(&self, stream: StreamId, label: &str, start: Instant) {
@@ -345,6 +360,7 @@ impl Queue for CpuBackend {
         request: &LaunchRequest<'_, CpuBuffer>,
     ) -> Result<()> {
         let kernel = &*request.program.kernel;
+        let limit = self.launch_timeout.clone()?;
         let Some(native) = request.program.native() else {
             return Err(Error::Backend {
                 backend: "cpu".into(),
@@ -383,13 +399,15 @@ impl Queue for CpuBackend {
                 BoundArg::Scalar(l) => NativeArg::Scalar(*l),
             })
             .collect();
-        let errors = ErrorSlot::new();
+        let errors = std::sync::Arc::new(ErrorSlot::new());
         let launch = NativeLaunch {
             kernel,
             geometry: request.geometry,
             args: &args,
             errors: &errors,
         };
+        // Raises LaunchTimedOut past the limit; the loops' polls then stop every thread.
+        let _watch = watchdog::watch(&errors, &kernel.name, limit);
         // A panic inside a kernel (which the generated code avoids, but host code called
         // from a kernel might not) must not take the caller down.
         let start = Instant::now();

@@ -574,6 +574,14 @@ pub struct ThreadCtx<'a> {
 }
 
 impl<'a> ThreadCtx<'a> {
+    /// Whether the launch should stop: it raised an error (another thread's out-of-bounds
+    /// access, say) or ran past its time limit ([`crate::watchdog`]). Polled by the
+    /// generated code at loop back-edges, which then leave the loop.
+    #[inline(always)]
+    pub fn stop_requested(&self) -> bool {
+        self.mem.launch.errors.is_raised()
+    }
+
     /// The group's shared array number `slot` (declaration order).
     #[inline(always)]
     pub fn shared<T: KernelScalar>(&self, slot: usize) -> SharedArr<'a, T> {

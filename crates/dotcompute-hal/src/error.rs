@@ -156,6 +156,16 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// A kernel ran past the launch time limit and was stopped (on the CPU, at a loop
+    /// back-edge: cooperative cancellation). Its outputs are partial; the device stays
+    /// usable.
+    #[error("kernel `{kernel}` ran longer than the launch limit of {seconds} s ({variable} sets it) and was stopped; its outputs are partial, and the device remains usable")]
+    LaunchTimedOut {
+        kernel: String,
+        seconds: f64,
+        variable: &'static str,
+    },
+
     /// A limited resource of a device is used up (streams, say).
     #[error("{resource}: {detail}")]
     Exhausted {

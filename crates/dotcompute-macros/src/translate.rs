@@ -665,9 +665,10 @@ impl Tx {
                 }
                 let (cb, cn) = self.expr(&w.cond);
                 let (bb, bn) = self.loop_body(&w.body.stmts);
+                let stop = poll_stop();
                 (
                     quote!({ __b.begin_loop(); { let __c = #cb; __b.break_unless(__c)?; #bb } __b.end_loop()?; }),
-                    quote!(while #cn #bn),
+                    quote!(while #cn { #stop #bn }),
                 )
             }
             Expr::Loop(l) => {
@@ -675,9 +676,10 @@ impl Tx {
                     return self.fail(l.span(), "loop labels are not supported in kernels");
                 }
                 let (bb, bn) = self.loop_body(&l.body.stmts);
+                let stop = poll_stop();
                 (
                     quote!({ __b.begin_loop(); #bb __b.end_loop()?; }),
-                    quote!(loop #bn),
+                    quote!(loop { #stop #bn }),
                 )
             }
             Expr::Break(b) => {
@@ -892,6 +894,7 @@ impl Tx {
         self.bind(&var_str, Binding::Local);
         let (bb, bn) = self.loop_body(&f.body.stmts);
         self.scopes.pop();
+        let bn = poll_stop_in_for(&f.body.stmts, bn);
         let native = match stn {
             None => quote!(for #var in (#sn)..(#en) #bn),
             Some(stn) => quote!(for #var in __dc::ops::step_range(#sn, #en, #stn) #bn),
@@ -2345,6 +2348,27 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
             }
         }
     })
+}
+
+/// The CPU's cooperative cancellation, polled at the top of a loop's body (native code):
+/// leaves the loop once the launch has failed or run past its time limit
+/// (`dotcompute_cpu::watchdog`). One relaxed load.
+pub(crate) fn poll_stop() -> TokenStream {
+    quote!(if __ctx.stop_requested() {
+        break;
+    })
+}
+
+/// A `for` loop's native body with the poll where the loop holds another loop: an
+/// innermost `for` is bounded by its range and stays free of the test (an early exit
+/// would keep it from vectorising).
+pub(crate) fn poll_stop_in_for(stmts: &[Stmt], body: TokenStream) -> TokenStream {
+    if fission::has_loop(stmts) {
+        let stop = poll_stop();
+        quote!({ #stop #body })
+    } else {
+        body
+    }
 }
 
 /// The pieces of a function's generics that the generated items repeat.

@@ -222,14 +222,16 @@ impl Splitter {
                     "the condition of a `while` loop containing barrier()",
                 );
                 let body = self.group_loop_body(&w.body.stmts, None)?;
-                Some(quote!(loop { let (__c,): (bool,) = #cond; if !__c { break; } #body }))
+                let stop = super::poll_stop();
+                Some(quote!(loop { #stop let (__c,): (bool,) = #cond; if !__c { break; } #body }))
             }
             Expr::Loop(l) => {
                 if l.label.is_some() {
                     return None;
                 }
                 let body = self.group_loop_body(&l.body.stmts, None)?;
-                Some(quote!(loop { #body }))
+                let stop = super::poll_stop();
+                Some(quote!(loop { #stop #body }))
             }
             _ => None,
         }
@@ -303,7 +305,8 @@ impl Splitter {
         let body = self.group_loop_body(&f.body.stmts, Some(var.clone()));
         self.tx.scopes.pop();
         let body = body?;
-        Some(quote!({ #header { #body } }))
+        let stop = super::poll_stop();
+        Some(quote!({ #header { #stop #body } }))
     }
 
     /// The body of a group-level loop; `var` is a `for` loop's variable.

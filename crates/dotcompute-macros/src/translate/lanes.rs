@@ -528,7 +528,8 @@ impl<'t> Emitter<'t> {
         match self.expr(&w.cond)? {
             V::One(c) => {
                 let body = self.block(&w.body.stmts)?;
-                Some(quote!(while #c #body))
+                let stop = super::poll_stop();
+                Some(quote!(while #c { #stop #body }))
             }
             V::Lanes(c) | V::Run { lanes: c, .. } => {
                 let body = self.masked_block(&w.body.stmts)?;
@@ -554,10 +555,12 @@ impl<'t> Emitter<'t> {
                     Some(all) => quote!(#all),
                     None => quote!(false),
                 };
+                let stop = super::poll_stop();
                 Some(quote!({
                     // The lanes still looping; the condition is evaluated for them only.
                     let mut __w: __dc::cpu::lanes::Mask = __m;
                     loop {
+                        #stop
                         if !#all {
                             {
                                 let __m = __w;
@@ -618,6 +621,7 @@ impl<'t> Emitter<'t> {
         // Loop versioning, for an innermost loop with a step of one (a nested loop's
         // copies would double at every level).
         if step.is_some() || has_loop(&f.body.stmts) {
+            let body = super::poll_stop_in_for(&f.body.stmts, body);
             return Some(quote!(for #var in #header #body));
         }
         let saved = self.versioning.replace(Versioning {

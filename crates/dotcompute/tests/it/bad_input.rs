@@ -581,6 +581,8 @@ fn bad_settings_are_errors_naming_the_variable_not_silent_defaults() {
         ("DOTCOMPUTE_WGPU_FLOAT", "fast"),
         ("DOTCOMPUTE_CHECKED", "yes please"),
         ("DOTCOMPUTE_CUDA_VECTORIZE", "sometimes"),
+        ("DOTCOMPUTE_CPU_TIMEOUT_S", "0"),
+        ("DOTCOMPUTE_CPU_TIMEOUT_S", "forever"),
     ] {
         run_in_child(
             "bad_input::bad_setting_child",
@@ -615,8 +617,14 @@ fn bad_setting_child() {
         let a = d.upload(&[1.0f32; 4]).unwrap();
         let mut out = d.alloc::<f32>(4).unwrap();
         check(vector_add::launch(&d, Launch::threads(4), &a, &a, &mut out).unwrap_err());
-        // A launch that chooses for itself does not read the setting.
-        vector_add::launch(&d, Launch::threads(4).checked(true), &a, &a, &mut out).unwrap();
+        if variable == "DOTCOMPUTE_CHECKED" {
+            // A launch that chooses for itself does not read the setting.
+            vector_add::launch(&d, Launch::threads(4).checked(true), &a, &a, &mut out).unwrap();
+        } else {
+            // The time limit applies to every launch.
+            let e = vector_add::launch(&d, Launch::threads(4).checked(true), &a, &a, &mut out);
+            check(e.unwrap_err());
+        }
         return;
     }
     // The backend must be present to read its settings (absent: nothing to check, unless

@@ -1,7 +1,8 @@
 //! A kernel that never ends (issue 27, item 6): on CUDA, a wait past
 //! `DOTCOMPUTE_CUDA_TIMEOUT_S` makes the device lost and returns, instead of hanging the
-//! process. (wgpu has had its `DOTCOMPUTE_WGPU_TIMEOUT_S` since core v2; the CPU backend
-//! has no cancellation yet, so it is not run there.)
+//! process. On the CPU, the generated code polls at loop back-edges and a launch past
+//! `DOTCOMPUTE_CPU_TIMEOUT_S` stops with `Error::LaunchTimedOut`, the device still usable.
+//! (wgpu has had its `DOTCOMPUTE_WGPU_TIMEOUT_S` since core v2.)
 
 use crate::common;
 use dotcompute::prelude::*;
@@ -69,4 +70,136 @@ fn never_ending_kernel_child() {
     assert!(matches!(e2, dotcompute::Error::DeviceLost { .. }), "{e2}");
     println!("TIMEOUT-REPORTED after {waited:?}: {e}");
     std::process::exit(0);
+}
+
+/// Spins at group level: a `while` loop holding barriers (the CPU's split group body).
+#[kernel]
+fn spin_with_barriers(flag: &mut [u32], stop: u32) {
+    let s = shared::<u32, 64>();
+    let l = local_id().x;
+    let mut k = l;
+    while flag[0] != stop {
+        s[l] = k;
+        barrier();
+        k = s[(l + 1) % 64];
+        barrier();
+    }
+    if global_id().x < flag.len() {
+        flag[global_id().x] = k;
+    }
+}
+
+/// A `loop` whose `break` never comes, inside a lane-form friendly body.
+#[kernel]
+fn endless_loop(out: &mut [u32], stop: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        let mut x = i;
+        loop {
+            x = x * 1664525u32 + 1013904223u32;
+            if x == stop && stop == 0u32 && x != 0u32 {
+                break;
+            }
+        }
+        out[i] = x;
+    }
+}
+
+/// Bounded but far too long: nested `for` loops (polled at the outer one).
+#[kernel]
+fn nested_for(out: &mut [u32], outer: u32, inner: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        let mut x = i;
+        for a in 0..outer {
+            for b in 0..inner {
+                x = x * 3u32 + (a ^ b);
+            }
+        }
+        out[i] = x;
+    }
+}
+
+#[test]
+fn a_kernel_that_never_ends_is_stopped_on_the_cpu_and_the_device_stays_usable() {
+    let run = common::run_test_in_child(
+        "timeouts::cpu_never_ending_kernels_child",
+        &[("DOTCOMPUTE_CPU_TIMEOUT_S", "1")],
+        Some(std::time::Duration::from_secs(60)),
+    );
+    eprintln!("child (status {:?}):\n{}", run.status, run.text);
+    assert!(
+        run.text.contains("CPU-TIMEOUTS-REPORTED"),
+        "the child did not stop its never-ending kernels within 60 s:\n{}",
+        run.text
+    );
+}
+
+/// Run by the test above with `DOTCOMPUTE_CPU_TIMEOUT_S=1`: each never-ending kernel
+/// (per-thread `while`, group-level `while` with barriers, `loop`, nested `for`), in
+/// default and checked mode, returns `LaunchTimedOut` within a few seconds, and a normal
+/// launch on the same device is right afterwards.
+#[test]
+#[ignore = "run by a_kernel_that_never_ends_is_stopped_on_the_cpu_and_the_device_stays_usable"]
+fn cpu_never_ending_kernels_child() {
+    if std::env::var("DOTCOMPUTE_CPU_TIMEOUT_S").is_err() {
+        return;
+    }
+    let d = Device::cpu();
+    let expect_stopped = |what: &str, r: dotcompute::Result<()>, started: std::time::Instant| {
+        let waited = started.elapsed();
+        let e = r.expect_err(what);
+        assert!(
+            matches!(e, dotcompute::Error::LaunchTimedOut { .. }),
+            "{what}: {e}"
+        );
+        assert!(e.to_string().contains("DOTCOMPUTE_CPU_TIMEOUT_S"), "{e}");
+        assert!(waited.as_secs_f64() < 8.0, "{what}: took {waited:?}");
+        eprintln!("{what}: stopped after {waited:?}: {e}");
+    };
+    for checked in [false, true] {
+        let mut flag = d.alloc_filled(1000, 7u32).unwrap();
+        let t = std::time::Instant::now();
+        let r = spin_until::launch(&d, Launch::threads(1000).checked(checked), &mut flag, 8);
+        expect_stopped("per-thread while", r, t);
+
+        let t = std::time::Instant::now();
+        let r = spin_with_barriers::launch(
+            &d,
+            Launch::threads(64 * 40).group(64).checked(checked),
+            &mut flag,
+            8,
+        );
+        expect_stopped("group-level while with barriers", r, t);
+
+        let mut out = d.alloc_filled(100_003, 0u32).unwrap();
+        let t = std::time::Instant::now();
+        let r = endless_loop::launch(&d, Launch::threads(100_003).checked(checked), &mut out, 0);
+        expect_stopped("loop without break", r, t);
+
+        let t = std::time::Instant::now();
+        let r = nested_for::launch(
+            &d,
+            Launch::threads(4099).checked(checked),
+            &mut out,
+            u32::MAX,
+            1 << 16,
+        );
+        expect_stopped("nested for", r, t);
+    }
+    // The device is usable, and a kernel with loops that end runs to its right result.
+    let n = 1237usize;
+    let mut out = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+    nested_for::launch(&d, Launch::threads(n), &mut out, 3, 5).unwrap();
+    let got = out.to_vec().unwrap();
+    for (i, g) in got.iter().enumerate() {
+        let mut x = i as u32;
+        for a in 0..3u32 {
+            for b in 0..5u32 {
+                x = x.wrapping_mul(3).wrapping_add(a ^ b);
+            }
+        }
+        assert_eq!(*g, x, "element {i}");
+    }
+    println!("CPU-TIMEOUTS-REPORTED");
 }
