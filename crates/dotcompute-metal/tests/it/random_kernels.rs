@@ -3,7 +3,10 @@
 //! comparisons and selects, casts between `i32`, `u32` and `f32`, min / max / abs / clamp,
 //! rounding, an `if` and a counted loop, 4-lane `i32` vectors, an atomic on the thread's
 //! own element (every operation, compare-exchange included, its old value used) and
-//! contended atomics of one commutative operation per kernel on a 17-element array)
+//! contended atomics of one commutative operation per kernel on a 17-element array, and
+//! a group phase: a shared array written, read across the group between barriers (also in
+//! a counted loop of barriers), and contended atomics on a shared array whose totals go to
+//! global memory)
 //! over random inputs, then run as MSL through the
 //! shim, as WGSL on wgpu (lavapipe in CI; NVIDIA Vulkan on the GPU machine) and as CUDA C++
 //! where present, and every output element must agree. The IR defines every operation
@@ -211,6 +214,10 @@ fn random_kernel(seed: u64) -> Kernel {
         b.buffer("own", U, Access::ReadWrite),
         b.buffer("hist", I, Access::ReadWrite),
     );
+    let (osh, shist) = (
+        b.buffer("osh", U, Access::ReadWrite),
+        b.buffer("shist", I, Access::ReadWrite),
+    );
     let i = b.builtin(Builtin::GlobalId, Axis::X);
     let len = b.len(oi);
     let inside = b.binary(BinaryOp::Lt, i.clone(), len).unwrap();
@@ -308,9 +315,120 @@ fn random_kernel(seed: u64) -> Kernel {
     let acc_v = g.b.get(acc);
     b.store(oi, i.clone(), acc_v).unwrap();
     b.store(ou, i.clone(), eu).unwrap();
-    b.store(of, i, ef).unwrap();
+    b.store(of, i.clone(), ef).unwrap();
     b.end_if().unwrap();
+    group_phase(&mut b, seed, [a, bu, x], osh, shist, i);
     b.finish().unwrap()
+}
+
+/// Threads per group in every random kernel (the group phase's shared array).
+const GROUP: u32 = 64;
+
+/// The group phase, run by every thread of the group (those past the end too, so that
+/// barriers are reached by all): a shared array `s` is written, read at a neighbour after
+/// a barrier, rewritten, passed round in a counted loop of barriers, and read at a
+/// permuted index into `osh`; a shared `sh` receives contended atomics of one commutative
+/// operation, and its totals are added into the global `shist` after a barrier.
+fn group_phase(
+    b: &mut Builder,
+    seed: u64,
+    [a, bu, x]: [dotcompute::ir::Mem; 3],
+    osh: dotcompute::ir::Mem,
+    shist: dotcompute::ir::Mem,
+    i: V,
+) {
+    let s = b.shared("s", U, V::host(GROUP)).unwrap();
+    let sh = b.shared("sh", I, V::host(HIST as u32)).unwrap();
+    let l = b.builtin(Builtin::LocalId, Axis::X);
+    // Threads past the end read the last element.
+    let len = b.len(a);
+    let last = b.binary(BinaryOp::Sub, len, V::host(1u32)).unwrap();
+    let j = b.math(MathFn::Min, vec![i.clone(), last]).unwrap();
+    let va = b.load(a, j.clone()).unwrap();
+    let vb = b.load(bu, j.clone()).unwrap();
+    let vx = b.load(x, j).unwrap();
+    let mut g = Gen {
+        b,
+        rng: fastrand::Rng::with_seed(seed ^ 0x5A5A_0F0F),
+        inputs: [(I, va), (U, vb), (F, vx)],
+    };
+    let mine = g.expr(U, 3);
+    g.b.store(s, l.clone(), mine).unwrap();
+    let small =
+        g.b.binary(BinaryOp::Lt, l.clone(), V::host(HIST as u32))
+            .unwrap();
+    g.b.begin_if(small.clone()).unwrap();
+    let li = g.b.cast(l.clone(), I).unwrap();
+    let init = g.b.binary(BinaryOp::Mul, li, V::host(3i32)).unwrap();
+    let init = g.b.binary(BinaryOp::Sub, init, V::host(20i32)).unwrap();
+    g.b.store(sh, l.clone(), init).unwrap();
+    g.b.end_if().unwrap();
+    g.b.barrier();
+    // Contended atomics on shared memory (old values unused: their order is not fixed).
+    let op = [
+        AtomicOp::Add,
+        AtomicOp::Sub,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+    ][g.rng.usize(..7)];
+    let slot = g.expr(U, 2);
+    let slot =
+        g.b.binary(BinaryOp::Rem, slot, V::host(HIST as u32))
+            .unwrap();
+    let value = g.expr(I, 2);
+    g.b.atomic(op, sh, slot, vec![value]).unwrap();
+    // A neighbour's value, changed, written back after everyone has read.
+    let r = g.rng.u32(1..GROUP);
+    let at = g.b.binary(BinaryOp::Add, l.clone(), V::host(r)).unwrap();
+    let at = g.b.binary(BinaryOp::Rem, at, V::host(GROUP)).unwrap();
+    let t = g.b.load(s, at).unwrap();
+    let e = g.expr(U, 2);
+    let t = g.b.binary(BinaryOp::BitXor, t, e).unwrap();
+    let t = g.b.let_("t", Some(U.into()), false, t).unwrap();
+    g.b.barrier();
+    let tv = g.b.get(t);
+    g.b.store(s, l.clone(), tv).unwrap();
+    g.b.barrier();
+    // Rounds of read-neighbour, barrier, combine-own, barrier.
+    let rounds = g.rng.u32(0..4);
+    let k =
+        g.b.begin_for("k", V::host(0u32), V::host(rounds), None)
+            .unwrap();
+    let kv = g.b.get(k);
+    let at = g.b.binary(BinaryOp::Add, l.clone(), kv).unwrap();
+    let at = g.b.binary(BinaryOp::Add, at, V::host(1u32)).unwrap();
+    let at = g.b.binary(BinaryOp::Rem, at, V::host(GROUP)).unwrap();
+    let v = g.b.load(s, at).unwrap();
+    let v = g.b.let_("v", Some(U.into()), false, v).unwrap();
+    g.b.barrier();
+    let own = g.b.load(s, l.clone()).unwrap();
+    let vv = g.b.get(v);
+    let combine = [BinaryOp::Add, BinaryOp::BitXor, BinaryOp::Sub][g.rng.usize(..3)];
+    let next = g.b.binary(combine, own, vv).unwrap();
+    g.b.store(s, l.clone(), next).unwrap();
+    g.b.barrier();
+    g.b.end_for().unwrap();
+    // A permuted read (odd multiplier: a permutation of the group).
+    let mult = g.rng.u32(0..GROUP / 2) * 2 + 1;
+    let off = g.rng.u32(0..GROUP);
+    let at = g.b.binary(BinaryOp::Mul, l.clone(), V::host(mult)).unwrap();
+    let at = g.b.binary(BinaryOp::Add, at, V::host(off)).unwrap();
+    let at = g.b.binary(BinaryOp::Rem, at, V::host(GROUP)).unwrap();
+    let fin = g.b.load(s, at).unwrap();
+    let olen = g.b.len(osh);
+    let inside = g.b.binary(BinaryOp::Lt, i.clone(), olen).unwrap();
+    g.b.begin_if(inside).unwrap();
+    g.b.store(osh, i, fin).unwrap();
+    g.b.end_if().unwrap();
+    // The group's shared totals into global memory (addition: any group order).
+    g.b.barrier();
+    g.b.begin_if(small).unwrap();
+    let total = g.b.load(sh, l.clone()).unwrap();
+    g.b.atomic(AtomicOp::Add, shist, l, vec![total]).unwrap();
+    g.b.end_if().unwrap();
 }
 
 /// What a random kernel leaves: its three outputs and its two atomic arrays.
@@ -321,6 +439,8 @@ struct Outputs {
     of: Vec<f32>,
     own: Vec<u32>,
     hist: Vec<i32>,
+    osh: Vec<u32>,
+    shist: Vec<i32>,
 }
 
 impl Outputs {
@@ -332,20 +452,30 @@ impl Outputs {
                 || self.ou[j] != o.ou[j]
                 || self.of[j] != o.of[j]
                 || self.own[j] != o.own[j]
+                || self.osh[j] != o.osh[j]
         }) {
             return Some((
                 Some(j),
                 format!(
-                    "element {j}: (oi, ou, of, own) = ({}, {}, {}, {}) against ({}, {}, {}, {})",
+                    "element {j}: (oi, ou, of, own, osh) = ({}, {}, {}, {}, {}) against \
+                     ({}, {}, {}, {}, {})",
                     self.oi[j],
                     self.ou[j],
                     self.of[j],
                     self.own[j],
+                    self.osh[j],
                     o.oi[j],
                     o.ou[j],
                     o.of[j],
-                    o.own[j]
+                    o.own[j],
+                    o.osh[j]
                 ),
+            ));
+        }
+        if self.shist != o.shist {
+            return Some((
+                None,
+                format!("shist {:?} against {:?}", self.shist, o.shist),
             ));
         }
         (self.hist != o.hist).then(|| (None, format!("hist {:?} against {:?}", self.hist, o.hist)))
@@ -368,10 +498,12 @@ fn run(device: &Device, kernel: &Kernel, a: &[i32], b: &[u32], x: &[f32]) -> Out
     let mut own = device.upload(b).unwrap();
     let start: Vec<i32> = (0..HIST as i32).map(|k| k * 1000 - 7000).collect();
     let mut hist = device.upload(&start).unwrap();
+    let mut osh = device.alloc_filled(n, 0xFEED_FACEu32).unwrap();
+    let mut shist = device.upload(&start).unwrap();
     device
         .launch_kernel(
             &def,
-            Launch::threads(n),
+            Launch::threads(n).group(GROUP),
             &[
                 Arg::buffer(&da),
                 Arg::buffer(&db),
@@ -381,6 +513,8 @@ fn run(device: &Device, kernel: &Kernel, a: &[i32], b: &[u32], x: &[f32]) -> Out
                 Arg::buffer_mut(&mut of),
                 Arg::buffer_mut(&mut own),
                 Arg::buffer_mut(&mut hist),
+                Arg::buffer_mut(&mut osh),
+                Arg::buffer_mut(&mut shist),
             ],
         )
         .unwrap_or_else(|e| panic!("{} failed to launch: {e}", device.label()));
@@ -390,6 +524,8 @@ fn run(device: &Device, kernel: &Kernel, a: &[i32], b: &[u32], x: &[f32]) -> Out
         of: of.to_vec().unwrap(),
         own: own.to_vec().unwrap(),
         hist: hist.to_vec().unwrap(),
+        osh: osh.to_vec().unwrap(),
+        shist: shist.to_vec().unwrap(),
     }
 }
 
