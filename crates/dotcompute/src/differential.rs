@@ -37,6 +37,17 @@
 //!   made of them agree exactly ([`Tolerance::EXACT`]); transcendental functions follow
 //!   each backend's documented precision (a few ulp on the CPU and CUDA, looser bounds
 //!   on Vulkan), so give those a tolerance.
+//!
+//! ## Per-backend rules
+//!
+//! [`differential`] compares under the rules the two devices can honour
+//! ([`Tolerance::for_devices`]): where either device flushes subnormals
+//! (`Capabilities::subnormals` is false, as on NVIDIA's Vulkan driver), a subnormal
+//! result agrees with a zero of either sign. Where either device does not give the IR's
+//! exact `+ - *` (`Capabilities::exact_float` is false: Metal, or Vulkan with
+//! `DOTCOMPUTE_WGPU_FLOAT=relaxed`), the compiler may fuse or reassociate, which no ulp
+//! bound covers; a disagreement then names those devices
+//! ([`ElementMismatch::relaxed_devices`]) so the reader knows where to look.
 
 use crate::{Device, Element, Error};
 use std::fmt;
@@ -46,14 +57,32 @@ use std::fmt;
 pub struct Tolerance {
     /// Units in the last place (0: equal, NaN == NaN, +0 == -0).
     pub float_ulps: u64,
+    /// A subnormal agrees with a zero of either sign (a device that flushes subnormals).
+    pub subnormals_as_zero: bool,
 }
 
 impl Tolerance {
     /// Floats equal (up to NaN payloads and the sign of zero); integers always are.
-    pub const EXACT: Tolerance = Tolerance { float_ulps: 0 };
+    pub const EXACT: Tolerance = Tolerance {
+        float_ulps: 0,
+        subnormals_as_zero: false,
+    };
     /// Floats within `n` ulp.
     pub const fn ulps(n: u64) -> Tolerance {
-        Tolerance { float_ulps: n }
+        Tolerance {
+            float_ulps: n,
+            subnormals_as_zero: false,
+        }
+    }
+
+    /// This tolerance under the rules both devices honour: subnormals as zero where
+    /// either flushes them (`Capabilities::subnormals`). [`differential`] applies it.
+    pub fn for_devices(self, left: &Device, right: &Device) -> Tolerance {
+        let flushes = |d: &Device| !d.info().caps.subnormals;
+        Tolerance {
+            subnormals_as_zero: self.subnormals_as_zero || flushes(left) || flushes(right),
+            ..self
+        }
     }
 }
 
@@ -62,6 +91,10 @@ pub trait Agree: Element {
     /// The distance of `a` from `b` in ulp (0 for equal integers), or `None` when they
     /// disagree whatever the tolerance (different integers, NaN against a number).
     fn distance(a: Self, b: Self) -> Option<u64>;
+    /// `v` with a subnormal replaced by zero (floats; other types are returned as they are).
+    fn flush_subnormal(v: Self) -> Self {
+        v
+    }
 }
 
 macro_rules! exact {
@@ -96,6 +129,13 @@ macro_rules! float {
                 };
                 Some((key(a) as i128 - key(b) as i128).unsigned_abs() as u64)
             }
+            fn flush_subnormal(v: $t) -> $t {
+                if v.is_subnormal() {
+                    0.0
+                } else {
+                    v
+                }
+            }
         }
     };
 }
@@ -119,6 +159,14 @@ impl Agree for half::f16 {
             }
         };
         Some((key(a) - key(b)).unsigned_abs() as u64)
+    }
+    fn flush_subnormal(v: half::f16) -> half::f16 {
+        // Exponent bits zero, mantissa not: a subnormal.
+        if v.to_bits() & 0x7C00 == 0 && v.to_bits() & 0x03FF != 0 {
+            half::f16::ZERO
+        } else {
+            v
+        }
     }
 }
 
@@ -155,6 +203,10 @@ pub struct ElementMismatch {
     /// The distance in ulp, when both are numbers.
     pub ulps: Option<u64>,
     pub tolerance: Tolerance,
+    /// The devices compared that do not give the IR's exact `+ - *`
+    /// (`Capabilities::exact_float`): contraction or reassociation there may explain
+    /// the difference.
+    pub relaxed_devices: Vec<String>,
 }
 
 impl fmt::Display for Disagreement {
@@ -173,20 +225,29 @@ impl fmt::Display for Disagreement {
                     right,
                     ulps,
                     tolerance,
+                    relaxed_devices,
                 } = &**m;
                 write!(
                     f,
                     "element {index}: {} gave {}, {} gave {}",
                     left.0, left.1, right.0, right.1
                 )?;
-                match ulps {
-                    Some(u) => write!(
+                if let Some(u) = ulps {
+                    write!(
                         f,
                         " ({u} ulp apart; the tolerance is {})",
                         tolerance.float_ulps
-                    ),
-                    None => Ok(()),
+                    )?;
                 }
+                if !relaxed_devices.is_empty() {
+                    write!(
+                        f,
+                        "; {} may fuse or reassociate float operations \
+                         (Capabilities::exact_float is false)",
+                        relaxed_devices.join(" and ")
+                    )?;
+                }
+                Ok(())
             }
         }
     }
@@ -208,7 +269,11 @@ pub fn compare<T: Agree + fmt::Debug>(
     }
     let mut max_ulps = 0;
     for (index, (&a, &b)) in left.1.iter().zip(right.1).enumerate() {
-        let d = T::distance(a, b);
+        let d = if tolerance.subnormals_as_zero {
+            T::distance(T::flush_subnormal(a), T::flush_subnormal(b))
+        } else {
+            T::distance(a, b)
+        };
         match d {
             Some(u) if u <= tolerance.float_ulps => max_ulps = max_ulps.max(u),
             ulps => {
@@ -218,6 +283,7 @@ pub fn compare<T: Agree + fmt::Debug>(
                     right: (right.0.to_string(), format!("{b:?}")),
                     ulps,
                     tolerance,
+                    relaxed_devices: Vec::new(),
                 })))
             }
         }
@@ -247,7 +313,18 @@ where
         })
     };
     let (a, b) = (output(left)?, output(right)?);
-    compare((&left.label(), &a), (&right.label(), &b), tolerance)
+    let tolerance = tolerance.for_devices(left, right);
+    compare((&left.label(), &a), (&right.label(), &b), tolerance).map_err(|e| match e {
+        Disagreement::Element(mut m) => {
+            m.relaxed_devices = [left, right]
+                .iter()
+                .filter(|d| !d.info().caps.exact_float)
+                .map(|d| d.label())
+                .collect();
+            Disagreement::Element(m)
+        }
+        other => other,
+    })
 }
 
 #[cfg(test)]
@@ -277,5 +354,24 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("element 1"), "{e}");
+    }
+
+    #[test]
+    fn subnormals_agree_with_zero_only_where_a_device_flushes_them() {
+        let tiny = f32::from_bits(5); // subnormal
+        let normal = f32::MIN_POSITIVE; // smallest normal: never flushed
+        let exact = compare(("a", &[tiny]), ("b", &[0.0f32]), Tolerance::EXACT);
+        assert!(exact.is_err(), "a subnormal against zero passed exactly");
+        let flushing = Tolerance {
+            subnormals_as_zero: true,
+            ..Tolerance::EXACT
+        };
+        compare(("a", &[tiny, -tiny]), ("b", &[0.0f32, 0.0]), flushing).unwrap();
+        compare(("a", &[-tiny]), ("b", &[-0.0f32]), flushing).unwrap();
+        assert!(compare(("a", &[normal]), ("b", &[0.0f32]), flushing).is_err());
+        assert!(compare(("a", &[tiny]), ("b", &[1.0f32]), flushing).is_err());
+        // The CPU keeps subnormals: two CPU devices keep the exact rule.
+        let cpu = Device::cpu();
+        assert!(!Tolerance::EXACT.for_devices(&cpu, &cpu).subnormals_as_zero);
     }
 }

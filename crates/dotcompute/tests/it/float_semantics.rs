@@ -203,3 +203,67 @@ fn float_arithmetic_is_bit_identical_to_the_cpu_on_every_exact_backend() {
     }
     eprintln!("{compared} kernel runs compared bit for bit with the CPU");
 }
+
+#[kernel]
+fn min_max(a: &[f32], b: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < a.len() {
+        out[2 * i] = a[i].min(b[i]);
+        out[2 * i + 1] = a[i].max(b[i]);
+    }
+}
+
+/// Issue 27, item 5: `differential` compares under the rules both devices honour. On a
+/// device that does not promise subnormals (NVIDIA Vulkan flushes them), subnormal results
+/// agree with zero; the log shows whether the plain exact comparison failed there.
+#[test]
+fn differential_uses_the_per_backend_subnormal_rule() {
+    use dotcompute::differential::{compare, differential, Tolerance};
+    let seed = common::seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 4099;
+    let tiny = |rng: &mut fastrand::Rng| {
+        let v = f32::from_bits(rng.u32(1..0x0080_0000));
+        if rng.bool() {
+            -v
+        } else {
+            v
+        }
+    };
+    let a: Vec<f32> = (0..n).map(|_| tiny(&mut rng)).collect();
+    let b: Vec<f32> = (0..n)
+        .map(|i| match i % 3 {
+            0 => tiny(&mut rng),
+            1 => 0.0,
+            _ => -0.0,
+        })
+        .collect();
+    let run = |d: &Device| -> dotcompute::Result<Vec<f32>> {
+        let (da, db) = (d.upload(&a)?, d.upload(&b)?);
+        let mut out = d.alloc_filled(2 * n, f32::NAN)?;
+        min_max::launch(d, Launch::threads(n), &da, &db, &mut out)?;
+        out.to_vec()
+    };
+    let cpu = Device::cpu();
+    let want = run(&cpu).unwrap();
+    for d in common::devices() {
+        let agreed = differential(&d, &cpu, Tolerance::EXACT, run)
+            .unwrap_or_else(|e| panic!("seed {seed}: {}: {e}", d.label()));
+        let got = run(&d).unwrap();
+        let plain = compare(("device", &got), ("cpu", &want), Tolerance::EXACT);
+        eprintln!(
+            "{}: subnormals {}, agreed on {} elements; plain exact comparison: {}",
+            d.label(),
+            d.info().caps.subnormals,
+            agreed.elements,
+            plain
+                .as_ref()
+                .map_or_else(|e| e.to_string(), |_| "agreed".into())
+        );
+        // Where subnormals are promised, they must be kept exactly; where they are not
+        // (lavapipe keeps them anyway, NVIDIA Vulkan flushes), only the rule applies.
+        if d.info().caps.subnormals {
+            plain.unwrap_or_else(|e| panic!("seed {seed}: {}: {e}", d.label()));
+        }
+    }
+}
