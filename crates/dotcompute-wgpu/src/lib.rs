@@ -149,12 +149,16 @@ enum Form {
     Vector,
 }
 
-static VECTOR_LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+thread_local! {
+    /// Per thread: a process-wide count let tests running in parallel see each other's
+    /// launches (a launch that must not take the form seemed to take it).
+    static VECTOR_LAUNCHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
-/// Launches run in the vector form ([`wgsl::WgslOptions::vector`]) so far in this process
-/// (tests check that an eligible launch took it).
+/// Launches the calling thread has run in the vector form
+/// ([`wgsl::WgslOptions::vector`]) so far (tests check that an eligible launch took it).
 pub fn vector_launches() -> u64 {
-    VECTOR_LAUNCHES.load(std::sync::atomic::Ordering::Relaxed)
+    VECTOR_LAUNCHES.with(|c| c.get())
 }
 
 /// The wgpu backend's entry in the registry: every compute-capable adapter.
@@ -1107,7 +1111,7 @@ impl WgpuBackend {
                         .all(|(offset, len, _)| offset % 16 == 0 && len % 4 == 0);
                 let form = match (strided, vector) {
                     (_, true) => {
-                        VECTOR_LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        VECTOR_LAUNCHES.with(|c| c.set(c.get() + 1));
                         Form::Vector
                     }
                     (true, false) => Form::Strided,
