@@ -17,6 +17,49 @@ pub trait AsStream {
         self.device()
             .launch_kernel_on(self.stream_id(), kernel, launch, args)
     }
+
+    /// Sets every element of `dst` to `value`, in this queue's order (for code generic
+    /// over devices and streams, such as library operations).
+    fn fill_buffer<T: Element>(&self, dst: &mut Buffer<T>, value: T) -> Result<()>
+    where
+        Self: Sized,
+    {
+        check_owner(self.device(), dst.device(), "fill")?;
+        dst.view_mut().fill_on(self.stream_id(), value)
+    }
+
+    /// Copies `src` into `dst` (same length), in this queue's order.
+    fn copy_buffer<T: Element>(&self, src: &Buffer<T>, dst: &mut Buffer<T>) -> Result<()>
+    where
+        Self: Sized,
+    {
+        check_owner(self.device(), src.device(), "copy")?;
+        check_owner(self.device(), dst.device(), "copy")?;
+        dst.view_mut().copy_from_on(self.stream_id(), &src.view())
+    }
+
+    /// Reads `src` to the host after this queue's earlier work.
+    fn read_buffer<T: Element>(&self, src: &Buffer<T>) -> Result<Vec<T>>
+    where
+        Self: Sized,
+    {
+        check_owner(self.device(), src.device(), "read")?;
+        src.view().read_vec_on(self.stream_id())
+    }
+}
+
+/// `ForeignObject` unless the buffer belongs to the queue's device.
+fn check_owner(queue: &Device, owner: &Device, op: &'static str) -> Result<()> {
+    if owner.same(queue) {
+        Ok(())
+    } else {
+        Err(Error::ForeignObject {
+            op,
+            what: "the buffer".into(),
+            owner: queue.labels_against(owner).1,
+            device: queue.labels_against(owner).0,
+        })
+    }
 }
 
 /// An in-order queue of transfers, fills and launches on one device, which runs
@@ -144,16 +187,7 @@ impl Stream {
     }
 
     fn check(&self, owner: &Device, op: &'static str) -> Result<()> {
-        if owner.same(&self.device) {
-            Ok(())
-        } else {
-            Err(Error::ForeignObject {
-                op,
-                what: "the buffer".into(),
-                owner: self.device.labels_against(owner).1,
-                device: self.device.labels_against(owner).0,
-            })
-        }
+        check_owner(&self.device, owner, op)
     }
 }
 

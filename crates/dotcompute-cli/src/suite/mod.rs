@@ -16,6 +16,7 @@
 pub mod cpu;
 pub mod matmul;
 pub mod memory;
+pub mod ops;
 pub mod plot;
 pub mod report;
 pub mod runtime;
@@ -347,6 +348,7 @@ pub fn benches() -> Vec<Bench> {
     v.extend(runtime::benches());
     v.extend(services::benches());
     v.extend(cpu::benches());
+    v.extend(ops::benches());
     v
 }
 

@@ -1,0 +1,73 @@
+//! # dotcompute-ops: library operations on typed buffers
+//!
+//! Reduce, scan and radix sort on any dotcompute device (CPU, CUDA, wgpu, and Metal
+//! through the same generated MSL), each on a [`Device`](dotcompute::Device) or a
+//! [`Stream`](dotcompute::Stream) (anything [`AsStream`]). Every kernel is written with
+//! `#[kernel]`, the language users write theirs in: the operations are users of the
+//! language, not a side door (`docs/architecture.md`, "Library operations").
+//!
+//! ```
+//! use dotcompute::prelude::*;
+//! use dotcompute_ops::{reduce, sort, ReduceOp, Order};
+//!
+//! let device = Device::cpu();
+//! let mut keys = device.upload(&[5u32, 1, 4, 1, 3])?;
+//! let mut values = device.upload(&[50.0f32, 10.0, 40.0, 11.0, 30.0])?;
+//! sort::sort_pairs(&device, &mut keys, &mut values, Order::Ascending)?;
+//! assert_eq!(keys.to_vec()?, [1, 1, 3, 4, 5]);
+//! assert_eq!(values.to_vec()?, [10.0, 11.0, 30.0, 40.0, 50.0]); // stable
+//! assert_eq!(reduce::reduce(&device, &keys, ReduceOp::Sum)?, 14);
+//! # Ok::<(), dotcompute::Error>(())
+//! ```
+//!
+//! ## Contract
+//!
+//! *Validates*: lengths (outputs as long as inputs, row shapes that divide the input,
+//! sizes that fit the kernels' 32-bit indices): a mismatch is `Error::Range`
+//! naming the operation and both lengths, before anything runs. Empty inputs are valid
+//! and do nothing (a reduction of nothing is the operation's identity). Outputs cannot
+//! alias inputs: the borrow checker refuses `&buffer` and `&mut buffer` together.
+//!
+//! *Trusts* the facade for everything a launch checks (bounds, devices, ordering on
+//! streams), and states each operation's numeric result: integer results and sorts are
+//! exact and the same on every backend; float sums are computed in a fixed tree whose
+//! shape depends only on the length, so a device gives the same bits on every run, with
+//! the error bound written on each function.
+
+mod host;
+pub mod reduce;
+pub mod scan;
+pub mod sort;
+
+pub use host::HostArith;
+pub use reduce::ReduceOp;
+pub use sort::{Order, RadixKey};
+
+use dotcompute::prelude::*;
+use dotcompute::{Error, Result};
+
+/// Threads per group of every kernel here (a power of two every backend allows).
+pub(crate) const GROUP: u32 = 256;
+
+/// The error of a bad argument to operation `op` (`Error::Range`, as the facade's own
+/// length checks).
+pub(crate) fn invalid(op: &'static str, detail: String) -> Error {
+    Error::Range { op, detail }
+}
+
+/// The length as the kernels' `u32` index, or why it does not fit.
+pub(crate) fn index_len(op: &'static str, len: usize) -> Result<u32> {
+    u32::try_from(len).map_err(|_| {
+        invalid(
+            op,
+            format!("{len} elements: the kernels index with u32, so at most 4294967295"),
+        )
+    })
+}
+
+/// Index `e` of a shared array padded with one element per 32, so that a thread's run of
+/// consecutive elements (`e = lid * k + j`) falls in different banks.
+#[kernel_fn]
+pub(crate) fn padded(e: u32) -> u32 {
+    e + e / 32
+}

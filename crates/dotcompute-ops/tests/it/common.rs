@@ -1,0 +1,52 @@
+#![allow(dead_code)]
+
+use dotcompute::{BackendKind, Device};
+
+/// Whether `DOTCOMPUTE_REQUIRE` lists `kind`.
+pub fn required(kind: BackendKind) -> bool {
+    std::env::var("DOTCOMPUTE_REQUIRE")
+        .unwrap_or_default()
+        .split(',')
+        .any(|b| BackendKind::parse(b) == Some(kind))
+}
+
+/// One device of every backend present.
+pub fn devices() -> Vec<Device> {
+    dotcompute::registry()
+        .iter()
+        .filter_map(|d| match Device::with_backend(d.kind) {
+            Ok(dev) => Some(dev),
+            Err(e) => {
+                assert!(!required(d.kind), "{} is required: {e}", d.kind);
+                eprintln!("skipping: {e}");
+                None
+            }
+        })
+        .collect()
+}
+
+/// A seed from `DOTCOMPUTE_SEED` or a random one, printed.
+pub fn seed() -> u64 {
+    let seed = std::env::var("DOTCOMPUTE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("seed {seed} (set DOTCOMPUTE_SEED={seed} to replay)");
+    seed
+}
+
+/// Whether the device is slow (the CPU, or lavapipe): large cases stay near 300,000 there
+/// (the CPU runs the sort's barrier-heavy kernels through its split group bodies, and
+/// lavapipe its barriers in software: a million pairs take seconds).
+pub fn slow(d: &Device) -> bool {
+    d.backend_kind() == BackendKind::Cpu || d.info().name.contains("llvmpipe")
+}
+
+/// Sizes to test on `d`: edges around the group (256) and the tiles (2,048 and 4,096),
+/// powers of two ± 1, a prime, and one large size (≥ 2^24 on GPUs, 300,007 elsewhere).
+pub fn sizes(d: &Device) -> Vec<usize> {
+    let large = if slow(d) { 300_007 } else { (1 << 24) + 5 };
+    vec![
+        0, 1, 2, 255, 256, 257, 2047, 2048, 2049, 4095, 4097, 65535, 65537, 100_003, large,
+    ]
+}

@@ -1,0 +1,87 @@
+use crate::common::{devices, seed};
+use dotcompute_ops::reduce::reduce;
+use dotcompute_ops::scan::exclusive_sum;
+use dotcompute_ops::sort::sort_pairs;
+use dotcompute_ops::{Order, ReduceOp};
+
+/// 16 threads share one device, each sorting, scanning and reducing its own data on the
+/// device or on its own stream, dropping buffers as it goes: every result is checked.
+#[test]
+fn sixteen_threads_share_a_device_with_no_wrong_result() {
+    let seed = seed();
+    for d in devices() {
+        std::thread::scope(|scope| {
+            for t in 0..16u64 {
+                let d = d.clone();
+                scope.spawn(move || {
+                    let mut rng = fastrand::Rng::with_seed(seed ^ t);
+                    let stream = d.stream().unwrap();
+                    for round in 0..6 {
+                        let n = rng.usize(1..20_000);
+                        let keys: Vec<u32> = (0..n).map(|_| rng.u32(..1000)).collect();
+                        let vals: Vec<u32> = (0..n as u32).collect();
+                        let (mut dk, mut dv) = (d.upload(&keys).unwrap(), d.upload(&vals).unwrap());
+                        let on_stream = round % 2 == 1;
+                        if on_stream {
+                            sort_pairs(&stream, &mut dk, &mut dv, Order::Ascending).unwrap();
+                        } else {
+                            sort_pairs(&d, &mut dk, &mut dv, Order::Ascending).unwrap();
+                        }
+                        let mut want: Vec<(u32, u32)> = keys.iter().copied().zip(vals).collect();
+                        want.sort_by_key(|p| p.0);
+                        let got: Vec<(u32, u32)> = dk
+                            .to_vec()
+                            .unwrap()
+                            .into_iter()
+                            .zip(dv.to_vec().unwrap())
+                            .collect();
+                        assert_eq!(
+                            got,
+                            want,
+                            "{} thread {t} round {round} seed {seed}",
+                            d.label()
+                        );
+                        let mut ex = d.alloc_filled(n, 1u32).unwrap();
+                        exclusive_sum(&d, &dk, &mut ex).unwrap();
+                        drop(dv);
+                        let total = reduce(&d, &dk, ReduceOp::Sum).unwrap();
+                        let ex = ex.to_vec().unwrap();
+                        let last = ex[n - 1].wrapping_add(want[n - 1].0);
+                        assert_eq!(last, total, "{} thread {t} round {round}", d.label());
+                        assert_eq!(total, keys.iter().sum::<u32>(), "{} thread {t}", d.label());
+                    }
+                });
+            }
+        });
+    }
+}
+
+#[test]
+#[ignore = "timing probe"]
+fn probe_times() {
+    for d in crate::common::devices() {
+        for n in [5000usize, 1 << 20] {
+            let x = d.upload(&vec![1u32; n]).unwrap();
+            let mut y = d.alloc::<u32>(n).unwrap();
+            for rep in 0..2 {
+                let t = std::time::Instant::now();
+                exclusive_sum(&d, &x, &mut y).unwrap();
+                y.to_vec().unwrap();
+                let scan = t.elapsed();
+                let t = std::time::Instant::now();
+                reduce(&d, &x, ReduceOp::Sum).unwrap();
+                let red = t.elapsed();
+                let mut k = d.upload(&vec![3u32; n]).unwrap();
+                let mut v = d.upload(&vec![3u32; n]).unwrap();
+                let t = std::time::Instant::now();
+                sort_pairs(&d, &mut k, &mut v, Order::Ascending).unwrap();
+                k.to_vec().unwrap();
+                eprintln!(
+                    "{} n={n} rep {rep}: scan {scan:?} reduce {red:?} sort {:?}",
+                    d.label(),
+                    t.elapsed()
+                );
+            }
+        }
+    }
+}
