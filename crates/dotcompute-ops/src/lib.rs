@@ -1,6 +1,6 @@
 //! # dotcompute-ops: library operations on typed buffers
 //!
-//! Reduce, scan and radix sort on any dotcompute device (CPU, CUDA, wgpu, and Metal
+//! Reduce, scan, radix sort, histograms, row softmax and transpose on any dotcompute device (CPU, CUDA, wgpu, and Metal
 //! through the same generated MSL), each on a [`Device`](dotcompute::Device) or a
 //! [`Stream`](dotcompute::Stream) (anything [`AsStream`]). Every kernel is written with
 //! `#[kernel]`, the language users write theirs in: the operations are users of the
@@ -34,10 +34,13 @@
 //! shape depends only on the length, so a device gives the same bits on every run, with
 //! the error bound written on each function.
 
+pub mod histogram;
 mod host;
 pub mod reduce;
 pub mod scan;
+pub mod softmax;
 pub mod sort;
+pub mod transpose;
 
 pub use host::HostArith;
 pub use reduce::ReduceOp;

@@ -5,12 +5,12 @@
 
 use super::{measure_all, Bench, Ctx, Figure, Res, Unit};
 use dotcompute::{BackendKind, Buffer};
-use dotcompute_ops::{reduce, scan, sort, Order, ReduceOp};
+use dotcompute_ops::{histogram, reduce, scan, softmax, sort, transpose, Order, ReduceOp};
 
 pub fn benches() -> Vec<Bench> {
     vec![Bench {
         name: "ops",
-        what: "library operations (reduce sum f32, exclusive scan u32, radix sort u32 keys and pairs) against a copy",
+        what: "library operations (reduce, scan, radix sort, histogram, softmax, transpose) against a copy",
         run: ops,
     }]
 }
@@ -38,6 +38,7 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     // The copy: n u32 (4n bytes read, 4n written).
     let src: Buffer<u32> = d.alloc_filled(n, 3).map_err(s)?;
     let mut dst: Buffer<u32> = d.alloc_filled(n, 0).map_err(s)?;
+    // (Softmax 16384 × 16384 needs 2^28 elements: the copy buffers are that long on GPUs.)
     let copy_bytes = 8.0 * n as f64;
 
     // reduce sum f32 (bytes read against the copy's bytes moved).
@@ -157,6 +158,132 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             .note(format!(
                 "{gkeys:.2} GKey/s; the issue's target on CUDA is ≥ 35 (keys) / 25 (pairs) GKey/s"
             ))
+            .build(),
+        );
+    }
+    drop(full);
+    drop(want);
+    figs.extend(rows_ops(ctx, &src, &mut dst)?);
+    Ok(figs)
+}
+
+/// Histogram, softmax and transpose, each against a copy of the same bytes moved.
+fn rows_ops(ctx: &Ctx, src: &Buffer<u32>, dst: &mut Buffer<u32>) -> Res<Vec<Figure>> {
+    let d = ctx.device;
+    let s = super::s;
+    let mut figs = Vec::new();
+    let big = !ctx.quick && ctx.kind() != BackendKind::Cpu;
+    // Histogram, 256 even bins of f32 samples (bytes read against the copy's moved).
+    let n = size(ctx);
+    ctx.step(&format!("histogram {} f32, 256 bins", label(n)));
+    let mut rng = fastrand::Rng::with_seed(2828);
+    let x: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+    let mut want = vec![0u32; 256];
+    for &v in &x {
+        want[((v * 256.0).floor() as usize).min(255)] += 1;
+    }
+    let dx = d.upload(&x).map_err(s)?;
+    drop(x);
+    let mut h = d.alloc_filled(256, 0u32).map_err(s)?;
+    let times = measure_all(
+        ctx,
+        &mut [
+            &mut || histogram::histogram_even_f32(d, &dx, 256, 0.0, 1.0, &mut h).map_err(s),
+            &mut || dst.copy_from(src).map_err(s),
+        ],
+    )?;
+    if h.to_vec().map_err(s)? != want {
+        return Err("histogram counts are wrong".into());
+    }
+    drop(dx);
+    figs.push(
+        ctx.figure(
+            "ops",
+            format!("histogram {} f32, 256 bins", label(n)),
+            n as f64,
+            Unit::GBs,
+        )
+        .ours(
+            "dotcompute_ops::histogram (shared atomics)",
+            4.0 * n as f64,
+            times[0].clone(),
+        )
+        .against(COPY, 8.0 * n as f64, times[1].clone())
+        .target("≥ 0.9 (bytes read / copy's bytes moved)")
+        .build(),
+    );
+    // Softmax per row: the row read twice and written once (12 bytes per element).
+    let shapes: &[(usize, usize)] = if big {
+        &[(8192, 1000), (16384, 16384)]
+    } else {
+        &[(2048, 1000)]
+    };
+    for &(rows, cols) in shapes {
+        let m = rows * cols;
+        if m > src.len() {
+            continue;
+        }
+        ctx.step(&format!("softmax {rows}×{cols}"));
+        let x: Vec<f32> = (0..m).map(|_| (rng.f32() - 0.5) * 10.0).collect();
+        let dx = d.upload(&x).map_err(s)?;
+        let mut y = d.alloc_filled(m, f32::NAN).map_err(s)?;
+        let cs = d.alloc_filled(m, 1u32).map_err(s)?;
+        let mut cd = d.alloc_filled(m, 0u32).map_err(s)?;
+        let times = measure_all(
+            ctx,
+            &mut [
+                &mut || softmax::softmax_rows(d, &dx, cols, &mut y).map_err(s),
+                &mut || cd.copy_from(&cs).map_err(s),
+            ],
+        )?;
+        super::memory::check_softmax(&x, cols, &y.to_vec().map_err(s)?)?;
+        figs.push(
+            ctx.figure("ops", format!("softmax {rows}×{cols} f32"), m as f64, Unit::GBs)
+                .ours("dotcompute_ops::softmax (online, two reads)", 8.0 * m as f64, times[0].clone())
+                .against(COPY, 8.0 * m as f64, times[1].clone())
+                .target("≥ 0.9")
+                .note("bytes: the row read once and written once, as the copy (the second read hits the cache for short rows)")
+                .build(),
+        );
+    }
+    // Transpose: every element read once and written once, as the copy.
+    let shapes: &[(usize, usize)] = if big {
+        &[(4096, 4095), (8191, 8193)]
+    } else {
+        &[(1024, 1023)]
+    };
+    for &(rows, cols) in shapes {
+        let m = rows * cols;
+        ctx.step(&format!("transpose {rows}×{cols}"));
+        let x: Vec<u32> = (0..m as u32).collect();
+        let dx = d.upload(&x).map_err(s)?;
+        let mut y = d.alloc_filled(m, 0u32).map_err(s)?;
+        let mut cd = d.alloc_filled(m, 0u32).map_err(s)?;
+        let times = measure_all(
+            ctx,
+            &mut [
+                &mut || transpose::transpose(d, &dx, rows, cols, &mut y).map_err(s),
+                &mut || cd.copy_from(&dx).map_err(s),
+            ],
+        )?;
+        let got = y.to_vec().map_err(s)?;
+        if (0..m).any(|k| got[(k % cols) * rows + k / cols] != x[k]) {
+            return Err(format!("transpose {rows}×{cols} is wrong"));
+        }
+        figs.push(
+            ctx.figure(
+                "ops",
+                format!("transpose {rows}×{cols} u32"),
+                m as f64,
+                Unit::GBs,
+            )
+            .ours(
+                "dotcompute_ops::transpose (32×32 padded tile)",
+                8.0 * m as f64,
+                times[0].clone(),
+            )
+            .against(COPY, 8.0 * m as f64, times[1].clone())
+            .target("≥ 0.9")
             .build(),
         );
     }

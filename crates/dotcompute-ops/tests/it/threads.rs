@@ -85,3 +85,18 @@ fn probe_times() {
         }
     }
 }
+
+#[test]
+#[ignore = "timing probe"]
+fn probe_histogram() {
+    for d in crate::common::devices() {
+        let x = d.upload(&vec![1.5f32; 200_003]).unwrap();
+        for bins in [7u32, 4096] {
+            let mut h = d.alloc::<u32>(bins as usize).unwrap();
+            let t = std::time::Instant::now();
+            dotcompute_ops::histogram::histogram_even_f32(&d, &x, bins, 0.0, 10.0, &mut h).unwrap();
+            h.to_vec().unwrap();
+            eprintln!("{} bins {bins}: {:?}", d.label(), t.elapsed());
+        }
+    }
+}

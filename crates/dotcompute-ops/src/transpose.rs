@@ -1,0 +1,85 @@
+//! Transpose of a row-major matrix of any shape and any 4- or 8-byte kernel type
+//! (`u32 i32 f32 u64 i64 f64`), through a padded shared tile: each group reads a 32 × 32
+//! tile with coalesced row reads and writes its transpose with coalesced row writes (the
+//! padding column keeps a column's shared reads on distinct banks).
+
+use crate::{index_len, invalid};
+use dotcompute::prelude::*;
+use dotcompute::{AsStream, Buffer, Result};
+
+/// Tile edge; a group is `TILE × ROWS` threads, each moving `TILE / ROWS` elements.
+const TILE: u32 = 32;
+const ROWS: u32 = 8;
+
+#[kernel]
+fn transpose_kernel<T: Num>(input: &[T], out: &mut [T], w: u32, h: u32) {
+    let tile = shared::<T, { TILE * (TILE + 1) }>();
+    let lx = local_id().x;
+    let ly = local_id().y;
+    let x = group_id().x * TILE + lx;
+    let y0 = group_id().y * TILE;
+    for k in 0..TILE / ROWS {
+        let r = ly + k * ROWS;
+        let y = y0 + r;
+        if x < w && y < h {
+            tile[r * (TILE + 1) + lx] = input[y * w + x];
+        }
+    }
+    barrier();
+    // Output row `ox` (an input column), columns `oy`.
+    let oy = group_id().y * TILE + lx;
+    let ox0 = group_id().x * TILE;
+    for k in 0..TILE / ROWS {
+        let c = ly + k * ROWS;
+        let ox = ox0 + c;
+        if oy < h && ox < w {
+            out[ox * h + oy] = tile[lx * (TILE + 1) + c];
+        }
+    }
+}
+
+/// `output = inputᵀ`: `input` is `rows × cols` row-major, `output` becomes `cols × rows`.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[1u32, 2, 3, 4, 5, 6])?; // 2 × 3
+/// let mut y = d.alloc::<u32>(6)?;
+/// dotcompute_ops::transpose::transpose(&d, &x, 2, 3, &mut y)?;
+/// assert_eq!(y.to_vec()?, [1, 4, 2, 5, 3, 6]); // 3 × 2
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn transpose<T: Num>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    rows: usize,
+    cols: usize,
+    output: &mut Buffer<T>,
+) -> Result<()> {
+    const OP: &str = "transpose";
+    if rows.checked_mul(cols) != Some(input.len()) || output.len() != input.len() {
+        return Err(invalid(
+            OP,
+            format!(
+                "a {rows} × {cols} matrix needs {} elements in and out; the input has {}, the output {}",
+                rows.saturating_mul(cols),
+                input.len(),
+                output.len()
+            ),
+        ));
+    }
+    index_len(OP, input.len())?;
+    if input.is_empty() {
+        return Ok(());
+    }
+    let t = TILE as usize;
+    transpose_kernel::launch::<T>(
+        queue,
+        Launch::grid2d(cols.div_ceil(t) * t, rows.div_ceil(t) * (ROWS as usize))
+            .group2d(TILE, ROWS),
+        input,
+        output,
+        cols as u32,
+        rows as u32,
+    )
+}

@@ -1,0 +1,210 @@
+//! Softmax, transpose and histograms against plain Rust.
+
+use crate::common::{devices, seed, slow};
+use dotcompute_ops::histogram::{histogram_even, histogram_even_f32};
+use dotcompute_ops::softmax::{log_softmax_rows, softmax_rows};
+use dotcompute_ops::transpose::transpose;
+
+#[test]
+fn softmax_and_log_softmax_of_any_row_length() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let shapes: &[(usize, usize)] = if slow(&d) {
+            &[(1, 1), (3, 255), (5, 257), (64, 1000), (2, 40_000)]
+        } else {
+            &[
+                (1, 1),
+                (3, 255),
+                (5, 257),
+                (8192, 1000),
+                (64, 16_384),
+                (2, 1_000_003),
+            ]
+        };
+        for &(rows, cols) in shapes {
+            let x: Vec<f32> = (0..rows * cols).map(|_| (rng.f32() - 0.5) * 40.0).collect();
+            let dx = d.upload(&x).unwrap();
+            let mut y = d.alloc_filled(rows * cols, f32::NAN).unwrap();
+            let mut ly = d.alloc_filled(rows * cols, f32::NAN).unwrap();
+            softmax_rows(&d, &dx, cols, &mut y).unwrap();
+            log_softmax_rows(&d, &dx, cols, &mut ly).unwrap();
+            let (y, ly) = (y.to_vec().unwrap(), ly.to_vec().unwrap());
+            for (r, row) in x.chunks(cols).enumerate() {
+                let top = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+                let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
+                for c in 0..cols {
+                    let k = r * cols + c;
+                    let want = (x[k] as f64 - top).exp() / sum;
+                    let err = (y[k] as f64 - want).abs();
+                    assert!(
+                        err <= 2e-5 * want + 1e-30,
+                        "{} {rows}x{cols} ({r}, {c}): {} want {want} seed {seed}",
+                        d.label(),
+                        y[k]
+                    );
+                    let lwant = x[k] as f64 - top - sum.ln();
+                    assert!(
+                        (ly[k] as f64 - lwant).abs() <= 2e-5 * (1.0 + lwant.abs()),
+                        "{} log ({r}, {c}): {} want {lwant}",
+                        d.label(),
+                        ly[k]
+                    );
+                }
+            }
+        }
+        // Huge values do not overflow; bad shapes are errors.
+        let dx = d
+            .upload(&[1000.0f32, 999.0, -1000.0, f32::NEG_INFINITY])
+            .unwrap();
+        let mut y = d.alloc_filled(4, f32::NAN).unwrap();
+        softmax_rows(&d, &dx, 2, &mut y).unwrap();
+        let y = y.to_vec().unwrap();
+        assert!(
+            (y[0] - 0.731_058_6).abs() < 1e-6 && y[3] == 0.0,
+            "{}: {y:?}",
+            d.label()
+        );
+        let mut short = d.alloc::<f32>(3).unwrap();
+        assert!(softmax_rows(&d, &dx, 2, &mut short).is_err());
+        let mut ok = d.alloc::<f32>(4).unwrap();
+        assert!(softmax_rows(&d, &dx, 3, &mut ok).is_err());
+    }
+}
+
+#[test]
+fn transposes_of_any_shape_and_width() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let shapes: &[(usize, usize)] = if slow(&d) {
+            &[(1, 1), (1, 33), (33, 1), (31, 65), (257, 1023)]
+        } else {
+            &[
+                (1, 1),
+                (1, 33),
+                (33, 1),
+                (31, 65),
+                (4096, 4095),
+                (8191, 8193),
+            ]
+        };
+        for &(rows, cols) in shapes {
+            let x: Vec<u32> = (0..rows * cols).map(|_| rng.u32(..)).collect();
+            let dx = d.upload(&x).unwrap();
+            let mut y = d.alloc_filled(rows * cols, 0xDEAD_BEEFu32).unwrap();
+            transpose(&d, &dx, rows, cols, &mut y).unwrap();
+            let y = y.to_vec().unwrap();
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(
+                        y[c * rows + r],
+                        x[r * cols + c],
+                        "{} {rows}x{cols} ({r}, {c})",
+                        d.label()
+                    );
+                }
+            }
+            if d.info().caps.f64 && rows * cols < 1 << 22 {
+                let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+                let dxf = d.upload(&xf).unwrap();
+                let mut yf = d.alloc_filled(rows * cols, f64::NAN).unwrap();
+                transpose(&d, &dxf, rows, cols, &mut yf).unwrap();
+                let yf = yf.to_vec().unwrap();
+                assert!(
+                    (0..rows * cols).all(|k| yf[(k % cols) * rows + k / cols] == xf[k]),
+                    "{} f64",
+                    d.label()
+                );
+            }
+        }
+        let dx = d.upload(&[1u32; 6]).unwrap();
+        let mut y = d.alloc::<u32>(6).unwrap();
+        assert!(transpose(&d, &dx, 4, 2, &mut y).is_err());
+    }
+}
+
+#[test]
+fn histograms_count_every_sample_exactly() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let n = if slow(&d) { 200_003 } else { (1 << 24) + 7 };
+        // f32 samples with edge values: the bounds, just below upper, NaN, ±inf.
+        let edges = [
+            0.0f32,
+            10.0,
+            9.999_999,
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -1e-30,
+        ];
+        let x: Vec<f32> = (0..n)
+            .map(|_| {
+                if rng.u8(..8) == 0 {
+                    edges[rng.usize(..edges.len())]
+                } else {
+                    rng.f32() * 12.0 - 1.0
+                }
+            })
+            .collect();
+        for bins in [1u32, 7, 256, 4096] {
+            let dx = d.upload(&x).unwrap();
+            let mut h = d.alloc_filled(bins as usize, 77u32).unwrap();
+            let t = std::time::Instant::now();
+            histogram_even_f32(&d, &dx, bins, 0.0, 10.0, &mut h).unwrap();
+            h.to_vec().unwrap();
+            eprintln!(
+                "{} f32 histogram of {n} in {bins} bins: {:?}",
+                d.label(),
+                t.elapsed()
+            );
+            let scale = bins as f32 / 10.0;
+            let mut want = vec![0u32; bins as usize];
+            for &v in &x {
+                if (0.0..10.0).contains(&v) {
+                    want[(((v - 0.0) * scale).floor() as u32).min(bins - 1) as usize] += 1;
+                }
+            }
+            assert_eq!(
+                h.to_vec().unwrap(),
+                want,
+                "{} f32 bins {bins} seed {seed}",
+                d.label()
+            );
+        }
+        let xi: Vec<i32> = (0..n).map(|_| rng.i32(-300..300)).collect();
+        let dxi = d.upload(&xi).unwrap();
+        let mut h = d.alloc_filled(100, 5u32).unwrap();
+        histogram_even(&d, &dxi, 100, -200, 200, &mut h).unwrap();
+        let mut want = vec![0u32; 100];
+        for &v in &xi {
+            if (-200..200).contains(&v) {
+                want[((v + 200) / 4) as usize] += 1;
+            }
+        }
+        assert_eq!(h.to_vec().unwrap(), want, "{} i32 seed {seed}", d.label());
+        // Bad arguments.
+        assert!(
+            histogram_even(&d, &dxi, 7, -200, 200, &mut h).is_err(),
+            "uneven integer bins"
+        );
+        assert!(
+            histogram_even(&d, &dxi, 100, 5, 5, &mut h).is_err(),
+            "empty range"
+        );
+        let mut big = d.alloc::<u32>(5000).unwrap();
+        assert!(
+            histogram_even(&d, &dxi, 5000, 0, 5000, &mut big).is_err(),
+            "too many bins"
+        );
+        let dx = d.upload(&[1.0f32]).unwrap();
+        assert!(histogram_even_f32(&d, &dx, 100, 0.0, f32::INFINITY, &mut h).is_err());
+        assert!(
+            histogram_even_f32(&d, &dx, 99, 0.0, 1.0, &mut h).is_err(),
+            "length mismatch"
+        );
+    }
+}
