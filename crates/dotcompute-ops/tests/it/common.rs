@@ -10,9 +10,10 @@ pub fn required(kind: BackendKind) -> bool {
         .any(|b| BackendKind::parse(b) == Some(kind))
 }
 
-/// One device of every backend present.
+/// One device of every backend present, and the Metal path: the generated MSL run on the
+/// CPU through clang (the shim; required where `DOTCOMPUTE_REQUIRE_MSL_SHIM=1`).
 pub fn devices() -> Vec<Device> {
-    dotcompute::registry()
+    let mut devices: Vec<Device> = dotcompute::registry()
         .iter()
         .filter_map(|d| match Device::with_backend(d.kind) {
             Ok(dev) => Some(dev),
@@ -22,7 +23,18 @@ pub fn devices() -> Vec<Device> {
                 None
             }
         })
-        .collect()
+        .collect();
+    match dotcompute_metal::shim::ShimBackend::new() {
+        Ok(b) => devices.push(Device::from_backend(Box::new(b))),
+        Err(e) => {
+            let required = std::env::var("DOTCOMPUTE_REQUIRE_MSL_SHIM").is_ok_and(|v| v == "1");
+            assert!(!required, "the MSL shim is required but unavailable: {e}");
+            eprintln!("skipping the MSL shim: {e}");
+        }
+    }
+    let labels: Vec<String> = devices.iter().map(|d| d.label()).collect();
+    eprintln!("devices: {}", labels.join("; "));
+    devices
 }
 
 /// A seed from `DOTCOMPUTE_SEED` or a random one, printed.
@@ -39,7 +51,9 @@ pub fn seed() -> u64 {
 /// (the CPU runs the sort's barrier-heavy kernels through its split group bodies, and
 /// lavapipe its barriers in software: a million pairs take seconds).
 pub fn slow(d: &Device) -> bool {
-    d.backend_kind() == BackendKind::Cpu || d.info().name.contains("llvmpipe")
+    d.backend_kind() == BackendKind::Cpu
+        || d.backend_kind() == BackendKind::Metal
+        || d.info().name.contains("llvmpipe")
 }
 
 /// Sizes to test on `d`: edges around the group (256) and the tiles (2,048 and 4,096),
