@@ -10,6 +10,8 @@
 //! `floor((x − lower) · scale)` with `scale = bins / (upper − lower)` rounded to f32 on the
 //! host, clamped to the last bin; for integers the range must split into equal integer
 //! widths, and the bin is `(x − lower) / width`.
+//!
+//! The number of groups is tuned ([`crate::tune`]): 1,024 (the default), 256 or 4,096.
 
 use crate::{index_len, invalid, GROUP};
 use dotcompute::prelude::*;
@@ -17,8 +19,38 @@ use dotcompute::{AsStream, Buffer, Result};
 
 /// The most bins a shared histogram holds.
 pub const MAX_BINS: u32 = 4096;
-/// Groups at most (each reads a grid-strided share).
-const MAX_GROUPS: u32 = 1024;
+/// The tuner's candidates: groups at most (each reads a grid-strided share); the first is
+/// the default (`DOTCOMPUTE_AUTOTUNE=off`). The counts are exact whichever runs.
+const GROUP_CHOICES: [(&str, u32); 3] = [
+    ("1024 groups", 1024),
+    ("256 groups", 256),
+    ("4096 groups", 4096),
+];
+
+/// Zeroes the group's `bins` counters, then waits for the group.
+#[kernel_fn]
+fn clear_bins(local: &mut [u32], bins: u32) {
+    let mut b = local_id().x;
+    while b < bins {
+        local[b] = 0;
+        b += GROUP;
+    }
+    barrier();
+}
+
+/// Waits for the group, then adds its counters into the output (one atomic per bin).
+#[kernel_fn]
+fn add_bins(local: &mut [u32], hist: &mut [u32], bins: u32) {
+    barrier();
+    let mut b = local_id().x;
+    while b < bins {
+        let c = local[b];
+        if c != 0 {
+            atomic_add(&hist[b], c);
+        }
+        b += GROUP;
+    }
+}
 
 #[kernel]
 fn histogram_f32(
@@ -31,13 +63,7 @@ fn histogram_f32(
     scale: f32,
 ) {
     let local = shared::<u32, MAX_BINS>();
-    let lid = local_id().x;
-    let mut b = lid;
-    while b < bins {
-        local[b] = 0;
-        b += GROUP;
-    }
-    barrier();
+    clear_bins(local, bins);
     let stride = GROUP * num_groups().x;
     let mut i = global_id().x;
     // Four loads in flight per step.
@@ -80,15 +106,7 @@ fn histogram_f32(
         }
         i += stride;
     }
-    barrier();
-    b = lid;
-    while b < bins {
-        let c = local[b];
-        if c != 0 {
-            atomic_add(&hist[b], c);
-        }
-        b += GROUP;
-    }
+    add_bins(local, hist, bins);
 }
 
 #[kernel]
@@ -102,13 +120,7 @@ fn histogram_int<T: Int>(
     width: u32,
 ) {
     let local = shared::<u32, MAX_BINS>();
-    let lid = local_id().x;
-    let mut b = lid;
-    while b < bins {
-        local[b] = 0;
-        b += GROUP;
-    }
-    barrier();
+    clear_bins(local, bins);
     let stride = GROUP * num_groups().x;
     let mut i = global_id().x;
     while i < n {
@@ -120,15 +132,7 @@ fn histogram_int<T: Int>(
         }
         i += stride;
     }
-    barrier();
-    b = lid;
-    while b < bins {
-        let c = local[b];
-        if c != 0 {
-            atomic_add(&hist[b], c);
-        }
-        b += GROUP;
-    }
+    add_bins(local, hist, bins);
 }
 
 fn check(op: &'static str, samples: usize, bins: u32, hist: usize) -> Result<u32> {
@@ -147,10 +151,30 @@ fn check(op: &'static str, samples: usize, bins: u32, hist: usize) -> Result<u32
     index_len(op, samples)
 }
 
-fn launch(n: u32) -> Launch {
-    let groups = n.div_ceil(GROUP * 16).clamp(1, MAX_GROUPS);
-    // (1,024 groups of 256: enough threads to keep an H200's memory busy.)
+fn launch(n: u32, max_groups: u32) -> Launch {
+    let groups = n.div_ceil(GROUP * 16).clamp(1, max_groups);
     Launch::threads((groups * GROUP) as usize).group(GROUP)
+}
+
+/// Runs `launch_with(max_groups)` with the tuned group count for `(op, ty, n)`.
+fn tuned(
+    queue: &impl AsStream,
+    op: &str,
+    ty: &str,
+    n: u32,
+    hist: &mut Buffer<u32>,
+    launch_with: impl Fn(&mut Buffer<u32>, Launch) -> Result<()>,
+) -> Result<()> {
+    let mut run = |i: usize| {
+        queue.fill_buffer(hist, 0)?;
+        launch_with(hist, launch(n, GROUP_CHOICES[i].1))
+    };
+    let names = GROUP_CHOICES.map(|c| c.0);
+    let key = crate::tune::key(queue, op, ty, n as usize);
+    let winner = crate::tune::choose(&key, n as usize, &names, &mut run, || {
+        queue.device().synchronize()
+    })?;
+    run(winner)
 }
 
 /// Counts `samples` into `hist` (`bins` elements, set to zero first): bin `k` covers
@@ -188,21 +212,12 @@ pub fn histogram_even_f32(
             format!("the range {lower}..{upper} is too narrow for {bins} bins"),
         ));
     }
-    queue.fill_buffer(hist, 0)?;
     if n == 0 {
-        return Ok(());
+        return queue.fill_buffer(hist, 0);
     }
-    histogram_f32::launch(
-        queue,
-        launch(n),
-        samples,
-        hist,
-        n,
-        bins,
-        lower,
-        upper,
-        scale,
-    )
+    tuned(queue, OP, "f32", n, hist, |hist, l| {
+        histogram_f32::launch(queue, l, samples, hist, n, bins, lower, upper, scale)
+    })
 }
 
 /// Integer sample types of [`histogram_even`].
@@ -246,19 +261,11 @@ pub fn histogram_even<T: HistogramInt>(
         ));
     }
     let width = (span / bins as u64) as u32;
-    queue.fill_buffer(hist, 0)?;
     if n == 0 {
-        return Ok(());
+        return queue.fill_buffer(hist, 0);
     }
-    histogram_int::launch::<T>(
-        queue,
-        launch(n),
-        samples,
-        hist,
-        n,
-        bins,
-        lower,
-        upper,
-        width,
-    )
+    let ty = format!("{:?}", <T as dotcompute::Element>::TYPE);
+    tuned(queue, OP, &ty, n, hist, |hist, l| {
+        histogram_int::launch::<T>(queue, l, samples, hist, n, bins, lower, upper, width)
+    })
 }

@@ -41,6 +41,7 @@ pub mod scan;
 pub mod softmax;
 pub mod sort;
 pub mod transpose;
+pub mod tune;
 
 pub use host::HostArith;
 pub use reduce::ReduceOp;
@@ -73,4 +74,16 @@ pub(crate) fn index_len(op: &'static str, len: usize) -> Result<u32> {
 #[kernel_fn]
 pub(crate) fn padded(e: u32) -> u32 {
     e + e / 32
+}
+
+/// `Error::Range` unless the output is as long as the input.
+pub(crate) fn same_len(op: &'static str, input: usize, output: usize) -> Result<()> {
+    if input == output {
+        Ok(())
+    } else {
+        Err(invalid(
+            op,
+            format!("the output has {output} elements, the input {input}"),
+        ))
+    }
 }

@@ -18,9 +18,15 @@ use crate::{index_len, invalid, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{Arg, AsStream, Buffer, Result};
 
-/// Groups of the first pass at most: 262,144 threads, enough to fill an H200 (132
-/// multiprocessors of 2,048 threads); the second pass is one group.
-const MAX_GROUPS: u32 = 1024;
+/// The tuner's candidates: groups of the first pass at most (the second pass is one
+/// group). The default, 1,024 (262,144 threads), fills an H200 (132 multiprocessors of
+/// 2,048 threads). Float sums differ between candidates only within the stated bound,
+/// which holds for each.
+const GROUP_CHOICES: [(&str, u32); 3] = [
+    ("1024 groups", 1024),
+    ("512 groups", 512),
+    ("256 groups", 256),
+];
 
 /// What a reduction computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -209,30 +215,42 @@ pub fn reduce_into<T: Reducible>(
         let x = host::read(queue, input)?;
         return output.write(&[host::combine_all(&x, id, host_fn::<T>(op))]);
     }
-    let groups = n.div_ceil(GROUP * 16).clamp(1, MAX_GROUPS);
-    let mut partials = queue.device().alloc::<T>(groups as usize)?;
     let def = strided_kernel::<T>(op);
-    let launch = Launch::threads((groups * GROUP) as usize).group(GROUP);
-    queue.launch_kernel(
-        def,
-        launch,
-        &[
-            Arg::buffer(input),
-            Arg::buffer_mut(&mut partials),
-            Arg::scalar(n),
-            Arg::scalar(id),
-        ],
-    )?;
-    queue.launch_kernel(
-        def,
-        Launch::threads(GROUP as usize).group(GROUP),
-        &[
-            Arg::buffer(&partials),
-            Arg::buffer_mut(output),
-            Arg::scalar(groups),
-            Arg::scalar(id),
-        ],
-    )
+    let mut run = |i: usize| {
+        let groups = n.div_ceil(GROUP * 16).clamp(1, GROUP_CHOICES[i].1);
+        let mut partials = queue.device().alloc::<T>(groups as usize)?;
+        queue.launch_kernel(
+            def,
+            Launch::threads((groups * GROUP) as usize).group(GROUP),
+            &[
+                Arg::buffer(input),
+                Arg::buffer_mut(&mut partials),
+                Arg::scalar(n),
+                Arg::scalar(id),
+            ],
+        )?;
+        queue.launch_kernel(
+            def,
+            Launch::threads(GROUP as usize).group(GROUP),
+            &[
+                Arg::buffer(&partials),
+                Arg::buffer_mut(output),
+                Arg::scalar(groups),
+                Arg::scalar(id),
+            ],
+        )
+    };
+    let names = GROUP_CHOICES.map(|c| c.0);
+    let key = crate::tune::key(
+        queue,
+        OP,
+        &format!("{:?} {op:?}", <T as dotcompute::Element>::TYPE),
+        n as usize,
+    );
+    let winner = crate::tune::choose(&key, n as usize, &names, &mut run, || {
+        queue.device().synchronize()
+    })?;
+    run(winner)
 }
 
 /// The reduction of `input`, read back to the host.

@@ -8,7 +8,7 @@
 //! twice. Integer sums wrap (as `+` does in kernels); float sums add each tile in a fixed
 //! tree, so a device gives the same bits on every run.
 
-use crate::{index_len, invalid, padded, GROUP};
+use crate::{index_len, padded, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
@@ -204,16 +204,7 @@ fn scan<T: Scannable, const INCLUSIVE: u32>(
     input: &Buffer<T>,
     output: &mut Buffer<T>,
 ) -> Result<()> {
-    if input.len() != output.len() {
-        return Err(invalid(
-            op,
-            format!(
-                "the output has {} elements, the input {}",
-                output.len(),
-                input.len()
-            ),
-        ));
-    }
+    crate::same_len(op, input.len(), output.len())?;
     let n = index_len(op, input.len())?;
     if n == 0 {
         return Ok(());

@@ -152,16 +152,7 @@ fn rows_op<const LOG: u32>(
             ),
         ));
     }
-    if output.len() != input.len() {
-        return Err(invalid(
-            op,
-            format!(
-                "the output has {} elements, the input {}",
-                output.len(),
-                input.len()
-            ),
-        ));
-    }
+    crate::same_len(op, input.len(), output.len())?;
     index_len(op, input.len())?;
     let rows = input.len() / cols;
     if rows == 0 {

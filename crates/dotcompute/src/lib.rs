@@ -228,6 +228,9 @@ pub use buffer::{
     Arg, Buffer, BufferView, BufferViewMut, Element, KernelBuffer, KernelBufferMut, ScalarArg,
 };
 pub use device::{Device, BACKEND_ENV};
+/// Strict parsing of `DOTCOMPUTE_*` settings (for crates built on dotcompute, such as
+/// `dotcompute-ops`).
+pub use dotcompute_hal::settings;
 pub use dotcompute_hal::{
     AtomicF32Add, BackendDescriptor, BackendKind, Capabilities, DeviceInfo, DeviceType, Error,
     KernelDef, Launch, Limits, MemoryStats, RawLanguage, ResolvedLaunch, Result, StreamId, Timing,

@@ -196,6 +196,18 @@ fn select(cond: V, x: V, y: V, ty: ScalarType) -> V {
 /// Elements of the contended atomic array.
 const HIST: usize = 17;
 
+/// The commutative, associative atomics: contended, their final values do not depend on
+/// the order of the threads.
+const COMMUTATIVE: [AtomicOp; 7] = [
+    AtomicOp::Add,
+    AtomicOp::Sub,
+    AtomicOp::Min,
+    AtomicOp::Max,
+    AtomicOp::And,
+    AtomicOp::Or,
+    AtomicOp::Xor,
+];
+
 /// A random kernel over `a: &[i32]`, `b: &[u32]`, `x: &[f32]` writing `oi`, `ou`, `of`,
 /// with atomics on `own` (one element per thread) and `hist` (`HIST`, contended).
 fn random_kernel(seed: u64) -> Kernel {
@@ -297,15 +309,7 @@ fn random_kernel(seed: u64) -> Kernel {
     // Contended atomics: one commutative, associative operation per kernel, so the final
     // values do not depend on the order of the threads (their old values would, so they
     // are not used).
-    let hist_op = [
-        AtomicOp::Add,
-        AtomicOp::Sub,
-        AtomicOp::Min,
-        AtomicOp::Max,
-        AtomicOp::And,
-        AtomicOp::Or,
-        AtomicOp::Xor,
-    ][g.rng.usize(..7)];
+    let hist_op = COMMUTATIVE[g.rng.usize(..COMMUTATIVE.len())];
     let slot = g.expr(U, 2);
     let slot =
         g.b.binary(BinaryOp::Rem, slot, V::host(HIST as u32))
@@ -365,15 +369,7 @@ fn group_phase(
     g.b.end_if().unwrap();
     g.b.barrier();
     // Contended atomics on shared memory (old values unused: their order is not fixed).
-    let op = [
-        AtomicOp::Add,
-        AtomicOp::Sub,
-        AtomicOp::Min,
-        AtomicOp::Max,
-        AtomicOp::And,
-        AtomicOp::Or,
-        AtomicOp::Xor,
-    ][g.rng.usize(..7)];
+    let op = COMMUTATIVE[g.rng.usize(..COMMUTATIVE.len())];
     let slot = g.expr(U, 2);
     let slot =
         g.b.binary(BinaryOp::Rem, slot, V::host(HIST as u32))

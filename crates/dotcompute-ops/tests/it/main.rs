@@ -9,3 +9,4 @@ mod reduce;
 mod scan;
 mod sort;
 mod threads;
+mod tune;

@@ -1,0 +1,258 @@
+//! The autotuner: for an operation with more than one good configuration, measures the
+//! candidates once per (device, driver, operation, element type, size class), keeps the
+//! winner in memory and on disk, and reuses it in later processes.
+//!
+//! * **File**: `$DOTCOMPUTE_CACHE_DIR/ops/tune.json`, else
+//!   `$XDG_CACHE_HOME/dotcompute/ops/tune.json`, else `~/.cache/dotcompute/ops/tune.json`:
+//!   one JSON object per key with the winner and every candidate's median, minimum,
+//!   maximum and repetitions (or its error), so a user can read why. `DOTCOMPUTE_CACHE=off`
+//!   keeps choices in memory only.
+//! * **`DOTCOMPUTE_AUTOTUNE`**: `on` (default), `off` (each operation's documented default,
+//!   its first candidate, without measuring), `force` (measure again and overwrite).
+//! * **Never a panic, never a different exact result.** An unreadable file is reported
+//!   through `tracing` and replaced; a cached winner that is no longer a candidate is
+//!   dropped with a warning and measured again; a candidate that fails while measured is
+//!   recorded as failed and skipped. Exact operations give the same output whichever
+//!   candidate runs; float sums state a bound that holds for every candidate.
+//! * **Small inputs** (below 2^18 elements) take the default without measuring: launches,
+//!   not the configuration, bound them.
+//! * **Budget**: measuring stops after `BUDGET` (2 s) of tuning or when a candidate is
+//!   clearly slower (its fastest run above 1.5× the best median so far after two runs).
+//! * **Clock**: host wall time from enqueue to the queue's completion (a read of a
+//!   one-element buffer), the same on every backend; device timers would need the
+//!   device's profiling switch, which is the user's.
+
+use dotcompute::{AsStream, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The most time one key may spend measuring.
+pub const BUDGET: Duration = Duration::from_secs(2);
+/// Timed runs per candidate at most (after one warm-up run).
+const REPS: usize = 5;
+/// Below this many elements an operation is bound by launches, not by its configuration:
+/// the default runs without measuring.
+pub const MIN_TUNED: usize = 1 << 18;
+
+/// How the tuner behaves (`DOTCOMPUTE_AUTOTUNE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    On,
+    Off,
+    Force,
+}
+
+/// One candidate's figures.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Measured {
+    pub name: String,
+    /// Seconds; `None` where it failed or was cut short before a timed run.
+    pub median_s: Option<f64>,
+    pub min_s: Option<f64>,
+    pub max_s: Option<f64>,
+    pub reps: usize,
+    /// Why it has no figure (an error, or cut short).
+    pub note: Option<String>,
+}
+
+/// The stored choice for one key.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Choice {
+    pub winner: String,
+    pub candidates: Vec<Measured>,
+    /// Seconds spent measuring.
+    pub tuning_s: f64,
+}
+
+#[derive(Default)]
+struct State {
+    /// `None` until the file was read.
+    choices: Option<BTreeMap<String, Choice>>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State { choices: None });
+
+/// The mode the environment selects (`Error::Config` for an unknown value).
+pub fn mode() -> Result<Mode> {
+    Ok(
+        match dotcompute::settings::choice(
+            "DOTCOMPUTE_AUTOTUNE",
+            &["on", "off", "force"],
+            "on, off or force",
+        )? {
+            Some("off") => Mode::Off,
+            Some("force") => Mode::Force,
+            _ => Mode::On,
+        },
+    )
+}
+
+/// The tuner's file, if the environment allows one.
+pub fn file() -> Option<PathBuf> {
+    if std::env::var("DOTCOMPUTE_CACHE").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
+        return None;
+    }
+    let base = if let Some(d) = std::env::var_os("DOTCOMPUTE_CACHE_DIR").filter(|d| !d.is_empty()) {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        PathBuf::from(d).join("dotcompute")
+    } else {
+        PathBuf::from(std::env::var_os("HOME")?)
+            .join(".cache")
+            .join("dotcompute")
+    };
+    Some(base.join("ops").join("tune.json"))
+}
+
+fn load() -> BTreeMap<String, Choice> {
+    let Some(path) = file() else {
+        return BTreeMap::new();
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), "tuner file unreadable, choices measured again: {e}");
+            return BTreeMap::new();
+        }
+    };
+    serde_json::from_str(&text).unwrap_or_else(|e| {
+        tracing::warn!(path = %path.display(), "tuner file damaged, choices measured again and the file replaced: {e}");
+        BTreeMap::new()
+    })
+}
+
+fn store(choices: &BTreeMap<String, Choice>) {
+    let Some(path) = file() else { return };
+    let write = || -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let text = serde_json::to_string_pretty(choices).map_err(std::io::Error::other)?;
+        // Whole or not at all: a reader never sees half a file.
+        let tmp = path.with_extension(format!("json.{}", std::process::id()));
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, &path)
+    };
+    if let Err(e) = write() {
+        tracing::warn!(path = %path.display(), "could not write the tuner file (choices kept in memory): {e}");
+    }
+}
+
+/// The key of a choice: device and driver, operation, element type, and the size class
+/// (⌈log2 n⌉).
+pub fn key(queue: &impl AsStream, op: &str, ty: &str, n: usize) -> String {
+    let info = queue.device().info();
+    let class = usize::BITS - n.saturating_sub(1).leading_zeros();
+    format!(
+        "{} | {} | {op} | {ty} | 2^{class}",
+        queue.device().label(),
+        info.driver
+    )
+}
+
+/// The index of the candidate to run for `key`: the default (0) when off or for fewer
+/// than [`MIN_TUNED`] elements, the cached winner when known, else the fastest of `candidates` measured with `run(i)` (which
+/// must leave only the operation's own outputs changed). `sync` waits for the queue.
+pub fn choose(
+    key: &str,
+    n: usize,
+    candidates: &[&str],
+    mut run: impl FnMut(usize) -> Result<()>,
+    mut sync: impl FnMut() -> Result<()>,
+) -> Result<usize> {
+    let mode = mode()?;
+    if mode == Mode::Off || candidates.len() < 2 || n < MIN_TUNED {
+        return Ok(0);
+    }
+    {
+        let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+        let choices = state.choices.get_or_insert_with(load);
+        if mode == Mode::On {
+            if let Some(c) = choices.get(key) {
+                match candidates.iter().position(|&name| name == c.winner) {
+                    Some(i) => return Ok(i),
+                    None => {
+                        tracing::warn!(key, winner = %c.winner, "the cached winner is no longer a candidate: measured again");
+                        choices.remove(key);
+                    }
+                }
+            }
+        }
+    }
+    // Measured outside the lock: other keys (and other threads) go on.
+    let started = Instant::now();
+    let mut figures: Vec<Measured> = Vec::new();
+    let mut best: Option<(usize, f64)> = None;
+    for (i, &name) in candidates.iter().enumerate() {
+        let mut m = Measured {
+            name: name.to_string(),
+            median_s: None,
+            min_s: None,
+            max_s: None,
+            reps: 0,
+            note: None,
+        };
+        if started.elapsed() > BUDGET {
+            m.note = Some("not measured: the tuning budget was spent".into());
+            figures.push(m);
+            continue;
+        }
+        let mut times = Vec::new();
+        let mut failed = None;
+        for rep in 0..=REPS {
+            let t = Instant::now();
+            if let Err(e) = run(i).and_then(|()| sync()) {
+                failed = Some(e.to_string());
+                break;
+            }
+            if rep > 0 {
+                times.push(t.elapsed().as_secs_f64());
+            }
+            let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
+            if times.len() >= 2 && best.is_some_and(|(_, b)| fastest > 1.5 * b) {
+                break; // clearly slower: no need for more runs
+            }
+            if started.elapsed() > BUDGET && !times.is_empty() {
+                break;
+            }
+        }
+        if let Some(e) = failed {
+            tracing::warn!(
+                key,
+                candidate = name,
+                "candidate failed while tuned (skipped): {e}"
+            );
+            m.note = Some(format!("failed: {e}"));
+        } else if !times.is_empty() {
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            m.median_s = Some(median);
+            m.min_s = times.first().copied();
+            m.max_s = times.last().copied();
+            m.reps = times.len();
+            if best.is_none_or(|(_, b)| median < b) {
+                best = Some((i, median));
+            }
+        }
+        figures.push(m);
+    }
+    let Some((winner, _)) = best else {
+        // Every candidate failed: the default runs, and its error reaches the caller.
+        return Ok(0);
+    };
+    let choice = Choice {
+        winner: candidates[winner].to_string(),
+        candidates: figures,
+        tuning_s: started.elapsed().as_secs_f64(),
+    };
+    tracing::info!(key, winner = %choice.winner, tuning_s = choice.tuning_s, "tuned");
+    let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+    let choices = state.choices.get_or_insert_with(load);
+    choices.insert(key.to_string(), choice);
+    store(choices);
+    Ok(winner)
+}

@@ -1,0 +1,168 @@
+//! The tuner: its file damaged, its winner gone, off, forced and misspelt; each in a
+//! child process (settings and the tuner's memory are per process), each with every
+//! result checked.
+
+use crate::common::devices;
+use dotcompute::Device;
+use dotcompute_ops::histogram::histogram_even_f32;
+use dotcompute_ops::reduce::reduce;
+use dotcompute_ops::ReduceOp;
+use std::path::{Path, PathBuf};
+
+/// A fresh cache directory for one test.
+fn fresh_dir(name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = std::env::temp_dir().join(format!("dc-tune-{name}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(dir.join("ops")).unwrap();
+    dir
+}
+
+/// Runs `tune::tuned_child` with the cache in `dir` and `autotune`; its output.
+fn child(dir: &Path, autotune: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "tune::tuned_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("DOTCOMPUTE_CACHE_DIR", dir)
+        .env("DOTCOMPUTE_AUTOTUNE", autotune)
+        .env_remove("DOTCOMPUTE_CACHE")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "child failed:\n{text}");
+    text
+}
+
+/// The tuner file's entries (key → winner), each checked to name a candidate and to keep
+/// every candidate's figures.
+fn entries(dir: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(dir.join("ops/tune.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let map = v.as_object().expect("an object of choices");
+    map.iter()
+        .map(|(k, c)| {
+            let winner = c["winner"].as_str().unwrap().to_string();
+            let names: Vec<&str> = c["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names.len(), 3, "{k}: every candidate is kept");
+            assert!(
+                names.contains(&winner.as_str()),
+                "{k}: winner {winner} not among {names:?}"
+            );
+            (k.clone(), winner)
+        })
+        .collect()
+}
+
+#[test]
+fn a_damaged_tuner_file_is_replaced_and_results_stay_right() {
+    let dir = fresh_dir("damaged");
+    std::fs::write(dir.join("ops/tune.json"), "{ \"truncated\": { \"winn").unwrap();
+    let text = child(&dir, "on");
+    assert!(text.contains("TUNED-CHILD-OK"), "{text}");
+    let e = entries(&dir);
+    assert!(!e.is_empty(), "the tuner wrote nothing");
+    eprintln!("{e:#?}");
+}
+
+#[test]
+fn a_cached_winner_that_is_no_longer_a_candidate_is_measured_again() {
+    let dir = fresh_dir("gone");
+    child(&dir, "on");
+    let path = dir.join("ops/tune.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for (_, c) in v.as_object_mut().unwrap() {
+        c["winner"] = serde_json::Value::from("65536 groups");
+    }
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let out = child(&dir, "on");
+    assert!(out.contains("TUNED-CHILD-OK"), "{out}");
+    assert!(entries(&dir).iter().all(|(_, w)| w != "65536 groups"));
+}
+
+#[test]
+fn off_measures_nothing_force_measures_again_and_a_bad_value_is_an_error() {
+    let dir = fresh_dir("modes");
+    std::fs::remove_dir_all(dir.join("ops")).unwrap();
+    child(&dir, "off");
+    assert!(
+        !dir.join("ops/tune.json").exists(),
+        "off wrote a tuner file"
+    );
+    child(&dir, "force");
+    let first = std::fs::read_to_string(dir.join("ops/tune.json")).unwrap();
+    child(&dir, "force");
+    let second = std::fs::read_to_string(dir.join("ops/tune.json")).unwrap();
+    assert_ne!(first, second, "force did not measure again");
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "tune::tuned_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("DOTCOMPUTE_CACHE_DIR", &dir)
+        .env("DOTCOMPUTE_AUTOTUNE", "sometimes")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("CONFIG-ERROR-REPORTED"), "{text}");
+}
+
+/// Run by the tests above: a histogram and an integer sum on the first non-CPU device
+/// (the CPU if none), every count and the sum checked.
+#[test]
+#[ignore = "run by the tuner tests"]
+fn tuned_child() {
+    if std::env::var("DOTCOMPUTE_AUTOTUNE").is_err() {
+        return;
+    }
+    let all = devices();
+    let d: &Device = all
+        .iter()
+        .find(|d| d.backend_kind() != dotcompute::BackendKind::Cpu)
+        .unwrap_or(&all[0]);
+    let mut rng = fastrand::Rng::with_seed(7);
+    // Above the tuner's 2^18-element threshold.
+    let x: Vec<f32> = (0..300_007).map(|_| rng.f32() * 10.0).collect();
+    let dx = d.upload(&x).unwrap();
+    let mut h = d.alloc_filled(10, 99u32).unwrap();
+    let r = histogram_even_f32(d, &dx, 10, 0.0, 10.0, &mut h);
+    if std::env::var("DOTCOMPUTE_AUTOTUNE").unwrap() == "sometimes" {
+        let e = r.unwrap_err();
+        assert!(e.to_string().contains("DOTCOMPUTE_AUTOTUNE"), "{e}");
+        println!("CONFIG-ERROR-REPORTED: {e}");
+        return;
+    }
+    r.unwrap();
+    let mut want = vec![0u32; 10];
+    for &v in &x {
+        want[((v * 1.0).floor() as usize).min(9)] += 1;
+    }
+    assert_eq!(h.to_vec().unwrap(), want, "{}", d.label());
+    let ints: Vec<i32> = (0..300_007).map(|_| rng.i32(-1000..1000)).collect();
+    let di = d.upload(&ints).unwrap();
+    assert_eq!(
+        reduce(d, &di, ReduceOp::Sum).unwrap(),
+        ints.iter().sum::<i32>()
+    );
+    println!("TUNED-CHILD-OK on {}", d.label());
+}
