@@ -18,9 +18,9 @@
 //!   not the configuration, bound them.
 //! * **Budget**: measuring stops after `BUDGET` (2 s) of tuning or when a candidate is
 //!   clearly slower (its fastest run above 1.5× the best median so far after two runs).
-//! * **Clock**: host wall time from enqueue to the queue's completion (a read of a
-//!   one-element buffer), the same on every backend; device timers would need the
-//!   device's profiling switch, which is the user's.
+//! * **Clock**: host wall time of 4 runs and one wait for the device, the same on every
+//!   backend; device timers would need the device's profiling switch, which is the
+//!   user's.
 
 use dotcompute::{AsStream, Result};
 use serde::{Deserialize, Serialize};
@@ -31,8 +31,10 @@ use std::time::{Duration, Instant};
 
 /// The most time one key may spend measuring.
 pub const BUDGET: Duration = Duration::from_secs(2);
-/// Timed runs per candidate at most (after one warm-up run).
+/// Timed samples per candidate at most (after one warm-up sample).
 const REPS: usize = 5;
+/// Runs per sample.
+const BATCH: usize = 4;
 /// Below this many elements an operation is bound by launches, not by its configuration:
 /// the default runs without measuring.
 pub const MIN_TUNED: usize = 1 << 18;
@@ -205,12 +207,17 @@ pub fn choose(
         let mut failed = None;
         for rep in 0..=REPS {
             let t = Instant::now();
-            if let Err(e) = run(i).and_then(|()| sync()) {
+            // A sample is BATCH runs and one wait: the wait's own cost (a poll of the
+            // device, ~0.3 ms on wgpu) would otherwise drown sub-millisecond differences
+            // (on an H200 it made wgpu's reduce pick 512 groups, 20% slower on device
+            // clocks).
+            let ran = (0..BATCH).try_for_each(|_| run(i)).and_then(|()| sync());
+            if let Err(e) = ran {
                 failed = Some(e.to_string());
                 break;
             }
             if rep > 0 {
-                times.push(t.elapsed().as_secs_f64());
+                times.push(t.elapsed().as_secs_f64() / BATCH as f64);
             }
             let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
             if times.len() >= 2 && best.is_some_and(|(_, b)| fastest > 1.5 * b) {
