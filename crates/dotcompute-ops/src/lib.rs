@@ -20,6 +20,9 @@
 //! # Ok::<(), dotcompute::Error>(())
 //! ```
 //!
+//! Operations with more than one good configuration are tuned per device, operation,
+//! type and size class ([`tune`]; `DOTCOMPUTE_AUTOTUNE=on|off|force`).
+//!
 //! ## Contract
 //!
 //! *Validates*: lengths (outputs as long as inputs, row shapes that divide the input,
