@@ -175,6 +175,38 @@ fn reduce_rows_kernel<T: Num, const OP: u32>(x: &[T], out: &mut [T], cols: u32, 
     }
 }
 
+/// One group per segment: `out[s]` combines `x[offsets[s]..offsets[s + 1]]` (offsets
+/// checked on the host first).
+#[kernel]
+fn reduce_segments_kernel<T: Num, const OP: u32>(
+    x: &[T],
+    offsets: &[u32],
+    out: &mut [T],
+    identity: T,
+) {
+    let s = shared::<T, GROUP>();
+    let seg = group_id().x;
+    let end = offsets[seg + 1];
+    let mut acc = identity;
+    let mut i = offsets[seg] + local_id().x;
+    while i < end {
+        acc = combine(acc, x[i], OP);
+        i += GROUP;
+    }
+    let total = group_combine(s, acc, OP);
+    if local_id().x == 0 {
+        out[seg] = total;
+    }
+}
+
+fn segments_kernel<T: Reducible>(op: ReduceOp) -> &'static dotcompute::KernelDef {
+    match op.code() {
+        0 => reduce_segments_kernel::kernel::<T, 0>(),
+        1 => reduce_segments_kernel::kernel::<T, 1>(),
+        _ => reduce_segments_kernel::kernel::<T, 2>(),
+    }
+}
+
 fn strided_kernel<T: Reducible>(op: ReduceOp) -> &'static dotcompute::KernelDef {
     match op.code() {
         0 => reduce_strided::kernel::<T, 0>(),
@@ -323,4 +355,224 @@ pub fn reduce_rows<T: Reducible>(
             Arg::scalar(identity::<T>(op)),
         ],
     )
+}
+
+/// Reduces each segment `input[offsets[s]..offsets[s + 1]]` into `output[s]`
+/// (`offsets.len() == output.len() + 1`). Offsets must not decrease and must end within
+/// the input: they are read and checked first (one small read), and a bad one is an error
+/// naming it. An empty segment gives the identity.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{reduce::reduce_segments, ReduceOp};
+/// let d = Device::cpu();
+/// let x = d.upload(&[1u32, 2, 3, 4, 5, 6])?;
+/// let offsets = d.upload(&[0u32, 2, 2, 6])?;
+/// let mut sums = d.alloc::<u32>(3)?;
+/// reduce_segments(&d, &x, &offsets, ReduceOp::Sum, &mut sums)?;
+/// assert_eq!(sums.to_vec()?, [3, 0, 18]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn reduce_segments<T: Reducible>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    offsets: &Buffer<u32>,
+    op: ReduceOp,
+    output: &mut Buffer<T>,
+) -> Result<()> {
+    const OP: &str = "reduce_segments";
+    if offsets.len() != output.len() + 1 {
+        return Err(invalid(
+            OP,
+            format!(
+                "{} offsets for {} segments: there must be one more offset than segments",
+                offsets.len(),
+                output.len()
+            ),
+        ));
+    }
+    index_len(OP, input.len())?;
+    let segments = output.len();
+    if segments == 0 {
+        return Ok(());
+    }
+    let bounds = queue.read_buffer(offsets)?;
+    if let Some(s) = (0..segments).find(|&s| bounds[s] > bounds[s + 1]) {
+        return Err(invalid(
+            OP,
+            format!(
+                "offsets[{s}] = {} is above offsets[{}] = {}: offsets must not decrease",
+                bounds[s],
+                s + 1,
+                bounds[s + 1]
+            ),
+        ));
+    }
+    if bounds[segments] as usize > input.len() {
+        return Err(invalid(
+            OP,
+            format!(
+                "the last offset, {}, is past the input's {} elements",
+                bounds[segments],
+                input.len()
+            ),
+        ));
+    }
+    let id = identity::<T>(op);
+    if host::is_cpu(queue) {
+        use rayon::prelude::*;
+        let x = host::read(queue, input)?;
+        let f = host_fn::<T>(op);
+        let r: Vec<T> = (0..segments)
+            .into_par_iter()
+            .map(|s| host::pairwise(&x[bounds[s] as usize..bounds[s + 1] as usize], id, f))
+            .collect();
+        return output.write(&r);
+    }
+    queue.launch_kernel(
+        segments_kernel::<T>(op),
+        Launch::threads(segments * GROUP as usize).group(GROUP),
+        &[
+            Arg::buffer(input),
+            Arg::buffer(offsets),
+            Arg::buffer_mut(output),
+            Arg::scalar(id),
+        ],
+    )
+}
+
+/// Whether `(b, kb)` beats `(a, ka)` for the smallest (`MAX` 0) or largest (`MAX` 1):
+/// a missing entry (`u32::MAX` index) always loses, a NaN loses to a number, ties go to
+/// the lower index.
+#[kernel_fn]
+fn beats<T: Num>(b: T, kb: u32, a: T, ka: u32, max: u32) -> bool {
+    let mut better = false;
+    if kb != 4294967295u32 {
+        if ka == 4294967295u32 {
+            better = true;
+        } else if b == b && a != a {
+            better = true;
+        } else if b == a {
+            better = kb < ka;
+        } else if max == 1 {
+            better = b > a;
+        } else {
+            better = b < a;
+        }
+    }
+    better
+}
+
+/// Pass 1 (`PARTIALS` 0: indices are positions) and pass 2 (`PARTIALS` 1: indices come
+/// from `kin`) of argmin / argmax: group `g` leaves its best in `vout[g]`, `kout[g]`.
+#[kernel]
+fn arg_kernel<T: Num, const MAX: u32, const PARTIALS: u32>(
+    x: &[T],
+    kin: &[u32],
+    vout: &mut [T],
+    kout: &mut [u32],
+    n: u32,
+) {
+    let sv = shared::<T, GROUP>();
+    let sk = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    let stride = GROUP * num_groups().x;
+    let mut v = T::zero();
+    let mut k = 4294967295u32;
+    let mut i = global_id().x;
+    while i < n {
+        let mut ki = i;
+        if PARTIALS == 1 {
+            ki = kin[i];
+        }
+        let xi = x[i];
+        if beats(xi, ki, v, k, MAX) {
+            v = xi;
+            k = ki;
+        }
+        i += stride;
+    }
+    sv[lid] = v;
+    sk[lid] = k;
+    barrier();
+    let mut half = GROUP / 2;
+    while half > 0 {
+        if lid < half {
+            if beats(sv[lid + half], sk[lid + half], sv[lid], sk[lid], MAX) {
+                sv[lid] = sv[lid + half];
+                sk[lid] = sk[lid + half];
+            }
+        }
+        barrier();
+        half /= 2;
+    }
+    if lid == 0 {
+        vout[group_id().x] = sv[0];
+        kout[group_id().x] = sk[0];
+    }
+}
+
+/// The index and value of the smallest element (`None` for an empty input); ties give
+/// the first index; NaNs are passed over unless every element is one.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[4.0f32, 1.0, f32::NAN, 1.0, 9.0])?;
+/// assert_eq!(dotcompute_ops::reduce::argmin(&d, &x)?, Some((1, 1.0)));
+/// assert_eq!(dotcompute_ops::reduce::argmax(&d, &x)?, Some((4, 9.0)));
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn argmin<T: Reducible>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+) -> Result<Option<(usize, T)>> {
+    arg::<T, 0>(queue, "argmin", input)
+}
+
+/// The index and value of the largest element (as [`argmin`]).
+pub fn argmax<T: Reducible>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+) -> Result<Option<(usize, T)>> {
+    arg::<T, 1>(queue, "argmax", input)
+}
+
+fn arg<T: Reducible, const MAX: u32>(
+    queue: &impl AsStream,
+    op: &'static str,
+    input: &Buffer<T>,
+) -> Result<Option<(usize, T)>> {
+    let n = index_len(op, input.len())?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let device = queue.device();
+    let groups = n.div_ceil(GROUP * 16).clamp(1, 1024);
+    let mut v1 = device.alloc::<T>(groups as usize)?;
+    let mut k1 = device.alloc::<u32>(groups as usize)?;
+    let unused = device.alloc::<u32>(1)?;
+    arg_kernel::launch::<T, MAX, 0>(
+        queue,
+        Launch::threads((groups * GROUP) as usize).group(GROUP),
+        input,
+        &unused,
+        &mut v1,
+        &mut k1,
+        n,
+    )?;
+    let mut v2 = device.alloc::<T>(1)?;
+    let mut k2 = device.alloc::<u32>(1)?;
+    arg_kernel::launch::<T, MAX, 1>(
+        queue,
+        Launch::threads(GROUP as usize).group(GROUP),
+        &v1,
+        &k1,
+        &mut v2,
+        &mut k2,
+        groups,
+    )?;
+    let k = queue.read_buffer(&k2)?[0];
+    let v = queue.read_buffer(&v2)?[0];
+    Ok(Some((k as usize, v)))
 }

@@ -123,3 +123,111 @@ fn bad_shapes_are_errors_and_the_device_stays_usable() {
         assert_eq!(reduce(&d, &x, ReduceOp::Sum).unwrap(), 21);
     }
 }
+
+#[test]
+fn segments_reduce_one_huge_and_many_tiny_and_empty_ones() {
+    use dotcompute_ops::reduce::reduce_segments;
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let tiny = if crate::common::slow(&d) {
+            20_000
+        } else {
+            100_000
+        };
+        let huge = if crate::common::slow(&d) {
+            300_007
+        } else {
+            (1 << 24) + 3
+        };
+        // One huge segment, then tiny ones of 0 to 5 elements.
+        let mut offsets = vec![0u32, huge as u32];
+        for _ in 0..tiny {
+            let last = *offsets.last().unwrap();
+            offsets.push(last + rng.u32(0..6));
+        }
+        let n = *offsets.last().unwrap() as usize;
+        let x: Vec<i32> = (0..n).map(|_| rng.i32(-1000..1000)).collect();
+        let (dx, doff) = (d.upload(&x).unwrap(), d.upload(&offsets).unwrap());
+        let segs = offsets.len() - 1;
+        for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max] {
+            let mut out = d.alloc_filled(segs, 0x5EED).unwrap();
+            reduce_segments(&d, &dx, &doff, op, &mut out).unwrap();
+            let got = out.to_vec().unwrap();
+            for s in 0..segs {
+                let seg = &x[offsets[s] as usize..offsets[s + 1] as usize];
+                let want = match op {
+                    ReduceOp::Sum => seg.iter().sum::<i32>(),
+                    ReduceOp::Min => seg.iter().copied().min().unwrap_or(i32::MAX),
+                    ReduceOp::Max => seg.iter().copied().max().unwrap_or(i32::MIN),
+                };
+                assert_eq!(got[s], want, "{} {op:?} segment {s} seed {seed}", d.label());
+            }
+        }
+        // Bad offsets: decreasing, past the end, the wrong count. Nothing runs.
+        let mut out = d.alloc_filled(2, 7i32).unwrap();
+        for (bad, what) in [
+            (vec![0u32, 5, 3], "must not decrease"),
+            (vec![0u32, 1, n as u32 + 1], "past the input"),
+            (vec![0u32, 1], "one more offset"),
+        ] {
+            let db = d.upload(&bad).unwrap();
+            let e = reduce_segments(&d, &dx, &db, ReduceOp::Sum, &mut out).unwrap_err();
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        assert_eq!(out.to_vec().unwrap(), [7, 7]);
+    }
+}
+
+#[test]
+fn argmin_and_argmax_give_the_first_index_and_pass_over_nans() {
+    use dotcompute_ops::reduce::{argmax, argmin};
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in sizes(&d) {
+            // Few distinct values: many ties; some NaNs.
+            let x: Vec<f32> = (0..n)
+                .map(|_| {
+                    if rng.u8(..16) == 0 {
+                        f32::NAN
+                    } else {
+                        rng.i32(-50..50) as f32
+                    }
+                })
+                .collect();
+            let dx = d.upload(&x).unwrap();
+            let got_min = argmin(&d, &dx).unwrap();
+            let got_max = argmax(&d, &dx).unwrap();
+            let numbers = || x.iter().enumerate().filter(|(_, v)| !v.is_nan());
+            let want_min = numbers().fold(None, |b: Option<(usize, f32)>, (i, &v)| match b {
+                Some((_, bv)) if bv <= v => b,
+                _ => Some((i, v)),
+            });
+            let want_max = numbers().fold(None, |b: Option<(usize, f32)>, (i, &v)| match b {
+                Some((_, bv)) if bv >= v => b,
+                _ => Some((i, v)),
+            });
+            let ctx = format!("{} n={n} seed {seed}", d.label());
+            match want_min {
+                Some(w) => {
+                    assert_eq!(got_min, Some(w), "argmin {ctx}");
+                    assert_eq!(got_max, want_max, "argmax {ctx}");
+                }
+                // Nothing but NaNs (or nothing): a NaN's index, or None.
+                None if n == 0 => assert_eq!((got_min, got_max), (None, None), "{ctx}"),
+                None => assert!(x[got_min.unwrap().0].is_nan(), "{ctx}"),
+            }
+            let xi: Vec<i32> = x
+                .iter()
+                .map(|v| if v.is_nan() { i32::MAX } else { *v as i32 })
+                .collect();
+            if n > 0 {
+                let di = d.upload(&xi).unwrap();
+                let m = *xi.iter().min().unwrap();
+                let first = xi.iter().position(|&v| v == m).unwrap();
+                assert_eq!(argmin(&d, &di).unwrap(), Some((first, m)), "i32 {ctx}");
+            }
+        }
+    }
+}
