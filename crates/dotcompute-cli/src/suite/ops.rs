@@ -164,6 +164,9 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     drop(full);
     drop(want);
     figs.extend(rows_ops(ctx, &src, &mut dst)?);
+    if ctx.kind() == BackendKind::Cpu {
+        figs.extend(against_rayon(ctx)?);
+    }
     Ok(figs)
 }
 
@@ -287,5 +290,99 @@ fn rows_ops(ctx: &Ctx, src: &Buffer<u32>, dst: &mut Buffer<u32>) -> Res<Vec<Figu
             .build(),
         );
     }
+    Ok(figs)
+}
+
+/// The CPU device against plain rayon on a host `Vec` (the CPU references): a
+/// `par_iter().sum()`, a two-pass chunked scan, `par_sort_unstable`. Ours includes the
+/// copies between the device buffer and the host that its CPU path makes.
+fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
+    use rayon::prelude::*;
+    let d = ctx.device;
+    let s = super::s;
+    let n = size(ctx);
+    let mut rng = fastrand::Rng::with_seed(2929);
+    let mut figs = Vec::new();
+    let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32 * 0.25).collect();
+    let dx = d.upload(&x).map_err(s)?;
+    let mut total = d.alloc_filled(1, 0.0f32).map_err(s)?;
+    let mut host_total = 0.0f32;
+    let times = measure_all(
+        ctx,
+        &mut [
+            &mut || reduce::reduce_into(d, &dx, ReduceOp::Sum, &mut total).map_err(s),
+            &mut || {
+                host_total = x.par_iter().sum::<f32>();
+                Ok(())
+            },
+        ],
+    )?;
+    let want: f64 = x.iter().map(|&v| v as f64).sum();
+    for got in [total.to_vec().map_err(s)?[0] as f64, host_total as f64] {
+        if ((got - want) / want).abs() > 1e-4 {
+            return Err(format!("sum {got}, expected {want}"));
+        }
+    }
+    figs.push(
+        ctx.figure(
+            "ops (CPU vs rayon)",
+            format!("reduce sum {} f32", label(n)),
+            n as f64,
+            Unit::GBs,
+        )
+        .ours(
+            "dotcompute_ops::reduce (with its copy out)",
+            4.0 * n as f64,
+            times[0].clone(),
+        )
+        .against(
+            "rayon par_iter().sum() on a Vec",
+            4.0 * n as f64,
+            times[1].clone(),
+        )
+        .target("≥ 1.0")
+        .build(),
+    );
+    let keys: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let dk0 = d.upload(&keys).map_err(s)?;
+    let mut dk = d.alloc_filled(n, 0u32).map_err(s)?;
+    let mut host = keys.clone();
+    let times = measure_all(
+        ctx,
+        &mut [
+            &mut || {
+                dk.copy_from(&dk0).map_err(s)?;
+                sort::sort_keys(d, &mut dk, Order::Ascending).map_err(s)
+            },
+            &mut || {
+                host.copy_from_slice(&keys);
+                host.par_sort_unstable();
+                Ok(())
+            },
+        ],
+    )?;
+    if dk.to_vec().map_err(s)? != host {
+        return Err("sort against rayon: different orders".into());
+    }
+    figs.push(
+        ctx.figure(
+            "ops (CPU vs rayon)",
+            format!("radix sort {} u32 keys", label(n)),
+            n as f64,
+            Unit::GBs,
+        )
+        .ours(
+            "dotcompute_ops::sort (with its copies)",
+            4.0 * n as f64,
+            times[0].clone(),
+        )
+        .against(
+            "rayon par_sort_unstable on a Vec",
+            4.0 * n as f64,
+            times[1].clone(),
+        )
+        .target("≥ 1.5")
+        .build(),
+    );
     Ok(figs)
 }
