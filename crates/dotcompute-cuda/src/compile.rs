@@ -80,19 +80,7 @@ pub(crate) fn nvrtc_version() -> (i32, i32) {
 
 /// The disk cache directory the environment selects, if any.
 pub fn cache_dir() -> Option<PathBuf> {
-    if std::env::var("DOTCOMPUTE_CACHE").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
-        return None;
-    }
-    let base = if let Some(d) = std::env::var_os("DOTCOMPUTE_CACHE_DIR").filter(|d| !d.is_empty()) {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(d).join("dotcompute")
-    } else {
-        PathBuf::from(std::env::var_os("HOME")?)
-            .join(".cache")
-            .join("dotcompute")
-    };
-    Some(base.join("cuda"))
+    dotcompute_hal::settings::cache_dir("cuda")
 }
 
 impl Compiler {

@@ -77,6 +77,26 @@ pub fn choice(
         })
 }
 
+/// The directory for dotcompute's on-disk caches of kind `sub` (`cuda`, `ops`):
+/// `$DOTCOMPUTE_CACHE_DIR/sub`, else `$XDG_CACHE_HOME/dotcompute/sub`, else
+/// `~/.cache/dotcompute/sub`; `None` when `DOTCOMPUTE_CACHE=off` (or no home is known).
+pub fn cache_dir(sub: &str) -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if std::env::var("DOTCOMPUTE_CACHE").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
+        return None;
+    }
+    let base = if let Some(d) = std::env::var_os("DOTCOMPUTE_CACHE_DIR").filter(|d| !d.is_empty()) {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        PathBuf::from(d).join("dotcompute")
+    } else {
+        PathBuf::from(std::env::var_os("HOME")?)
+            .join(".cache")
+            .join("dotcompute")
+    };
+    Some(base.join(sub))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

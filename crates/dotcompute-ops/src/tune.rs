@@ -94,19 +94,7 @@ pub fn mode() -> Result<Mode> {
 
 /// The tuner's file, if the environment allows one.
 pub fn file() -> Option<PathBuf> {
-    if std::env::var("DOTCOMPUTE_CACHE").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
-        return None;
-    }
-    let base = if let Some(d) = std::env::var_os("DOTCOMPUTE_CACHE_DIR").filter(|d| !d.is_empty()) {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(d).join("dotcompute")
-    } else {
-        PathBuf::from(std::env::var_os("HOME")?)
-            .join(".cache")
-            .join("dotcompute")
-    };
-    Some(base.join("ops").join("tune.json"))
+    Some(dotcompute::settings::cache_dir("ops")?.join("tune.json"))
 }
 
 fn load() -> BTreeMap<String, Choice> {
