@@ -193,11 +193,6 @@ impl CpuBackend {
         }
     }
 
-    /// Sets how long one launch may run before it is stopped at a loop back-edge.
-    pub fn set_launch_timeout(&mut self, limit: std::time::Duration) {
-        self.launch_timeout = Ok(limit);
-    }
-
     fn record(&self, stream: StreamId, label: &str, start: Instant) {
         let origin = *self.profiling.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(origin) = origin {

@@ -51,15 +51,15 @@ pub trait AsStream {
 /// `ForeignObject` unless the buffer belongs to the queue's device.
 fn check_owner(queue: &Device, owner: &Device, op: &'static str) -> Result<()> {
     if owner.same(queue) {
-        Ok(())
-    } else {
-        Err(Error::ForeignObject {
-            op,
-            what: "the buffer".into(),
-            owner: queue.labels_against(owner).1,
-            device: queue.labels_against(owner).0,
-        })
+        return Ok(());
     }
+    let (device, owner) = queue.labels_against(owner);
+    Err(Error::ForeignObject {
+        op,
+        what: "the buffer".into(),
+        owner,
+        device,
+    })
 }
 
 /// An in-order queue of transfers, fills and launches on one device, which runs
@@ -144,8 +144,7 @@ impl Stream {
     }
     /// Copies `src` into a new host vector; returns when the data is there.
     pub fn read<T: Element>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
-        self.check(src.device(), "read")?;
-        src.view().read_vec_on(self.id)
+        self.read_buffer(src)
     }
     /// Copies `src` into `out` (same length).
     pub fn read_into<T: Element>(&self, src: &Buffer<T>, out: &mut [T]) -> Result<()> {
@@ -154,14 +153,11 @@ impl Stream {
     }
     /// Sets every element of `dst` to `value`.
     pub fn fill<T: Element>(&self, dst: &mut Buffer<T>, value: T) -> Result<()> {
-        self.check(dst.device(), "fill")?;
-        dst.view_mut().fill_on(self.id, value)
+        self.fill_buffer(dst, value)
     }
     /// Copies `src` into `dst` (same length, both of this stream's device).
     pub fn copy<T: Element>(&self, src: &Buffer<T>, dst: &mut Buffer<T>) -> Result<()> {
-        self.check(src.device(), "copy")?;
-        self.check(dst.device(), "copy")?;
-        dst.view_mut().copy_from_on(self.id, &src.view())
+        self.copy_buffer(src, dst)
     }
 
     /// An event that completes when everything enqueued on this stream so far has.
