@@ -8,7 +8,7 @@
 //! thread count or on work stealing), and write it back. The GPU kernels are still run on
 //! the CPU by the Metal shim's tests and on lavapipe.
 
-use dotcompute::{AsStream, Buffer, Element, Result};
+use dotcompute::{AsStream, Element};
 use rayon::prelude::*;
 
 /// Elements per chunk: the unit of parallel work and of the fixed summation tree.
@@ -21,6 +21,8 @@ pub(crate) fn is_cpu(queue: &impl AsStream) -> bool {
 
 /// Host arithmetic of the element types (integers wrap, as in kernels).
 pub trait HostArith: Element + Send + Sync {
+    /// Zero: the identity of `add`.
+    const ZERO: Self;
     fn add(a: Self, b: Self) -> Self;
     fn min(a: Self, b: Self) -> Self;
     fn max(a: Self, b: Self) -> Self;
@@ -29,6 +31,7 @@ pub trait HostArith: Element + Send + Sync {
 macro_rules! int_arith {
     ($($t:ty),*) => {$(
         impl HostArith for $t {
+            const ZERO: $t = 0;
             fn add(a: $t, b: $t) -> $t { a.wrapping_add(b) }
             fn min(a: $t, b: $t) -> $t { Ord::min(a, b) }
             fn max(a: $t, b: $t) -> $t { Ord::max(a, b) }
@@ -39,6 +42,7 @@ int_arith!(u32, i32, u64, i64);
 macro_rules! float_arith {
     ($($t:ty),*) => {$(
         impl HostArith for $t {
+            const ZERO: $t = 0.0;
             fn add(a: $t, b: $t) -> $t { a + b }
             fn min(a: $t, b: $t) -> $t { a.min(b) }
             fn max(a: $t, b: $t) -> $t { a.max(b) }
@@ -67,7 +71,8 @@ pub(crate) fn combine_all<T: HostArith>(x: &[T], identity: T, f: fn(T, T) -> T) 
 }
 
 /// Exclusive or inclusive prefix sums of `x` into `y`, chunk by chunk.
-pub(crate) fn scan<T: HostArith>(x: &[T], y: &mut [T], zero: T, inclusive: bool) {
+pub(crate) fn scan<T: HostArith>(x: &[T], y: &mut [T], inclusive: bool) {
+    let zero = T::ZERO;
     let sums: Vec<T> = x
         .par_chunks(CHUNK)
         .map(|c| c.iter().fold(zero, |a, &b| T::add(a, b)))
@@ -92,9 +97,4 @@ pub(crate) fn scan<T: HostArith>(x: &[T], y: &mut [T], zero: T, inclusive: bool)
                 }
             }
         });
-}
-
-/// Reads `b` on `queue`'s order.
-pub(crate) fn read<T: Element>(queue: &impl AsStream, b: &Buffer<T>) -> Result<Vec<T>> {
-    queue.read_buffer(b)
 }

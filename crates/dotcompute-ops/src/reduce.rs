@@ -39,24 +39,12 @@ pub enum ReduceOp {
     Max,
 }
 
-impl ReduceOp {
-    fn code(self) -> u32 {
-        match self {
-            ReduceOp::Sum => 0,
-            ReduceOp::Min => 1,
-            ReduceOp::Max => 2,
-        }
-    }
-}
-
 /// Types the reductions take, with each operation's identity.
 pub trait Reducible: Num + HostArith {
     /// The lowest value (the identity of max).
     const LOWEST: Self;
     /// The highest value (the identity of min).
     const HIGHEST: Self;
-    /// Zero (the identity of sum).
-    const ZERO: Self;
 }
 
 macro_rules! reducible {
@@ -64,7 +52,6 @@ macro_rules! reducible {
         impl Reducible for $t {
             const LOWEST: $t = $lo;
             const HIGHEST: $t = $hi;
-            const ZERO: $t = 0 as $t;
         }
     )*};
 }
@@ -200,26 +187,26 @@ fn reduce_segments_kernel<T: Num, const OP: u32>(
 }
 
 fn segments_kernel<T: Reducible>(op: ReduceOp) -> &'static dotcompute::KernelDef {
-    match op.code() {
-        0 => reduce_segments_kernel::kernel::<T, 0>(),
-        1 => reduce_segments_kernel::kernel::<T, 1>(),
-        _ => reduce_segments_kernel::kernel::<T, 2>(),
+    match op {
+        ReduceOp::Sum => reduce_segments_kernel::kernel::<T, 0>(),
+        ReduceOp::Min => reduce_segments_kernel::kernel::<T, 1>(),
+        ReduceOp::Max => reduce_segments_kernel::kernel::<T, 2>(),
     }
 }
 
 fn strided_kernel<T: Reducible>(op: ReduceOp) -> &'static dotcompute::KernelDef {
-    match op.code() {
-        0 => reduce_strided::kernel::<T, 0>(),
-        1 => reduce_strided::kernel::<T, 1>(),
-        _ => reduce_strided::kernel::<T, 2>(),
+    match op {
+        ReduceOp::Sum => reduce_strided::kernel::<T, 0>(),
+        ReduceOp::Min => reduce_strided::kernel::<T, 1>(),
+        ReduceOp::Max => reduce_strided::kernel::<T, 2>(),
     }
 }
 
 fn rows_kernel<T: Reducible>(op: ReduceOp) -> &'static dotcompute::KernelDef {
-    match op.code() {
-        0 => reduce_rows_kernel::kernel::<T, 0>(),
-        1 => reduce_rows_kernel::kernel::<T, 1>(),
-        _ => reduce_rows_kernel::kernel::<T, 2>(),
+    match op {
+        ReduceOp::Sum => reduce_rows_kernel::kernel::<T, 0>(),
+        ReduceOp::Min => reduce_rows_kernel::kernel::<T, 1>(),
+        ReduceOp::Max => reduce_rows_kernel::kernel::<T, 2>(),
     }
 }
 
@@ -244,7 +231,7 @@ pub fn reduce_into<T: Reducible>(
         return queue.fill_buffer(output, id);
     }
     if host::is_cpu(queue) {
-        let x = host::read(queue, input)?;
+        let x = queue.read_buffer(input)?;
         return output.write(&[host::combine_all(&x, id, host_fn::<T>(op))]);
     }
     let def = strided_kernel::<T>(op);
@@ -337,7 +324,7 @@ pub fn reduce_rows<T: Reducible>(
     }
     if host::is_cpu(queue) {
         use rayon::prelude::*;
-        let x = host::read(queue, input)?;
+        let x = queue.read_buffer(input)?;
         let (id, f) = (identity::<T>(op), host_fn::<T>(op));
         let r: Vec<T> = x
             .par_chunks(cols)
@@ -421,7 +408,7 @@ pub fn reduce_segments<T: Reducible>(
     let id = identity::<T>(op);
     if host::is_cpu(queue) {
         use rayon::prelude::*;
-        let x = host::read(queue, input)?;
+        let x = queue.read_buffer(input)?;
         let f = host_fn::<T>(op);
         let r: Vec<T> = (0..segments)
             .into_par_iter()

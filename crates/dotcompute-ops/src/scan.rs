@@ -152,20 +152,13 @@ fn scan_tiles<T: Num, const INCLUSIVE: u32>(x: &[T], y: &mut [T], offsets: &[T],
 }
 
 /// Types the scans take.
-pub trait Scannable: Num + crate::HostArith {
-    /// Zero, on the host.
-    fn zero_host() -> Self;
-}
-macro_rules! scannable {
-    ($($t:ty),*) => {$(
-        impl Scannable for $t {
-            fn zero_host() -> $t {
-                0 as $t
-            }
-        }
-    )*};
-}
-scannable!(u32, i32, f32, u64, i64, f64);
+pub trait Scannable: Num + crate::HostArith {}
+impl Scannable for u32 {}
+impl Scannable for i32 {}
+impl Scannable for f32 {}
+impl Scannable for u64 {}
+impl Scannable for i64 {}
+impl Scannable for f64 {}
 
 /// `output[i] = input[0] + … + input[i - 1]` (`output[0]` is zero).
 ///
@@ -210,9 +203,9 @@ fn scan<T: Scannable, const INCLUSIVE: u32>(
         return Ok(());
     }
     if crate::host::is_cpu(queue) {
-        let x = crate::host::read(queue, input)?;
+        let x = queue.read_buffer(input)?;
         let mut y = x.clone();
-        crate::host::scan(&x, &mut y, T::zero_host(), INCLUSIVE == 1);
+        crate::host::scan(&x, &mut y, INCLUSIVE == 1);
         return output.write(&y);
     }
     let device = queue.device();

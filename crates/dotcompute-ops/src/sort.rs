@@ -311,14 +311,7 @@ fn host_sort<K: RadixKey, V: Num>(
     bits: Range<u32>,
 ) -> Result<()> {
     use rayon::prelude::*;
-    let width = bits.end - bits.start;
-    let mask = if width == 32 {
-        u32::MAX
-    } else {
-        (1u32 << width) - 1
-    };
-    let compared = move |k: K| ((k.bits() ^ flip) >> bits.start) & mask;
-    let mut k = crate::host::read(queue, keys)?;
+    let mut k = queue.read_buffer(keys)?;
     match values {
         None => {
             // All 32 bits are compared (keys alone always are), so the order is the keys'
@@ -332,7 +325,14 @@ fn host_sort<K: RadixKey, V: Num>(
             keys.write(&k)
         }
         Some(values) => {
-            let v = crate::host::read(queue, values)?;
+            let width = bits.end - bits.start;
+            let mask = if width == 32 {
+                u32::MAX
+            } else {
+                (1u32 << width) - 1
+            };
+            let compared = move |k: K| ((k.bits() ^ flip) >> bits.start) & mask;
+            let v = queue.read_buffer(values)?;
             let mut pairs: Vec<(K, V)> = k.into_iter().zip(v).collect();
             pairs.par_sort_by_key(|p| compared(p.0));
             let (k, v): (Vec<K>, Vec<V>) = pairs.into_iter().unzip();
