@@ -45,10 +45,10 @@ pub fn benches() -> Vec<Bench> {
     ]
 }
 
-const COPY: &str = "device-to-device copy";
+pub(super) const COPY: &str = "device-to-device copy";
 
 /// A copy of `n` f32 for reference: source and destination buffers.
-struct CopyRef {
+pub(super) struct CopyRef {
     src: Buffer<f32>,
     dst: Buffer<f32>,
 }
@@ -75,14 +75,18 @@ impl CopyRef {
     }
 
     /// Bytes a copy of `n` f32 moves (read + write).
-    fn bytes(n: usize) -> f64 {
+    pub(super) fn bytes(n: usize) -> f64 {
         8.0 * n as f64
     }
 }
 
 /// Times `kernel` alternately with a copy of `n` f32 on the same device (the copy
 /// verified): `(kernel, copy)`.
-fn versus_copy(ctx: &Ctx, n: usize, mut kernel: impl FnMut() -> Res<()>) -> Res<(Stats, Stats)> {
+pub(super) fn versus_copy(
+    ctx: &Ctx,
+    n: usize,
+    mut kernel: impl FnMut() -> Res<()>,
+) -> Res<(Stats, Stats)> {
     let mut copy = CopyRef::new(ctx.device, n)?;
     let mut times = measure_all(ctx, &mut [&mut kernel, &mut || copy.run()])?;
     copy.verify()?;

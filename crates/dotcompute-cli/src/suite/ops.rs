@@ -3,8 +3,9 @@
 //! ceiling), results checked against plain Rust. Sizes: 2^28 elements on GPUs, 2^24 on
 //! the CPU (2^22 with `--quick`), as the speed table.
 
-use super::{measure_all, Bench, Ctx, Figure, Res, Unit};
-use dotcompute::{BackendKind, Buffer};
+use super::memory::{versus_copy, CopyRef, COPY};
+use super::{measure_all, Bench, Ctx, Figure, Res, Stats, Unit};
+use dotcompute::BackendKind;
 use dotcompute_ops::{histogram, reduce, scan, softmax, sort, transpose, Order, ReduceOp};
 
 pub fn benches() -> Vec<Bench> {
@@ -14,8 +15,6 @@ pub fn benches() -> Vec<Bench> {
         run: ops,
     }]
 }
-
-const COPY: &str = "device-to-device copy";
 
 fn size(ctx: &Ctx) -> usize {
     match (ctx.quick, ctx.kind()) {
@@ -35,11 +34,9 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let s = super::s;
     let mut rng = fastrand::Rng::with_seed(28);
     let mut figs = Vec::new();
-    // The copy: n u32 (4n bytes read, 4n written).
-    let src: Buffer<u32> = d.alloc_filled(n, 3).map_err(s)?;
-    let mut dst: Buffer<u32> = d.alloc_filled(n, 0).map_err(s)?;
-    // (Softmax 16384 × 16384 needs 2^28 elements: the copy buffers are that long on GPUs.)
-    let copy_bytes = 8.0 * n as f64;
+    // Each figure's reference: a copy of as many 4-byte elements, verified (bytes read +
+    // written per second).
+    let copy_bytes = CopyRef::bytes(n);
 
     // reduce sum f32 (bytes read against the copy's bytes moved).
     ctx.step(&format!("reduce sum {} f32", label(n)));
@@ -48,13 +45,10 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let dx = d.upload(&x).map_err(s)?;
     drop(x);
     let mut total = d.alloc_filled(1, f32::NAN).map_err(s)?;
-    let times = measure_all(
-        ctx,
-        &mut [
-            &mut || reduce::reduce_into(d, &dx, ReduceOp::Sum, &mut total).map_err(s),
-            &mut || dst.copy_from(&src).map_err(s),
-        ],
-    )?;
+    let times: [Stats; 2] = versus_copy(ctx, n, || {
+        reduce::reduce_into(d, &dx, ReduceOp::Sum, &mut total).map_err(s)
+    })
+    .map(|(a, b)| [a, b])?;
     let got = total.to_vec().map_err(s)?[0] as f64;
     if ((got - want) / want).abs() > 1e-5 {
         return Err(format!("reduce sum gave {got}, expected {want}"));
@@ -78,13 +72,9 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let keys: Vec<u32> = (0..n).map(|_| rng.u32(..1000)).collect();
     let dk = d.upload(&keys).map_err(s)?;
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
-    let times = measure_all(
-        ctx,
-        &mut [
-            &mut || scan::exclusive_sum(d, &dk, &mut out).map_err(s),
-            &mut || dst.copy_from(&src).map_err(s),
-        ],
-    )?;
+    let times: [Stats; 2] =
+        versus_copy(ctx, n, || scan::exclusive_sum(d, &dk, &mut out).map_err(s))
+            .map(|(a, b)| [a, b])?;
     let got = out.to_vec().map_err(s)?;
     let mut acc = 0u32;
     for (i, (&g, &k)) in got.iter().zip(&keys).enumerate() {
@@ -118,23 +108,18 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
         ctx.step(&format!("radix sort {} u32 {what}", label(n)));
         let mut sk = d.alloc_filled(n, 0u32).map_err(s)?;
         let mut sv = d.alloc_filled(if pairs { n } else { 1 }, 0u32).map_err(s)?;
-        let times = measure_all(
-            ctx,
-            &mut [
-                &mut || {
-                    // Reloading the unsorted keys is bookkeeping (an upload), not timed on
-                    // device clocks.
-                    sk.write(&full).map_err(s)?;
-                    if pairs {
-                        sv.write(&full).map_err(s)?;
-                        sort::sort_pairs(d, &mut sk, &mut sv, Order::Ascending).map_err(s)
-                    } else {
-                        sort::sort_keys(d, &mut sk, Order::Ascending).map_err(s)
-                    }
-                },
-                &mut || dst.copy_from(&src).map_err(s),
-            ],
-        )?;
+        let times: [Stats; 2] = versus_copy(ctx, n, || {
+            // Reloading the unsorted keys is bookkeeping (an upload), not timed on
+            // device clocks.
+            sk.write(&full).map_err(s)?;
+            if pairs {
+                sv.write(&full).map_err(s)?;
+                sort::sort_pairs(d, &mut sk, &mut sv, Order::Ascending).map_err(s)
+            } else {
+                sort::sort_keys(d, &mut sk, Order::Ascending).map_err(s)
+            }
+        })
+        .map(|(a, b)| [a, b])?;
         if sk.to_vec().map_err(s)? != want {
             return Err(format!("radix sort of {what} gave a wrong order"));
         }
@@ -163,7 +148,7 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     }
     drop(full);
     drop(want);
-    figs.extend(rows_ops(ctx, &src, &mut dst)?);
+    figs.extend(rows_ops(ctx)?);
     if ctx.kind() == BackendKind::Cpu {
         figs.extend(against_rayon(ctx)?);
     }
@@ -171,7 +156,7 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
 }
 
 /// Histogram, softmax and transpose, each against a copy of the same bytes moved.
-fn rows_ops(ctx: &Ctx, src: &Buffer<u32>, dst: &mut Buffer<u32>) -> Res<Vec<Figure>> {
+fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let d = ctx.device;
     let s = super::s;
     let mut figs = Vec::new();
@@ -188,13 +173,10 @@ fn rows_ops(ctx: &Ctx, src: &Buffer<u32>, dst: &mut Buffer<u32>) -> Res<Vec<Figu
     let dx = d.upload(&x).map_err(s)?;
     drop(x);
     let mut h = d.alloc_filled(256, 0u32).map_err(s)?;
-    let times = measure_all(
-        ctx,
-        &mut [
-            &mut || histogram::histogram_even_f32(d, &dx, 256, 0.0, 1.0, &mut h).map_err(s),
-            &mut || dst.copy_from(src).map_err(s),
-        ],
-    )?;
+    let times: [Stats; 2] = versus_copy(ctx, n, || {
+        histogram::histogram_even_f32(d, &dx, 256, 0.0, 1.0, &mut h).map_err(s)
+    })
+    .map(|(a, b)| [a, b])?;
     if h.to_vec().map_err(s)? != want {
         return Err("histogram counts are wrong".into());
     }
@@ -211,7 +193,7 @@ fn rows_ops(ctx: &Ctx, src: &Buffer<u32>, dst: &mut Buffer<u32>) -> Res<Vec<Figu
             4.0 * n as f64,
             times[0].clone(),
         )
-        .against(COPY, 8.0 * n as f64, times[1].clone())
+        .against(COPY, CopyRef::bytes(n), times[1].clone())
         .target("≥ 0.9 (bytes read / copy's bytes moved)")
         .build(),
     );
@@ -223,27 +205,19 @@ fn rows_ops(ctx: &Ctx, src: &Buffer<u32>, dst: &mut Buffer<u32>) -> Res<Vec<Figu
     };
     for &(rows, cols) in shapes {
         let m = rows * cols;
-        if m > src.len() {
-            continue;
-        }
         ctx.step(&format!("softmax {rows}×{cols}"));
         let x: Vec<f32> = (0..m).map(|_| (rng.f32() - 0.5) * 10.0).collect();
         let dx = d.upload(&x).map_err(s)?;
         let mut y = d.alloc_filled(m, f32::NAN).map_err(s)?;
-        let cs = d.alloc_filled(m, 1u32).map_err(s)?;
-        let mut cd = d.alloc_filled(m, 0u32).map_err(s)?;
-        let times = measure_all(
-            ctx,
-            &mut [
-                &mut || softmax::softmax_rows(d, &dx, cols, &mut y).map_err(s),
-                &mut || cd.copy_from(&cs).map_err(s),
-            ],
-        )?;
+        let times: [Stats; 2] = versus_copy(ctx, m, || {
+            softmax::softmax_rows(d, &dx, cols, &mut y).map_err(s)
+        })
+        .map(|(a, b)| [a, b])?;
         super::memory::check_softmax(&x, cols, &y.to_vec().map_err(s)?)?;
         figs.push(
             ctx.figure("ops", format!("softmax {rows}×{cols} f32"), m as f64, Unit::GBs)
                 .ours("dotcompute_ops::softmax (online, two reads)", 8.0 * m as f64, times[0].clone())
-                .against(COPY, 8.0 * m as f64, times[1].clone())
+                .against(COPY, CopyRef::bytes(m), times[1].clone())
                 .target("≥ 0.9")
                 .note("bytes: the row read once and written once, as the copy (the second read hits the cache for short rows)")
                 .build(),
@@ -261,14 +235,10 @@ fn rows_ops(ctx: &Ctx, src: &Buffer<u32>, dst: &mut Buffer<u32>) -> Res<Vec<Figu
         let x: Vec<u32> = (0..m as u32).collect();
         let dx = d.upload(&x).map_err(s)?;
         let mut y = d.alloc_filled(m, 0u32).map_err(s)?;
-        let mut cd = d.alloc_filled(m, 0u32).map_err(s)?;
-        let times = measure_all(
-            ctx,
-            &mut [
-                &mut || transpose::transpose(d, &dx, rows, cols, &mut y).map_err(s),
-                &mut || cd.copy_from(&dx).map_err(s),
-            ],
-        )?;
+        let times: [Stats; 2] = versus_copy(ctx, m, || {
+            transpose::transpose(d, &dx, rows, cols, &mut y).map_err(s)
+        })
+        .map(|(a, b)| [a, b])?;
         let got = y.to_vec().map_err(s)?;
         if (0..m).any(|k| got[(k % cols) * rows + k / cols] != x[k]) {
             return Err(format!("transpose {rows}×{cols} is wrong"));
@@ -285,7 +255,7 @@ fn rows_ops(ctx: &Ctx, src: &Buffer<u32>, dst: &mut Buffer<u32>) -> Res<Vec<Figu
                 8.0 * m as f64,
                 times[0].clone(),
             )
-            .against(COPY, 8.0 * m as f64, times[1].clone())
+            .against(COPY, CopyRef::bytes(m), times[1].clone())
             .target("≥ 0.9")
             .build(),
         );
