@@ -55,6 +55,19 @@ struct Gen<'b> {
 }
 
 impl Gen<'_> {
+    /// One random commutative atomic of a random value into `mem[slot % HIST]` (its old
+    /// value unused: under contention the order of the threads is not fixed).
+    fn contended_atomic(&mut self, mem: dotcompute::ir::Mem) {
+        let op = COMMUTATIVE[self.rng.usize(..COMMUTATIVE.len())];
+        let slot = self.expr(U, 2);
+        let slot = self
+            .b
+            .binary(BinaryOp::Rem, slot, V::host(HIST as u32))
+            .unwrap();
+        let value = self.expr(I, 2);
+        self.b.atomic(op, mem, slot, vec![value]).unwrap();
+    }
+
     fn lit(&mut self, ty: ScalarType) -> V {
         let small = [0i32, 1, -1, 2, 3, 7, 31, 32, 33, -2147483648, 2147483647];
         match ty {
@@ -309,13 +322,7 @@ fn random_kernel(seed: u64) -> Kernel {
     // Contended atomics: one commutative, associative operation per kernel, so the final
     // values do not depend on the order of the threads (their old values would, so they
     // are not used).
-    let hist_op = COMMUTATIVE[g.rng.usize(..COMMUTATIVE.len())];
-    let slot = g.expr(U, 2);
-    let slot =
-        g.b.binary(BinaryOp::Rem, slot, V::host(HIST as u32))
-            .unwrap();
-    let value = g.expr(I, 2);
-    g.b.atomic(hist_op, hist, slot, vec![value]).unwrap();
+    g.contended_atomic(hist);
     let acc_v = g.b.get(acc);
     b.store(oi, i.clone(), acc_v).unwrap();
     b.store(ou, i.clone(), eu).unwrap();
@@ -369,13 +376,7 @@ fn group_phase(
     g.b.end_if().unwrap();
     g.b.barrier();
     // Contended atomics on shared memory (old values unused: their order is not fixed).
-    let op = COMMUTATIVE[g.rng.usize(..COMMUTATIVE.len())];
-    let slot = g.expr(U, 2);
-    let slot =
-        g.b.binary(BinaryOp::Rem, slot, V::host(HIST as u32))
-            .unwrap();
-    let value = g.expr(I, 2);
-    g.b.atomic(op, sh, slot, vec![value]).unwrap();
+    g.contended_atomic(sh);
     // A neighbour's value, changed, written back after everyone has read.
     let r = g.rng.u32(1..GROUP);
     let at = g.b.binary(BinaryOp::Add, l.clone(), V::host(r)).unwrap();
