@@ -70,30 +70,56 @@ pub(crate) fn combine_all<T: HostArith>(x: &[T], identity: T, f: fn(T, T) -> T) 
     parts.into_iter().fold(identity, f)
 }
 
-/// Exclusive or inclusive prefix sums of `x` into `y`, chunk by chunk.
-pub(crate) fn scan<T: HostArith>(x: &[T], y: &mut [T], inclusive: bool) {
-    let zero = T::ZERO;
-    let sums: Vec<T> = x
+/// Exclusive or inclusive scan of `x` into `y` with `f` (identity `identity`), restarting
+/// at every element whose head flag is not zero when `heads` is given; chunk by chunk:
+/// each chunk's aggregate (and whether it holds a head), the carries in order, then the
+/// chunks again from their carries.
+pub(crate) fn scan<T: HostArith>(
+    x: &[T],
+    heads: Option<&[u32]>,
+    y: &mut [T],
+    inclusive: bool,
+    identity: T,
+    f: fn(T, T) -> T,
+) {
+    let head = |k: usize| heads.is_some_and(|h| h[k] != 0);
+    let aggregates: Vec<(bool, T)> = x
         .par_chunks(CHUNK)
-        .map(|c| c.iter().fold(zero, |a, &b| T::add(a, b)))
+        .enumerate()
+        .map(|(c, xs)| {
+            let mut acc = (false, identity);
+            for (j, &v) in xs.iter().enumerate() {
+                acc = if head(c * CHUNK + j) {
+                    (true, v)
+                } else {
+                    (acc.0, f(acc.1, v))
+                };
+            }
+            acc
+        })
         .collect();
-    let mut offsets = Vec::with_capacity(sums.len());
-    let mut acc = zero;
-    for s in sums {
-        offsets.push(acc);
-        acc = T::add(acc, s);
+    let mut carries = Vec::with_capacity(aggregates.len());
+    let mut carry = identity;
+    for (restarts, total) in aggregates {
+        carries.push(carry);
+        carry = if restarts { total } else { f(carry, total) };
     }
     y.par_chunks_mut(CHUNK)
         .zip(x.par_chunks(CHUNK))
-        .zip(offsets)
-        .for_each(|((yc, xc), mut running)| {
-            for (o, &v) in yc.iter_mut().zip(xc) {
+        .zip(carries)
+        .enumerate()
+        .for_each(|(c, ((yc, xc), mut running))| {
+            for (j, (o, &v)) in yc.iter_mut().zip(xc).enumerate() {
+                let restart = head(c * CHUNK + j);
                 if inclusive {
-                    running = T::add(running, v);
+                    running = if restart { v } else { f(running, v) };
                     *o = running;
                 } else {
+                    if restart {
+                        running = identity;
+                    }
                     *o = running;
-                    running = T::add(running, v);
+                    running = f(running, v);
                 }
             }
         });

@@ -1,6 +1,6 @@
 //! # dotcompute-ops: library operations on typed buffers
 //!
-//! Reduce, scan, radix sort, histograms, row softmax and transpose on any dotcompute device (CPU, CUDA, wgpu, and Metal
+//! Reduce, scan, compaction, radix sort, histograms, row softmax and transpose on any dotcompute device (CPU, CUDA, wgpu, and Metal
 //! through the same generated MSL), each on a [`Device`](dotcompute::Device) or a
 //! [`Stream`](dotcompute::Stream) (anything [`AsStream`]). Every kernel is written with
 //! `#[kernel]`, the language users write theirs in: the operations are users of the
@@ -41,6 +41,7 @@ pub mod histogram;
 mod host;
 pub mod reduce;
 pub mod scan;
+pub mod select;
 pub mod softmax;
 pub mod sort;
 pub mod transpose;
@@ -51,7 +52,7 @@ pub use reduce::ReduceOp;
 pub use sort::{Order, RadixKey};
 
 use dotcompute::prelude::*;
-use dotcompute::{Error, Result};
+use dotcompute::{AsStream, Buffer, Error, Result};
 
 /// Threads per group of every kernel here (a power of two every backend allows).
 pub(crate) const GROUP: u32 = 256;
@@ -89,4 +90,33 @@ pub(crate) fn same_len(op: &'static str, input: usize, output: usize) -> Result<
             format!("the output has {output} elements, the input {input}"),
         ))
     }
+}
+
+/// Reads segment offsets to the host and checks them: they must not decrease and must
+/// end within the input (`n` elements); a bad one is `Error::Range` naming it.
+pub(crate) fn read_offsets(
+    queue: &impl AsStream,
+    op: &'static str,
+    offsets: &Buffer<u32>,
+    n: usize,
+) -> Result<Vec<u32>> {
+    let bounds = queue.read_buffer(offsets)?;
+    if let Some(s) = (1..bounds.len()).find(|&s| bounds[s - 1] > bounds[s]) {
+        return Err(invalid(
+            op,
+            format!(
+                "offsets[{}] = {} is above offsets[{s}] = {}: offsets must not decrease",
+                s - 1,
+                bounds[s - 1],
+                bounds[s]
+            ),
+        ));
+    }
+    if let Some(&last) = bounds.last().filter(|&&last| last as usize > n) {
+        return Err(invalid(
+            op,
+            format!("the last offset, {last}, is past the input's {n} elements"),
+        ));
+    }
+    Ok(bounds)
 }

@@ -64,7 +64,7 @@ reducible! {
     f64: f64::NEG_INFINITY, f64::INFINITY;
 }
 
-fn host_fn<T: Reducible>(op: ReduceOp) -> fn(T, T) -> T {
+pub(crate) fn host_fn<T: Reducible>(op: ReduceOp) -> fn(T, T) -> T {
     match op {
         ReduceOp::Sum => T::add,
         ReduceOp::Min => T::min,
@@ -72,7 +72,7 @@ fn host_fn<T: Reducible>(op: ReduceOp) -> fn(T, T) -> T {
     }
 }
 
-fn identity<T: Reducible>(op: ReduceOp) -> T {
+pub(crate) fn identity<T: Reducible>(op: ReduceOp) -> T {
     match op {
         ReduceOp::Sum => T::ZERO,
         ReduceOp::Min => T::HIGHEST,
@@ -82,7 +82,7 @@ fn identity<T: Reducible>(op: ReduceOp) -> T {
 
 /// `a op b` for the operation's code (a constant at every call: compilers fold the test).
 #[kernel_fn]
-fn combine<T: Num>(a: T, b: T, op: u32) -> T {
+pub(crate) fn combine<T: Num>(a: T, b: T, op: u32) -> T {
     let mut r = a + b;
     if op == 1 {
         r = a.min(b);
@@ -95,7 +95,7 @@ fn combine<T: Num>(a: T, b: T, op: u32) -> T {
 /// Combines `v` over the group in a tree in `s` (`GROUP` long); the result is valid in
 /// thread 0.
 #[kernel_fn]
-fn group_combine<T: Num>(s: &mut [T], v: T, op: u32) -> T {
+pub(crate) fn group_combine<T: Num>(s: &mut [T], v: T, op: u32) -> T {
     let lid = local_id().x;
     s[lid] = v;
     barrier();
@@ -383,28 +383,7 @@ pub fn reduce_segments<T: Reducible>(
     if segments == 0 {
         return Ok(());
     }
-    let bounds = queue.read_buffer(offsets)?;
-    if let Some(s) = (0..segments).find(|&s| bounds[s] > bounds[s + 1]) {
-        return Err(invalid(
-            OP,
-            format!(
-                "offsets[{s}] = {} is above offsets[{}] = {}: offsets must not decrease",
-                bounds[s],
-                s + 1,
-                bounds[s + 1]
-            ),
-        ));
-    }
-    if bounds[segments] as usize > input.len() {
-        return Err(invalid(
-            OP,
-            format!(
-                "the last offset, {}, is past the input's {} elements",
-                bounds[segments],
-                input.len()
-            ),
-        ));
-    }
+    let bounds = crate::read_offsets(queue, OP, offsets, input.len())?;
     let id = identity::<T>(op);
     if host::is_cpu(queue) {
         use rayon::prelude::*;

@@ -1,14 +1,18 @@
-//! Prefix sums: exclusive and inclusive, of `u32`, `i32`, `f32` (and the 64-bit types
-//! where the device has them).
+//! Prefix scans: exclusive and inclusive, with sum, min or max, over the whole buffer
+//! or restarting at segment heads (flags or offsets), of `u32`, `i32`, `f32` (and the
+//! 64-bit types where the device has them).
 //!
 //! Reduce-then-scan, which needs no forward-progress guarantee between groups (Vulkan
 //! gives none, so a decoupled look-back could wait forever there): the input is cut into
-//! tiles of `GROUP × ITEMS` elements; (1) each group sums one tile, (2) one group scans the
-//! tile sums, (3) each group scans its tile from its offset. Three passes read the input
-//! twice. Integer sums wrap (as `+` does in kernels); float sums add each tile in a fixed
-//! tree, so a device gives the same bits on every run.
+//! tiles of `GROUP × ITEMS` elements; (1) each group combines one tile, (2) one group scans
+//! the tiles' aggregates, (3) each group scans its tile from its offset. Three passes read
+//! the input twice. A segmented scan carries, with each aggregate, whether a head was
+//! in it: the pair operator `(f₁, a) ⊕ (f₂, b) = (f₁ | f₂, f₂ ? b : a op b)` is associative,
+//! so the same three passes scan segments that cross tiles. Integer sums wrap; float
+//! sums add each tile in a fixed tree, so a device gives the same bits on every run.
 
-use crate::{index_len, padded, GROUP};
+use crate::reduce::{combine, group_combine, host_fn, identity, Reducible};
+use crate::{index_len, invalid, padded, ReduceOp, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
@@ -20,6 +24,16 @@ pub(crate) const TILE: u32 = GROUP * ITEMS;
 /// `ITEMS` consecutive elements falls in different banks.
 const TILE_PADDED: u32 = TILE + TILE / 32;
 
+/// Threads that rake a group scan, each over `RUN` consecutive slots.
+///
+/// Group scans rake (runs, then their totals, then the runs again: 4 barriers) rather
+/// than doubling the stride (2 barriers per step, 16 for 256 threads): lavapipe turns
+/// every barrier into a coroutine suspension, and LLVM's coroutine frames took 30–80 s
+/// to build for a kernel with the 16-barrier scan (2026-11-26, perf: 73% of a cold run
+/// in `llvm::coro`), while a GPU hides the few serial steps behind the other groups.
+const RAKE: u32 = 16;
+const RUN: u32 = GROUP / RAKE;
+
 /// Inclusive sum of `v` over the group (in `s`, `GROUP` long); `s` is free again when it
 /// returns. Every thread of the group must call it.
 #[kernel_fn]
@@ -27,118 +41,347 @@ pub(crate) fn group_inclusive_sum<T: Num>(s: &mut [T], v: T) -> T {
     let lid = local_id().x;
     s[lid] = v;
     barrier();
-    let mut offset = 1u32;
-    while offset < GROUP {
-        let mut add = T::zero();
-        if lid >= offset {
-            add = s[lid - offset];
+    if lid < RAKE {
+        let first = lid * RUN;
+        let mut acc = s[first];
+        for j in 1..RUN {
+            acc += s[first + j];
+            s[first + j] = acc;
         }
-        barrier();
-        s[lid] += add;
-        barrier();
-        offset *= 2;
     }
+    barrier();
+    if lid == 0 {
+        for r in 1..RAKE {
+            let k = r * RUN + RUN - 1;
+            s[k] += s[k - RUN];
+        }
+    }
+    barrier();
+    if lid >= 1 {
+        if lid < RAKE {
+            let carry = s[lid * RUN - 1];
+            for j in 0..RUN - 1 {
+                s[lid * RUN + j] += carry;
+            }
+        }
+    }
+    barrier();
     let total = s[lid];
     barrier();
     total
 }
 
-/// Sums of tiles: `sums[t]` is the sum of tile `t` of `x[..n]`.
+/// Pass 1 of an unsegmented scan: `sums[t]` combines tile `t` of `x[..n]` (strided
+/// loads: the order within the tile does not matter to sum, min and max).
 #[kernel]
-fn tile_sums<T: Num>(x: &[T], sums: &mut [T], n: u32) {
+fn tile_sums<T: Num>(x: &[T], sums: &mut [T], n: u32, identity: T, op: u32) {
     let s = shared::<T, GROUP>();
     let lid = local_id().x;
     let base = group_id().x * TILE;
-    let mut acc = T::zero();
+    let mut acc = identity;
     for r in 0..ITEMS {
         let i = base + r * GROUP + lid;
         if i < n {
-            acc += x[i];
+            acc = combine(acc, x[i], op);
         }
     }
-    let total = group_inclusive_sum(s, acc);
-    if lid == GROUP - 1 {
+    let total = group_combine(s, acc, op);
+    if lid == 0 {
         sums[group_id().x] = total;
     }
 }
 
-/// Exclusive scan of `sums[..count]` in place, by one group, `GROUP × ITEMS` at a time
-/// (each thread a run of `ITEMS`: 16 times fewer rounds of barriers than one element per
-/// thread, for the 65,536 tile sums of 2^28 elements).
-#[kernel]
-fn scan_sums<T: Num>(sums: &mut [T], count: u32) {
-    let s = shared::<T, GROUP>();
-    let carry = shared::<T, 1>();
+/// Inclusive scan over the group of each thread's `(f, v)` with `op` (`f` 0 or 1): a
+/// thread's result combines the values from the last thread at or before it whose flag
+/// is set (from thread 0 when `seg` is 0, which never reads or writes `sf`). The results
+/// (values in `s`, "a head at or before" in `sf`, `GROUP` long each) stay until the
+/// caller's next barrier; every thread must call it.
+#[kernel_fn]
+fn group_scan<T: Num>(s: &mut [T], sf: &mut [u32], v: T, f: u32, op: u32, seg: u32) -> T {
     let lid = local_id().x;
-    if lid == 0 {
-        carry[0] = T::zero();
+    s[lid] = v;
+    if seg == 1 {
+        sf[lid] = f;
     }
     barrier();
-    let mut start = 0u32;
-    while start < count {
-        let first = start + lid * ITEMS;
-        let mut local = T::zero();
-        for j in 0..ITEMS {
-            let i = first + j;
-            if i < count {
-                local += sums[i];
+    // 1. Each raking thread scans its run in place.
+    if lid < RAKE {
+        let first = lid * RUN;
+        let mut acc = s[first];
+        let mut flag = 0u32;
+        if seg == 1 {
+            flag = sf[first];
+        }
+        for j in 1..RUN {
+            let k = first + j;
+            let mut head = 0u32;
+            if seg == 1 {
+                head = sf[k];
+            }
+            if head == 1 {
+                acc = s[k];
+                flag = 1;
+            } else {
+                acc = combine(acc, s[k], op);
+            }
+            s[k] = acc;
+            if seg == 1 {
+                sf[k] = flag;
             }
         }
-        let inclusive = group_inclusive_sum(s, local);
-        let before = carry[0];
-        let mut running = before + (inclusive - local);
-        for j in 0..ITEMS {
-            let i = first + j;
-            if i < count {
-                let v = sums[i];
-                sums[i] = running;
-                running += v;
-            }
-        }
-        barrier();
-        if lid == GROUP - 1 {
-            carry[0] = before + inclusive;
-        }
-        barrier();
-        start += TILE;
     }
+    barrier();
+    // 2. One thread scans the runs' totals (each run's last slot).
+    if lid == 0 {
+        for r in 1..RAKE {
+            let k = r * RUN + RUN - 1;
+            let mut restarts = 0u32;
+            if seg == 1 {
+                restarts = sf[k];
+                sf[k] = restarts | sf[k - RUN];
+            }
+            if restarts == 0 {
+                s[k] = combine(s[k - RUN], s[k], op);
+            }
+        }
+    }
+    barrier();
+    // 3. Every later run takes the run before's total, up to its own first head.
+    if lid >= 1 {
+        if lid < RAKE {
+            let carry = s[lid * RUN - 1];
+            let mut carry_flag = 0u32;
+            if seg == 1 {
+                carry_flag = sf[lid * RUN - 1];
+            }
+            for j in 0..RUN - 1 {
+                let k = lid * RUN + j;
+                let mut restarted = 0u32;
+                if seg == 1 {
+                    restarted = sf[k];
+                }
+                if restarted == 0 {
+                    s[k] = combine(carry, s[k], op);
+                    if seg == 1 {
+                        sf[k] = carry_flag;
+                    }
+                }
+            }
+        }
+    }
+    barrier();
+    s[lid]
 }
 
-/// Scans each tile from its offset: `y[i]` is `offsets[tile]` plus the sum of the tile's
-/// elements before `i` (and `x[i]` itself when `INCLUSIVE` is 1).
-#[kernel]
-fn scan_tiles<T: Num, const INCLUSIVE: u32>(x: &[T], y: &mut [T], offsets: &[T], n: u32) {
-    let tile = shared::<T, TILE_PADDED>();
-    let s = shared::<T, GROUP>();
+/// What the threads before this one hand it after [`group_scan`]: the combination since
+/// the last head among them, joined to `carry` unless there was a head.
+#[kernel_fn]
+fn carried_in<T: Num>(s: &[T], sf: &[u32], carry: T, op: u32, seg: u32) -> T {
     let lid = local_id().x;
-    let base = group_id().x * TILE;
-    // Coalesced loads into shared memory (zeros past the end).
+    let mut r = carry;
+    if lid > 0 {
+        let mut restarts = 0u32;
+        if seg == 1 {
+            restarts = sf[lid - 1];
+        }
+        if restarts == 1 {
+            r = s[lid - 1];
+        } else {
+            r = combine(carry, s[lid - 1], op);
+        }
+    }
+    r
+}
+
+/// Loads tile `base..base + TILE` of `x` into shared memory (identity past the end), in
+/// coalesced rounds.
+#[kernel_fn]
+fn load_tile<T: Num>(tile: &mut [T], x: &[T], base: u32, n: u32, identity: T) {
+    let lid = local_id().x;
     for r in 0..ITEMS {
         let e = r * GROUP + lid;
         let i = base + e;
-        let mut v = T::zero();
+        let mut v = identity;
         if i < n {
             v = x[i];
         }
         tile[padded(e)] = v;
     }
     barrier();
-    // Each thread scans its run of ITEMS consecutive elements.
-    let mut local = T::zero();
-    for j in 0..ITEMS {
-        local += tile[padded(lid * ITEMS + j)];
+}
+
+/// 1 when element `i` starts a segment (heads are read only when `seg` is 1).
+#[kernel_fn]
+fn is_head(heads: &[u32], i: u32, n: u32, seg: u32) -> u32 {
+    let mut head = 0u32;
+    if seg == 1 {
+        if i < n {
+            if heads[i] != 0 {
+                head = 1;
+            }
+        }
     }
-    let inclusive = group_inclusive_sum(s, local);
-    let mut running = offsets[group_id().x] + (inclusive - local);
+    head
+}
+
+/// Pass 1 of a segmented scan: `sums[t]` combines tile `t` after its last head, and
+/// `tile_heads[t]` says whether it has one.
+#[kernel]
+fn tile_segments<T: Num>(
+    x: &[T],
+    heads: &[u32],
+    sums: &mut [T],
+    tile_heads: &mut [u32],
+    n: u32,
+    identity: T,
+    op: u32,
+) {
+    let tile = shared::<T, TILE_PADDED>();
+    let s = shared::<T, GROUP>();
+    let sf = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    let base = group_id().x * TILE;
+    load_tile(tile, x, base, n, identity);
+    let mut acc = identity;
+    let mut flag = 0u32;
     for j in 0..ITEMS {
-        let at = padded(lid * ITEMS + j);
+        let e = lid * ITEMS + j;
+        let v = tile[padded(e)];
+        if is_head(heads, base + e, n, 1) == 1 {
+            acc = v;
+            flag = 1;
+        } else {
+            acc = combine(acc, v, op);
+        }
+    }
+    let total = group_scan(s, sf, acc, flag, op, 1);
+    if lid == GROUP - 1 {
+        sums[group_id().x] = total;
+        tile_heads[group_id().x] = sf[lid];
+    }
+}
+
+/// Pass 2: exclusive scan of `sums[..count]` in place (restarting after tiles whose
+/// `tile_heads` is set when `seg` is 1), by one group, `GROUP × ITEMS` at a time (each
+/// thread a run of `ITEMS`: 16 times fewer rounds of barriers than one element per
+/// thread, for the 65,536 tile aggregates of 2^28 elements).
+#[kernel]
+fn scan_sums<T: Num>(
+    sums: &mut [T],
+    tile_heads: &[u32],
+    count: u32,
+    identity: T,
+    op: u32,
+    seg: u32,
+) {
+    let s = shared::<T, GROUP>();
+    let sf = shared::<u32, GROUP>();
+    let carry = shared::<T, 1>();
+    let lid = local_id().x;
+    if lid == 0 {
+        carry[0] = identity;
+    }
+    barrier();
+    let mut start = 0u32;
+    while start < count {
+        let first = start + lid * ITEMS;
+        let mut local = identity;
+        let mut flag = 0u32;
+        for j in 0..ITEMS {
+            let i = first + j;
+            if i < count {
+                if is_head(tile_heads, i, count, seg) == 1 {
+                    local = sums[i];
+                    flag = 1;
+                } else {
+                    local = combine(local, sums[i], op);
+                }
+            }
+        }
+        group_scan(s, sf, local, flag, op, seg);
+        let before = carry[0];
+        let mut running = carried_in(s, sf, before, op, seg);
+        let mut total = combine(before, s[GROUP - 1], op);
+        if seg == 1 {
+            if sf[GROUP - 1] == 1 {
+                total = s[GROUP - 1];
+            }
+        }
+        barrier();
+        if lid == GROUP - 1 {
+            carry[0] = total;
+        }
+        for j in 0..ITEMS {
+            let i = first + j;
+            if i < count {
+                let v = sums[i];
+                sums[i] = running;
+                if is_head(tile_heads, i, count, seg) == 1 {
+                    running = v;
+                } else {
+                    running = combine(running, v, op);
+                }
+            }
+        }
+        barrier();
+        start += TILE;
+    }
+}
+
+/// Pass 3: scans each tile from its offset: `y[i]` combines `offsets[tile]` (unless a
+/// head came between) and the tile's elements before `i` since the last head (and
+/// `x[i]` itself when `inclusive` is 1).
+#[kernel]
+fn scan_tiles<T: Num>(
+    x: &[T],
+    heads: &[u32],
+    y: &mut [T],
+    offsets: &[T],
+    n: u32,
+    identity: T,
+    op: u32,
+    seg: u32,
+    inclusive: u32,
+) {
+    let tile = shared::<T, TILE_PADDED>();
+    let s = shared::<T, GROUP>();
+    let sf = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    let base = group_id().x * TILE;
+    load_tile(tile, x, base, n, identity);
+    // Each thread scans its run of ITEMS consecutive elements.
+    let mut local = identity;
+    let mut flag = 0u32;
+    for j in 0..ITEMS {
+        let e = lid * ITEMS + j;
+        let v = tile[padded(e)];
+        if is_head(heads, base + e, n, seg) == 1 {
+            local = v;
+            flag = 1;
+        } else {
+            local = combine(local, v, op);
+        }
+    }
+    group_scan(s, sf, local, flag, op, seg);
+    let mut running = carried_in(s, sf, offsets[group_id().x], op, seg);
+    for j in 0..ITEMS {
+        let e = lid * ITEMS + j;
+        let at = padded(e);
         let v = tile[at];
-        if INCLUSIVE == 1 {
-            running += v;
+        let head = is_head(heads, base + e, n, seg);
+        if inclusive == 1 {
+            if head == 1 {
+                running = v;
+            } else {
+                running = combine(running, v, op);
+            }
             tile[at] = running;
         } else {
+            if head == 1 {
+                running = identity;
+            }
             tile[at] = running;
-            running += v;
+            running = combine(running, v, op);
         }
     }
     barrier();
@@ -150,15 +393,6 @@ fn scan_tiles<T: Num, const INCLUSIVE: u32>(x: &[T], y: &mut [T], offsets: &[T],
         }
     }
 }
-
-/// Types the scans take.
-pub trait Scannable: Num + crate::HostArith {}
-impl Scannable for u32 {}
-impl Scannable for i32 {}
-impl Scannable for f32 {}
-impl Scannable for u64 {}
-impl Scannable for i64 {}
-impl Scannable for f64 {}
 
 /// `output[i] = input[0] + … + input[i - 1]` (`output[0]` is zero).
 ///
@@ -174,50 +408,264 @@ impl Scannable for f64 {}
 /// assert_eq!(y.to_vec()?, [0, 3, 4, 8, 9]);
 /// # Ok::<(), dotcompute::Error>(())
 /// ```
-pub fn exclusive_sum<T: Scannable>(
+pub fn exclusive_sum<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,
     output: &mut Buffer<T>,
 ) -> Result<()> {
-    scan::<T, 0>(queue, "exclusive_sum", input, output)
+    scan(
+        queue,
+        "exclusive_sum",
+        input,
+        None,
+        output,
+        ReduceOp::Sum,
+        false,
+    )
 }
 
 /// `output[i] = input[0] + … + input[i]`.
-pub fn inclusive_sum<T: Scannable>(
+pub fn inclusive_sum<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,
     output: &mut Buffer<T>,
 ) -> Result<()> {
-    scan::<T, 1>(queue, "inclusive_sum", input, output)
+    scan(
+        queue,
+        "inclusive_sum",
+        input,
+        None,
+        output,
+        ReduceOp::Sum,
+        true,
+    )
 }
 
-fn scan<T: Scannable, const INCLUSIVE: u32>(
+/// `output[i]` combines `input[0..i]` with `op` (`output[0]` is the identity: 0, the
+/// type's highest value for min, its lowest for max).
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{scan::exclusive_scan, ReduceOp};
+/// let d = Device::cpu();
+/// let x = d.upload(&[3i32, 1, 4, 1, 5])?;
+/// let mut y = d.alloc::<i32>(5)?;
+/// exclusive_scan(&d, &x, &mut y, ReduceOp::Max)?;
+/// assert_eq!(y.to_vec()?, [i32::MIN, 3, 3, 4, 4]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn exclusive_scan<T: Reducible>(
     queue: &impl AsStream,
-    op: &'static str,
     input: &Buffer<T>,
     output: &mut Buffer<T>,
+    op: ReduceOp,
 ) -> Result<()> {
-    crate::same_len(op, input.len(), output.len())?;
-    let n = index_len(op, input.len())?;
+    scan(queue, "exclusive_scan", input, None, output, op, false)
+}
+
+/// `output[i]` combines `input[0..=i]` with `op` (running minimum, maximum or sum).
+pub fn inclusive_scan<T: Reducible>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    output: &mut Buffer<T>,
+    op: ReduceOp,
+) -> Result<()> {
+    scan(queue, "inclusive_scan", input, None, output, op, true)
+}
+
+/// Segments that restart the scan where `heads[i]` is not zero (element 0 always starts
+/// one): `output[i]` combines the segment's elements before `i` (exclusive, the
+/// identity at each head) or up to `i` (inclusive).
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{scan::scan_by_heads, ReduceOp};
+/// let d = Device::cpu();
+/// let x = d.upload(&[1u32, 2, 3, 4, 5, 6])?;
+/// let heads = d.upload(&[0u32, 0, 1, 0, 0, 1])?;
+/// let mut y = d.alloc::<u32>(6)?;
+/// scan_by_heads(&d, &x, &heads, &mut y, ReduceOp::Sum, true)?;
+/// assert_eq!(y.to_vec()?, [1, 3, 3, 7, 12, 6]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn scan_by_heads<T: Reducible>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    heads: &Buffer<u32>,
+    output: &mut Buffer<T>,
+    op: ReduceOp,
+    inclusive: bool,
+) -> Result<()> {
+    const OP: &str = "scan_by_heads";
+    if heads.len() != input.len() {
+        return Err(invalid(
+            OP,
+            format!(
+                "the heads have {} elements, the input {}",
+                heads.len(),
+                input.len()
+            ),
+        ));
+    }
+    scan(queue, OP, input, Some(heads), output, op, inclusive)
+}
+
+/// Segments given by offsets: segment `s` is `input[offsets[s]..offsets[s + 1]]`, and
+/// the segments must cover the input (`offsets[0] == 0`, the last offset is its length;
+/// empty segments are allowed). Offsets are read and checked first (one small read).
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{scan::scan_by_offsets, ReduceOp};
+/// let d = Device::cpu();
+/// let x = d.upload(&[5.0f32, 2.0, 3.0, 1.0, 4.0])?;
+/// let offsets = d.upload(&[0u32, 2, 2, 5])?;
+/// let mut y = d.alloc::<f32>(5)?;
+/// scan_by_offsets(&d, &x, &offsets, &mut y, ReduceOp::Min, true)?;
+/// assert_eq!(y.to_vec()?, [5.0, 2.0, 3.0, 1.0, 1.0]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn scan_by_offsets<T: Reducible>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    offsets: &Buffer<u32>,
+    output: &mut Buffer<T>,
+    op: ReduceOp,
+    inclusive: bool,
+) -> Result<()> {
+    const OP: &str = "scan_by_offsets";
+    let n = input.len();
+    let bounds = crate::read_offsets(queue, OP, offsets, n)?;
+    if bounds.first() != Some(&0) || bounds.last().map(|&l| l as usize) != Some(n) {
+        return Err(invalid(
+            OP,
+            format!(
+                "the offsets ({} of them, {:?} … {:?}) must start at 0 and end at the input's length, {n}",
+                bounds.len(),
+                bounds.first(),
+                bounds.last()
+            ),
+        ));
+    }
+    let mut heads = vec![0u32; n];
+    for &b in &bounds[..bounds.len() - 1] {
+        if (b as usize) < n {
+            heads[b as usize] = 1;
+        }
+    }
+    let heads = queue.device().upload(&heads)?;
+    scan(queue, OP, input, Some(&heads), output, op, inclusive)
+}
+
+fn scan<T: Reducible>(
+    queue: &impl AsStream,
+    op_name: &'static str,
+    input: &Buffer<T>,
+    heads: Option<&Buffer<u32>>,
+    output: &mut Buffer<T>,
+    op: ReduceOp,
+    inclusive: bool,
+) -> Result<()> {
+    crate::same_len(op_name, input.len(), output.len())?;
+    let n = index_len(op_name, input.len())?;
     if n == 0 {
         return Ok(());
     }
+    let id = identity::<T>(op);
     if crate::host::is_cpu(queue) {
         let x = queue.read_buffer(input)?;
+        let h = heads.map(|h| queue.read_buffer(h)).transpose()?;
         let mut y = x.clone();
-        crate::host::scan(&x, &mut y, INCLUSIVE == 1);
+        crate::host::scan(&x, h.as_deref(), &mut y, inclusive, id, host_fn::<T>(op));
         return output.write(&y);
     }
+    scan_on_device(queue, input, heads, output, op, inclusive, id)
+}
+
+/// The operation's code in the kernels' `combine`.
+fn op_code(op: ReduceOp) -> u32 {
+    match op {
+        ReduceOp::Sum => 0,
+        ReduceOp::Min => 1,
+        ReduceOp::Max => 2,
+    }
+}
+
+/// The three passes. The operation, segmentation and inclusiveness are uniforms, not
+/// kernel constants: one kernel per element type serves every scan (a uniform branch
+/// costs a memory-bound pass nothing measurable, while each constant would be another
+/// kernel to compile: lavapipe takes 20–30 s for each of these).
+fn scan_on_device<T: Reducible>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    heads: Option<&Buffer<u32>>,
+    output: &mut Buffer<T>,
+    op: ReduceOp,
+    inclusive: bool,
+    id: T,
+) -> Result<()> {
+    let n = input.len() as u32;
     let device = queue.device();
     let tiles = n.div_ceil(TILE);
     let mut sums = device.alloc::<T>(tiles as usize)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
-    tile_sums::launch::<T>(queue, groups, input, &mut sums, n)?;
-    scan_sums::launch::<T>(
+    let one = Launch::threads(GROUP as usize).group(GROUP);
+    let code = op_code(op);
+    let mut tile_heads = device.alloc::<u32>(tiles as usize)?;
+    let unused;
+    let (heads, seg) = match heads {
+        Some(h) => {
+            tile_segments::launch::<T>(
+                queue,
+                groups,
+                input,
+                h,
+                &mut sums,
+                &mut tile_heads,
+                n,
+                id,
+                code,
+            )?;
+            (h, 1)
+        }
+        None => {
+            tile_sums::launch::<T>(queue, groups, input, &mut sums, n, id, code)?;
+            unused = device.alloc::<u32>(1)?;
+            (&unused, 0)
+        }
+    };
+    scan_sums::launch::<T>(queue, one, &mut sums, &tile_heads, tiles, id, code, seg)?;
+    scan_tiles::launch::<T>(
+        queue,
+        groups,
+        input,
+        heads,
+        output,
+        &sums,
+        n,
+        id,
+        code,
+        seg,
+        inclusive as u32,
+    )
+}
+
+/// Exclusive sum of `sums[..count]` in place, by one group: tiles' counts into their
+/// first output positions (other operations' second pass).
+pub(crate) fn scan_in_place(
+    queue: &impl AsStream,
+    sums: &mut Buffer<u32>,
+    count: u32,
+) -> Result<()> {
+    let unused = queue.device().alloc::<u32>(1)?;
+    scan_sums::launch::<u32>(
         queue,
         Launch::threads(GROUP as usize).group(GROUP),
-        &mut sums,
-        tiles,
-    )?;
-    scan_tiles::launch::<T, INCLUSIVE>(queue, groups, input, output, &sums, n)
+        sums,
+        &unused,
+        count,
+        0,
+        0,
+        0,
+    )
 }

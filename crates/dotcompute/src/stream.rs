@@ -1,6 +1,6 @@
 //! Streams: in-order queues of work on one device, and the events that join them.
 
-use crate::buffer::{Arg, Buffer, Element};
+use crate::buffer::{Arg, Buffer, BufferView, Element};
 use crate::device::Device;
 use crate::host::Event;
 use dotcompute_hal::{Error, KernelDef, Launch, Result, StreamId};
@@ -43,8 +43,17 @@ pub trait AsStream {
     where
         Self: Sized,
     {
-        check_owner(self.device(), src.device(), "read")?;
-        src.view().read_vec_on(self.stream_id())
+        self.read_view(&src.view())
+    }
+
+    /// Reads the elements of a view to the host after this queue's earlier work (a
+    /// library reading a count or a total from a larger buffer reads only those).
+    fn read_view<T: Element>(&self, src: &BufferView<'_, T>) -> Result<Vec<T>>
+    where
+        Self: Sized,
+    {
+        check_owner(self.device(), src.buffer().device(), "read")?;
+        src.read_vec_on(self.stream_id())
     }
 }
 

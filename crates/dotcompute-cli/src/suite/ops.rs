@@ -6,12 +6,12 @@
 use super::memory::{versus_copy, CopyRef, COPY};
 use super::{measure_all, Bench, Ctx, Figure, Res, Stats, Unit};
 use dotcompute::BackendKind;
-use dotcompute_ops::{histogram, reduce, scan, softmax, sort, transpose, Order, ReduceOp};
+use dotcompute_ops::{histogram, reduce, scan, select, softmax, sort, transpose, Order, ReduceOp};
 
 pub fn benches() -> Vec<Bench> {
     vec![Bench {
         name: "ops",
-        what: "library operations (reduce, scan, radix sort, histogram, softmax, transpose) against a copy",
+        what: "library operations (reduce, scan, copy-if, radix sort, histogram, softmax, transpose) against a copy",
         run: ops,
     }]
 }
@@ -95,6 +95,50 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
         .ours("dotcompute_ops::scan", copy_bytes, times[0].clone())
         .against(COPY, copy_bytes, times[1].clone())
         .target("≥ 0.85")
+        .build(),
+    );
+
+    // copy-if with half the flags set (one in two at random): the figure is elements
+    // per second against the copy's, so bytes are counted as the copy's (its flags and
+    // the kept half written are extra traffic the operation pays for).
+    ctx.step(&format!("copy-if {} u32, 50% kept", label(n)));
+    let flags: Vec<u32> = (0..n).map(|_| rng.u32(..2)).collect();
+    let want: Vec<u32> = keys
+        .iter()
+        .zip(&flags)
+        .filter(|p| *p.1 != 0)
+        .map(|p| *p.0)
+        .collect();
+    let df = d.upload(&flags).map_err(s)?;
+    drop(flags);
+    let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
+    let mut kept = 0;
+    let times: [Stats; 2] = versus_copy(ctx, n, || {
+        kept = select::copy_if(d, &dk, &df, &mut out).map_err(s)?;
+        Ok(())
+    })
+    .map(|(a, b)| [a, b])?;
+    if kept != want.len() || out.to_vec().map_err(s)?[..kept] != want[..] {
+        return Err(format!(
+            "copy-if kept {kept}, expected {}, or a wrong element",
+            want.len()
+        ));
+    }
+    drop((df, out, want));
+    figs.push(
+        ctx.figure(
+            "ops",
+            format!("copy-if {} u32, 50% kept", label(n)),
+            n as f64,
+            Unit::GBs,
+        )
+        .ours(
+            "dotcompute_ops::select::copy_if",
+            copy_bytes,
+            times[0].clone(),
+        )
+        .against(COPY, copy_bytes, times[1].clone())
+        .target("≥ 0.8 (elements per second against the copy's)")
         .build(),
     );
 

@@ -7,6 +7,7 @@ mod common;
 mod more;
 mod reduce;
 mod scan;
+mod select;
 mod sort;
 mod threads;
 mod tune;

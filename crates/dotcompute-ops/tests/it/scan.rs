@@ -1,5 +1,8 @@
 use crate::common::{devices, seed, sizes};
-use dotcompute_ops::scan::{exclusive_sum, inclusive_sum};
+use dotcompute_ops::scan::{
+    exclusive_scan, exclusive_sum, inclusive_scan, inclusive_sum, scan_by_heads, scan_by_offsets,
+};
+use dotcompute_ops::ReduceOp;
 
 #[test]
 fn integer_scans_are_exact_on_every_size() {
@@ -75,6 +78,151 @@ fn scans_on_a_stream_and_bad_lengths() {
         assert!(
             e.to_string().contains("4999") && e.to_string().contains("5000"),
             "{e}"
+        );
+    }
+}
+
+/// The reference: exclusive or inclusive scan with `f` from `id`, restarting at heads.
+fn reference<T: Copy>(x: &[T], heads: &[bool], inclusive: bool, id: T, f: fn(T, T) -> T) -> Vec<T> {
+    let mut running = id;
+    let mut out = Vec::with_capacity(x.len());
+    for (k, &v) in x.iter().enumerate() {
+        if heads.get(k).copied().unwrap_or(false) {
+            running = id;
+        }
+        if inclusive {
+            running = f(running, v);
+            out.push(running);
+        } else {
+            out.push(running);
+            running = f(running, v);
+        }
+    }
+    out
+}
+
+#[test]
+fn min_and_max_scans_of_every_size() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in sizes(&d) {
+            let x: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
+            let f: Vec<f32> = (0..n).map(|_| rng.f32() * 1000.0 - 500.0).collect();
+            let (dx, df) = (d.upload(&x).unwrap(), d.upload(&f).unwrap());
+            for inclusive in [false, true] {
+                let label = format!("{} n={n} inclusive {inclusive} seed {seed}", d.label());
+                let mut y = d.alloc_filled(n, 7i32).unwrap();
+                let mut g = d.alloc_filled(n, f32::NAN).unwrap();
+                if inclusive {
+                    inclusive_scan(&d, &dx, &mut y, ReduceOp::Min).unwrap();
+                    inclusive_scan(&d, &df, &mut g, ReduceOp::Max).unwrap();
+                } else {
+                    exclusive_scan(&d, &dx, &mut y, ReduceOp::Min).unwrap();
+                    exclusive_scan(&d, &df, &mut g, ReduceOp::Max).unwrap();
+                }
+                let want = reference(&x, &[], inclusive, i32::MAX, |a, b| a.min(b));
+                assert_eq!(y.to_vec().unwrap(), want, "min {label}");
+                let want = reference(&f, &[], inclusive, f32::NEG_INFINITY, |a: f32, b| a.max(b));
+                assert_eq!(g.to_vec().unwrap(), want, "max {label}");
+            }
+        }
+    }
+}
+
+#[test]
+fn segmented_scans_by_heads_and_by_offsets() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in sizes(&d) {
+            // Head densities: none, sparse (segments cross tiles), dense, every element.
+            for per_mille in [0u32, 1, 300, 1000] {
+                let heads: Vec<bool> = (0..n).map(|_| rng.u32(..1000) < per_mille).collect();
+                let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+                let f: Vec<f32> = (0..n).map(|_| rng.f32() * 100.0).collect();
+                let dh = d
+                    .upload(
+                        &heads
+                            .iter()
+                            .map(|&h| h as u32 * rng.u32(1..))
+                            .collect::<Vec<_>>(),
+                    )
+                    .unwrap();
+                let (dx, df) = (d.upload(&x).unwrap(), d.upload(&f).unwrap());
+                for inclusive in [false, true] {
+                    let label = format!(
+                        "{} n={n} heads {per_mille}/1000 inclusive {inclusive} seed {seed}",
+                        d.label()
+                    );
+                    let mut y = d.alloc_filled(n, 7u32).unwrap();
+                    scan_by_heads(&d, &dx, &dh, &mut y, ReduceOp::Sum, inclusive).unwrap();
+                    let want = reference(&x, &heads, inclusive, 0, u32::wrapping_add);
+                    assert_eq!(y.to_vec().unwrap(), want, "sum {label}");
+                    let mut g = d.alloc_filled(n, f32::NAN).unwrap();
+                    scan_by_heads(&d, &df, &dh, &mut g, ReduceOp::Min, inclusive).unwrap();
+                    let want =
+                        reference(&f, &heads, inclusive, f32::INFINITY, |a: f32, b| a.min(b));
+                    assert_eq!(g.to_vec().unwrap(), want, "min {label}");
+                }
+            }
+            // By offsets: one huge segment and many tiny or empty ones.
+            let mut offsets = vec![0u32];
+            while (*offsets.last().unwrap() as usize) < n {
+                let last = *offsets.last().unwrap() as usize;
+                let len = match rng.u32(..10) {
+                    0 => 0,
+                    1 => n / 2,
+                    _ => rng.usize(1..4),
+                };
+                offsets.push((last + len).min(n) as u32);
+            }
+            if n == 0 {
+                offsets.push(0);
+            }
+            let mut heads = vec![false; n];
+            for &o in &offsets[..offsets.len() - 1] {
+                if (o as usize) < n {
+                    heads[o as usize] = true;
+                }
+            }
+            let x: Vec<i32> = (0..n).map(|_| rng.i32(-1000..1000)).collect();
+            let (dx, doff) = (d.upload(&x).unwrap(), d.upload(&offsets).unwrap());
+            let mut y = d.alloc_filled(n, 7i32).unwrap();
+            scan_by_offsets(&d, &dx, &doff, &mut y, ReduceOp::Max, false).unwrap();
+            let want = reference(&x, &heads, false, i32::MIN, |a, b| a.max(b));
+            assert_eq!(
+                y.to_vec().unwrap(),
+                want,
+                "{} n={n} by offsets seed {seed}",
+                d.label()
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_heads_and_offsets_are_errors() {
+    for d in devices() {
+        let x = d.upload(&[1u32; 100]).unwrap();
+        let mut y = d.alloc_filled(100, 9u32).unwrap();
+        let few = d.upload(&[1u32; 99]).unwrap();
+        let e = scan_by_heads(&d, &x, &few, &mut y, ReduceOp::Sum, true).unwrap_err();
+        assert!(e.to_string().contains("heads have 99"), "{e}");
+        for (bad, says) in [
+            (vec![0u32, 50, 40, 100], "must not decrease"),
+            (vec![0u32, 50, 101], "past the input"),
+            (vec![1u32, 50, 100], "must start at 0"),
+            (vec![0u32, 50, 99], "must start at 0"),
+        ] {
+            let off = d.upload(&bad).unwrap();
+            let e = scan_by_offsets(&d, &x, &off, &mut y, ReduceOp::Sum, true).unwrap_err();
+            assert!(e.to_string().contains(says), "{bad:?}: {e}");
+        }
+        assert!(
+            y.to_vec().unwrap().iter().all(|&v| v == 9),
+            "{}: wrote after an error",
+            d.label()
         );
     }
 }

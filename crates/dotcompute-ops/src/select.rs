@@ -1,0 +1,422 @@
+//! Compaction and selection: copy-if by flags, stable partition by flags, unique
+//! (consecutive) and run-length encoding, of any kernel type.
+//!
+//! Three passes, each needing no forward-progress guarantee between groups (as
+//! Vulkan requires): (1) each group counts the kept elements of its tile of 2,048
+//! (`GROUP × ITEMS`); (2) one group scans the counts into each tile's first output
+//! position (the scan module's `scan_sums`, with one more slot that receives the
+//! total); (3) each group loads its tile's keep marks into shared memory, scans them,
+//! writes each element's destination in place of its mark, and then moves the elements
+//! in coalesced rounds: a warp's kept elements go to consecutive positions. Element
+//! order is kept everywhere (the partition's rejected part too), and results are exact
+//! and the same on every backend.
+//!
+//! Every operation returns how many elements it kept, which it reads from the device
+//! (one small read: the call waits for the work before it). Outputs need room only for
+//! the kept elements: the count is checked against the output before anything is
+//! written, and a short output is `Error::Range` with both numbers.
+
+use crate::scan::{group_inclusive_sum, scan_in_place};
+use crate::{index_len, invalid, padded, GROUP};
+use dotcompute::prelude::*;
+use dotcompute::{AsStream, Buffer, Result};
+
+/// Elements per thread of a tile.
+const ITEMS: u32 = 8;
+/// Elements per tile.
+const TILE: u32 = GROUP * ITEMS;
+const TILE_PADDED: u32 = TILE + TILE / 32;
+/// A destination mark of an element that was not kept (positions are below `TILE`).
+const REJECTED: u32 = 0x8000_0000;
+
+/// How the keep marks are found and where rejected elements go.
+const COPY_IF: u32 = 0;
+const PARTITION: u32 = 1;
+const UNIQUE: u32 = 2;
+
+/// 1 when element `i` is kept: `flags[i] != 0`, or for `UNIQUE`, when it differs from
+/// the element before it.
+#[kernel_fn]
+fn keep_mark<T: Num>(x: &[T], flags: &[u32], i: u32, mode: u32) -> u32 {
+    let mut keep = 0u32;
+    if mode == UNIQUE {
+        if i == 0 {
+            keep = 1;
+        } else if x[i] != x[i - 1] {
+            keep = 1;
+        }
+    } else if flags[i] != 0 {
+        keep = 1;
+    }
+    keep
+}
+
+/// Pass 1: `counts[t]` is the number of kept elements of tile `t`.
+#[kernel]
+fn count_kept<T: Num, const MODE: u32>(x: &[T], flags: &[u32], counts: &mut [u32], n: u32) {
+    let s = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    let base = group_id().x * TILE;
+    let mut kept = 0u32;
+    for r in 0..ITEMS {
+        let i = base + r * GROUP + lid;
+        if i < n {
+            kept += keep_mark(x, flags, i, MODE);
+        }
+    }
+    let total = group_inclusive_sum(s, kept);
+    if lid == GROUP - 1 {
+        counts[group_id().x] = total;
+    }
+}
+
+/// Pass 3: moves the tile's kept elements to `out[offsets[tile]..]` (and, when
+/// `INDICES` is 1, their indices to `idx`); for `PARTITION`, the rejected ones to
+/// `out[total + rejected before]`, where `offsets[tiles]` is the total kept.
+#[kernel]
+fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
+    x: &[T],
+    flags: &[u32],
+    out: &mut [T],
+    idx: &mut [u32],
+    offsets: &[u32],
+    n: u32,
+    tiles: u32,
+) {
+    let dest = shared::<u32, TILE_PADDED>();
+    let s = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    let tile = group_id().x;
+    let base = tile * TILE;
+    for r in 0..ITEMS {
+        let e = r * GROUP + lid;
+        let i = base + e;
+        let mut keep = 0u32;
+        if i < n {
+            keep = keep_mark(x, flags, i, MODE);
+        }
+        dest[padded(e)] = keep;
+    }
+    barrier();
+    // Each thread's run of ITEMS consecutive marks becomes destinations within the tile.
+    let mut local = 0u32;
+    for j in 0..ITEMS {
+        local += dest[padded(lid * ITEMS + j)];
+    }
+    let inclusive = group_inclusive_sum(s, local);
+    let mut running = inclusive - local;
+    for j in 0..ITEMS {
+        let e = lid * ITEMS + j;
+        let at = padded(e);
+        if dest[at] != 0 {
+            dest[at] = running;
+            running += 1;
+        } else {
+            dest[at] = REJECTED | (e - running);
+        }
+    }
+    barrier();
+    let kept_before = offsets[tile];
+    let total = offsets[tiles];
+    for r in 0..ITEMS {
+        let e = r * GROUP + lid;
+        let i = base + e;
+        if i < n {
+            let d = dest[padded(e)];
+            if d < REJECTED {
+                out[kept_before + d] = x[i];
+                if INDICES == 1 {
+                    idx[kept_before + d] = i;
+                }
+            } else if MODE == PARTITION {
+                out[total + (base - kept_before) + (d - REJECTED)] = x[i];
+            }
+        }
+    }
+}
+
+/// Run lengths from run starts: `counts[k] = starts[k + 1] - starts[k]` (the last run
+/// ends at `n`), and `values[k] = x[starts[k]]`.
+#[kernel]
+fn run_lengths<T: Num>(
+    x: &[T],
+    starts: &[u32],
+    values: &mut [T],
+    counts: &mut [u32],
+    runs: u32,
+    n: u32,
+) {
+    let k = global_id().x;
+    if k < runs {
+        let mut end = n;
+        if k + 1 < runs {
+            end = starts[k + 1];
+        }
+        let start = starts[k];
+        values[k] = x[start];
+        counts[k] = end - start;
+    }
+}
+
+/// The device's selection, in three passes: returns the number kept, after checking
+/// that `out` has room for them (`room` elements when `PARTITION`, which writes all).
+fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
+    queue: &impl AsStream,
+    op: &'static str,
+    input: &Buffer<T>,
+    flags: Option<&Buffer<u32>>,
+    out: &mut Buffer<T>,
+    idx: Option<&mut Buffer<u32>>,
+) -> Result<usize> {
+    let n = index_len(op, input.len())?;
+    let device = queue.device();
+    let tiles = n.div_ceil(TILE);
+    // One slot past the tiles, zero: the exclusive scan leaves the total there.
+    let mut offsets = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
+    // Operations without flags bind a placeholder that their mode never reads.
+    let placeholder;
+    let flags = match flags {
+        Some(f) => f,
+        None => {
+            placeholder = device.alloc_filled::<u32>(1, 0)?;
+            &placeholder
+        }
+    };
+    let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
+    count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut offsets, n)?;
+    scan_in_place(queue, &mut offsets, tiles + 1)?;
+    let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
+    let needed = if MODE == PARTITION { input.len() } else { kept };
+    if out.len() < needed {
+        return Err(invalid(
+            op,
+            format!(
+                "the output has room for {} elements, {needed} are kept",
+                out.len()
+            ),
+        ));
+    }
+    let mut idx_placeholder;
+    let idx = match idx {
+        Some(i) => {
+            if i.len() < kept {
+                return Err(invalid(
+                    op,
+                    format!("the output has room for {} runs, there are {kept}", i.len()),
+                ));
+            }
+            i
+        }
+        None => {
+            idx_placeholder = device.alloc::<u32>(1)?;
+            &mut idx_placeholder
+        }
+    };
+    scatter_kept::launch::<T, MODE, INDICES>(
+        queue, groups, input, flags, out, idx, &offsets, n, tiles,
+    )?;
+    Ok(kept)
+}
+
+fn check_flags(op: &'static str, input: usize, flags: usize) -> Result<()> {
+    if input == flags {
+        Ok(())
+    } else {
+        Err(invalid(
+            op,
+            format!("the flags have {flags} elements, the input {input}"),
+        ))
+    }
+}
+
+/// Copies the elements of `input` whose flag is not zero to the start of `output`, in
+/// order, and returns how many. `output` needs room only for those; the rest of it is
+/// left as it was.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[10u32, 11, 12, 13, 14])?;
+/// let flags = d.upload(&[1u32, 0, 0, 7, 1])?;
+/// let mut y = d.alloc_filled::<u32>(3, 0)?;
+/// assert_eq!(dotcompute_ops::select::copy_if(&d, &x, &flags, &mut y)?, 3);
+/// assert_eq!(y.to_vec()?, [10, 13, 14]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn copy_if<T: Num>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    flags: &Buffer<u32>,
+    output: &mut Buffer<T>,
+) -> Result<usize> {
+    const OP: &str = "copy_if";
+    check_flags(OP, input.len(), flags.len())?;
+    if input.is_empty() {
+        return Ok(0);
+    }
+    if crate::host::is_cpu(queue) {
+        let (x, f) = (queue.read_buffer(input)?, queue.read_buffer(flags)?);
+        let kept: Vec<T> = x
+            .iter()
+            .zip(&f)
+            .filter(|(_, &f)| f != 0)
+            .map(|(&v, _)| v)
+            .collect();
+        return write_prefix(OP, output, &kept);
+    }
+    select_on_device::<T, COPY_IF, 0>(queue, OP, input, Some(flags), output, None)
+}
+
+/// Stable partition: the elements whose flag is not zero, in order, then the others,
+/// in order, into `output` (as long as `input`); returns how many were selected.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[1.5f32, 2.5, 3.5, 4.5])?;
+/// let flags = d.upload(&[0u32, 1, 0, 1])?;
+/// let mut y = d.alloc::<f32>(4)?;
+/// assert_eq!(dotcompute_ops::select::partition(&d, &x, &flags, &mut y)?, 2);
+/// assert_eq!(y.to_vec()?, [2.5, 4.5, 1.5, 3.5]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn partition<T: Num>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    flags: &Buffer<u32>,
+    output: &mut Buffer<T>,
+) -> Result<usize> {
+    const OP: &str = "partition";
+    check_flags(OP, input.len(), flags.len())?;
+    crate::same_len(OP, input.len(), output.len())?;
+    if input.is_empty() {
+        return Ok(0);
+    }
+    if crate::host::is_cpu(queue) {
+        let (x, f) = (queue.read_buffer(input)?, queue.read_buffer(flags)?);
+        let selected: Vec<T> = x
+            .iter()
+            .zip(&f)
+            .filter(|p| *p.1 != 0)
+            .map(|p| *p.0)
+            .collect();
+        let count = selected.len();
+        let mut all = selected;
+        all.extend(x.iter().zip(&f).filter(|p| *p.1 == 0).map(|p| *p.0));
+        output.write(&all)?;
+        return Ok(count);
+    }
+    select_on_device::<T, PARTITION, 0>(queue, OP, input, Some(flags), output, None)
+}
+
+/// Copies the first element of every run of equal consecutive elements (by `==`: a
+/// NaN is never equal to the one before it, `-0.0` equals `0.0`) to the start of
+/// `output`, and returns how many (as `Vec::dedup`).
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[1i32, 1, 2, 2, 2, 1, 3])?;
+/// let mut y = d.alloc_filled::<i32>(7, 0)?;
+/// assert_eq!(dotcompute_ops::select::unique(&d, &x, &mut y)?, 4);
+/// assert_eq!(y.to_vec()?[..4], [1, 2, 1, 3]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn unique<T: Num>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    output: &mut Buffer<T>,
+) -> Result<usize> {
+    const OP: &str = "unique";
+    if input.is_empty() {
+        return Ok(0);
+    }
+    if crate::host::is_cpu(queue) {
+        let mut x = queue.read_buffer(input)?;
+        x.dedup();
+        return write_prefix(OP, output, &x);
+    }
+    select_on_device::<T, UNIQUE, 0>(queue, OP, input, None, output, None)
+}
+
+/// Run-length encoding: for every run of equal consecutive elements (as [`unique`]),
+/// its value in `values` and its length in `counts`; returns the number of runs. Both
+/// outputs need room only for the runs.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[7u32, 7, 7, 2, 9, 9])?;
+/// let (mut values, mut counts) = (d.alloc::<u32>(6)?, d.alloc::<u32>(6)?);
+/// let runs = dotcompute_ops::select::run_length_encode(&d, &x, &mut values, &mut counts)?;
+/// assert_eq!(runs, 3);
+/// assert_eq!(values.to_vec()?[..3], [7, 2, 9]);
+/// assert_eq!(counts.to_vec()?[..3], [3, 1, 2]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn run_length_encode<T: Num>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    values: &mut Buffer<T>,
+    counts: &mut Buffer<u32>,
+) -> Result<usize> {
+    const OP: &str = "run_length_encode";
+    let n = index_len(OP, input.len())?;
+    if n == 0 {
+        return Ok(0);
+    }
+    if crate::host::is_cpu(queue) {
+        let x = queue.read_buffer(input)?;
+        let (mut vals, mut lens) = (Vec::new(), Vec::<u32>::new());
+        for (k, &v) in x.iter().enumerate() {
+            if k > 0 && v == x[k - 1] {
+                *lens.last_mut().expect("a run is open") += 1;
+            } else {
+                vals.push(v);
+                lens.push(1);
+            }
+        }
+        check_room(OP, counts.len(), lens.len())?;
+        write_prefix(OP, values, &vals)?;
+        return write_prefix(OP, counts, &lens);
+    }
+    // The run starts (indices of the unique elements), then the lengths between them.
+    let device = queue.device();
+    let mut heads = device.alloc::<T>(input.len())?;
+    let mut starts = device.alloc::<u32>(input.len())?;
+    let runs =
+        select_on_device::<T, UNIQUE, 1>(queue, OP, input, None, &mut heads, Some(&mut starts))?;
+    check_room(OP, values.len(), runs)?;
+    check_room(OP, counts.len(), runs)?;
+    run_lengths::launch::<T>(
+        queue,
+        Launch::threads(runs as usize).group(GROUP),
+        input,
+        &starts,
+        values,
+        counts,
+        runs as u32,
+        n,
+    )?;
+    Ok(runs)
+}
+
+fn check_room(op: &'static str, room: usize, needed: usize) -> Result<()> {
+    if room >= needed {
+        Ok(())
+    } else {
+        Err(invalid(
+            op,
+            format!("the output has room for {room} elements, {needed} are kept"),
+        ))
+    }
+}
+
+/// Writes `kept` to the start of `output` (the host path), after checking the room.
+fn write_prefix<T: Num>(op: &'static str, output: &mut Buffer<T>, kept: &[T]) -> Result<usize> {
+    check_room(op, output.len(), kept.len())?;
+    if !kept.is_empty() {
+        output.slice_mut(..kept.len())?.write(kept)?;
+    }
+    Ok(kept.len())
+}

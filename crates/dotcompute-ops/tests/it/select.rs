@@ -1,0 +1,162 @@
+//! Compaction and selection against plain Rust.
+
+use crate::common::{devices, seed, sizes};
+use dotcompute_ops::select::{copy_if, partition, run_length_encode, unique};
+
+/// Keep fractions: none, a few, half, most, all.
+const KEEP_PER_MILLE: [u32; 5] = [0, 3, 500, 990, 1000];
+
+#[test]
+fn copy_if_and_partition_keep_order_on_every_size() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in sizes(&d) {
+            let keep = KEEP_PER_MILLE[rng.usize(..KEEP_PER_MILLE.len())];
+            let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+            // Any non-zero flag keeps, not only 1.
+            let flags: Vec<u32> = (0..n)
+                .map(|_| {
+                    if rng.u32(..1000) < keep {
+                        rng.u32(1..)
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let want_kept: Vec<u32> = x
+                .iter()
+                .zip(&flags)
+                .filter(|p| *p.1 != 0)
+                .map(|p| *p.0)
+                .collect();
+            let mut want_part = want_kept.clone();
+            want_part.extend(x.iter().zip(&flags).filter(|p| *p.1 == 0).map(|p| *p.0));
+            let (dx, df) = (d.upload(&x).unwrap(), d.upload(&flags).unwrap());
+            let mut kept = d.alloc_filled(n + 3, 0xDEAD_BEEFu32).unwrap();
+            let count = copy_if(&d, &dx, &df, &mut kept).unwrap();
+            let label = format!("{} n={n} keep {keep}/1000 seed {seed}", d.label());
+            assert_eq!(count, want_kept.len(), "{label}");
+            let got = kept.to_vec().unwrap();
+            assert_eq!(got[..count], want_kept[..], "{label}");
+            assert!(
+                got[count..].iter().all(|&v| v == 0xDEAD_BEEF),
+                "{label}: wrote past the kept"
+            );
+            let mut part = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+            assert_eq!(
+                partition(&d, &dx, &df, &mut part).unwrap(),
+                count,
+                "{label}"
+            );
+            assert_eq!(part.to_vec().unwrap(), want_part, "{label}");
+        }
+    }
+}
+
+#[test]
+fn unique_and_run_length_encoding_of_runs() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in sizes(&d) {
+            // Runs of random lengths (1 to 3,000, crossing tiles) of a few values.
+            let mut x = Vec::with_capacity(n);
+            while x.len() < n {
+                let v = rng.i32(-3..3);
+                let len = if rng.bool() {
+                    rng.usize(1..4)
+                } else {
+                    rng.usize(1..3000)
+                };
+                x.extend(std::iter::repeat_n(v, len.min(n - x.len())));
+            }
+            let mut want = x.clone();
+            want.dedup();
+            let mut want_counts = Vec::new();
+            let mut k = 0;
+            while k < n {
+                let start = k;
+                while k < n && x[k] == x[start] {
+                    k += 1;
+                }
+                want_counts.push((k - start) as u32);
+            }
+            let label = format!("{} n={n} seed {seed}", d.label());
+            let dx = d.upload(&x).unwrap();
+            let mut y = d.alloc_filled(want.len(), 99i32).unwrap();
+            assert_eq!(unique(&d, &dx, &mut y).unwrap(), want.len(), "{label}");
+            assert_eq!(y.to_vec().unwrap(), want, "{label}");
+            let mut values = d.alloc_filled(want.len() + 1, 99i32).unwrap();
+            let mut counts = d.alloc_filled(want.len() + 1, 0xDEADu32).unwrap();
+            let runs = run_length_encode(&d, &dx, &mut values, &mut counts).unwrap();
+            assert_eq!(runs, want.len(), "{label}");
+            let (values, counts) = (values.to_vec().unwrap(), counts.to_vec().unwrap());
+            assert_eq!(values[..runs], want[..], "{label}");
+            assert_eq!(counts[..runs], want_counts[..], "{label}");
+            assert_eq!(
+                (values[runs], counts[runs]),
+                (99, 0xDEAD),
+                "{label}: wrote past the runs"
+            );
+        }
+        // Floats by `==`: NaNs never join a run, -0.0 joins 0.0.
+        let x = [f32::NAN, f32::NAN, 0.0, -0.0, 1.0, 1.0, f32::INFINITY];
+        let dx = d.upload(&x).unwrap();
+        let mut y = d.alloc_filled(7, 5.0f32).unwrap();
+        let count = unique(&d, &dx, &mut y).unwrap();
+        let y = y.to_vec().unwrap();
+        assert_eq!(count, 5, "{}: {y:?}", d.label());
+        assert!(y[0].is_nan() && y[1].is_nan(), "{}: {y:?}", d.label());
+        assert_eq!(y[2..5], [0.0, 1.0, f32::INFINITY], "{}", d.label());
+    }
+}
+
+#[test]
+fn short_outputs_and_mismatched_flags_are_errors_that_write_nothing() {
+    for d in devices() {
+        let x = d.upload(&(0..10_000u32).collect::<Vec<_>>()).unwrap();
+        let flags = d.upload(&vec![1u32; 10_000]).unwrap();
+        let mut short = d.alloc_filled(9_999, 7u32).unwrap();
+        let e = copy_if(&d, &x, &flags, &mut short).unwrap_err();
+        assert!(
+            e.to_string().contains("9999") && e.to_string().contains("10000"),
+            "{e}"
+        );
+        assert!(
+            short.to_vec().unwrap().iter().all(|&v| v == 7),
+            "{}",
+            d.label()
+        );
+        let e = partition(&d, &x, &flags, &mut short).unwrap_err();
+        assert!(e.to_string().contains("9999"), "{e}");
+        let few_flags = d.upload(&[1u32; 3]).unwrap();
+        let mut out = d.alloc::<u32>(10_000).unwrap();
+        let e = copy_if(&d, &x, &few_flags, &mut out).unwrap_err();
+        assert!(e.to_string().contains("flags have 3"), "{e}");
+        let mut counts = d.alloc_filled(3, 7u32).unwrap();
+        let e = run_length_encode(&d, &x, &mut out, &mut counts).unwrap_err();
+        assert!(e.to_string().contains("room for 3"), "{e}");
+        assert_eq!(counts.to_vec().unwrap(), [7, 7, 7], "{}", d.label());
+        // Empty input: nothing kept, nothing needed; the device still works.
+        let empty = d.alloc::<u32>(0).unwrap();
+        let mut none = d.alloc::<u32>(0).unwrap();
+        assert_eq!(unique(&d, &empty, &mut none).unwrap(), 0);
+        assert_eq!(copy_if(&d, &empty, &empty, &mut none).unwrap(), 0);
+        assert_eq!(copy_if(&d, &x, &flags, &mut out).unwrap(), 10_000);
+    }
+}
+
+/// On a stream, with f64 where the device has it: the same answers.
+#[test]
+fn selection_on_a_stream() {
+    for d in devices() {
+        let s = d.stream().unwrap();
+        let x: Vec<f32> = (0..70_001).map(|k| (k / 7) as f32).collect();
+        let dx = d.upload(&x).unwrap();
+        let mut y = d.alloc::<f32>(70_001).unwrap();
+        assert_eq!(unique(&s, &dx, &mut y).unwrap(), 10_001, "{}", d.label());
+        let got = s.read(&y).unwrap();
+        assert!((0..10_001).all(|k| got[k] == k as f32), "{}", d.label());
+    }
+}
