@@ -52,6 +52,15 @@ fn add_bins(local: &mut [u32], hist: &mut [u32], bins: u32) {
     }
 }
 
+/// Counts `v` in its bin of the group's counters, when it is in `[lower, upper)`.
+#[kernel_fn]
+fn count_f32(local: &mut [u32], v: f32, lower: f32, upper: f32, scale: f32, bins: u32) {
+    if v >= lower && v < upper {
+        let bin = u32::cast(((v - lower) * scale).floor()).min(bins - 1);
+        atomic_add(&local[bin], 1u32);
+    }
+}
+
 #[kernel]
 fn histogram_f32(
     x: &[f32],
@@ -72,38 +81,14 @@ fn histogram_f32(
         let v1 = x[i + stride];
         let v2 = x[i + 2 * stride];
         let v3 = x[i + 3 * stride];
-        if v0 >= lower && v0 < upper {
-            atomic_add(
-                &local[u32::cast(((v0 - lower) * scale).floor()).min(bins - 1)],
-                1u32,
-            );
-        }
-        if v1 >= lower && v1 < upper {
-            atomic_add(
-                &local[u32::cast(((v1 - lower) * scale).floor()).min(bins - 1)],
-                1u32,
-            );
-        }
-        if v2 >= lower && v2 < upper {
-            atomic_add(
-                &local[u32::cast(((v2 - lower) * scale).floor()).min(bins - 1)],
-                1u32,
-            );
-        }
-        if v3 >= lower && v3 < upper {
-            atomic_add(
-                &local[u32::cast(((v3 - lower) * scale).floor()).min(bins - 1)],
-                1u32,
-            );
-        }
+        count_f32(local, v0, lower, upper, scale, bins);
+        count_f32(local, v1, lower, upper, scale, bins);
+        count_f32(local, v2, lower, upper, scale, bins);
+        count_f32(local, v3, lower, upper, scale, bins);
         i += 4 * stride;
     }
     while i < n {
-        let v = x[i];
-        if v >= lower && v < upper {
-            let bin = u32::cast(((v - lower) * scale).floor()).min(bins - 1);
-            atomic_add(&local[bin], 1u32);
-        }
+        count_f32(local, x[i], lower, upper, scale, bins);
         i += stride;
     }
     add_bins(local, hist, bins);

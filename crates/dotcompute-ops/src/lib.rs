@@ -82,12 +82,23 @@ pub(crate) fn padded(e: u32) -> u32 {
 
 /// `Error::Range` unless the output is as long as the input.
 pub(crate) fn same_len(op: &'static str, input: usize, output: usize) -> Result<()> {
-    if input == output {
+    len_matches_input(op, "the output has", input, output)
+}
+
+/// `Error::Range` unless a buffer that goes with the input (`what`: "the output has",
+/// "the flags have") is as long as it.
+pub(crate) fn len_matches_input(
+    op: &'static str,
+    what: &str,
+    input: usize,
+    len: usize,
+) -> Result<()> {
+    if input == len {
         Ok(())
     } else {
         Err(invalid(
             op,
-            format!("the output has {output} elements, the input {input}"),
+            format!("{what} {len} elements, the input {input}"),
         ))
     }
 }

@@ -224,6 +224,40 @@ fn is_head(heads: &[u32], i: u32, n: u32, seg: u32) -> u32 {
     head
 }
 
+/// Loads tile `base..` of `x` into `tile`, combines each thread's run of `ITEMS`
+/// consecutive elements (from its last head), and scans the runs over the group
+/// ([`group_scan`]: its results stay in `s` and `sf`); returns the thread's inclusive
+/// result. Passes 1 (segmented) and 3 share it.
+#[kernel_fn]
+fn scan_tile_runs<T: Num>(
+    tile: &mut [T],
+    s: &mut [T],
+    sf: &mut [u32],
+    x: &[T],
+    heads: &[u32],
+    base: u32,
+    n: u32,
+    identity: T,
+    op: u32,
+    seg: u32,
+) -> T {
+    let lid = local_id().x;
+    load_tile(tile, x, base, n, identity);
+    let mut acc = identity;
+    let mut flag = 0u32;
+    for j in 0..ITEMS {
+        let e = lid * ITEMS + j;
+        let v = tile[padded(e)];
+        if is_head(heads, base + e, n, seg) == 1 {
+            acc = v;
+            flag = 1;
+        } else {
+            acc = combine(acc, v, op);
+        }
+    }
+    group_scan(s, sf, acc, flag, op, seg)
+}
+
 /// Pass 1 of a segmented scan: `sums[t]` combines tile `t` after its last head, and
 /// `tile_heads[t]` says whether it has one.
 #[kernel]
@@ -241,20 +275,7 @@ fn tile_segments<T: Num>(
     let sf = shared::<u32, GROUP>();
     let lid = local_id().x;
     let base = group_id().x * TILE;
-    load_tile(tile, x, base, n, identity);
-    let mut acc = identity;
-    let mut flag = 0u32;
-    for j in 0..ITEMS {
-        let e = lid * ITEMS + j;
-        let v = tile[padded(e)];
-        if is_head(heads, base + e, n, 1) == 1 {
-            acc = v;
-            flag = 1;
-        } else {
-            acc = combine(acc, v, op);
-        }
-    }
-    let total = group_scan(s, sf, acc, flag, op, 1);
+    let total = scan_tile_runs(tile, s, sf, x, heads, base, n, identity, op, 1);
     if lid == GROUP - 1 {
         sums[group_id().x] = total;
         tile_heads[group_id().x] = sf[lid];
@@ -348,21 +369,7 @@ fn scan_tiles<T: Num>(
     let sf = shared::<u32, GROUP>();
     let lid = local_id().x;
     let base = group_id().x * TILE;
-    load_tile(tile, x, base, n, identity);
-    // Each thread scans its run of ITEMS consecutive elements.
-    let mut local = identity;
-    let mut flag = 0u32;
-    for j in 0..ITEMS {
-        let e = lid * ITEMS + j;
-        let v = tile[padded(e)];
-        if is_head(heads, base + e, n, seg) == 1 {
-            local = v;
-            flag = 1;
-        } else {
-            local = combine(local, v, op);
-        }
-    }
-    group_scan(s, sf, local, flag, op, seg);
+    scan_tile_runs(tile, s, sf, x, heads, base, n, identity, op, seg);
     let mut running = carried_in(s, sf, offsets[group_id().x], op, seg);
     for j in 0..ITEMS {
         let e = lid * ITEMS + j;
@@ -497,16 +504,8 @@ pub fn scan_by_heads<T: Reducible>(
     inclusive: bool,
 ) -> Result<()> {
     const OP: &str = "scan_by_heads";
-    if heads.len() != input.len() {
-        return Err(invalid(
-            OP,
-            format!(
-                "the heads have {} elements, the input {}",
-                heads.len(),
-                input.len()
-            ),
-        ));
-    }
+    crate::len_matches_input(OP, "the heads have", input.len(), heads.len())?;
+
     scan(queue, OP, input, Some(heads), output, op, inclusive)
 }
 

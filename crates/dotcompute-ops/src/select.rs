@@ -186,25 +186,16 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut offsets, n)?;
     scan_in_place(queue, &mut offsets, tiles + 1)?;
     let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
-    let needed = if MODE == PARTITION { input.len() } else { kept };
-    if out.len() < needed {
-        return Err(invalid(
-            op,
-            format!(
-                "the output has room for {} elements, {needed} are kept",
-                out.len()
-            ),
-        ));
-    }
+    // A partition writes every element (its output's length was checked first).
+    check_room(
+        op,
+        out.len(),
+        if MODE == PARTITION { input.len() } else { kept },
+    )?;
     let mut idx_placeholder;
     let idx = match idx {
         Some(i) => {
-            if i.len() < kept {
-                return Err(invalid(
-                    op,
-                    format!("the output has room for {} runs, there are {kept}", i.len()),
-                ));
-            }
+            check_room(op, i.len(), kept)?;
             i
         }
         None => {
@@ -216,17 +207,6 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
         queue, groups, input, flags, out, idx, &offsets, n, tiles,
     )?;
     Ok(kept)
-}
-
-fn check_flags(op: &'static str, input: usize, flags: usize) -> Result<()> {
-    if input == flags {
-        Ok(())
-    } else {
-        Err(invalid(
-            op,
-            format!("the flags have {flags} elements, the input {input}"),
-        ))
-    }
 }
 
 /// Copies the elements of `input` whose flag is not zero to the start of `output`, in
@@ -250,7 +230,7 @@ pub fn copy_if<T: Num>(
     output: &mut Buffer<T>,
 ) -> Result<usize> {
     const OP: &str = "copy_if";
-    check_flags(OP, input.len(), flags.len())?;
+    crate::len_matches_input(OP, "the flags have", input.len(), flags.len())?;
     if input.is_empty() {
         return Ok(0);
     }
@@ -287,7 +267,7 @@ pub fn partition<T: Num>(
     output: &mut Buffer<T>,
 ) -> Result<usize> {
     const OP: &str = "partition";
-    check_flags(OP, input.len(), flags.len())?;
+    crate::len_matches_input(OP, "the flags have", input.len(), flags.len())?;
     crate::same_len(OP, input.len(), output.len())?;
     if input.is_empty() {
         return Ok(0);
