@@ -39,6 +39,11 @@ export DOTCOMPUTE_REQUIRE_MSL_SHIM=1
 ls /usr/share/vulkan/icd.d/
 # lavapipe warns about XDG_RUNTIME_DIR when it is unset; the warning is harmless.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+# lavapipe compiles a kernel at its first dispatch, inside the wait for the device, and a
+# cold compile of the scan and sort kernels takes 1-5 min on 2 shared cores (LLVM builds a
+# coroutine frame per barrier): the default 300 s bound fired in CI-like runs while the
+# work was progressing. Tests keep a bound, a longer one; the library default stays 300 s.
+export DOTCOMPUTE_WGPU_TIMEOUT_S="${DOTCOMPUTE_WGPU_TIMEOUT_S:-1200}"
 
 step "toolchain"
 cargo --version
