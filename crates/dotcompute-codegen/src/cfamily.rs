@@ -50,6 +50,8 @@ pub(crate) trait Dialect {
     fn math_name(&self, f: MathFn, f32: bool) -> &'static str;
     /// A bit operation on `x` of integer type `t`; the counts are `u32`.
     fn bits(&self, f: MathFn, t: ScalarType, x: &str) -> String;
+    /// `x`'s bits, of type `from`, read as `to` (same size, validated).
+    fn bitcast(&self, from: ScalarType, to: ScalarType, x: &str) -> String;
 }
 
 /// The walker: one kernel's statements and expressions printed in one dialect.
@@ -501,6 +503,7 @@ impl Gen<'_> {
                 }
             }
             ExprKind::Cast(a) => self.cast(a, e.ty.scalar),
+            ExprKind::Bitcast(a) => self.d.bitcast(a.ty.scalar, e.ty.scalar, &self.expr(a)),
             // f16 math runs on the f32 functions and rounds the result (see the module docs).
             ExprKind::Math(f, args) if e.ty == ScalarType::F16 => {
                 format!("dc_rh({})", self.math(*f, args))

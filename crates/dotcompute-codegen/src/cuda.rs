@@ -224,6 +224,21 @@ impl Dialect for CudaDialect {
             other => unreachable!("{other:?} is printed by the shared walk"),
         }
     }
+    fn bitcast(&self, from: ScalarType, to: ScalarType, x: &str) -> String {
+        use ScalarType::*;
+        match (from, to) {
+            (F32, U32) => format!("__float_as_uint({x})"),
+            (F32, I32) => format!("__float_as_int({x})"),
+            (U32, F32) => format!("__uint_as_float({x})"),
+            (I32, F32) => format!("__int_as_float({x})"),
+            (F64, t) => format!("(({})__double_as_longlong({x}))", self.ty(t)),
+            (_, F64) => format!("__longlong_as_double((long long)({x}))"),
+            // Between the signed and unsigned integers of one width C++'s conversion
+            // keeps the bits (two's complement).
+            (_, t) => format!("(({}){x})", self.ty(t)),
+        }
+    }
+
     fn bits(&self, f: MathFn, t: ScalarType, x: &str) -> String {
         cuda_bits(f, t, x)
     }

@@ -249,6 +249,7 @@ impl Printer<'_> {
                 format!("({} {} {})", self.expr(a), op.symbol(), self.expr(b))
             }
             ExprKind::Cast(a) => format!("({} as {})", self.expr(a), e.ty),
+            ExprKind::Bitcast(a) => format!("{}::bitcast({})", e.ty, self.expr(a)),
             ExprKind::Math(f, args) => {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
                 format!("{}({})", f.name(), args.join(", "))

@@ -325,6 +325,10 @@ impl Dialect for MslDialect {
             other => unreachable!("{other:?} is printed by the shared walk"),
         }
     }
+    fn bitcast(&self, _from: ScalarType, to: ScalarType, x: &str) -> String {
+        format!("as_type<{}>({x})", self.ty(to))
+    }
+
     fn bits(&self, f: MathFn, t: ScalarType, x: &str) -> String {
         // On the unsigned bits; MSL's clz and ctz of 0 are the bit width, as Rust's.
         let u = if t.size_bytes() == 8 { "u64" } else { "u32" };

@@ -1125,6 +1125,7 @@ impl Gen<'_> {
                 }
             }
             ExprKind::Cast(a) => self.cast(a, e.ty.scalar),
+            ExprKind::Bitcast(a) => format!("bitcast<{}>({})", self.ty(e.ty.scalar), self.expr(a)),
             ExprKind::Math(f, args) => {
                 let mut a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
                 // As for binary operations (`abs(MIN)` overflows in a const-expression).
@@ -1247,7 +1248,7 @@ impl Gen<'_> {
 fn is_const(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Literal(_) => true,
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => is_const(a),
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Bitcast(a) => is_const(a),
         ExprKind::Binary(_, a, b) => is_const(a) && is_const(b),
         ExprKind::Math(_, args) => args.iter().all(is_const),
         ExprKind::Select {

@@ -89,6 +89,12 @@ pub fn cases() -> Vec<Case> {
             bit_ops,
         ),
         c(
+            "Bitcast",
+            "semantics",
+            vec![Size::n(4099), Size::n(1_000_003)],
+            bitcast,
+        ),
+        c(
             "KernelFunctions",
             "language",
             vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
@@ -1054,6 +1060,102 @@ fn bit_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, F
                     &got[i * 3..i * 3 + 3],
                     got_rev[i],
                     x.reverse_bits()
+                ));
+            }
+        }
+    }
+    Ok(Outcome::default())
+}
+
+/// Bit patterns for `bitcast`: zeros of both signs, subnormals, infinities, quiet and
+/// signalling NaNs with payloads of both signs, extremes, and random bits.
+fn bit_patterns32(n: usize, rng: &mut fastrand::Rng) -> Vec<u32> {
+    let specials = [
+        0u32,
+        0x8000_0000,
+        1,
+        0x8000_0001,
+        0x007f_ffff,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0xffc0_0001,
+        0x7f80_0001,
+        0x7fbf_ffff,
+        0x7f7f_ffff,
+        u32::MAX,
+    ];
+    (0..n)
+        .map(|k| specials.get(k).copied().unwrap_or_else(|| rng.u32(..)))
+        .collect()
+}
+
+fn bitcast(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let u = bit_patterns32(n, rng);
+    let f: Vec<f32> = bit_patterns32(n, rng)
+        .into_iter()
+        .map(f32::from_bits)
+        .collect();
+    let (df, du) = (d.upload(&f)?, d.upload(&u)?);
+    let mut bits = d.alloc_filled(n * 4, POISON_U32)?;
+    let mut floats = d.alloc_filled(n, f32::from_bits(POISON_U32))?;
+    let mut ints = d.alloc_filled(n, POISON_U32 as i32)?;
+    kernels::bitcast32::launch(
+        d,
+        Launch::threads(n),
+        &df,
+        &du,
+        &mut bits,
+        &mut floats,
+        &mut ints,
+    )?;
+    let (got, got_f, got_i) = (bits.to_vec()?, floats.to_vec()?, ints.to_vec()?);
+    for i in 0..n {
+        let (x, y) = (f[i].to_bits(), u[i]);
+        let want = [x, y, y, x ^ 0x7f80_0000];
+        if got[i * 4..i * 4 + 4] != want || got_f[i].to_bits() != y || got_i[i] != x as i32 {
+            return fail(format!(
+                "f = {x:#010x}, u = {y:#010x}: got {:x?}, f32 {:#010x}, i32 {:#010x}; expected {want:x?}, {y:#010x}, {x:#010x} (f's bits, u through f32, u through i32/f32/i32, a generic helper ^ a literal's bits; u as f32; f as i32)",
+                &got[i * 4..i * 4 + 4],
+                got_f[i].to_bits(),
+                got_i[i]
+            ));
+        }
+    }
+    if d.info().caps.f64 && d.info().caps.i64 {
+        let u: Vec<u64> = (0..n)
+            .map(|k| match k % 8 {
+                0 => 0x8000_0000_0000_0000,
+                1 => 0x7ff8_0000_0000_0001,
+                2 => 0xfff0_0000_0000_0000,
+                3 => 1,
+                _ => rng.u64(..),
+            })
+            .collect();
+        let f: Vec<f64> = u.iter().rev().map(|&b| f64::from_bits(b)).collect();
+        let (df, du) = (d.upload(&f)?, d.upload(&u)?);
+        let mut bits = d.alloc_filled(n * 2, POISON_U32 as u64)?;
+        let mut floats = d.alloc_filled(n, f64::from_bits(POISON_U32 as u64))?;
+        let mut ints = d.alloc_filled(n, POISON_U32 as i64)?;
+        kernels::bitcast64::launch(
+            d,
+            Launch::threads(n),
+            &df,
+            &du,
+            &mut bits,
+            &mut floats,
+            &mut ints,
+        )?;
+        let (got, got_f, got_i) = (bits.to_vec()?, floats.to_vec()?, ints.to_vec()?);
+        for i in 0..n {
+            let (x, y) = (f[i].to_bits(), u[i]);
+            if got[i * 2..i * 2 + 2] != [x, y] || got_f[i].to_bits() != y || got_i[i] != x as i64 {
+                return fail(format!(
+                    "f64 bits {x:#018x}, u64 {y:#018x}: got {:x?}, {:#018x}, {:#018x}",
+                    &got[i * 2..i * 2 + 2],
+                    got_f[i].to_bits(),
+                    got_i[i]
                 ));
             }
         }

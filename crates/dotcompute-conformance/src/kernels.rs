@@ -270,6 +270,41 @@ pub fn bits32(u: &[u32], s: &[i32], out: &mut [u32], rev: &mut [i32]) {
     }
 }
 
+/// `T::bitcast` among the 4-byte types: a float's bits, bits read as a float and as a
+/// signed integer, round trips through float and integer registers, a generic helper, a
+/// literal.
+#[kernel]
+pub fn bitcast32(f: &[f32], u: &[u32], bits: &mut [u32], floats: &mut [f32], ints: &mut [i32]) {
+    let i = global_id().x;
+    if i < f.len() {
+        let x = u[i];
+        bits[i * 4] = u32::bitcast(f[i]);
+        bits[i * 4 + 1] = u32::bitcast(f32::bitcast(x));
+        bits[i * 4 + 2] = u32::bitcast(i32::bitcast(f32::bitcast(i32::bitcast(x))));
+        bits[i * 4 + 3] = bits_of(f[i]) ^ u32::bitcast(f32::bitcast(0x7f80_0000u32));
+        floats[i] = f32::bitcast(x);
+        ints[i] = i32::bitcast(f[i]);
+    }
+}
+
+/// A generic helper: any 4-byte value's bits.
+#[kernel_fn]
+fn bits_of<T: Num>(v: T) -> u32 {
+    u32::bitcast(v)
+}
+
+/// `T::bitcast` among the 8-byte types (devices with `f64` and 64-bit integers).
+#[kernel]
+pub fn bitcast64(f: &[f64], u: &[u64], bits: &mut [u64], floats: &mut [f64], ints: &mut [i64]) {
+    let i = global_id().x;
+    if i < f.len() {
+        bits[i * 2] = u64::bitcast(f[i]);
+        bits[i * 2 + 1] = u64::bitcast(i64::bitcast(f64::bitcast(u[i])));
+        floats[i] = f64::bitcast(u[i]);
+        ints[i] = i64::bitcast(f[i]);
+    }
+}
+
 /// The bit operations on `u64` (devices with 64-bit integers).
 #[kernel]
 pub fn bits64(u: &[u64], counts: &mut [u32], rev: &mut [u64]) {

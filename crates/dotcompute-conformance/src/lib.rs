@@ -281,6 +281,7 @@ macro_rules! conformance_tests {
             float_nan, float_nan_on_stream => "FloatNaN",
             more_math, more_math_on_stream => "MoreMath",
             bit_ops, bit_ops_on_stream => "BitOps",
+            bitcast, bitcast_on_stream => "Bitcast",
             wrap_saturate, wrap_saturate_on_stream => "WrapSaturate",
             match_int, match_int_on_stream => "MatchInt",
             kernel_functions, kernel_functions_on_stream => "KernelFunctions",

@@ -82,6 +82,52 @@ pub fn cast<T: KernelScalar + CastTarget, S: CastSource>(value: S) -> T {
     T::from_any(value.to_any())
 }
 
+/// The 4- and 8-byte kernel scalars as raw bits, for `T::bitcast(x)`.
+pub trait RawBits: Copy {
+    /// Size in bytes.
+    const SIZE: usize;
+    /// The bits, zero-extended to 64.
+    fn to_raw(self) -> u64;
+    /// The value whose bits are the low `SIZE` bytes of `raw`.
+    fn from_raw(raw: u64) -> Self;
+}
+
+macro_rules! raw_bits {
+    ($($t:ty => $size:literal, |$s:ident| $to:expr, |$r:ident| $from:expr;)*) => {$(
+        impl RawBits for $t {
+            const SIZE: usize = $size;
+            #[inline(always)]
+            fn to_raw(self) -> u64 { let $s = self; $to }
+            #[inline(always)]
+            fn from_raw($r: u64) -> Self { $from }
+        }
+    )*};
+}
+raw_bits! {
+    u32 => 4, |s| s as u64, |r| r as u32;
+    i32 => 4, |s| s as u32 as u64, |r| r as u32 as i32;
+    f32 => 4, |s| s.to_bits() as u64, |r| f32::from_bits(r as u32);
+    u64 => 8, |s| s, |r| r;
+    i64 => 8, |s| s as u64, |r| r as i64;
+    f64 => 8, |s| s.to_bits(), |r| f64::from_bits(r);
+    // f16 has no integer of its size in kernels: a bitcast of it never compiles (the
+    // size check), but it is a `Num` like the others.
+    half::f16 => 2, |s| s.to_bits() as u64, |r| half::f16::from_bits(r as u16);
+}
+
+/// `T::bitcast(value)`: the same bits read as `T`, which must have the value's size (a
+/// compile error otherwise, as the IR builder's error on the GPU path).
+#[inline(always)]
+pub fn bitcast<T: RawBits, S: RawBits>(value: S) -> T {
+    const {
+        assert!(
+            T::SIZE == S::SIZE,
+            "bitcast between types of different sizes"
+        )
+    };
+    T::from_raw(value.to_raw())
+}
+
 /// `+ - * / %` with wrapping integers and the IR's division-by-zero rule.
 pub trait Arith: Copy {
     fn k_add(self, o: Self) -> Self;

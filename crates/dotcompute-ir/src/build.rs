@@ -845,6 +845,48 @@ impl Builder {
         }
     }
 
+    /// `T::bitcast(a)`: `a`'s bits as `ty`, which must have `a`'s size.
+    pub fn bitcast(&mut self, a: V, ty: ScalarType) -> R<V> {
+        let e = match a {
+            V::Lanes(_) => {
+                return self
+                    .err("`bitcast` reinterprets scalars, and this is a vector: bitcast each lane")
+            }
+            V::Typed(e) if e.ty.is_vector() => {
+                return self.err(format!(
+                    "`bitcast` reinterprets scalars, and this is {}: bitcast each lane",
+                    e.ty
+                ))
+            }
+            V::Typed(e) => e,
+            // An untyped literal takes the type of the same size as the target, as
+            // `f32::from_bits(0x7fc0_0000)` reads a u32.
+            V::Int(_) | V::Float(_) => {
+                let lit_ty = match (ty.size_bytes(), &a) {
+                    (4, V::Int(_)) => ScalarType::U32,
+                    (8, V::Int(_)) => ScalarType::U64,
+                    (4, V::Float(_)) => ScalarType::F32,
+                    _ => ScalarType::F64,
+                };
+                self.coerce(a, lit_ty, "a bitcast operand")?
+            }
+        };
+        let from = e.ty.scalar;
+        if !bitcast_allowed(from, ty) {
+            return self.err(format!(
+                "`{ty}::bitcast` takes a value of the same size ({}), not {from}",
+                same_size_names(ty)
+            ));
+        }
+        if from == ty {
+            return Ok(V::Typed(e));
+        }
+        Ok(V::Typed(Expr {
+            ty: ty.into(),
+            kind: ExprKind::Bitcast(Box::new(e)),
+        }))
+    }
+
     pub fn math(&mut self, f: MathFn, args: Vec<V>) -> R<V> {
         if args.len() != f.arity() {
             return self.err(format!(
@@ -1296,6 +1338,26 @@ fn lit(l: Literal) -> Expr {
     Expr {
         ty: l.ty().into(),
         kind: ExprKind::Literal(l),
+    }
+}
+
+/// Whether `T::bitcast` is defined from `from` to `to`: two 4-byte or two 8-byte
+/// numeric scalars (f16 and bf16 have no integer of their size in kernels).
+pub(crate) fn bitcast_allowed(from: ScalarType, to: ScalarType) -> bool {
+    use ScalarType::*;
+    let width = |t| match t {
+        I32 | U32 | F32 => Some(4),
+        I64 | U64 | F64 => Some(8),
+        _ => None,
+    };
+    width(from).is_some() && width(from) == width(to)
+}
+
+fn same_size_names(ty: ScalarType) -> &'static str {
+    match ty.size_bytes() {
+        4 => "f32, u32 or i32",
+        8 => "f64, u64 or i64",
+        _ => "no kernel type: it has none of its size",
     }
 }
 

@@ -598,6 +598,11 @@ pub enum ExprKind {
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     /// Conversion to `Expr::ty` with Rust `as` semantics (see the crate docs).
     Cast(Box<Expr>),
+    /// The operand's bits read as `Expr::ty`, a scalar of the same size that is not `bool`
+    /// (`f32`, `u32`, `i32` among themselves; `f64`, `u64`, `i64`): Rust's `to_bits`,
+    /// `from_bits` and `as` between signed and unsigned integers of one width. Every bit
+    /// pattern is kept, NaN payloads and subnormals included.
+    Bitcast(Box<Expr>),
     Math(MathFn, Vec<Expr>),
     /// A subgroup operation (see [`SubgroupOp`]); `Shuffle*` take a `u32` second operand.
     Subgroup(SubgroupOp, Vec<Expr>),
@@ -863,7 +868,7 @@ impl Expr {
     pub fn walk_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         match &mut self.kind {
             ExprKind::Load { index, .. } => index.walk_mut(f),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.walk_mut(f),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Bitcast(a) => a.walk_mut(f),
             ExprKind::Extract { value, .. } => value.walk_mut(f),
             ExprKind::Binary(_, a, b) => {
                 a.walk_mut(f);
@@ -895,7 +900,7 @@ impl Expr {
         f(self);
         match &self.kind {
             ExprKind::Load { index, .. } => index.walk(f),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.walk(f),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Bitcast(a) => a.walk(f),
             ExprKind::Binary(_, a, b) => {
                 a.walk(f);
                 b.walk(f);

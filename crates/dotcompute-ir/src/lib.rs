@@ -42,6 +42,8 @@
 //! * `as` casts follow Rust: float to integer rounds toward zero and saturates, NaN gives
 //!   0; integer to integer truncates or sign-extends; integer to float rounds to nearest;
 //!   `bool as int` is 0 or 1. There is no cast to `bool`.
+//! * `T::bitcast(x)` reads `x`'s bits as `T` of the same size (`f32`/`u32`/`i32`,
+//!   `f64`/`u64`/`i64`), keeping every bit pattern: what `to_bits` and `from_bits` do.
 //! * Float `min`/`max` return the other operand when one is NaN (IEEE minNum/maxNum);
 //!   `clamp(x, lo, hi)` is `min(max(x, lo), hi)`. Of `+0` and `-0` they may return
 //!   either (CUDA's `fminf` gives `-0`, the CPU `+0`).

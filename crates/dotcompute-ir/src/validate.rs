@@ -580,6 +580,16 @@ impl<'k> Validator<'k> {
                     ));
                 }
             }
+            ExprKind::Bitcast(a) => {
+                self.expr(a)?;
+                let at = self.scalar_of(a, "a bitcast operand")?;
+                if !crate::build::bitcast_allowed(at, scalar) {
+                    return self.err(format!(
+                        "bitcast from {at} to {ty} is not defined: both must be 4-byte or \
+                         both 8-byte numeric scalars"
+                    ));
+                }
+            }
             ExprKind::Math(f, args) => {
                 if args.len() != f.arity() {
                     return self.err(format!(

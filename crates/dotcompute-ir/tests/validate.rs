@@ -611,3 +611,34 @@ fn tensor_core_statements_check_their_operands() {
         "the accumulator of mma_m16n8k16_f16 must be an f32 local array",
     );
 }
+
+#[test]
+fn rejects_a_bitcast_between_sizes_and_accepts_one_within_a_size() {
+    let bitcast = |from: Expr, to: ScalarType| Expr {
+        ty: to.into(),
+        kind: ExprKind::Bitcast(Box::new(from)),
+    };
+    let store = |value: Expr| {
+        let mut k = base();
+        k.body = vec![Stmt::Store {
+            mem: Memory::Buffer(0),
+            index: gid(),
+            value,
+        }];
+        k
+    };
+    // u32 -> f32 is the same four bytes.
+    validate(&store(bitcast(lit_u32(0x7fc0_0000), ScalarType::F32))).unwrap();
+    // f32 -> u64 -> f32: the inner bitcast changes size.
+    let wide = bitcast(lit_f32(1.0), ScalarType::U64);
+    rejects(
+        store(bitcast(wide, ScalarType::F32)),
+        "bitcast from f32 to u64",
+    );
+    // bool has no bits to read.
+    let flag = Expr {
+        ty: ScalarType::Bool.into(),
+        kind: ExprKind::Literal(Literal::Bool(true)),
+    };
+    rejects(store(bitcast(flag, ScalarType::F32)), "bitcast from bool");
+}

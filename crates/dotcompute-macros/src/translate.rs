@@ -1489,7 +1489,8 @@ impl Tx {
         (build, quote!(#vec::#f(#(#ns),*)))
     }
 
-    /// `T::zero()`, `T::one()` and `T::cast(x)` on a generic or scalar type `T`.
+    /// `T::zero()`, `T::one()`, `T::cast(x)` and `T::bitcast(x)` on a generic or scalar
+    /// type `T`.
     fn type_function(&mut self, c: &syn::ExprCall) -> Option<Pair> {
         let Expr::Path(p) = &*c.func else { return None };
         let segs = &p.path.segments;
@@ -1510,11 +1511,11 @@ impl Tx {
         let f = segs[1].ident.to_string();
         let arity = match f.as_str() {
             "zero" | "one" => 0,
-            "cast" => 1,
+            "cast" | "bitcast" => 1,
             _ => {
                 return Some(self.fail(
                     segs[1].span(),
-                    format!("`{}::{f}` is not supported in kernels; types offer `zero()`, `one()` and `cast(x)` (an `as` conversion)", segs[0].ident),
+                    format!("`{}::{f}` is not supported in kernels; types offer `zero()`, `one()`, `cast(x)` (an `as` conversion) and `bitcast(x)` (the same bits, as `from_bits` / `to_bits`)", segs[0].ident),
                 ))
             }
         };
@@ -1527,6 +1528,12 @@ impl Tx {
             (
                 quote!(__b.typed(__dc::ir::V::Int(#v as i128), #ir, #f)?),
                 quote!(__dc::ops::cast::<#native, i32>(#v)),
+            )
+        } else if f == "bitcast" {
+            let (b, n) = self.expr(&c.args[0]);
+            (
+                quote!({ let __v = #b; __b.bitcast(__v, #ir)? }),
+                quote!(__dc::ops::bitcast::<#native, _>(#n)),
             )
         } else {
             let (b, n) = self.expr(&c.args[0]);

@@ -29,7 +29,10 @@
 //!
 //! Inside a generic kernel, `T::zero()`, `T::one()` and `T::cast(x)` (an `as` conversion
 //! from any kernel scalar) give values of type `T`; an untyped literal cannot, as in Rust.
-//! `x as T` is accepted too. Each instantiation is a kernel of its own, named after its
+//! `x as T` is accepted too. `T::bitcast(x)` reads `x`'s bits as `T` of the same size
+//! (`u32::bitcast(f)` is `f.to_bits()`, `f32::bitcast(u)` is `f32::from_bits(u)`, `i32`
+//! and `u32` reinterpret each other), keeping NaN payloads and subnormals; a bitcast
+//! between sizes does not compile. Each instantiation is a kernel of its own, named after its
 //! parameters (`axpy_f32`), compiled and cached separately; `axpy::kernel::<f32>()` is its
 //! definition.
 //!
@@ -74,14 +77,16 @@ use dotcompute_cpu::ops::{Arith, CastTarget, Float as FloatMath, Negate, Numeric
 use dotcompute_cpu::runtime::KernelScalar;
 
 /// A numeric kernel type: `i32 u32 i64 u64 f32 f64 f16`. Gives a type parameter the
-/// arithmetic operators, comparisons, `abs min max clamp`, casts, buffers and scalar
-/// arguments. Sealed through [`Element`], which only dotcompute implements.
+/// arithmetic operators, comparisons, `abs min max clamp`, casts (`T::cast(x)`, as `as`),
+/// bit reinterpretation between types of one size (`u32::bitcast(x)` of an `f32` is its
+/// `to_bits()`), buffers and scalar arguments. Sealed through [`Element`], which only dotcompute implements.
 pub trait Num:
     Element
     + ScalarArg
     + KernelScalar
     + CastTarget
     + dotcompute_cpu::ops::CastSource
+    + dotcompute_cpu::ops::RawBits
     + Arith
     + Numeric
     + PartialOrd

@@ -100,7 +100,7 @@
 //!   instantiation is its own kernel (`k::launch::<f32, 16>(..)`, type parameters
 //!   inferred from the arguments when no const parameter needs naming), built on first
 //!   use and named `k_f32_16`. In generic code `T::zero()`, `T::one()`, `T::cast(x)` and
-//!   `x as T` give `T` values; an untyped literal cannot be a `T`, as in Rust. See
+//!   `x as T` give `T` values, `T::bitcast(x)` the same bits as `T`; an untyped literal cannot be a `T`, as in Rust. See
 //!   [`lang`].
 //!
 //! Arithmetic follows one definition on every backend (wrapping integers, `x / 0 == x`,
