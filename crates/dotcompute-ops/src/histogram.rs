@@ -52,12 +52,56 @@ fn add_bins(local: &mut [u32], hist: &mut [u32], bins: u32) {
     }
 }
 
+/// The bin index of a sample outside `[lower, upper)` (or NaN) in [`bin_indices_even_f32`]
+/// and [`bin_indices_even`].
+pub const NO_BIN: u32 = u32::MAX;
+
+/// The bin of `v`, or [`NO_BIN`] outside `[lower, upper)`: the one definition of a float
+/// sample's bin (histograms and bin indices agree by construction).
+#[kernel_fn]
+fn bin_of_f32(v: f32, lower: f32, upper: f32, scale: f32, bins: u32) -> u32 {
+    let mut bin = NO_BIN;
+    if v >= lower && v < upper {
+        bin = u32::cast(((v - lower) * scale).floor()).min(bins - 1);
+    }
+    bin
+}
+
+/// The bin of integer `v`, or [`NO_BIN`] outside `[lower, upper)`.
+#[kernel_fn]
+fn bin_of_int<T: Int>(v: T, lower: T, upper: T, width: u32) -> u32 {
+    let mut bin = NO_BIN;
+    if v >= lower && v < upper {
+        // The offset fits u32: the range is at most 2^32 wide.
+        bin = u32::cast(v - lower) / width;
+    }
+    bin
+}
+
 /// Counts `v` in its bin of the group's counters, when it is in `[lower, upper)`.
 #[kernel_fn]
 fn count_f32(local: &mut [u32], v: f32, lower: f32, upper: f32, scale: f32, bins: u32) {
-    if v >= lower && v < upper {
-        let bin = u32::cast(((v - lower) * scale).floor()).min(bins - 1);
+    let bin = bin_of_f32(v, lower, upper, scale, bins);
+    if bin != NO_BIN {
         atomic_add(&local[bin], 1u32);
+    }
+}
+
+/// `out[i]` is the bin of `x[i]` (or [`NO_BIN`]).
+#[kernel]
+fn bins_f32(x: &[f32], out: &mut [u32], lower: f32, upper: f32, scale: f32, bins: u32) {
+    let i = global_id().x;
+    if i < x.len() {
+        out[i] = bin_of_f32(x[i], lower, upper, scale, bins);
+    }
+}
+
+/// `out[i]` is the bin of integer `x[i]` (or [`NO_BIN`]).
+#[kernel]
+fn bins_int<T: Int>(x: &[T], out: &mut [u32], lower: T, upper: T, width: u32) {
+    let i = global_id().x;
+    if i < x.len() {
+        out[i] = bin_of_int(x[i], lower, upper, width);
     }
 }
 
@@ -109,10 +153,8 @@ fn histogram_int<T: Int>(
     let stride = GROUP * num_groups().x;
     let mut i = global_id().x;
     while i < n {
-        let v = x[i];
-        if v >= lower && v < upper {
-            // The offset fits u32: the range is at most 2^32 wide.
-            let bin = u32::cast(v - lower) / width;
+        let bin = bin_of_int(x[i], lower, upper, width);
+        if bin != NO_BIN {
             atomic_add(&local[bin], 1u32);
         }
         i += stride;
@@ -184,19 +226,7 @@ pub fn histogram_even_f32(
 ) -> Result<()> {
     const OP: &str = "histogram_even_f32";
     let n = check(OP, samples.len(), bins, hist.len())?;
-    if !(lower.is_finite() && upper.is_finite() && lower < upper) {
-        return Err(invalid(
-            OP,
-            format!("the range {lower}..{upper} is not a finite, non-empty range"),
-        ));
-    }
-    let scale = bins as f32 / (upper - lower);
-    if !scale.is_finite() {
-        return Err(invalid(
-            OP,
-            format!("the range {lower}..{upper} is too narrow for {bins} bins"),
-        ));
-    }
+    let scale = f32_scale(OP, bins, lower, upper)?;
     if n == 0 {
         return queue.fill_buffer(hist, 0);
     }
@@ -233,19 +263,7 @@ pub fn histogram_even<T: HistogramInt>(
 ) -> Result<()> {
     const OP: &str = "histogram_even";
     let n = check(OP, samples.len(), bins, hist.len())?;
-    let Some(span) = T::span(lower, upper) else {
-        return Err(invalid(
-            OP,
-            format!("the range {lower:?}..{upper:?} is empty"),
-        ));
-    };
-    if span % bins as u64 != 0 {
-        return Err(invalid(
-            OP,
-            format!("the range {lower:?}..{upper:?} ({span} values) does not split into {bins} equal integer bins"),
-        ));
-    }
-    let width = (span / bins as u64) as u32;
+    let width = int_width(OP, bins, lower, upper)?;
     if n == 0 {
         return queue.fill_buffer(hist, 0);
     }
@@ -253,4 +271,101 @@ pub fn histogram_even<T: HistogramInt>(
     tuned(queue, OP, &ty, n, hist, |hist, l| {
         histogram_int::launch::<T>(queue, l, samples, hist, n, bins, lower, upper, width)
     })
+}
+
+/// `bins / (upper − lower)` in f32, or why the range cannot have `bins` bins.
+fn f32_scale(op: &'static str, bins: u32, lower: f32, upper: f32) -> Result<f32> {
+    if !(lower.is_finite() && upper.is_finite() && lower < upper) {
+        return Err(invalid(
+            op,
+            format!("the range {lower}..{upper} is not a finite, non-empty range"),
+        ));
+    }
+    let scale = bins as f32 / (upper - lower);
+    if !scale.is_finite() {
+        return Err(invalid(
+            op,
+            format!("the range {lower}..{upper} is too narrow for {bins} bins"),
+        ));
+    }
+    Ok(scale)
+}
+
+/// The integer width of each of `bins` bins over `[lower, upper)`, or why it has none.
+fn int_width<T: HistogramInt>(op: &'static str, bins: u32, lower: T, upper: T) -> Result<u32> {
+    let Some(span) = T::span(lower, upper) else {
+        return Err(invalid(
+            op,
+            format!("the range {lower:?}..{upper:?} is empty"),
+        ));
+    };
+    if span % bins as u64 != 0 {
+        return Err(invalid(
+            op,
+            format!("the range {lower:?}..{upper:?} ({span} values) does not split into {bins} equal integer bins"),
+        ));
+    }
+    Ok((span / bins as u64) as u32)
+}
+
+/// Checks the bin count and that `out` has one index per sample.
+fn check_indices(op: &'static str, samples: usize, bins: u32, out: usize) -> Result<()> {
+    if bins == 0 || bins > MAX_BINS {
+        return Err(invalid(
+            op,
+            format!("{bins} bins: between 1 and {MAX_BINS}"),
+        ));
+    }
+    crate::same_len(op, samples, out)?;
+    index_len(op, samples).map(|_| ())
+}
+
+/// The bin of every sample (the bins of [`histogram_even_f32`]): `out[i]` is `x[i]`'s bin,
+/// or [`NO_BIN`] when it is outside `[lower, upper)` or NaN.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::histogram::{bin_indices_even_f32, NO_BIN};
+/// let d = Device::cpu();
+/// let x = d.upload(&[0.5f32, 1.5, 3.9, 4.0, f32::NAN])?;
+/// let mut b = d.alloc::<u32>(5)?;
+/// bin_indices_even_f32(&d, &x, 4, 0.0, 4.0, &mut b)?;
+/// assert_eq!(b.to_vec()?, [0, 1, 3, NO_BIN, NO_BIN]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn bin_indices_even_f32(
+    queue: &impl AsStream,
+    samples: &Buffer<f32>,
+    bins: u32,
+    lower: f32,
+    upper: f32,
+    out: &mut Buffer<u32>,
+) -> Result<()> {
+    const OP: &str = "bin_indices_even_f32";
+    check_indices(OP, samples.len(), bins, out.len())?;
+    let scale = f32_scale(OP, bins, lower, upper)?;
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let threads = Launch::threads(samples.len());
+    bins_f32::launch(queue, threads, samples, out, lower, upper, scale, bins)
+}
+
+/// The bin of every integer sample (the bins of [`histogram_even`]), or [`NO_BIN`].
+pub fn bin_indices_even<T: HistogramInt>(
+    queue: &impl AsStream,
+    samples: &Buffer<T>,
+    bins: u32,
+    lower: T,
+    upper: T,
+    out: &mut Buffer<u32>,
+) -> Result<()> {
+    const OP: &str = "bin_indices_even";
+    check_indices(OP, samples.len(), bins, out.len())?;
+    let width = int_width(OP, bins, lower, upper)?;
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let threads = Launch::threads(samples.len());
+    bins_int::launch::<T>(queue, threads, samples, out, lower, upper, width)
 }

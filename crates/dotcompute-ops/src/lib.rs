@@ -44,18 +44,25 @@ pub mod scan;
 pub mod select;
 pub mod softmax;
 pub mod sort;
+pub mod topk;
 pub mod transpose;
 pub mod tune;
 
 pub use host::HostArith;
 pub use reduce::ReduceOp;
-pub use sort::{Order, RadixKey};
+pub use sort::{KeyKind, Order, RadixKey};
 
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Error, Result};
 
 /// Threads per group of every kernel here (a power of two every backend allows).
 pub(crate) const GROUP: u32 = 256;
+
+/// Whether `queue`'s device is a GPU emulated on the CPU (lavapipe, the MSL shim), whose
+/// kernels take their loop counts at run time: see `scan.rs` and `sort/mod.rs`.
+pub(crate) fn software_gpu(queue: &impl AsStream) -> bool {
+    queue.device().info().device_type == dotcompute::DeviceType::SoftwareGpu
+}
 
 /// The error of a bad argument to operation `op` (`Error::Range`, as the facade's own
 /// length checks).

@@ -4,7 +4,7 @@
 //!
 //! Reduce-then-scan, which needs no forward-progress guarantee between groups (Vulkan
 //! gives none, so a decoupled look-back could wait forever there): the input is cut into
-//! tiles of `GROUP × ITEMS` elements; (1) each group combines one tile, (2) one group scans
+//! tiles of `GROUP × ITEMS` elements (16 items on GPUs, 4 on software ones); (1) each group combines one tile, (2) one group scans
 //! the tiles' aggregates, (3) each group scans its tile from its offset. Three passes read
 //! the input twice. A segmented scan carries, with each aggregate, whether a head was
 //! in it: the pair operator `(f₁, a) ⊕ (f₂, b) = (f₁ | f₂, f₂ ? b : a op b)` is associative,
@@ -16,12 +16,17 @@ use crate::{index_len, invalid, padded, ReduceOp, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
-/// Elements per thread of a tile.
-const ITEMS: u32 = 16;
-/// Elements per tile.
-pub(crate) const TILE: u32 = GROUP * ITEMS;
+/// Elements per thread of a tile on GPUs.
+const GPU_ITEMS: u32 = 16;
+/// Elements per thread on GPUs emulated on the CPU (lavapipe, the MSL shim), given to the
+/// kernels at run time (their const `ITEMS` is 0): lavapipe's LLVM builds a coroutine
+/// frame per barrier over the whole body, and with 16 items unrolled the three scan
+/// kernels of one type took it 157 s to compile on two cores.
+const SOFTWARE_ITEMS: u32 = 4;
+/// Elements of the largest tile.
+const TILE: u32 = GROUP * GPU_ITEMS;
 /// The tile in shared memory, one padding element per 32 so that a thread's run of
-/// `ITEMS` consecutive elements falls in different banks.
+/// consecutive elements falls in different banks.
 const TILE_PADDED: u32 = TILE + TILE / 32;
 
 /// Threads that rake a group scan, each over `RUN` consecutive slots.
@@ -74,12 +79,20 @@ pub(crate) fn group_inclusive_sum<T: Num>(s: &mut [T], v: T) -> T {
 /// Pass 1 of an unsegmented scan: `sums[t]` combines tile `t` of `x[..n]` (strided
 /// loads: the order within the tile does not matter to sum, min and max).
 #[kernel]
-fn tile_sums<T: Num>(x: &[T], sums: &mut [T], n: u32, identity: T, op: u32) {
+fn tile_sums<T: Num, const ITEMS: u32>(
+    x: &[T],
+    sums: &mut [T],
+    n: u32,
+    identity: T,
+    op: u32,
+    runtime_items: u32,
+) {
+    let items = if ITEMS == 0 { runtime_items } else { ITEMS };
     let s = shared::<T, GROUP>();
     let lid = local_id().x;
-    let base = group_id().x * TILE;
+    let base = group_id().x * GROUP * items;
     let mut acc = identity;
-    for r in 0..ITEMS {
+    for r in 0..items {
         let i = base + r * GROUP + lid;
         if i < n {
             acc = combine(acc, x[i], op);
@@ -193,12 +206,12 @@ fn carried_in<T: Num>(s: &[T], sf: &[u32], carry: T, op: u32, seg: u32) -> T {
     r
 }
 
-/// Loads tile `base..base + TILE` of `x` into shared memory (identity past the end), in
+/// Loads tile `base..base + GROUP × items` of `x` into shared memory (identity past the end), in
 /// coalesced rounds.
 #[kernel_fn]
-fn load_tile<T: Num>(tile: &mut [T], x: &[T], base: u32, n: u32, identity: T) {
+fn load_tile<T: Num>(tile: &mut [T], x: &[T], base: u32, n: u32, identity: T, items: u32) {
     let lid = local_id().x;
-    for r in 0..ITEMS {
+    for r in 0..items {
         let e = r * GROUP + lid;
         let i = base + e;
         let mut v = identity;
@@ -224,7 +237,7 @@ fn is_head(heads: &[u32], i: u32, n: u32, seg: u32) -> u32 {
     head
 }
 
-/// Loads tile `base..` of `x` into `tile`, combines each thread's run of `ITEMS`
+/// Loads tile `base..` of `x` into `tile`, combines each thread's run of `items`
 /// consecutive elements (from its last head), and scans the runs over the group
 /// ([`group_scan`]: its results stay in `s` and `sf`); returns the thread's inclusive
 /// result. Passes 1 (segmented) and 3 share it.
@@ -240,13 +253,14 @@ fn scan_tile_runs<T: Num>(
     identity: T,
     op: u32,
     seg: u32,
+    items: u32,
 ) -> T {
     let lid = local_id().x;
-    load_tile(tile, x, base, n, identity);
+    load_tile(tile, x, base, n, identity, items);
     let mut acc = identity;
     let mut flag = 0u32;
-    for j in 0..ITEMS {
-        let e = lid * ITEMS + j;
+    for j in 0..items {
+        let e = lid * items + j;
         let v = tile[padded(e)];
         if is_head(heads, base + e, n, seg) == 1 {
             acc = v;
@@ -261,7 +275,7 @@ fn scan_tile_runs<T: Num>(
 /// Pass 1 of a segmented scan: `sums[t]` combines tile `t` after its last head, and
 /// `tile_heads[t]` says whether it has one.
 #[kernel]
-fn tile_segments<T: Num>(
+fn tile_segments<T: Num, const ITEMS: u32>(
     x: &[T],
     heads: &[u32],
     sums: &mut [T],
@@ -269,13 +283,15 @@ fn tile_segments<T: Num>(
     n: u32,
     identity: T,
     op: u32,
+    runtime_items: u32,
 ) {
+    let items = if ITEMS == 0 { runtime_items } else { ITEMS };
     let tile = shared::<T, TILE_PADDED>();
     let s = shared::<T, GROUP>();
     let sf = shared::<u32, GROUP>();
     let lid = local_id().x;
-    let base = group_id().x * TILE;
-    let total = scan_tile_runs(tile, s, sf, x, heads, base, n, identity, op, 1);
+    let base = group_id().x * GROUP * items;
+    let total = scan_tile_runs(tile, s, sf, x, heads, base, n, identity, op, 1, items);
     if lid == GROUP - 1 {
         sums[group_id().x] = total;
         tile_heads[group_id().x] = sf[lid];
@@ -287,14 +303,16 @@ fn tile_segments<T: Num>(
 /// thread a run of `ITEMS`: 16 times fewer rounds of barriers than one element per
 /// thread, for the 65,536 tile aggregates of 2^28 elements).
 #[kernel]
-fn scan_sums<T: Num>(
+fn scan_sums<T: Num, const ITEMS: u32>(
     sums: &mut [T],
     tile_heads: &[u32],
     count: u32,
     identity: T,
     op: u32,
     seg: u32,
+    runtime_items: u32,
 ) {
+    let items = if ITEMS == 0 { runtime_items } else { ITEMS };
     let s = shared::<T, GROUP>();
     let sf = shared::<u32, GROUP>();
     let carry = shared::<T, 1>();
@@ -305,10 +323,10 @@ fn scan_sums<T: Num>(
     barrier();
     let mut start = 0u32;
     while start < count {
-        let first = start + lid * ITEMS;
+        let first = start + lid * items;
         let mut local = identity;
         let mut flag = 0u32;
-        for j in 0..ITEMS {
+        for j in 0..items {
             let i = first + j;
             if i < count {
                 if is_head(tile_heads, i, count, seg) == 1 {
@@ -332,7 +350,7 @@ fn scan_sums<T: Num>(
         if lid == GROUP - 1 {
             carry[0] = total;
         }
-        for j in 0..ITEMS {
+        for j in 0..items {
             let i = first + j;
             if i < count {
                 let v = sums[i];
@@ -345,7 +363,7 @@ fn scan_sums<T: Num>(
             }
         }
         barrier();
-        start += TILE;
+        start += GROUP * items;
     }
 }
 
@@ -353,7 +371,7 @@ fn scan_sums<T: Num>(
 /// head came between) and the tile's elements before `i` since the last head (and
 /// `x[i]` itself when `inclusive` is 1).
 #[kernel]
-fn scan_tiles<T: Num>(
+fn scan_tiles<T: Num, const ITEMS: u32>(
     x: &[T],
     heads: &[u32],
     y: &mut [T],
@@ -363,16 +381,18 @@ fn scan_tiles<T: Num>(
     op: u32,
     seg: u32,
     inclusive: u32,
+    runtime_items: u32,
 ) {
+    let items = if ITEMS == 0 { runtime_items } else { ITEMS };
     let tile = shared::<T, TILE_PADDED>();
     let s = shared::<T, GROUP>();
     let sf = shared::<u32, GROUP>();
     let lid = local_id().x;
-    let base = group_id().x * TILE;
-    scan_tile_runs(tile, s, sf, x, heads, base, n, identity, op, seg);
+    let base = group_id().x * GROUP * items;
+    scan_tile_runs(tile, s, sf, x, heads, base, n, identity, op, seg, items);
     let mut running = carried_in(s, sf, offsets[group_id().x], op, seg);
-    for j in 0..ITEMS {
-        let e = lid * ITEMS + j;
+    for j in 0..items {
+        let e = lid * items + j;
         let at = padded(e);
         let v = tile[at];
         let head = is_head(heads, base + e, n, seg);
@@ -392,7 +412,7 @@ fn scan_tiles<T: Num>(
         }
     }
     barrier();
-    for r in 0..ITEMS {
+    for r in 0..items {
         let e = r * GROUP + lid;
         let i = base + e;
         if i < n {
@@ -603,9 +623,38 @@ fn scan_on_device<T: Reducible>(
     inclusive: bool,
     id: T,
 ) -> Result<()> {
+    if crate::software_gpu(queue) {
+        scan_passes::<T, 0>(
+            queue,
+            input,
+            heads,
+            output,
+            op,
+            inclusive,
+            id,
+            SOFTWARE_ITEMS,
+        )
+    } else {
+        scan_passes::<T, GPU_ITEMS>(queue, input, heads, output, op, inclusive, id, GPU_ITEMS)
+    }
+}
+
+/// The passes with `items` per thread (`ITEMS` is `items`, or 0 when the kernels take
+/// it at run time).
+#[allow(clippy::too_many_arguments)]
+fn scan_passes<T: Reducible, const ITEMS: u32>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    heads: Option<&Buffer<u32>>,
+    output: &mut Buffer<T>,
+    op: ReduceOp,
+    inclusive: bool,
+    id: T,
+    items: u32,
+) -> Result<()> {
     let n = input.len() as u32;
     let device = queue.device();
-    let tiles = n.div_ceil(TILE);
+    let tiles = n.div_ceil(GROUP * items);
     let mut sums = device.alloc::<T>(tiles as usize)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
     let one = Launch::threads(GROUP as usize).group(GROUP);
@@ -614,7 +663,7 @@ fn scan_on_device<T: Reducible>(
     let unused;
     let (heads, seg) = match heads {
         Some(h) => {
-            tile_segments::launch::<T>(
+            tile_segments::launch::<T, ITEMS>(
                 queue,
                 groups,
                 input,
@@ -624,17 +673,28 @@ fn scan_on_device<T: Reducible>(
                 n,
                 id,
                 code,
+                items,
             )?;
             (h, 1)
         }
         None => {
-            tile_sums::launch::<T>(queue, groups, input, &mut sums, n, id, code)?;
+            tile_sums::launch::<T, ITEMS>(queue, groups, input, &mut sums, n, id, code, items)?;
             unused = device.alloc::<u32>(1)?;
             (&unused, 0)
         }
     };
-    scan_sums::launch::<T>(queue, one, &mut sums, &tile_heads, tiles, id, code, seg)?;
-    scan_tiles::launch::<T>(
+    scan_sums::launch::<T, ITEMS>(
+        queue,
+        one,
+        &mut sums,
+        &tile_heads,
+        tiles,
+        id,
+        code,
+        seg,
+        items,
+    )?;
+    scan_tiles::launch::<T, ITEMS>(
         queue,
         groups,
         input,
@@ -646,6 +706,7 @@ fn scan_on_device<T: Reducible>(
         code,
         seg,
         inclusive as u32,
+        items,
     )
 }
 
@@ -657,14 +718,12 @@ pub(crate) fn scan_in_place(
     count: u32,
 ) -> Result<()> {
     let unused = queue.device().alloc::<u32>(1)?;
-    scan_sums::launch::<u32>(
-        queue,
-        Launch::threads(GROUP as usize).group(GROUP),
-        sums,
-        &unused,
-        count,
-        0,
-        0,
-        0,
-    )
+    let one = Launch::threads(GROUP as usize).group(GROUP);
+    if crate::software_gpu(queue) {
+        let items = SOFTWARE_ITEMS;
+        scan_sums::launch::<u32, 0>(queue, one, sums, &unused, count, 0, 0, 0, items)
+    } else {
+        let items = GPU_ITEMS;
+        scan_sums::launch::<u32, GPU_ITEMS>(queue, one, sums, &unused, count, 0, 0, 0, items)
+    }
 }

@@ -1,5 +1,6 @@
-//! Transpose of a row-major matrix of any shape and any 4- or 8-byte kernel type
-//! (`u32 i32 f32 u64 i64 f64`), through a padded shared tile: each group reads a 32 × 32
+//! Transpose of a row-major matrix of any shape and any kernel type (`u32 i32 f32 u64
+//! i64 f64`, and `f16` on devices with it: its values pass through float registers, so a
+//! signalling NaN may arrive quieted), through a padded shared tile: each group reads a 32 × 32
 //! tile with coalesced row reads and writes its transpose with coalesced row writes (the
 //! padding column keeps a column's shared reads on distinct banks).
 

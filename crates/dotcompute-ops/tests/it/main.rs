@@ -10,4 +10,5 @@ mod scan;
 mod select;
 mod sort;
 mod threads;
+mod topk;
 mod tune;

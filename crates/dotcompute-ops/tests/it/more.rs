@@ -1,7 +1,9 @@
 //! Softmax, transpose and histograms against plain Rust.
 
 use crate::common::{devices, seed, slow};
-use dotcompute_ops::histogram::{histogram_even, histogram_even_f32};
+use dotcompute_ops::histogram::{
+    bin_indices_even, bin_indices_even_f32, histogram_even, histogram_even_f32, NO_BIN,
+};
 use dotcompute_ops::softmax::{log_softmax_rows, softmax_rows};
 use dotcompute_ops::transpose::transpose;
 
@@ -121,6 +123,33 @@ fn transposes_of_any_shape_and_width() {
         let dx = d.upload(&[1u32; 6]).unwrap();
         let mut y = d.alloc::<u32>(6).unwrap();
         assert!(transpose(&d, &dx, 4, 2, &mut y).is_err());
+        // 2-byte elements: every f16 bit pattern but signalling NaNs (which a GPU may
+        // quiet when it moves them through a float register).
+        if d.info().caps.f16 {
+            use dotcompute::f16;
+            let (rows, cols) = if slow(&d) { (77, 301) } else { (1031, 2049) };
+            let x: Vec<f16> = (0..rows * cols)
+                .map(|_| {
+                    let b = rng.u16(..);
+                    let signalling = b & 0x7c00 == 0x7c00 && b & 0x03ff != 0 && b & 0x0200 == 0;
+                    f16::from_bits(if signalling { b | 0x0200 } else { b })
+                })
+                .collect();
+            let dx = d.upload(&x).unwrap();
+            let mut y = d.alloc_filled(rows * cols, f16::from_bits(0xDEAD)).unwrap();
+            transpose(&d, &dx, rows, cols, &mut y).unwrap();
+            let y = y.to_vec().unwrap();
+            if let Some(k) = (0..rows * cols)
+                .find(|&k| y[(k % cols) * rows + k / cols].to_bits() != x[k].to_bits())
+            {
+                panic!(
+                    "{} f16 {rows}x{cols}: element {k} = {:#06x} became {:#06x} (seed {seed})",
+                    d.label(),
+                    x[k].to_bits(),
+                    y[(k % cols) * rows + k / cols].to_bits()
+                );
+            }
+        }
     }
 }
 
@@ -200,6 +229,37 @@ fn histograms_count_every_sample_exactly() {
             histogram_even(&d, &dxi, 5000, 0, 5000, &mut big).is_err(),
             "too many bins"
         );
+        // Every sample's bin agrees with the reference and with the histogram's count.
+        let m = x.len().min(300_007);
+        let dx = d.upload(&x[..m]).unwrap();
+        let mut b = d.alloc_filled(m, 0xDEAD_BEEFu32).unwrap();
+        bin_indices_even_f32(&d, &dx, 7, 0.0, 10.0, &mut b).unwrap();
+        let got = b.to_vec().unwrap();
+        let scale = 7.0f32 / 10.0;
+        for (k, &v) in x[..m].iter().enumerate() {
+            let want = if (0.0..10.0).contains(&v) {
+                (((v - 0.0) * scale).floor() as u32).min(6)
+            } else {
+                NO_BIN
+            };
+            assert_eq!(got[k], want, "{} bin of {v} (seed {seed})", d.label());
+        }
+        let mut bi = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+        bin_indices_even(&d, &dxi, 100, -200, 200, &mut bi).unwrap();
+        let got = bi.to_vec().unwrap();
+        for (k, &v) in xi.iter().enumerate() {
+            let want = if (-200..200).contains(&v) {
+                ((v + 200) / 4) as u32
+            } else {
+                NO_BIN
+            };
+            assert_eq!(got[k], want, "{} bin of {v} (seed {seed})", d.label());
+        }
+        let mut short = d.alloc::<u32>(n - 1).unwrap();
+        let e = bin_indices_even(&d, &dxi, 100, -200, 200, &mut short).unwrap_err();
+        assert!(e.to_string().contains("the output has"), "{e}");
+        let e = bin_indices_even(&d, &dxi, 7, -200, 200, &mut bi).unwrap_err();
+        assert!(e.to_string().contains("equal integer bins"), "{e}");
         let dx = d.upload(&[1.0f32]).unwrap();
         assert!(histogram_even_f32(&d, &dx, 100, 0.0, f32::INFINITY, &mut h).is_err());
         assert!(

@@ -1,7 +1,10 @@
 use crate::common::{devices, seed, sizes};
 use dotcompute::Device;
-use dotcompute_ops::sort::{sort_keys, sort_pairs, sort_pairs_by_bits};
-use dotcompute_ops::Order;
+use dotcompute_ops::sort::{
+    sort_keys, sort_pairs, sort_pairs_by_bits, sort_segments_keys, sort_segments_pairs,
+};
+use dotcompute_ops::{Order, RadixKey};
+use std::cmp::Ordering;
 
 fn check_keys_u32(d: &Device, keys: Vec<u32>, what: &str) {
     let mut dk = d.upload(&keys).unwrap();
@@ -141,6 +144,17 @@ fn bad_arguments_are_errors_and_lose_nothing() {
         let mut dv4 = d.upload(&[1u32, 2, 3, 4]).unwrap();
         #[allow(clippy::reversed_empty_ranges)] // a reversed range is one of the bad inputs
         let bad = [5..5, 0..33, 9..3];
+        // 64-bit keys take bits up to 64, not beyond.
+        let mut wide = d.upload(&[1u64, 0]).unwrap();
+        let e = sort_pairs_by_bits(
+            &d,
+            &mut wide,
+            &mut d.upload(&[0u32, 1]).unwrap(),
+            Order::Ascending,
+            0..65,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("within 0..64"), "{e}");
         for bits in bad {
             let e = sort_pairs_by_bits(&d, &mut dk, &mut dv4, Order::Ascending, bits).unwrap_err();
             assert!(e.to_string().contains("key bits"), "{e}");
@@ -150,5 +164,307 @@ fn bad_arguments_are_errors_and_lose_nothing() {
         sort_pairs(&d, &mut dk, &mut dv4, Order::Ascending).unwrap();
         assert_eq!(dk.to_vec().unwrap(), [1, 3, 5, 9]);
         assert_eq!(dv4.to_vec().unwrap(), [4, 2, 1, 3]);
+    }
+}
+
+/// The documented float order: IEEE total order (`-0.0 < +0.0`) with every NaN after
+/// `+inf` and NaNs equal among themselves.
+fn float_order<F: Copy>(
+    is_nan: impl Fn(F) -> bool,
+    total: impl Fn(F, F) -> Ordering,
+) -> impl Fn(&F, &F) -> Ordering {
+    move |&a, &b| match (is_nan(a), is_nan(b)) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => total(a, b),
+    }
+}
+
+/// Sorts `keys` (with their input positions as values, and alone) on `d` in both orders
+/// and compares every key's bits and every value with a stable sort by `cmp`.
+fn check_sort<K: RadixKey + std::fmt::Debug>(
+    d: &Device,
+    keys: &[K],
+    cmp: &impl Fn(&K, &K) -> Ordering,
+    same: impl Fn(K, K) -> bool,
+    what: &str,
+) {
+    let n = keys.len();
+    let positions: Vec<u32> = (0..n as u32).collect();
+    for order in [Order::Ascending, Order::Descending] {
+        let mut want: Vec<(K, u32)> = keys
+            .iter()
+            .copied()
+            .zip(positions.iter().copied())
+            .collect();
+        match order {
+            Order::Ascending => want.sort_by(|a, b| cmp(&a.0, &b.0)),
+            Order::Descending => want.sort_by(|a, b| cmp(&b.0, &a.0)),
+        }
+        let mut dk = d.upload(keys).unwrap();
+        let mut dv = d.upload(&positions).unwrap();
+        sort_pairs(d, &mut dk, &mut dv, order).unwrap();
+        let (gk, gv) = (dk.to_vec().unwrap(), dv.to_vec().unwrap());
+        if let Some(k) = (0..n).find(|&k| !same(gk[k], want[k].0) || gv[k] != want[k].1) {
+            panic!(
+                "{} {what} n={n} {order:?} pairs: [{k}] = ({:?}, {}) want ({:?}, {})",
+                d.label(),
+                gk[k],
+                gv[k],
+                want[k].0,
+                want[k].1
+            );
+        }
+        let mut dk = d.upload(keys).unwrap();
+        sort_keys(d, &mut dk, order).unwrap();
+        let gk = dk.to_vec().unwrap();
+        if let Some(k) = (0..n).find(|&k| !same(gk[k], want[k].0)) {
+            panic!(
+                "{} {what} n={n} {order:?} keys: [{k}] = {:?} want {:?}",
+                d.label(),
+                gk[k],
+                want[k].0
+            );
+        }
+    }
+}
+
+#[test]
+fn f32_keys_sort_in_total_order_with_nans_last_and_stable() {
+    let seed = seed();
+    let specials = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7fc0_1234),
+        f32::from_bits(0xff80_0001),
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        1.0,
+        -1.0,
+    ];
+    let cmp = float_order(f32::is_nan, |a: f32, b: f32| a.total_cmp(&b));
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in [0, 1, 2, 257, 4097, 70_001] {
+            let keys: Vec<f32> = (0..n)
+                .map(|_| match rng.u8(..3) {
+                    0 => specials[rng.usize(..specials.len())],
+                    1 => (rng.f32() - 0.5) * 1e3,
+                    _ => f32::from_bits(rng.u32(..)),
+                })
+                .collect();
+            check_sort(&d, &keys, &cmp, same, &format!("f32 (seed {seed})"));
+        }
+    }
+}
+
+#[test]
+fn sixty_four_bit_keys_sort_where_the_device_has_them_and_are_refused_elsewhere() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let caps = d.info().caps.clone();
+        let n = 20_011;
+        let u: Vec<u64> = (0..n)
+            .map(|_| match rng.u8(..4) {
+                0 => rng.u64(..4) << 62,
+                1 => rng.u64(..100),
+                _ => rng.u64(..),
+            })
+            .collect();
+        if !caps.i64 {
+            let mut dk = d.upload(&u).unwrap();
+            let e = sort_keys(&d, &mut dk, Order::Ascending).unwrap_err();
+            assert!(
+                e.to_string().contains("64-bit integers"),
+                "{}: {e}",
+                d.label()
+            );
+            assert_eq!(
+                dk.to_vec().unwrap(),
+                u,
+                "a refused sort left the keys as they were"
+            );
+            continue;
+        }
+        let what = format!("(seed {seed})");
+        check_sort(
+            &d,
+            &u,
+            &|a: &u64, b: &u64| a.cmp(b),
+            |a, b| a == b,
+            &format!("u64 {what}"),
+        );
+        let i: Vec<i64> = u.iter().map(|&x| x as i64).collect();
+        check_sort(
+            &d,
+            &i,
+            &|a: &i64, b: &i64| a.cmp(b),
+            |a, b| a == b,
+            &format!("i64 {what}"),
+        );
+        // The top 32 bits alone: pairs order by them and keep input order within.
+        let mut dk = d.upload(&u).unwrap();
+        let mut dv = d.upload(&(0..n as u32).collect::<Vec<_>>()).unwrap();
+        sort_pairs_by_bits(&d, &mut dk, &mut dv, Order::Ascending, 32..64).unwrap();
+        let mut want: Vec<(u64, u32)> = u.iter().copied().zip(0..n as u32).collect();
+        want.sort_by_key(|p| p.0 >> 32);
+        let got: Vec<(u64, u32)> = dk
+            .to_vec()
+            .unwrap()
+            .into_iter()
+            .zip(dv.to_vec().unwrap())
+            .collect();
+        assert_eq!(got, want, "{} u64 bits 32..64 {what}", d.label());
+        if caps.f64 {
+            let f: Vec<f64> = u
+                .iter()
+                .enumerate()
+                .map(|(k, &b)| match k % 5 {
+                    0 => f64::NAN,
+                    1 => -0.0,
+                    2 => (b % 1000) as f64 - 500.0,
+                    _ => f64::from_bits(b),
+                })
+                .collect();
+            let cmp = float_order(f64::is_nan, |a: f64, b: f64| a.total_cmp(&b));
+            check_sort(
+                &d,
+                &f,
+                &cmp,
+                |a: f64, b: f64| a.to_bits() == b.to_bits(),
+                &format!("f64 {what}"),
+            );
+        }
+    }
+}
+
+/// Offsets of one huge segment, then many tiny and empty ones, then random lengths.
+fn mixed_offsets(n: usize, rng: &mut fastrand::Rng) -> Vec<u32> {
+    let mut offsets = vec![0u32, (n / 2) as u32];
+    let mut at = n / 2;
+    while at < n {
+        let len = match rng.u8(..4) {
+            0 => 0,
+            1 => 1,
+            2 => rng.usize(2..40),
+            _ => rng.usize(40..3000),
+        };
+        at = (at + len).min(n);
+        offsets.push(at as u32);
+    }
+    offsets
+}
+
+#[test]
+fn segments_sort_each_on_its_own_and_stably() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let big = if crate::common::slow(&d) {
+            60_013
+        } else {
+            1 << 21
+        };
+        for n in [0usize, 1, 2, 300, big] {
+            let offsets = mixed_offsets(n, &mut rng);
+            // Few distinct keys: runs of equal keys whose values must keep input order.
+            let keys: Vec<u32> = (0..n).map(|_| rng.u32(..50) * 0x0300_0001).collect();
+            let values: Vec<u32> = (0..n as u32).collect();
+            let doffsets = d.upload(&offsets).unwrap();
+            for order in [Order::Ascending, Order::Descending] {
+                let mut want: Vec<(u32, u32)> =
+                    keys.iter().copied().zip(values.iter().copied()).collect();
+                for w in offsets.windows(2) {
+                    let seg = &mut want[w[0] as usize..w[1] as usize];
+                    match order {
+                        Order::Ascending => seg.sort_by_key(|p| p.0),
+                        Order::Descending => seg.sort_by_key(|p| std::cmp::Reverse(p.0)),
+                    }
+                }
+                let (mut dk, mut dv) = (d.upload(&keys).unwrap(), d.upload(&values).unwrap());
+                sort_segments_pairs(&d, &mut dk, &mut dv, &doffsets, order).unwrap();
+                let got: Vec<(u32, u32)> = dk
+                    .to_vec()
+                    .unwrap()
+                    .into_iter()
+                    .zip(dv.to_vec().unwrap())
+                    .collect();
+                if let Some(k) = (0..n).find(|&k| got[k] != want[k]) {
+                    panic!(
+                        "{} n={n} {order:?} ({} segments, seed {seed}): [{k}] = {:?} want {:?}",
+                        d.label(),
+                        offsets.len() - 1,
+                        got[k],
+                        want[k]
+                    );
+                }
+            }
+            // Float keys alone, descending: NaNs first in each segment.
+            let f: Vec<f32> = (0..n)
+                .map(|_| {
+                    if rng.u8(..10) == 0 {
+                        f32::NAN
+                    } else {
+                        rng.f32() - 0.5
+                    }
+                })
+                .collect();
+            let mut df = d.upload(&f).unwrap();
+            sort_segments_keys(&d, &mut df, &doffsets, Order::Descending).unwrap();
+            let cmp = float_order(f32::is_nan, |a: f32, b: f32| a.total_cmp(&b));
+            let mut want = f.clone();
+            for w in offsets.windows(2) {
+                want[w[0] as usize..w[1] as usize].sort_by(|a, b| cmp(b, a));
+            }
+            let got = df.to_vec().unwrap();
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{} f32 segments n={n} seed {seed}",
+                d.label()
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_segment_offsets_are_errors_and_lose_nothing() {
+    for d in devices() {
+        let keys = [4u32, 3, 2, 1];
+        let mut dk = d.upload(&keys).unwrap();
+        let bad: [(&[u32], &str); 4] = [
+            (&[0, 3, 2, 4], "must not decrease"),
+            (&[0, 2, 5], "past the input"),
+            (&[1, 4], "must start at 0"),
+            (&[0, 2], "must start at 0 and end"),
+        ];
+        for (offsets, needle) in bad {
+            let o = d.upload(offsets).unwrap();
+            let e = sort_segments_keys(&d, &mut dk, &o, Order::Ascending).unwrap_err();
+            assert!(e.to_string().contains(needle), "{offsets:?}: {e}");
+        }
+        let mut short = d.upload(&[1u32, 2]).unwrap();
+        let o = d.upload(&[0u32, 4]).unwrap();
+        let e = sort_segments_pairs(&d, &mut dk, &mut short, &o, Order::Ascending).unwrap_err();
+        assert!(e.to_string().contains("the values have 2"), "{e}");
+        assert_eq!(
+            dk.to_vec().unwrap(),
+            keys,
+            "refused sorts left the keys alone"
+        );
+        let o = d.upload(&[0u32, 2, 4]).unwrap();
+        sort_segments_keys(&d, &mut dk, &o, Order::Ascending).unwrap();
+        assert_eq!(dk.to_vec().unwrap(), [3, 4, 1, 2]);
     }
 }
