@@ -64,6 +64,20 @@ pub(crate) fn software_gpu(queue: &impl AsStream) -> bool {
     queue.device().info().device_type == dotcompute::DeviceType::SoftwareGpu
 }
 
+/// A kernel's loop count: its const `fixed`, or `runtime` (a uniform) when `fixed` is 0.
+/// Software GPUs get 0: their compiler cannot unroll a loop of unknown count, and an
+/// unrolled body with barriers is what lavapipe's LLVM spends minutes on (a coroutine
+/// frame per barrier over the whole body). On GPUs `fixed` is a literal and the choice
+/// folds away.
+#[kernel_fn]
+pub(crate) fn fixed_or(fixed: u32, runtime: u32) -> u32 {
+    let mut count = fixed;
+    if fixed == 0 {
+        count = runtime;
+    }
+    count
+}
+
 /// The error of a bad argument to operation `op` (`Error::Range`, as the facade's own
 /// length checks).
 pub(crate) fn invalid(op: &'static str, detail: String) -> Error {

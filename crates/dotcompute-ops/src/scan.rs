@@ -12,7 +12,7 @@
 //! sums add each tile in a fixed tree, so a device gives the same bits on every run.
 
 use crate::reduce::{combine, group_combine, host_fn, identity, Reducible};
-use crate::{index_len, invalid, padded, ReduceOp, GROUP};
+use crate::{fixed_or, index_len, invalid, padded, ReduceOp, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
@@ -87,7 +87,7 @@ fn tile_sums<T: Num, const ITEMS: u32>(
     op: u32,
     runtime_items: u32,
 ) {
-    let items = if ITEMS == 0 { runtime_items } else { ITEMS };
+    let items = fixed_or(ITEMS, runtime_items);
     let s = shared::<T, GROUP>();
     let lid = local_id().x;
     let base = group_id().x * GROUP * items;
@@ -285,7 +285,7 @@ fn tile_segments<T: Num, const ITEMS: u32>(
     op: u32,
     runtime_items: u32,
 ) {
-    let items = if ITEMS == 0 { runtime_items } else { ITEMS };
+    let items = fixed_or(ITEMS, runtime_items);
     let tile = shared::<T, TILE_PADDED>();
     let s = shared::<T, GROUP>();
     let sf = shared::<u32, GROUP>();
@@ -312,7 +312,7 @@ fn scan_sums<T: Num, const ITEMS: u32>(
     seg: u32,
     runtime_items: u32,
 ) {
-    let items = if ITEMS == 0 { runtime_items } else { ITEMS };
+    let items = fixed_or(ITEMS, runtime_items);
     let s = shared::<T, GROUP>();
     let sf = shared::<u32, GROUP>();
     let carry = shared::<T, 1>();
@@ -383,7 +383,7 @@ fn scan_tiles<T: Num, const ITEMS: u32>(
     inclusive: u32,
     runtime_items: u32,
 ) {
-    let items = if ITEMS == 0 { runtime_items } else { ITEMS };
+    let items = fixed_or(ITEMS, runtime_items);
     let tile = shared::<T, TILE_PADDED>();
     let s = shared::<T, GROUP>();
     let sf = shared::<u32, GROUP>();

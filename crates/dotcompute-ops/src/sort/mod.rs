@@ -15,7 +15,7 @@
 //! keys keep their input order) and puts NaNs first.
 
 use crate::scan::{exclusive_sum, group_inclusive_sum};
-use crate::{index_len, invalid, padded, GROUP};
+use crate::{fixed_or, index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
@@ -171,7 +171,7 @@ fn radix_count<K: Num, B: Int, const ROUNDS: u32>(
     tiles: u32,
     runtime_rounds: u32,
 ) {
-    let rounds = if ROUNDS == 0 { runtime_rounds } else { ROUNDS };
+    let rounds = fixed_or(ROUNDS, runtime_rounds);
     let hist = shared::<u32, RADIX>();
     let lid = local_id().x;
     let tile = group_id().x;
@@ -211,10 +211,9 @@ fn radix_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const ROUNDS: u32>(
     runtime_rounds: u32,
     runtime_digits: u32,
 ) {
-    // `ROUNDS == 0` (software GPUs) takes the loop counts at run time: their compiler
-    // cannot unroll the loops then, and an unrolled body is what it spends minutes on
-    // (it builds a coroutine frame per barrier over the whole body).
-    let rounds = if ROUNDS == 0 { runtime_rounds } else { ROUNDS };
+    // `ROUNDS == 0` (software GPUs) takes the loop counts at run time (`fixed_or`); the
+    // digit loops' count then too.
+    let rounds = fixed_or(ROUNDS, runtime_rounds);
     let digits = if ROUNDS == 0 { runtime_digits } else { RADIX };
     let ranks = shared::<u32, RANKS_PADDED>();
     let sums = shared::<u32, GROUP>();
