@@ -162,13 +162,19 @@ fn histogram_int<T: Int>(
     add_bins(local, hist, bins);
 }
 
-fn check(op: &'static str, samples: usize, bins: u32, hist: usize) -> Result<u32> {
+/// `Error::Range` unless there are 1 to [`MAX_BINS`] bins.
+fn check_bins(op: &'static str, bins: u32) -> Result<()> {
     if bins == 0 || bins > MAX_BINS {
         return Err(invalid(
             op,
             format!("{bins} bins: between 1 and {MAX_BINS}"),
         ));
     }
+    Ok(())
+}
+
+fn check(op: &'static str, samples: usize, bins: u32, hist: usize) -> Result<u32> {
+    check_bins(op, bins)?;
     if hist != bins as usize {
         return Err(invalid(
             op,
@@ -310,12 +316,7 @@ fn int_width<T: HistogramInt>(op: &'static str, bins: u32, lower: T, upper: T) -
 
 /// Checks the bin count and that `out` has one index per sample.
 fn check_indices(op: &'static str, samples: usize, bins: u32, out: usize) -> Result<()> {
-    if bins == 0 || bins > MAX_BINS {
-        return Err(invalid(
-            op,
-            format!("{bins} bins: between 1 and {MAX_BINS}"),
-        ));
-    }
+    check_bins(op, bins)?;
     crate::same_len(op, samples, out)?;
     index_len(op, samples).map(|_| ())
 }

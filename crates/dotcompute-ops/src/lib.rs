@@ -152,3 +152,26 @@ pub(crate) fn read_offsets(
     }
     Ok(bounds)
 }
+
+/// [`read_offsets`] for segments that must cover the input: the offsets also start at 0
+/// and end at `n` (scans and sorts by offsets).
+pub(crate) fn read_covering_offsets(
+    queue: &impl AsStream,
+    op: &'static str,
+    offsets: &Buffer<u32>,
+    n: usize,
+) -> Result<Vec<u32>> {
+    let bounds = read_offsets(queue, op, offsets, n)?;
+    if bounds.first() != Some(&0) || bounds.last().map(|&l| l as usize) != Some(n) {
+        return Err(invalid(
+            op,
+            format!(
+                "the offsets ({} of them, {:?} … {:?}) must start at 0 and end at the input's length, {n}",
+                bounds.len(),
+                bounds.first(),
+                bounds.last()
+            ),
+        ));
+    }
+    Ok(bounds)
+}

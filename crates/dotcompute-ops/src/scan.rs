@@ -12,7 +12,7 @@
 //! sums add each tile in a fixed tree, so a device gives the same bits on every run.
 
 use crate::reduce::{combine, group_combine, host_fn, identity, Reducible};
-use crate::{fixed_or, index_len, invalid, padded, ReduceOp, GROUP};
+use crate::{fixed_or, index_len, padded, ReduceOp, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
@@ -554,18 +554,7 @@ pub fn scan_by_offsets<T: Reducible>(
 ) -> Result<()> {
     const OP: &str = "scan_by_offsets";
     let n = input.len();
-    let bounds = crate::read_offsets(queue, OP, offsets, n)?;
-    if bounds.first() != Some(&0) || bounds.last().map(|&l| l as usize) != Some(n) {
-        return Err(invalid(
-            OP,
-            format!(
-                "the offsets ({} of them, {:?} … {:?}) must start at 0 and end at the input's length, {n}",
-                bounds.len(),
-                bounds.first(),
-                bounds.last()
-            ),
-        ));
-    }
+    let bounds = crate::read_covering_offsets(queue, OP, offsets, n)?;
     let mut heads = vec![0u32; n];
     for &b in &bounds[..bounds.len() - 1] {
         if (b as usize) < n {

@@ -322,6 +322,15 @@ pub fn sort_pairs_by_bits<K: RadixKey, V: Num>(
     radix_sort::<K, V, 1>(queue, "sort_pairs_by_bits", keys, Some(values), order, bits)
 }
 
+/// What the ordered bits of a `K` are XORed with for `order`: descending order
+/// complements them.
+pub(crate) fn order_flip<K: RadixKey>(order: Order) -> u64 {
+    match order {
+        Order::Ascending => 0,
+        Order::Descending => u64::MAX >> (64 - K::WIDTH),
+    }
+}
+
 /// Whether `queue`'s device can sort keys of type `K`: `Error::Unsupported` naming the
 /// missing capability otherwise.
 pub(crate) fn check_key_type<K: RadixKey>(queue: &impl AsStream, op: &'static str) -> Result<()> {
@@ -379,11 +388,7 @@ pub(crate) fn radix_sort<K: RadixKey, V: Num, const PAIRS: u32>(
     if n <= 1 {
         return Ok(());
     }
-    // Descending order complements the ordered bits.
-    let flip = match order {
-        Order::Ascending => 0,
-        Order::Descending => u64::MAX >> (64 - K::WIDTH),
-    };
+    let flip = order_flip::<K>(order);
     if crate::host::is_cpu(queue) {
         return host_sort(queue, keys, values, flip, bits);
     }

@@ -9,8 +9,8 @@
 //! and three gathers whatever the segment sizes; a one-group-per-segment sort for many
 //! small segments would be faster and is not written yet.
 
-use super::{radix_sort, RadixKey};
-use crate::{index_len, invalid, len_matches_input, read_offsets, Order};
+use super::{order_flip, radix_sort, RadixKey};
+use crate::{index_len, len_matches_input, read_covering_offsets, Order};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
@@ -130,18 +130,7 @@ fn segment_numbers(
     offsets: &Buffer<u32>,
     n: usize,
 ) -> Result<Vec<u32>> {
-    let bounds = read_offsets(queue, op, offsets, n)?;
-    if bounds.first() != Some(&0) || bounds.last().map(|&l| l as usize) != Some(n) {
-        return Err(invalid(
-            op,
-            format!(
-                "the offsets ({} of them, {:?} … {:?}) must start at 0 and end at the input's length, {n}",
-                bounds.len(),
-                bounds.first(),
-                bounds.last()
-            ),
-        ));
-    }
+    let bounds = read_covering_offsets(queue, op, offsets, n)?;
     let mut segment_of = Vec::with_capacity(n);
     for (s, w) in bounds.windows(2).enumerate() {
         segment_of.resize(segment_of.len() + (w[1] - w[0]) as usize, s as u32);
@@ -157,10 +146,7 @@ fn host_segmented<K: RadixKey, V: Num>(
     segment_of: &[u32],
     order: Order,
 ) -> Result<()> {
-    let flip = match order {
-        Order::Ascending => 0,
-        Order::Descending => u64::MAX >> (64 - K::WIDTH),
-    };
+    let flip = order_flip::<K>(order);
     let compared = |k: K| k.ordered_bits() ^ flip;
     let k = queue.read_buffer(keys)?;
     let v = match &values {
