@@ -105,7 +105,7 @@ pub struct CpuBackend {
     timings: Mutex<Vec<Timing>>,
     /// How long one launch may run before it is stopped ([`watchdog`]), or the error of
     /// an invalid `DOTCOMPUTE_CPU_TIMEOUT_S`, returned by every launch.
-    launch_timeout: Result<std::time::Duration>,
+    time_limit: dotcompute_hal::settings::TimeLimit,
 }
 
 impl Default for CpuBackend {
@@ -181,12 +181,13 @@ impl CpuBackend {
                     tensor_cores: false,
                     exact_float: true,
                     subnormals: true,
+                    time_limits: true,
                 },
             },
             pool: SizeClassPool::new(),
             profiling: Default::default(),
             timings: Default::default(),
-            launch_timeout: dotcompute_hal::settings::seconds(
+            time_limit: dotcompute_hal::settings::TimeLimit::from_env(
                 watchdog::TIMEOUT_VARIABLE,
                 watchdog::DEFAULT_TIMEOUT,
             ),
@@ -290,6 +291,10 @@ impl Backend for CpuBackend {
     fn blas(&self, elem: ScalarType) -> Option<&dyn Blas<CpuBuffer>> {
         matches!(elem, ScalarType::F32 | ScalarType::F64).then_some(self as &dyn Blas<CpuBuffer>)
     }
+
+    fn time_limit(&self) -> Option<&dotcompute_hal::settings::TimeLimit> {
+        Some(&self.time_limit)
+    }
 }
 
 impl Queue for CpuBackend {
@@ -355,7 +360,12 @@ impl Queue for CpuBackend {
         request: &LaunchRequest<'_, CpuBuffer>,
     ) -> Result<()> {
         let kernel = &*request.program.kernel;
-        let limit = self.launch_timeout.clone()?;
+        // The launch's own limit, else the device's (whose error, if its variable was
+        // invalid, every launch returns).
+        let (limit, set_by) = match request.geometry.time_limit {
+            Some(limit) => (limit, dotcompute_hal::settings::SET_BY_LAUNCH),
+            None => self.time_limit.get()?,
+        };
         let Some(native) = request.program.native() else {
             return Err(Error::Backend {
                 backend: "cpu".into(),
@@ -402,7 +412,7 @@ impl Queue for CpuBackend {
             errors: &errors,
         };
         // Raises LaunchTimedOut past the limit; the loops' polls then stop every thread.
-        let _watch = watchdog::watch(&errors, &kernel.name, limit);
+        let _watch = watchdog::watch(&errors, &kernel.name, limit, set_by);
         // A panic inside a kernel (which the generated code avoids, but host code called
         // from a kernel might not) must not take the caller down.
         let start = Instant::now();

@@ -25,6 +25,7 @@ struct Watched {
     slot: Arc<ErrorSlot>,
     kernel: String,
     limit: Duration,
+    set_by: &'static str,
 }
 
 #[derive(Default)]
@@ -67,7 +68,7 @@ impl Watchdog {
                 w.slot.raise(Error::LaunchTimedOut {
                     kernel: w.kernel,
                     seconds: w.limit.as_secs_f64(),
-                    variable: TIMEOUT_VARIABLE,
+                    variable: w.set_by,
                 });
             }
             let next = state.watched.first_key_value().map(|((d, _), _)| *d);
@@ -87,13 +88,16 @@ impl Watchdog {
 
 /// Raises `Error::LaunchTimedOut` in `slot` once `limit` has passed, unless dropped first.
 pub struct Watch {
-    key: (Instant, u64),
+    key: Option<(Instant, u64)>,
 }
 
-/// Starts watching a launch of `kernel`.
-pub fn watch(slot: &Arc<ErrorSlot>, kernel: &str, limit: Duration) -> Watch {
+/// Starts watching a launch of `kernel`; `set_by` names what set the limit (for the
+/// error). A limit too far away to represent is no limit.
+pub fn watch(slot: &Arc<ErrorSlot>, kernel: &str, limit: Duration, set_by: &'static str) -> Watch {
     let dog = watchdog();
-    let deadline = Instant::now() + limit;
+    let Some(deadline) = Instant::now().checked_add(limit) else {
+        return Watch { key: None };
+    };
     let mut state = dog.state.lock().unwrap_or_else(|p| p.into_inner());
     let key = (deadline, state.next);
     state.next += 1;
@@ -107,19 +111,23 @@ pub fn watch(slot: &Arc<ErrorSlot>, kernel: &str, limit: Duration) -> Watch {
             slot: slot.clone(),
             kernel: kernel.to_string(),
             limit,
+            set_by,
         },
     );
     drop(state);
     if earliest {
         dog.wake.notify_one(); // the watchdog sleeps until a later deadline
     }
-    Watch { key }
+    Watch { key: Some(key) }
 }
 
 impl Drop for Watch {
     fn drop(&mut self) {
+        let Some(key) = self.key else {
+            return;
+        };
         let dog = watchdog();
         let mut state = dog.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.watched.remove(&self.key);
+        state.watched.remove(&key);
     }
 }

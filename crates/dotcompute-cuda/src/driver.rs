@@ -261,7 +261,8 @@ fn current_context() -> Option<Arc<Context>> {
 
 /// Waits until `query` (`cuStreamQuery` or `cuEventQuery` of the work waited for) says
 /// it is done, at most `timeout`: a kernel that never ends makes the device lost
-/// (`Error::DeviceLost` naming `op` and the limit) instead of hanging the caller. Work
+/// (`Error::DeviceLost` naming `op`, the limit and `set_by`, what set it) instead of
+/// hanging the caller. Work
 /// cannot be stopped on CUDA short of destroying the context, so the device is unusable
 /// afterwards either way. The wait spins for the first 50 µs (short waits stay as quick
 /// as a blocking synchronisation), then yields, then sleeps up to 1 ms at a time.
@@ -269,6 +270,7 @@ pub(crate) fn wait_bounded(
     ctx: &Context,
     op: &str,
     timeout: std::time::Duration,
+    set_by: &str,
     mut query: impl FnMut() -> sys::CUresult,
 ) -> Result<(), Error> {
     use std::time::{Duration, Instant};
@@ -285,8 +287,8 @@ pub(crate) fn wait_bounded(
             ctx.hung.store(true, std::sync::atomic::Ordering::Relaxed);
             ctx.mark_lost(&format!(
                 "{op}: the work did not finish within {timeout:?} (a kernel that never ends? \
-                 DOTCOMPUTE_CUDA_TIMEOUT_S sets the limit); the device cannot be used again \
-                 in this process"
+                 {set_by} set the limit); a running CUDA kernel cannot be stopped, so the \
+                 device cannot be used again in this process"
             ));
             return Err(ctx.lost_error().expect("just marked lost"));
         }

@@ -94,6 +94,7 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
             tensor_cores: cc.0 >= 8,
             exact_float: true,
             subnormals: true,
+            time_limits: true,
         },
     })
 }

@@ -132,6 +132,11 @@ impl CudaBackend {
             }
             _ => {}
         }
+        if g.time_limit.is_some() {
+            // The launch's own limit covers the launch alone: earlier work first, under
+            // the device's limit.
+            self.wait_stream_idle(stream, "waiting for the work before a time-limited launch")?;
+        }
         let mut params: [*mut c_void; MAX_PARAMS] = [std::ptr::null_mut(); MAX_PARAMS];
         for i in 0..n {
             params[i] = (&mut slots[i] as *mut u64).cast();
@@ -152,6 +157,14 @@ impl CudaBackend {
             }
             .map_err(|e| driver_error(&format!("launching kernel `{}`", kernel.name), e))
         });
+        if let (Ok(()), Some(limit)) = (&launched, g.time_limit) {
+            self.wait_stream_idle_within(
+                stream,
+                &format!("kernel `{}`", kernel.name),
+                limit,
+                dotcompute_hal::settings::SET_BY_LAUNCH,
+            )?;
+        }
         match record {
             Some(mut record) => {
                 launched?;

@@ -117,8 +117,9 @@ pub struct CudaBackend {
     violation_records: Mutex<Vec<sys::CUdeviceptr>>,
     /// The longest wait for the device (`DOTCOMPUTE_CUDA_TIMEOUT_S`, default 300 s): a
     /// read, synchronisation or fence wait past it makes the device lost instead of
-    /// hanging (a kernel that never ends).
-    wait_timeout: std::time::Duration,
+    /// hanging (a kernel that never ends). `Device::set_time_limit` replaces it; fences
+    /// share it.
+    wait_timeout: std::sync::Arc<dotcompute_hal::settings::TimeLimit>,
 }
 
 // SAFETY: the driver handles (context, streams, modules, functions, device pointers) are
@@ -142,10 +143,12 @@ impl CudaBackend {
         // Settings first: a bad value is an error before the device is touched.
         let grid_stride = dotcompute_hal::settings::switch_or("DOTCOMPUTE_CUDA_GRID_STRIDE", true)?;
         let vectorize = dotcompute_hal::settings::switch_or("DOTCOMPUTE_CUDA_VECTORIZE", true)?;
-        let wait_timeout = dotcompute_hal::settings::seconds(
+        let wait_timeout = dotcompute_hal::settings::TimeLimit::from_env(
             "DOTCOMPUTE_CUDA_TIMEOUT_S",
             std::time::Duration::from_secs(300),
-        )?;
+        );
+        wait_timeout.get()?;
+        let wait_timeout = std::sync::Arc::new(wait_timeout);
         let info = info::device_info(ordinal).map_err(|e| Error::BackendUnavailable {
             backend: BACKEND.into(),
             reason: e.to_string(),
@@ -236,6 +239,10 @@ impl Backend for CudaBackend {
     fn blas(&self, elem: ScalarType) -> Option<&dyn Blas<CudaBuffer>> {
         (blas::BLAS_TYPES.contains(&elem) && self.blas_handle().is_ok())
             .then_some(self as &dyn Blas<CudaBuffer>)
+    }
+
+    fn time_limit(&self) -> Option<&dotcompute_hal::settings::TimeLimit> {
+        Some(&self.wait_timeout)
     }
 }
 

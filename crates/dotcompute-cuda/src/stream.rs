@@ -118,7 +118,19 @@ impl CudaBackend {
     /// wait timeout (`DOTCOMPUTE_CUDA_TIMEOUT_S`); past it the device is lost
     /// ([`crate::driver::wait_bounded`]).
     pub(crate) fn wait_stream_idle(&self, stream: sys::CUstream, op: &str) -> Result<()> {
-        crate::driver::wait_bounded(&self.ctx, op, self.wait_timeout, || {
+        let (limit, set_by) = self.wait_timeout.get()?;
+        self.wait_stream_idle_within(stream, op, limit, set_by)
+    }
+
+    /// [`Self::wait_stream_idle`] with a limit of the caller's (a launch's own).
+    pub(crate) fn wait_stream_idle_within(
+        &self,
+        stream: sys::CUstream,
+        op: &str,
+        limit: std::time::Duration,
+        set_by: &str,
+    ) -> Result<()> {
+        crate::driver::wait_bounded(&self.ctx, op, limit, set_by, || {
             // SAFETY: the stream is live.
             unsafe { sys::cuStreamQuery(stream) }
         })
@@ -181,7 +193,7 @@ impl CudaBackend {
 pub(crate) struct CudaFence {
     event: sys::CUevent,
     ctx: std::sync::Arc<crate::driver::Context>,
-    timeout: std::time::Duration,
+    timeout: std::sync::Arc<dotcompute_hal::settings::TimeLimit>,
 }
 
 // SAFETY: events are driver handles usable from any thread with the context bound.
@@ -191,10 +203,12 @@ unsafe impl Sync for CudaFence {}
 impl Fence for CudaFence {
     fn wait(&self) -> Result<()> {
         bind(&self.ctx)?;
+        let (limit, set_by) = self.timeout.get()?;
         crate::driver::wait_bounded(
             &self.ctx,
             "waiting for an event (an earlier kernel may have failed)",
-            self.timeout,
+            limit,
+            set_by,
             // SAFETY: the event is live.
             || unsafe { sys::cuEventQuery(self.event) },
         )
@@ -434,7 +448,7 @@ impl Queue for CudaBackend {
         let fence = CudaFence {
             event: create_event()?,
             ctx: self.ctx.clone(),
-            timeout: self.wait_timeout,
+            timeout: self.wait_timeout.clone(),
         };
         // SAFETY: both handles are live.
         unsafe { cu::event::record(fence.event, stream) }.during("cuEventRecord")?;

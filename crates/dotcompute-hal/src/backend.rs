@@ -145,6 +145,14 @@ pub trait Backend: Send + Sync + 'static {
     fn blas(&self, _elem: ScalarType) -> Option<&dyn Blas<Self::Buffer>> {
         None
     }
+
+    /// The device's time limit (one launch on the CPU, one wait on a GPU), where the
+    /// backend enforces one (`Capabilities::time_limits`). A backend that has one also
+    /// honours `ResolvedLaunch::time_limit`: it waits for the stream's earlier work
+    /// under its own limit, then for the launch under the launch's.
+    fn time_limit(&self) -> Option<&crate::settings::TimeLimit> {
+        None
+    }
 }
 
 /// The stream half of a backend: work enqueued on a stream runs in the order it was

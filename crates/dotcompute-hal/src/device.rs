@@ -139,6 +139,10 @@ pub struct Capabilities {
     /// Vulkan devices without `shaderDenormPreserveFloat32` (lavapipe) and where unknown.
     /// With both, float results equal the CPU's bit for bit.
     pub subnormals: bool,
+    /// Launch time limits are enforced (`Device::set_time_limit`, `Launch::time_limit`):
+    /// the CPU stops a launch past its limit, CUDA and wgpu report the device lost
+    /// instead of waiting on. `false` on Metal (its waits are unbounded; never run here).
+    pub time_limits: bool,
 }
 
 impl Capabilities {

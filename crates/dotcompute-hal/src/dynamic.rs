@@ -32,6 +32,8 @@ pub trait DynBackend: Send + Sync {
     fn close_stream(&self, id: StreamId);
     fn set_profiling(&self, on: bool);
     fn take_timings(&self) -> Vec<Timing>;
+    /// See [`Backend::time_limit`].
+    fn time_limit(&self) -> Option<&crate::settings::TimeLimit>;
     /// Whether [`DynBackend::gemm`] can run a product of `elem`.
     fn has_blas(&self, elem: ScalarType) -> bool;
     /// The vendor matrix product; `Error::Unsupported` without one for `request.elem`.
@@ -189,6 +191,9 @@ impl<B: Backend + Queue> DynBackend for B {
     }
     fn take_timings(&self) -> Vec<Timing> {
         Backend::take_timings(self)
+    }
+    fn time_limit(&self) -> Option<&crate::settings::TimeLimit> {
+        Backend::time_limit(self)
     }
     fn has_blas(&self, elem: ScalarType) -> bool {
         Backend::blas(self, elem).is_some()

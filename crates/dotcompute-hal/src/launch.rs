@@ -22,6 +22,7 @@ pub struct Launch {
     group: Option<[u32; 3]>,
     dynamic_shared: Option<u32>,
     checked: Option<bool>,
+    time_limit: Option<std::time::Duration>,
 }
 
 impl Launch {
@@ -33,6 +34,7 @@ impl Launch {
             group: None,
             dynamic_shared: None,
             checked: None,
+            time_limit: None,
         }
     }
     /// A `width × height` grid of threads.
@@ -43,6 +45,7 @@ impl Launch {
             group: None,
             dynamic_shared: None,
             checked: None,
+            time_limit: None,
         }
     }
     /// An `x × y × z` grid of threads.
@@ -53,6 +56,7 @@ impl Launch {
             group: None,
             dynamic_shared: None,
             checked: None,
+            time_limit: None,
         }
     }
     /// Threads per group along x (the other dimensions are 1).
@@ -80,6 +84,18 @@ impl Launch {
     /// (`DOTCOMPUTE_CHECKED=1` turns it on; off by default: checks cost time).
     pub fn checked(mut self, on: bool) -> Launch {
         self.checked = Some(on);
+        self
+    }
+    /// A time limit for this launch alone, in place of the device's
+    /// (`Device::set_time_limit`, or the backend's `DOTCOMPUTE_*_TIMEOUT_S`). The launch
+    /// first waits for the work queued before it on its stream (under the device's limit),
+    /// then for itself under this one, so it is synchronous, like a checked launch. Past
+    /// the limit a CPU launch is stopped (`Error::LaunchTimedOut`, the device stays
+    /// usable); a GPU kernel cannot be stopped, so the GPU device is lost
+    /// (`Error::DeviceLost` naming the kernel and the limit). A device whose capabilities
+    /// lack `time_limits` refuses the launch. Between 0 (excluded) and a year.
+    pub fn time_limit(mut self, limit: std::time::Duration) -> Launch {
+        self.time_limit = Some(limit);
         self
     }
     /// The group size, if one was given.
@@ -215,6 +231,10 @@ impl Launch {
                 None => checked_from_env()?,
             },
             default_group: self.group.is_none(),
+            time_limit: self
+                .time_limit
+                .map(|l| crate::settings::check_time_limit(crate::settings::SET_BY_LAUNCH, l))
+                .transpose()?,
         })
     }
 }
@@ -245,6 +265,8 @@ pub struct ResolvedLaunch {
     pub shared_bytes: u64,
     /// Checked mode ([`Launch::checked`]).
     pub checked: bool,
+    /// The launch's own time limit ([`Launch::time_limit`]): the backend waits for it.
+    pub time_limit: Option<std::time::Duration>,
     /// Whether the group size is the default (the launch gave none): a backend whose
     /// compiled kernel allows fewer threads per group than the device may then shrink it
     /// (Metal's per-pipeline `maxTotalThreadsPerThreadgroup`); a group the user gave is

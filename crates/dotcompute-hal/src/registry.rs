@@ -79,6 +79,7 @@ mod tests {
                 tensor_cores: false,
                 exact_float: true,
                 subnormals: true,
+                time_limits: true,
             },
         }
     }

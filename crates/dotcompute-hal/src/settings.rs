@@ -56,6 +56,55 @@ pub fn seconds(name: &'static str, default: Duration) -> Result<Duration> {
     }
 }
 
+/// The longest time limit accepted anywhere (as for the variables): a year. Longer ones
+/// would overflow `Instant` arithmetic on some platforms.
+pub const MAX_TIME_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Who set a time limit, for the error that reports it.
+pub const SET_BY_DEVICE: &str = "Device::set_time_limit";
+/// Who set a launch's own time limit.
+pub const SET_BY_LAUNCH: &str = "Launch::time_limit";
+
+/// Checks a time limit given in code (`op` names the call): more than zero, at most
+/// [`MAX_TIME_LIMIT`].
+pub fn check_time_limit(op: &'static str, limit: Duration) -> Result<Duration> {
+    if limit.is_zero() || limit > MAX_TIME_LIMIT {
+        return Err(Error::Range {
+            op,
+            detail: format!("a time limit must be more than 0 and at most a year, not {limit:?}"),
+        });
+    }
+    Ok(limit)
+}
+
+/// A device's time limit: how long one launch (CPU) or one wait for the device (GPUs)
+/// may last. Read from the backend's variable when the device opens (an invalid value is
+/// kept as the error every launch returns), replaceable at run time by
+/// `Device::set_time_limit`. Each error past the limit names what set it.
+pub struct TimeLimit {
+    state: std::sync::RwLock<(Result<Duration>, &'static str)>,
+}
+
+impl TimeLimit {
+    /// The limit from `variable` (seconds), or `default` when unset.
+    pub fn from_env(variable: &'static str, default: Duration) -> TimeLimit {
+        TimeLimit {
+            state: std::sync::RwLock::new((seconds(variable, default), variable)),
+        }
+    }
+    /// The limit and what set it (the variable or [`SET_BY_DEVICE`]).
+    pub fn get(&self) -> Result<(Duration, &'static str)> {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        Ok((state.0.clone()?, state.1))
+    }
+    /// Replaces the limit (and any error of the variable's value).
+    pub fn set(&self, limit: Duration) -> Result<()> {
+        let limit = check_time_limit(SET_BY_DEVICE, limit)?;
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = (Ok(limit), SET_BY_DEVICE);
+        Ok(())
+    }
+}
+
 /// One of `choices` (compared without case): `Ok(None)` when unset or empty.
 pub fn choice(
     name: &'static str,
@@ -142,6 +191,29 @@ mod tests {
         }
         std::env::remove_var(name);
         assert_eq!(seconds(name, default).unwrap(), default);
+    }
+
+    #[test]
+    fn a_time_limit_is_read_once_and_replaced_by_set() {
+        let name = "DOTCOMPUTE_TEST_LIMIT";
+        std::env::set_var(name, "abc");
+        let limit = TimeLimit::from_env(name, Duration::from_secs(300));
+        std::env::remove_var(name);
+        assert!(matches!(limit.get(), Err(Error::Config { .. })));
+        for bad in [Duration::ZERO, MAX_TIME_LIMIT + Duration::from_secs(1)] {
+            assert!(
+                matches!(limit.set(bad), Err(Error::Range { .. })),
+                "{bad:?}"
+            );
+        }
+        assert!(limit.get().is_err(), "a refused value changes nothing");
+        limit.set(Duration::from_millis(1500)).unwrap();
+        assert_eq!(
+            limit.get().unwrap(),
+            (Duration::from_millis(1500), SET_BY_DEVICE)
+        );
+        let from_default = TimeLimit::from_env(name, Duration::from_secs(7));
+        assert_eq!(from_default.get().unwrap(), (Duration::from_secs(7), name));
     }
 
     #[test]

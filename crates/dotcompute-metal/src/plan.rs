@@ -306,6 +306,7 @@ mod tests {
             shared_bytes: 256,
             checked: false,
             default_group: false,
+            time_limit: None,
         }
     }
 

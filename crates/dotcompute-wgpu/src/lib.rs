@@ -41,6 +41,7 @@
 //! host when recorded. Graphs are replayed by the facade, node by node.
 
 use dotcompute_codegen::{naga_out, wgsl};
+use dotcompute_hal::settings;
 use dotcompute_hal::{
     AtomicF32Add, Backend, BackendDescriptor, BackendKind, BoundArg, Capabilities, DeviceInfo,
     DeviceType, Error, LaunchRequest, Limits, MemoryStats, Queue, RawLanguage, Result,
@@ -199,8 +200,9 @@ pub struct WgpuBackend {
     uncaptured: Arc<Mutex<Option<Error>>>,
     /// Set by wgpu's device-lost callback: every later call is `Error::DeviceLost`.
     lost: Arc<OnceLock<String>>,
-    /// The longest wait for the device (`DOTCOMPUTE_WGPU_TIMEOUT_S`, default 300 s).
-    wait_timeout: std::time::Duration,
+    /// The longest wait for the device (`DOTCOMPUTE_WGPU_TIMEOUT_S`, default 300 s;
+    /// `Device::set_time_limit` replaces it).
+    wait_timeout: settings::TimeLimit,
     /// Whether eligible kernels run in the grid-stride form (`DOTCOMPUTE_WGPU_STRIDED=0`
     /// turns it off, for comparisons and as an escape hatch).
     strided: bool,
@@ -385,6 +387,7 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
             // Exact only through strict SPIR-V; subnormals where the device keeps them.
             exact_float: strict.is_some(),
             subnormals: strict.is_some_and(|o| o.denorm_preserve),
+            time_limits: true,
         },
     }
 }
@@ -488,11 +491,11 @@ impl WgpuBackend {
     /// Opens `adapter` with all of its limits. A `DOTCOMPUTE_WGPU_*` setting with a value
     /// it does not accept is `Error::Config`, before anything is opened.
     pub fn open(adapter: wgpu::Adapter) -> Result<WgpuBackend> {
-        use dotcompute_hal::settings;
-        let wait_timeout = settings::seconds(
+        let wait_timeout = settings::TimeLimit::from_env(
             "DOTCOMPUTE_WGPU_TIMEOUT_S",
             std::time::Duration::from_secs(300),
-        )?;
+        );
+        wait_timeout.get()?;
         let strided = settings::switch_or("DOTCOMPUTE_WGPU_STRIDED", true)?;
         let vectors = settings::switch_or("DOTCOMPUTE_WGPU_VECTORS", true)?;
         let batch = settings::switch_or("DOTCOMPUTE_WGPU_BATCH", true)?;
@@ -630,12 +633,19 @@ impl WgpuBackend {
     /// Waits for the submitted work, at most `wait_timeout`: a device that does not
     /// finish in that time is an error, not a hang.
     fn wait(&self) -> Result<()> {
+        let (limit, set_by) = self.wait_timeout.get()?;
+        self.wait_within(limit, set_by, "its work")
+    }
+
+    /// [`Self::wait`] with a limit of the caller's (a launch's own); `what` names the
+    /// work in the error.
+    fn wait_within(&self, limit: std::time::Duration, set_by: &str, what: &str) -> Result<()> {
         self.check_lost()?;
         self.flush()?;
         self.device
             .poll(wgpu::PollType::Wait {
                 submission_index: None,
-                timeout: Some(self.wait_timeout),
+                timeout: Some(limit),
             })
             .map_err(|e| match e {
                 // A kernel that does not end cannot be stopped through wgpu, and every
@@ -643,10 +653,9 @@ impl WgpuBackend {
                 // process (its driver ends the work when the process exits).
                 wgpu::PollError::Timeout => {
                     let _ = self.lost.set(format!(
-                        "its work did not finish within {:?} (a kernel that never ends? \
-                         DOTCOMPUTE_WGPU_TIMEOUT_S sets the limit); the device cannot be used \
-                         again in this process",
-                        self.wait_timeout
+                        "{what} did not finish within {limit:?} (a kernel that never ends? \
+                         {set_by} set the limit); the device cannot be used again in this \
+                         process"
                     ));
                     self.check_lost().unwrap_err()
                 }
@@ -1350,6 +1359,10 @@ impl Backend for WgpuBackend {
     fn take_timings(&self) -> Vec<Timing> {
         std::mem::take(&mut *self.timings.lock().unwrap_or_else(|p| p.into_inner()))
     }
+
+    fn time_limit(&self) -> Option<&settings::TimeLimit> {
+        Some(&self.wait_timeout)
+    }
 }
 
 impl Queue for WgpuBackend {
@@ -1516,6 +1529,12 @@ impl Queue for WgpuBackend {
         requests: &[LaunchRequest<'_, WgpuBuffer>],
     ) -> Result<()> {
         self.check_lost()?;
+        // A launch with its own time limit: earlier work first, under the device's limit
+        // (one queue: all of it), then this launch alone under its own.
+        let limited = requests.iter().filter_map(|r| r.geometry.time_limit).min();
+        if limited.is_some() {
+            self.wait()?;
+        }
         // wgpu's error scopes belong to the calling thread: a validation error of this
         // launch comes back to this caller, not to whichever thread calls next.
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -1523,7 +1542,14 @@ impl Queue for WgpuBackend {
         match (result, pollster::block_on(scope.pop())) {
             (Err(e), _) => Err(e),
             (Ok(()), Some(e)) => Err(wgpu_error("launch", &e)),
-            (Ok(()), None) => Ok(()),
+            (Ok(()), None) => match limited {
+                Some(limit) => self.wait_within(
+                    limit,
+                    settings::SET_BY_LAUNCH,
+                    &format!("kernel `{}`", requests[0].program.kernel.name),
+                ),
+                None => Ok(()),
+            },
         }
     }
 

@@ -300,6 +300,49 @@ impl Device {
         self.backend().trim()
     }
 
+    /// Sets this device's time limit, in place of the backend's `DOTCOMPUTE_*_TIMEOUT_S`
+    /// (default 300 s); more than 0, at most a year. On the CPU it bounds each launch,
+    /// which is then stopped (`Error::LaunchTimedOut`; the device stays usable). On CUDA
+    /// and wgpu it bounds each wait for the device (a read, a synchronisation, a fence):
+    /// a running GPU kernel cannot be stopped, so past the limit the device is lost
+    /// (`Error::DeviceLost`, for the rest of the process), never a hang. Other handles
+    /// opened on the same hardware keep their own limit. `Error::Unsupported` where
+    /// [`Capabilities::time_limits`](dotcompute_hal::Capabilities::time_limits) is off.
+    /// A single launch can have its own with [`Launch::time_limit`].
+    ///
+    /// ```
+    /// # let device = dotcompute::Device::cpu();
+    /// device.set_time_limit(std::time::Duration::from_secs(60))?;
+    /// assert_eq!(device.time_limit()?, std::time::Duration::from_secs(60));
+    /// # Ok::<(), dotcompute::Error>(())
+    /// ```
+    pub fn set_time_limit(&self, limit: std::time::Duration) -> Result<()> {
+        match self.backend().time_limit() {
+            Some(l) => l.set(limit),
+            None => Err(self.no_time_limits("Device::set_time_limit")),
+        }
+    }
+
+    /// This device's time limit (see [`Device::set_time_limit`]); the error of an
+    /// invalid `DOTCOMPUTE_*_TIMEOUT_S`, or `Error::Unsupported` where limits are not
+    /// enforced.
+    pub fn time_limit(&self) -> Result<std::time::Duration> {
+        match self.backend().time_limit() {
+            Some(l) => Ok(l.get()?.0),
+            None => Err(self.no_time_limits("Device::time_limit")),
+        }
+    }
+
+    fn no_time_limits(&self, op: &'static str) -> Error {
+        Error::Unsupported {
+            op,
+            detail: format!(
+                "{} does not enforce time limits (its waits for the device are unbounded)",
+                self.info().label()
+            ),
+        }
+    }
+
     /// Turns profiling on or off. While on, every launch, copy, fill, transfer and graph
     /// records a [`Timing`](crate::Timing) with its stream and start time: GPU time from
     /// CUDA events or wgpu timestamp queries (wgpu launches then wait for their results),
@@ -415,6 +458,9 @@ impl Device {
     ) -> Result<()> {
         let geometry = launch.resolve(&program.kernel, &self.info().limits)?;
         check_geometry(program, &geometry)?;
+        if geometry.time_limit.is_some() && !self.info().caps.time_limits {
+            return Err(self.no_time_limits("Launch::time_limit"));
+        }
         self.order_args(s, args)?;
         // SAFETY: `bound` comes from bind_args: opaque `Arg`s (ranges inside their buffers,
         // element types and access checked against the kernel), writable only through

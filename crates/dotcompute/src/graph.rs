@@ -381,6 +381,17 @@ impl<'a> Graph<'a> {
         self.check_aliasing(ir, &node_args)?;
         let mut geometry = launch.resolve(ir, &self.device.info().limits)?;
         check_geometry(&program, &geometry)?;
+        if geometry.time_limit.is_some() {
+            // A replay is one submission (one cuGraphLaunch on CUDA): no node can be
+            // waited for alone.
+            return Err(Error::Graph {
+                detail: format!(
+                    "node `{}`: a graph node cannot have its own time limit \
+                     (Launch::time_limit); the device's limit bounds each wait for a replay",
+                    ir.name
+                ),
+            });
+        }
         // Graph nodes run unchecked: a checked launch waits for its kernel and reads its
         // violation record, which a captured CUDA graph cannot do. Check a graph's
         // kernels by launching them directly with `Launch::checked`.

@@ -86,6 +86,7 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             tensor_cores: false,
             exact_float: false,
             subnormals: false,
+            time_limits: false,
         },
     }
 }

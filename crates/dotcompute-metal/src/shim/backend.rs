@@ -68,6 +68,7 @@ impl ShimBackend {
             tensor_cores: false,
             exact_float: false,
             subnormals: false,
+            time_limits: false,
         };
         Ok(ShimBackend {
             cpu,
