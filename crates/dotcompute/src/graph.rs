@@ -120,19 +120,19 @@ impl<T> Copy for GraphBufferMut<T> {}
 impl<T: Element> GraphBuffer<T> {
     /// The buffer as a launch argument.
     pub fn arg(self) -> GraphArg {
-        GraphArg::Buffer {
+        GraphArg(GraphArgKind::Buffer {
             graph: self.graph,
             index: self.index,
-        }
+        })
     }
 }
 impl<T: Element> GraphBufferMut<T> {
     /// The buffer as a launch argument (bound writable where the kernel writes).
     pub fn arg(self) -> GraphArg {
-        GraphArg::Buffer {
+        GraphArg(GraphArgKind::Buffer {
             graph: self.graph,
             index: self.index,
-        }
+        })
     }
     /// The same buffer, read-only (a copy's source, say).
     pub fn read_only(self) -> GraphBuffer<T> {
@@ -144,16 +144,21 @@ impl<T: Element> GraphBufferMut<T> {
     }
 }
 
-/// One argument of a graph launch node.
+/// One argument of a graph launch node: made only by [`GraphBuffer::arg`],
+/// [`GraphBufferMut::arg`] and [`GraphArg::scalar`] (opaque, like [`Arg`](crate::Arg), so
+/// that no argument exists which the graph's checks did not see).
 #[derive(Clone, Copy, Debug)]
-pub enum GraphArg {
+pub struct GraphArg(GraphArgKind);
+
+#[derive(Clone, Copy, Debug)]
+enum GraphArgKind {
     Buffer { graph: u64, index: usize },
     Scalar(Literal),
 }
 
 impl GraphArg {
     pub fn scalar<T: ScalarArg>(v: T) -> GraphArg {
-        GraphArg::Scalar(v.literal())
+        GraphArg(GraphArgKind::Scalar(v.literal()))
     }
 }
 
@@ -357,8 +362,8 @@ impl<'a> Graph<'a> {
         check_count(ir, args.len())?;
         let mut node_args = Vec::with_capacity(args.len());
         for (param, arg) in ir.params.iter().zip(args) {
-            node_args.push(match *arg {
-                GraphArg::Buffer { graph, index } => {
+            node_args.push(match arg.0 {
+                GraphArgKind::Buffer { graph, index } => {
                     let i = self.buffer_index(graph, index)?;
                     let b = &self.buffers[i];
                     check_arg(
@@ -372,7 +377,7 @@ impl<'a> Graph<'a> {
                     )?;
                     NodeArg::Buffer(i)
                 }
-                GraphArg::Scalar(l) => {
+                GraphArgKind::Scalar(l) => {
                     check_arg(ir, param, ArgView::Scalar(l))?;
                     NodeArg::Scalar(l)
                 }
