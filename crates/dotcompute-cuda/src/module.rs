@@ -84,6 +84,8 @@ impl CudaBackend {
         let (f, outcome) = match &program.source {
             ProgramSource::Ir { .. } => {
                 let module = dotcompute_codegen::cuda::generate_with(kernel, checked);
+                let variant = if checked { "checked" } else { "" };
+                dotcompute_hal::dump::dump_source(program, variant, "cu", "//", &module.source)?;
                 self.load(
                     &kernel.name,
                     &module.source,
@@ -96,20 +98,23 @@ impl CudaBackend {
                     false,
                 )?
             }
-            ProgramSource::Raw(raw) => self.load(
-                &kernel.name,
-                &raw.text,
-                Entries {
-                    entry: &raw.entry,
-                    strided: None,
-                    vector: None,
-                    // Hand-written kernels take exactly their declared parameters.
-                    params: (0..kernel.params.len() as u32)
-                        .map(ParamSlot::Arg)
-                        .collect(),
-                },
-                true,
-            )?,
+            ProgramSource::Raw(raw) => {
+                dotcompute_hal::dump::dump_source(program, "", "cu", "//", &raw.text)?;
+                self.load(
+                    &kernel.name,
+                    &raw.text,
+                    Entries {
+                        entry: &raw.entry,
+                        strided: None,
+                        vector: None,
+                        // Hand-written kernels take exactly their declared parameters.
+                        params: (0..kernel.params.len() as u32)
+                            .map(ParamSlot::Arg)
+                            .collect(),
+                    },
+                    true,
+                )?
+            }
         };
         let f = lock(&self.functions)
             .entry((program.key, checked))

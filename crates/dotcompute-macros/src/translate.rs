@@ -2240,6 +2240,9 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 /// The kernel definition handed to backends.
                 pub static KERNEL: __dc::KernelDef =
                     __dc::KernelDef::new(#name_str, __build, ::core::option::Option::Some(__native));
+                /// The kernel definition (`KERNEL`), named as a generic kernel's is:
+                /// `my_kernel::kernel().source(Target::Cuda)` shows its generated code.
+                pub fn kernel() -> &'static __dc::KernelDef { &KERNEL }
                 fn __instance_name() -> ::std::string::String { #name_str.into() }
             },
             quote!((&KERNEL)),

@@ -42,12 +42,15 @@ pub fn msl_module(program: &Program, checked: bool) -> Result<MslModule> {
             ),
         });
     }
-    dotcompute_codegen::msl::generate_with(&program.kernel, checked).map_err(|e| {
+    let module = dotcompute_codegen::msl::generate_with(&program.kernel, checked).map_err(|e| {
         Error::Unsupported {
             op: "kernel",
             detail: e.to_string(),
         }
-    })
+    })?;
+    let variant = if checked { "checked" } else { "" };
+    dotcompute_hal::dump::dump_source(program, variant, "metal", "//", &module.source)?;
+    Ok(module)
 }
 
 #[cfg(all(feature = "shim", unix))]

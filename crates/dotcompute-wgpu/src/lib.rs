@@ -846,6 +846,26 @@ impl WgpuBackend {
             },
         )
         .map_err(|e| compile_err(e.message))?;
+        // The variant: what the launch specialised (DOTCOMPUTE_DUMP file names).
+        let variant = format!(
+            "group {}x{}x{}{}{}{}{}",
+            group[0],
+            group[1],
+            group[2],
+            if kernel.dynamic_shared().is_some() {
+                format!(" shared {dynamic_len}")
+            } else {
+                String::new()
+            },
+            if view_offsets { " offsets" } else { "" },
+            if checked { " checked" } else { "" },
+            match form {
+                Form::Plain => "",
+                Form::Strided => " strided",
+                Form::Vector => " vector",
+            }
+        );
+        dotcompute_hal::dump::dump_source(program, &variant, "wgsl", "//", &module.source)?;
         // naga validates first so that a codegen bug is reported with the WGSL line.
         let validated = naga_out::validate_wgsl(&module.source).map_err(compile_err)?;
         self.compile(key, &kernel.name, module, "main", Some(&validated))
@@ -1037,6 +1057,7 @@ impl WgpuBackend {
                     uniform_size: if raw.uniform_binding.is_some() { 16 } else { 0 },
                     violation_binding: None,
                 };
+                dotcompute_hal::dump::dump_source(program, "", "wgsl", "//", &raw.text)?;
                 self.compile(key, &kernel.name, module, &raw.entry, None)?
             }
         };

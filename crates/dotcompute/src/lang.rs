@@ -265,7 +265,8 @@ macro_rules! subgroup_stub {
     )*};
 }
 subgroup_stub! {
-    /// `x` of lane `lane % subgroup_size()`.
+    /// `x` of lane `lane % subgroup_size()`. With the same `lane` in every lane it is a
+    /// broadcast: `subgroup_shuffle(x, 0)` gives every lane lane 0's `x`.
     subgroup_shuffle(x: T, lane: u32) -> T;
     /// `x` of lane `(subgroup_lane() ^ mask) % subgroup_size()` (butterfly exchanges).
     subgroup_shuffle_xor(x: T, mask: u32) -> T;

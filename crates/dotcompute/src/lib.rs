@@ -201,7 +201,33 @@
 //!
 //! [`f16`](struct@f16) and [`bf16`] buffers can be allocated, filled, copied and transferred on every
 //! backend, and multiplied with [`Device::matmul`] where the backend has a vendor library
-//! (cuBLAS). Kernels cannot use them yet.
+//! (cuBLAS). Kernels use `f16` as a scalar type (buffers, locals, arithmetic, `as` casts,
+//! the [`Float`] math) on devices whose capabilities list `f16`; `bf16` is a storage type
+//! only (no kernel arithmetic).
+//!
+//! ## Seeing the generated code
+//!
+//! Every kernel shows what the backends compile from it: `my_kernel::kernel()` (or
+//! `my_kernel::kernel::<f32, 4>()` for one generic instance) with
+//! [`KernelSource::source`] and a [`Target`] (`Ir`, `Cuda`, `Wgsl`, `Msl`); no device
+//! needed. `DOTCOMPUTE_DUMP=<dir>` writes each source a backend compiles, as it compiles
+//! it (`<kernel>.<key>.<variant>.cu|wgsl|metal`), exactly as the launch specialised it.
+//!
+//! ```
+//! use dotcompute::prelude::*;
+//! use dotcompute::Target;
+//!
+//! #[kernel]
+//! fn double(x: &mut [f32]) {
+//!     let i = global_id().x;
+//!     if i < x.len() {
+//!         x[i] = x[i] * 2.0;
+//!     }
+//! }
+//!
+//! println!("{}", double::kernel().source(Target::Cuda)?);
+//! # Ok::<(), dotcompute::Error>(())
+//! ```
 //!
 //! ## Errors
 //!
@@ -220,6 +246,7 @@ pub mod lang;
 mod linalg;
 mod raw;
 pub mod registry;
+mod source;
 mod stream;
 pub mod trace;
 mod tracking;
@@ -246,6 +273,7 @@ pub use linalg::library_kernels;
 pub use linalg::{MatmulElement, MatmulPath, Precision};
 pub use raw::{RawKernel, RawParam};
 pub use registry::{backends, registry, BackendStatus};
+pub use source::{KernelSource, SourceOptions, Target};
 pub use stream::{AsStream, Stream};
 /// A buffer's use-tracking state (which streams used it); opaque.
 pub use tracking::Uses;
@@ -276,7 +304,8 @@ pub mod wgpu {
 /// Everything a typical program needs.
 pub mod prelude {
     pub use crate::{
-        kernel, kernel_fn, AsStream, Buffer, Device, Float, Int, Launch, Num, Stream, Vec2, Vec4,
+        kernel, kernel_fn, AsStream, Buffer, Device, Float, Int, KernelSource, Launch, Num, Stream,
+        Vec2, Vec4,
     };
 }
 

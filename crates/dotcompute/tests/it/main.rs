@@ -7,6 +7,7 @@ mod cpu_barriers;
 mod cpu_matmul;
 mod cuda;
 mod float_semantics;
+mod generated_source;
 mod graphs;
 mod host_transfers;
 mod launch_reuse;
