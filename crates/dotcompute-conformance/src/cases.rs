@@ -113,6 +113,12 @@ pub fn cases() -> Vec<Case> {
             local_arrays,
         ),
         c(
+            "ConstSizedLocalArrays",
+            "language",
+            vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
+            const_sized_local_arrays,
+        ),
+        c(
             "ViewArgs",
             "language",
             vec![Size::n(1), Size::n(4099), Size::n(1_000_003)],
@@ -1439,6 +1445,63 @@ fn local_arrays(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result<Outco
             return fail(format!(
                 "thread {i}: histogram total {}, expected {total}",
                 got_hist[i]
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
+fn const_sized_local_arrays(
+    d: &Target,
+    size: Size,
+    rng: &mut fastrand::Rng,
+) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    // Small integers: every sum is exact in f32 too.
+    let xi: Vec<i32> = (0..n).map(|_| rng.i32(-1000..1000)).collect();
+    let want = |per: usize, i: usize, x: &dyn Fn(usize) -> i64| -> i64 {
+        let total: i64 = (0..per)
+            .map(|k| (0..3).map(|r| x((i + k + r * per) % n)).sum::<i64>() * (k as i64 + 1))
+            .sum();
+        total + (1 + 2 * per * (i % 7)) as i64 + (2 * per + 1) as i64
+    };
+    // f32 with PER = 3, i32 with PER = 5.
+    let xf: Vec<f32> = xi.iter().map(|&v| v as f32).collect();
+    let dxf = d.upload(&xf)?;
+    let mut outf = poisoned_f32(d, n)?;
+    kernels::const_local_arrays::launch::<f32, 3>(d, Launch::threads(n), &dxf, &mut outf)?;
+    let dxi = d.upload(&xi)?;
+    let mut outi = d.alloc_filled(n, POISON_U32 as i32)?;
+    kernels::const_local_arrays::launch::<i32, 5>(d, Launch::threads(n), &dxi, &mut outi)?;
+    let (gf, gi) = (outf.to_vec()?, outi.to_vec()?);
+    for i in 0..n {
+        let wf = want(3, i, &|j| xi[j] as i64);
+        if gf[i] != wf as f32 {
+            return fail(format!("f32, PER 3, thread {i}: {}, expected {wf}", gf[i]));
+        }
+        let wi = want(5, i, &|j| xi[j] as i64);
+        if gi[i] as i64 != wi {
+            return fail(format!("i32, PER 5, thread {i}: {}, expected {wi}", gi[i]));
+        }
+    }
+    // Across a barrier, PER = 6, groups of 64 (n need not be a multiple).
+    let xu: Vec<u32> = (0..n).map(|_| rng.u32(..1 << 28)).collect();
+    let dxu = d.upload(&xu)?;
+    let mut outu = d.alloc_filled(n, POISON_U32)?;
+    kernels::const_local_across_barrier::launch::<6>(
+        d,
+        Launch::threads(n).group(64),
+        &dxu,
+        &mut outu,
+    )?;
+    let gu = outu.to_vec()?;
+    for i in 0..n {
+        let next = if (i + 1) % 64 == 0 { i + 1 - 64 } else { i + 1 };
+        let want = xu[i] + xu.get(next).copied().unwrap_or(0) + 6;
+        if gu[i] != want {
+            return fail(format!(
+                "across a barrier, thread {i}: {}, expected {want}",
+                gu[i]
             ));
         }
     }

@@ -651,6 +651,49 @@ pub fn local_arrays(x: &[f32], keys: &[u32], sums: &mut [f32], hist: &mut [u32])
     }
 }
 
+/// Thread-private arrays sized by a const parameter and by arithmetic of it (issue 31:
+/// `[v; PER]` with `const PER: u32` did not compile natively).
+#[kernel]
+pub fn const_local_arrays<T: Num, const PER: u32>(x: &[T], out: &mut [T]) {
+    let i = global_id().x;
+    if i < out.len() {
+        let mut acc = [T::zero(); PER];
+        for j in 0..PER * 3 {
+            acc[j % PER] += x[(i + j) % x.len()];
+        }
+        let mut wide = [1u32; PER * 2 + 1];
+        for k in 0..wide.len() {
+            wide[k] += k * (i % 7);
+        }
+        let mut total = T::zero();
+        for k in 0..PER {
+            total += acc[k] * T::cast(k + 1);
+        }
+        out[i] = total + T::cast(wide[PER * 2] + wide.len());
+    }
+}
+
+/// A const-sized local array live across a barrier (the CPU keeps it per thread in the
+/// split group body).
+#[kernel]
+pub fn const_local_across_barrier<const PER: u32>(x: &[u32], out: &mut [u32]) {
+    let s = shared::<u32, 64>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let mut keep = [0u32; PER + 1];
+    for k in 0..PER + 1 {
+        keep[k] = k;
+        if i < x.len() {
+            keep[k] += x[i];
+        }
+    }
+    s[l] = keep[PER];
+    barrier();
+    if i < out.len() {
+        out[i] = keep[0] + s[(l + 1) % 64];
+    }
+}
+
 /// `out[i] = a[i] + 2 b[i]` and a count per `i % counts.len()`: launched on views at
 /// offsets (aligned and not), which the kernel indexes from 0.
 #[kernel]

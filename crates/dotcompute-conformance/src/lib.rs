@@ -287,6 +287,7 @@ macro_rules! conformance_tests {
             kernel_functions, kernel_functions_on_stream => "KernelFunctions",
             generic_kernels, generic_kernels_on_stream => "GenericKernels",
             local_arrays, local_arrays_on_stream => "LocalArrays",
+            const_sized_local_arrays, const_sized_local_arrays_on_stream => "ConstSizedLocalArrays",
             view_args, view_args_on_stream => "ViewArgs",
             vector_types, vector_types_on_stream => "VectorTypes",
             subgroups, subgroups_on_stream => "Subgroups",
@@ -306,7 +307,7 @@ macro_rules! conformance_tests {
             checked_mode, checked_mode_on_stream => "CheckedMode");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 37, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 38, "add new cases to conformance_tests!");
         }
     };
     (@each $($test:ident, $on_stream:ident => $name:literal),*) => {

@@ -388,6 +388,36 @@ impl<T: Copy + Default> ArraySlots<T> {
     }
 }
 
+/// A thread-private array whose length is known only when the kernel instance runs (a
+/// const parameter, or arithmetic of them, which Rust cannot use as an array length in
+/// generic code): room for `CAP` elements on the stack, of which only the first `len` are
+/// set and used. `len` beyond `CAP` is cut to `CAP` (the kernel's build refuses lengths
+/// over the IR's limit first).
+pub struct LocalArray<T, const CAP: usize> {
+    data: [std::mem::MaybeUninit<T>; CAP],
+    len: usize,
+}
+
+impl<T: Copy, const CAP: usize> LocalArray<T, CAP> {
+    #[inline(always)]
+    pub fn new(v: T, len: usize) -> LocalArray<T, CAP> {
+        let mut data = [std::mem::MaybeUninit::uninit(); CAP];
+        let len = len.min(CAP);
+        for slot in &mut data[..len] {
+            slot.write(v);
+        }
+        LocalArray { data, len }
+    }
+
+    /// The `len` elements.
+    #[inline(always)]
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: the first `len` elements were written in `new`; MaybeUninit<T> has T's
+        // layout.
+        unsafe { std::slice::from_raw_parts_mut(self.data.as_mut_ptr().cast::<T>(), self.len) }
+    }
+}
+
 /// Runs a group body for every group of the launch, in parallel on rayon, and returns
 /// the first error any group raised.
 pub fn execute_groups<G>(launch: &NativeLaunch<'_>, body: G) -> Result<()>

@@ -98,7 +98,7 @@ pub mod unroll;
 mod validate;
 pub mod vector;
 
-pub use build::{BuildError, Builder, HostValue, Mem, Slot, Var, V};
+pub use build::{BuildError, Builder, HostValue, Mem, Slot, Var, LOCAL_ARRAY_MAX, V};
 pub use kernel::*;
 pub use types::{Literal, ScalarType, Type};
 pub use validate::{validate, ValidationError};

@@ -101,6 +101,9 @@ struct Tx {
     local_arrays: usize,
     /// Generic type parameters of the function being translated.
     type_params: Vec<Ident>,
+    /// Its const parameters (a local array's length naming one is known only per
+    /// instance: natively it cannot be a Rust array length).
+    const_params: Vec<Ident>,
     /// The name of the `#[kernel_fn]` being translated; `None` in a kernel.
     helper: Option<String>,
     /// `#[kernel_fn]`s called (their paths), whose barriers decide whether the CPU may
@@ -526,6 +529,25 @@ impl Tx {
             return (
                 quote!(),
                 quote!(let #name = __ctx.local_array(#lifted.fill(__th, #elem_n(#inn)), #slot);),
+            );
+        }
+        // A length naming a const parameter (`[0.0; PER]`, `[0; PER + 1]`) is not a Rust
+        // array length in generic code: natively the array is room for the IR's largest
+        // local array, of which the instance's length is used. The IR takes the value.
+        let per_instance = len.to_token_stream().into_iter().any(
+            |t| matches!(&t, proc_macro2::TokenTree::Ident(i) if self.const_params.contains(i)),
+        );
+        if per_instance {
+            let elem_n = match &elem {
+                Some(Ty { native, .. }) => quote!(#native),
+                None => quote!(_),
+            };
+            return (
+                quote!(let #name = { let __v = #ib; __b.local_array(#name_str, #elem_b, __dc::ir::V::host((#len) as u32), __v)? };),
+                quote!(
+                    let mut #storage = __dc::cpu::LocalArray::<#elem_n, { __dc::ir::LOCAL_ARRAY_MAX as usize }>::new(#inn, (#len) as usize);
+                    let #name = __ctx.local_array(#storage.as_mut_slice(), #slot);
+                ),
             );
         }
         (
@@ -1914,6 +1936,7 @@ impl Tx {
             local_arrays: 0,
             row_len: HashMap::new(),
             type_params: Vec::new(),
+            const_params: Vec::new(),
             helper,
             helper_paths: Vec::new(),
             region: None,
@@ -1927,7 +1950,7 @@ impl Tx {
         for g in &sig.generics.params {
             match g {
                 syn::GenericParam::Type(t) => self.type_params.push(t.ident.clone()),
-                syn::GenericParam::Const(_) => {}
+                syn::GenericParam::Const(c) => self.const_params.push(c.ident.clone()),
                 syn::GenericParam::Lifetime(l) => self.errors.push(err(
                     l.span(),
                     format!("a {what} cannot have lifetime parameters"),

@@ -48,7 +48,9 @@
 //!   `return`.
 //! * **Arrays**: `a[i]`, `a[i] = v`, `a[i] += v`, `a.len()` (`u32`). Thread-private
 //!   arrays: `let mut acc = [0.0f32; 8];` (constant length, at most 1024; every element
-//!   set to the value). Indices are `u32` (other
+//!   set to the value). In a generic kernel the length may name its const parameters, of
+//!   any integer type, with arithmetic: `[T::zero(); PER]`, `[0u32; PER * 2 + 1]` (on the
+//!   CPU such an array has room for 1024 elements on the thread's stack). Indices are `u32` (other
 //!   integer types are converted with `as u32`). Accesses are bounds-checked on the CPU.
 //! * **Builtins**: `global_id()`, `local_id()`, `group_id()`, `group_size()`,
 //!   `num_groups()`, each read as `.x`, `.y` or `.z` (`u32`).
@@ -320,7 +322,7 @@ pub mod __private {
     pub mod cpu {
         pub use dotcompute_cpu::fission::{
             barrier_schedule, execute_groups, Alive, ArraySlots, BarrierSchedule, Exit, Flow,
-            Group, Slots,
+            Group, LocalArray, Slots,
         };
         pub use dotcompute_cpu::lanes;
         pub use dotcompute_cpu::runtime::{
