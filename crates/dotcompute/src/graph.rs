@@ -988,6 +988,129 @@ impl<'a> ExecGraph<'a> {
         }
     }
 
+    /// Sets the scalar parameter called `name` of launch node `node` for later replays.
+    /// A name the kernel's scalars do not have, or a value of another type than the
+    /// parameter's, is an `Err` naming both (nothing changes).
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// use dotcompute::{Graph, GraphArg};
+    ///
+    /// #[kernel]
+    /// fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    ///     let i = global_id().x;
+    ///     if i < y.len() {
+    ///         y[i] = a * x[i] + y[i];
+    ///     }
+    /// }
+    ///
+    /// let device = Device::cpu();
+    /// let x = device.upload(&[1.0f32, 2.0])?;
+    /// let mut y = device.alloc_filled(2, 0.0f32)?;
+    /// let mut graph = Graph::new(&device);
+    /// let (hx, hy) = (graph.buffer(&x)?, graph.buffer_mut(&mut y)?);
+    /// let node = graph.launch(
+    ///     axpy::kernel(),
+    ///     Launch::threads(2),
+    ///     &[GraphArg::scalar(1.0f32), hx.arg(), hy.arg()],
+    ///     &[],
+    /// )?;
+    /// let mut exec = graph.instantiate()?;
+    /// exec.set(node, "a", 3.0f32)?;
+    /// assert!(exec.set(node, "a", 3u32).is_err()); // `a` is an f32
+    /// exec.launch(&device)?;
+    /// assert_eq!(exec.read(hy)?, [3.0, 6.0]);
+    /// exec.fill(hy, 1.0)?; // between replays, ordered with them
+    /// exec.launch(&device)?;
+    /// assert_eq!(exec.read(hy)?, [4.0, 7.0]);
+    /// # Ok::<(), dotcompute::Error>(())
+    /// ```
+    pub fn set<T: ScalarArg>(&mut self, node: NodeId, name: &str, value: T) -> Result<()> {
+        let i = self.graph.node_index(node)?;
+        let label = &self.graph.nodes[i].label;
+        let NodeKind::Launch { program, .. } = &self.graph.nodes[i].kind else {
+            return Err(Error::Graph {
+                detail: format!("node {label} is not a launch; it has no scalars"),
+            });
+        };
+        let params = &program.kernel.params;
+        let position = params
+            .iter()
+            .position(|p| matches!(p, Param::Scalar { name: n, .. } if n == name));
+        match position {
+            Some(arg) => self.set_scalar(node, arg, value),
+            None => {
+                let scalars: Vec<&str> = params
+                    .iter()
+                    .filter_map(|p| match p {
+                        Param::Scalar { name, .. } => Some(name.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                Err(Error::Graph {
+                    detail: format!(
+                        "node {label} (kernel `{}`) has no scalar parameter `{name}`; its \
+                         scalars are: {}",
+                        program.kernel.name,
+                        if scalars.is_empty() {
+                            "none".to_string()
+                        } else {
+                            scalars.join(", ")
+                        }
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Writes `data` (the buffer's length) into the graph buffer `handle` between replays:
+    /// after the replays already enqueued that use it, before later ones (on the default
+    /// stream, ordered against every stream as a buffer write is). The graph keeps the
+    /// buffer borrowed, so this is the way to reset an accumulator without building the
+    /// graph again.
+    pub fn write<T: Element>(&mut self, handle: GraphBufferMut<T>, data: &[T]) -> Result<()> {
+        let i = self.graph.buffer_index(handle.graph, handle.index)?;
+        let b = &self.graph.buffers[i];
+        crate::buffer::same_len("ExecGraph::write", b.len, data.len())?;
+        if b.len == 0 {
+            return Ok(());
+        }
+        let device = &self.graph.device;
+        device.before_use(b.uses, StreamId::DEFAULT, true)?;
+        // SAFETY: the whole registered buffer from data of its length (same_len), ordered
+        // after every stream's uses by before_use; the graph holds the buffer's `&mut`
+        // borrow (a GraphBufferMut comes only from Graph::buffer_mut), so nothing else
+        // uses it.
+        unsafe {
+            device
+                .backend()
+                .write(StreamId::DEFAULT, b.raw, 0, bytemuck::cast_slice(data))
+        }
+    }
+
+    /// Sets every element of the graph buffer `handle` to `value` between replays (see
+    /// [`ExecGraph::write`]).
+    pub fn fill<T: Element>(&mut self, handle: GraphBufferMut<T>, value: T) -> Result<()> {
+        let i = self.graph.buffer_index(handle.graph, handle.index)?;
+        let b = &self.graph.buffers[i];
+        if b.len == 0 {
+            return Ok(());
+        }
+        let device = &self.graph.device;
+        device.before_use(b.uses, StreamId::DEFAULT, true)?;
+        // SAFETY: as for write: the whole registered buffer, ordered by before_use,
+        // borrowed `&mut` by the graph.
+        unsafe {
+            device.backend().fill(
+                StreamId::DEFAULT,
+                b.raw,
+                0,
+                b.len * std::mem::size_of::<T>(),
+                bytemuck::bytes_of(&value),
+            )
+        }
+    }
+
     /// Replaces the buffer behind `handle` (same element type and length) for later
     /// replays.
     pub fn set_buffer<T: Element>(

@@ -130,13 +130,14 @@ fn worker(d: &Device, seed: u64, ops: usize) -> (usize, usize) {
                         &[fill],
                     )
                     .unwrap();
-                g.launch(
-                    &stress_add::KERNEL,
-                    Launch::threads(n),
-                    &[hx.arg(), GraphArg::scalar(2u32)],
-                    &[one],
-                )
-                .unwrap();
+                let two = g
+                    .launch(
+                        &stress_add::KERNEL,
+                        Launch::threads(n),
+                        &[hx.arg(), GraphArg::scalar(2u32)],
+                        &[one],
+                    )
+                    .unwrap();
                 let mut exec = g.instantiate().unwrap();
                 exec.launch(d).unwrap();
                 bad += wrong(
@@ -149,9 +150,25 @@ fn worker(d: &Device, seed: u64, ops: usize) -> (usize, usize) {
                 bad += wrong("graph replay on a stream", &exec.read(hx).unwrap(), |_| {
                     start + 3
                 });
+                // A named scalar changed, a replay on the stream, then a fill between
+                // replays on the default stream: it must land after the replay.
+                exec.set(two, "k", 5u32).unwrap();
+                exec.launch(&stream).unwrap();
+                exec.fill(hx, start ^ 0x5555).unwrap();
+                bad += wrong(
+                    "a fill after a replay on a stream",
+                    &exec.read(hx).unwrap(),
+                    |_| start ^ 0x5555,
+                );
+                exec.launch(&stream).unwrap();
+                bad += wrong(
+                    "a replay with a scalar set by name",
+                    &exec.read(hx).unwrap(),
+                    |_| start + 6,
+                );
                 drop(exec);
                 drop(stream);
-                done += 8;
+                done += 12;
             }
         }
     }
