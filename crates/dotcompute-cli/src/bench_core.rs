@@ -223,7 +223,11 @@ pub struct GraphTimes {
     pub nodes: usize,
     pub one_by_one: Stats,
     pub replay: Stats,
+    /// A replay right after one node's scalar changed (`ExecGraph::set`).
+    pub replay_after_set: Stats,
     pub native: bool,
+    /// Driver-graph captures over the whole measurement (1: every change was patched).
+    pub captures: u32,
 }
 
 pub fn measure_graph(device: &Device, reps: usize) -> Res<GraphTimes> {
@@ -236,6 +240,7 @@ pub fn measure_graph(device: &Device, reps: usize) -> Res<GraphTimes> {
     let mut g = Graph::new(device);
     let hx = g.buffer_mut(&mut x_graph).map_err(s)?;
     let mut prev = None;
+    let mut nodes = Vec::with_capacity(NODES);
     for k in 0..NODES {
         let deps: Vec<_> = prev.into_iter().collect();
         prev = Some(
@@ -247,6 +252,7 @@ pub fn measure_graph(device: &Device, reps: usize) -> Res<GraphTimes> {
             )
             .map_err(s)?,
         );
+        nodes.extend(prev);
     }
     let mut exec = g.instantiate().map_err(s)?;
     let one_by_one = |x: &mut Buffer<u32>| -> Res<()> {
@@ -266,11 +272,36 @@ pub fn measure_graph(device: &Device, reps: usize) -> Res<GraphTimes> {
         exec.launch(device).map_err(s)?;
         device.synchronize().map_err(s)
     })?;
+    // A replay after changing the middle node's scalar, first checked against the same
+    // launches one by one from the same start.
+    let middle = NODES / 2;
+    let changed = a(middle) + 2;
+    x_one.write(&start).map_err(s)?;
+    for k in 0..NODES {
+        let v = if k == middle { changed } else { a(k) };
+        chain_step::launch(device, Launch::threads(n), &mut x_one, v).map_err(s)?;
+    }
+    exec.write(hx, &start).map_err(s)?;
+    exec.set(nodes[middle], "a", changed).map_err(s)?;
+    exec.launch(device).map_err(s)?;
+    if exec.read(hx).map_err(s)? != x_one.to_vec().map_err(s)? {
+        return Err("the graph's result after a scalar change differs from the launches".into());
+    }
+    let mut flip = false;
+    let t_set = time_stats(reps, || {
+        flip = !flip;
+        let v = if flip { a(middle) } else { changed };
+        exec.set(nodes[middle], "a", v).map_err(s)?;
+        exec.launch(device).map_err(s)?;
+        device.synchronize().map_err(s)
+    })?;
     Ok(GraphTimes {
         nodes: NODES,
         one_by_one: t_one,
         replay: t_graph,
+        replay_after_set: t_set,
         native: exec.is_native(),
+        captures: exec.captures(),
     })
 }
 

@@ -1,7 +1,10 @@
 //! CUDA graphs: the facade enqueues a graph's nodes on a stream while it is captured
 //! (`cuStreamBeginCapture`, thread-local mode), and the captured graph is instantiated
 //! once; later captures with new scalars or buffers update the executable in place
-//! (`cuGraphExecUpdate`) instead of instantiating again.
+//! (`cuGraphExecUpdate`) instead of instantiating again. Each kernel node captured is
+//! noted in launch order (the capture stream's dependency right after the launch), so
+//! that new arguments for one launch patch its node in the executable
+//! (`cuGraphExecKernelNodeSetParams`) without capturing at all.
 
 use crate::driver::{bind, Check};
 use crate::CudaBackend;
@@ -12,7 +15,56 @@ use std::any::Any;
 /// An instantiated CUDA graph.
 pub(crate) struct CudaGraph {
     exec: sys::CUgraphExec,
+    /// The graph `exec` was instantiated from, kept for its node handles.
+    template: sys::CUgraph,
+    /// The template's kernel nodes in launch order (null where one was not known).
+    nodes: Vec<sys::CUgraphNode>,
     ctx: std::sync::Arc<crate::driver::Context>,
+}
+
+/// Kernel nodes of the captures in progress, by capture id.
+#[derive(Default)]
+pub(crate) struct CaptureLog(
+    std::sync::Mutex<std::collections::HashMap<u64, Vec<sys::CUgraphNode>>>,
+);
+
+// SAFETY: node handles are plain driver handles, used only with the context bound.
+unsafe impl Send for CaptureLog {}
+unsafe impl Sync for CaptureLog {}
+
+/// The capture id of a capturing stream and its current dependencies (the last node
+/// captured on it).
+fn capture_info(stream: sys::CUstream) -> Option<(u64, Vec<sys::CUgraphNode>)> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id = 0u64;
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    let mut deps: *const sys::CUgraphNode = std::ptr::null();
+    let mut count = 0usize;
+    // SAFETY: the stream is live; the outputs are ours; the dependency array belongs to
+    // the driver and is read at once.
+    let r = unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            stream,
+            &mut status,
+            &mut id,
+            &mut graph,
+            &mut deps,
+            std::ptr::null_mut(),
+            &mut count,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS
+        || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE
+    {
+        return None;
+    }
+    let nodes = if deps.is_null() || count == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: the driver's array of `count` nodes.
+        unsafe { std::slice::from_raw_parts(deps, count) }.to_vec()
+    };
+    Some((id, nodes))
 }
 
 // SAFETY: a graph executable is a driver handle usable from any thread with the context
@@ -31,6 +83,8 @@ impl Drop for CudaGraph {
         if bind(&self.ctx).is_ok() {
             // SAFETY: destroyed once; the driver keeps it alive until pending launches end.
             let _ = unsafe { sys::cuGraphExecDestroy(self.exec) };
+            // SAFETY: destroyed once, after its executable.
+            let _ = unsafe { sys::cuGraphDestroy(self.template) };
         }
     }
 }
@@ -43,6 +97,39 @@ fn not_ours() -> Error {
 }
 
 impl CudaBackend {
+    /// Notes the kernel node a launch just added to the capture on `stream` (its only
+    /// dependency now); a null node where that is not one node.
+    pub(crate) fn log_captured_node(&self, stream: sys::CUstream) {
+        if let Some((id, deps)) = capture_info(stream) {
+            let node = match deps[..] {
+                [one] => one,
+                _ => std::ptr::null_mut(),
+            };
+            crate::lock(&self.capture_log.0)
+                .entry(id)
+                .or_default()
+                .push(node);
+        }
+    }
+
+    /// Patches launch number `launch` (in capture order) of `graph` with `request`'s
+    /// arguments: `Ok(false)` where that cannot be done.
+    pub(crate) fn update_graph_launch_on(
+        &self,
+        graph: &dyn GraphExec,
+        launch: usize,
+        request: &dotcompute_hal::LaunchRequest<'_, crate::memory::CudaBuffer>,
+    ) -> Result<bool> {
+        let graph = graph
+            .as_any()
+            .downcast_ref::<CudaGraph>()
+            .ok_or_else(not_ours)?;
+        match graph.nodes.get(launch) {
+            Some(&node) if !node.is_null() => self.patch_graph_launch(graph.exec, node, request),
+            _ => Ok(false),
+        }
+    }
+
     pub(crate) fn begin_capture_on(&self, s: StreamId) -> Result<bool> {
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
@@ -67,17 +154,23 @@ impl CudaBackend {
     ) -> Result<Option<Box<dyn GraphExec>>> {
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
+        // The kernel nodes this capture's launches noted.
+        let nodes = capture_info(stream)
+            .and_then(|(id, _)| crate::lock(&self.capture_log.0).remove(&id))
+            .unwrap_or_default();
         let mut graph: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: the stream was capturing (begin_capture_on); the graph handle is ours.
         unsafe { sys::cuStreamEndCapture(stream, &mut graph) }.during("cuStreamEndCapture")?;
         struct Owned(sys::CUgraph);
         impl Drop for Owned {
             fn drop(&mut self) {
-                // SAFETY: destroyed once; executables made from it are independent.
-                let _ = unsafe { sys::cuGraphDestroy(self.0) };
+                if !self.0.is_null() {
+                    // SAFETY: destroyed once; executables made from it are independent.
+                    let _ = unsafe { sys::cuGraphDestroy(self.0) };
+                }
             }
         }
-        let graph = Owned(graph);
+        let mut graph = Owned(graph);
         if let Some(exec) = update {
             let exec = exec
                 .as_any()
@@ -95,8 +188,12 @@ impl CudaBackend {
         // SAFETY: the graph is complete; flags 0.
         unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph.0, 0) }
             .during("cuGraphInstantiate")?;
+        // The template stays with its executable: its nodes name the launches to patch.
+        let template = std::mem::replace(&mut graph.0, std::ptr::null_mut());
         Ok(Some(Box::new(CudaGraph {
             exec,
+            template,
+            nodes,
             ctx: self.ctx.clone(),
         })))
     }

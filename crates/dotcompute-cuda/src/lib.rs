@@ -115,6 +115,9 @@ pub struct CudaBackend {
     blas_calls: Mutex<()>,
     /// Spare violation records of checked launches (see `launch::ViolationRecord`).
     violation_records: Mutex<Vec<sys::CUdeviceptr>>,
+    /// The kernel nodes of each capture in progress (by capture id), in launch order
+    /// (`graph::CapturedNodes`).
+    capture_log: graph::CaptureLog,
     /// The longest wait for the device (`DOTCOMPUTE_CUDA_TIMEOUT_S`, default 300 s): a
     /// read, synchronisation or fence wait past it makes the device lost instead of
     /// hanging (a kernel that never ends). `Device::set_time_limit` replaces it; fences
@@ -185,6 +188,7 @@ impl CudaBackend {
             blas: OnceLock::new(),
             blas_calls: Mutex::new(()),
             violation_records: Mutex::new(Vec::new()),
+            capture_log: Default::default(),
             wait_timeout,
         })
     }

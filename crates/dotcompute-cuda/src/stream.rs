@@ -485,6 +485,15 @@ impl Queue for CudaBackend {
         self.end_capture_on(s, update)
     }
 
+    unsafe fn update_graph_launch(
+        &self,
+        graph: &dyn GraphExec,
+        launch: usize,
+        request: &LaunchRequest<'_, CudaBuffer>,
+    ) -> Result<bool> {
+        self.update_graph_launch_on(graph, launch, request)
+    }
+
     fn launch_graph(&self, s: StreamId, graph: &dyn GraphExec) -> Result<()> {
         self.launch_graph_on(s, graph)
     }

@@ -354,6 +354,22 @@ pub trait Queue: Backend {
             detail: format!("the {} backend has no driver graphs", self.info().backend),
         })
     }
+    /// Gives launch number `launch` of an executable graph (counted in the order the
+    /// capture enqueued its launches) the arguments of `request` (the captured kernel and
+    /// geometry) in place, for later replays, without capturing again. `Ok(false)`: not
+    /// done (the backend cannot, or the driver refused); the caller captures again.
+    ///
+    /// # Safety
+    /// As for [`Queue::launch`]: the request's buffer ranges are inside their buffers,
+    /// and every replay after this call is ordered against the buffers' other uses.
+    unsafe fn update_graph_launch(
+        &self,
+        _graph: &dyn GraphExec,
+        _launch: usize,
+        _request: &LaunchRequest<'_, Self::Buffer>,
+    ) -> Result<bool> {
+        Ok(false)
+    }
     /// Enqueues an executable graph of this device on `stream`.
     fn launch_graph(&self, _stream: StreamId, _graph: &dyn GraphExec) -> Result<()> {
         Err(Error::Unsupported {

@@ -119,6 +119,15 @@ pub trait DynBackend: Send + Sync {
         update: Option<&dyn GraphExec>,
     ) -> Result<Option<Box<dyn GraphExec>>>;
     fn launch_graph(&self, s: StreamId, graph: &dyn GraphExec) -> Result<()>;
+    /// See [`Queue::update_graph_launch`].
+    /// # Safety
+    /// As there.
+    unsafe fn update_graph_launch(
+        &self,
+        graph: &dyn GraphExec,
+        launch: usize,
+        request: &LaunchRequest<'_, RawBuffer>,
+    ) -> Result<bool>;
 }
 
 fn downcast<'a, B: Backend>(backend: &B, raw: &'a RawBuffer) -> Result<&'a B::Buffer> {
@@ -347,5 +356,22 @@ impl<B: Backend + Queue> DynBackend for B {
     }
     fn launch_graph(&self, s: StreamId, graph: &dyn GraphExec) -> Result<()> {
         Queue::launch_graph(self, s, graph)
+    }
+    unsafe fn update_graph_launch(
+        &self,
+        graph: &dyn GraphExec,
+        launch: usize,
+        request: &LaunchRequest<'_, RawBuffer>,
+    ) -> Result<bool> {
+        Queue::update_graph_launch(
+            self,
+            graph,
+            launch,
+            &LaunchRequest {
+                program: request.program,
+                geometry: request.geometry,
+                args: downcast_args(self, &request.args)?,
+            },
+        )
     }
 }

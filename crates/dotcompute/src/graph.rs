@@ -665,6 +665,7 @@ impl<'a> Graph<'a> {
             native: None,
             lanes,
             dirty: false,
+            captures: 0,
         };
         if native {
             exec.recapture()?;
@@ -686,8 +687,10 @@ pub struct ExecGraph<'a> {
     /// streams, taken for one capture and given back, never a user's stream: another
     /// thread's work on a user stream id must not join the capture.
     lanes: usize,
-    /// Scalars or buffers changed since the last capture.
+    /// Scalars or buffers changed since the last capture and not patched in place.
     dirty: bool,
+    /// Captures into a driver graph so far.
+    captures: u32,
 }
 
 impl std::fmt::Debug for ExecGraph<'_> {
@@ -718,6 +721,42 @@ impl<'a> ExecGraph<'a> {
     /// Whether replays run as one driver graph (CUDA).
     pub fn is_native(&self) -> bool {
         self.native.is_some()
+    }
+    /// How many times the nodes were captured into a driver graph (0 without one). New
+    /// scalars and buffers patch the captured launches in place where the driver allows
+    /// (CUDA), so they do not add captures.
+    pub fn captures(&self) -> u32 {
+        self.captures
+    }
+
+    /// Gives the driver graph's captured launch of node `i` its current arguments, or
+    /// marks the graph for capture before the next replay where that cannot be done.
+    fn patch_or_recapture(&mut self, i: usize) {
+        if self.dirty {
+            return;
+        }
+        let Some(native) = self.native.as_deref() else {
+            return;
+        };
+        // Captures enqueue the launches level by level, in each level's order.
+        let launch = self
+            .order
+            .iter()
+            .filter(|&&j| matches!(self.graph.nodes[j].kind, NodeKind::Launch { .. }))
+            .position(|&j| j == i);
+        let patched = match (launch, self.launch_request(i)) {
+            // SAFETY: the request binds whole registered buffers (borrowed by the graph)
+            // with arguments checked when the node was added; every replay orders the
+            // graph's buffers against other streams first.
+            (Some(k), Some(request)) => unsafe {
+                self.graph
+                    .device
+                    .backend()
+                    .update_graph_launch(native, k, &request)
+            },
+            _ => Ok(false),
+        };
+        self.dirty = !matches!(patched, Ok(true));
     }
 
     /// Replays the graph on `on` (the device itself, or one of its streams): its nodes
@@ -917,6 +956,7 @@ impl<'a> ExecGraph<'a> {
             self.native = Some(new);
         }
         self.dirty = false;
+        self.captures += 1;
         Ok(())
     }
 
@@ -979,7 +1019,7 @@ impl<'a> ExecGraph<'a> {
                     });
                 }
                 *slot = value;
-                self.dirty = true;
+                self.patch_or_recapture(i);
                 Ok(())
             }
             _ => Err(Error::Graph {
@@ -1135,7 +1175,23 @@ impl<'a> ExecGraph<'a> {
         let b = &mut self.graph.buffers[i];
         b.raw = buffer.raw();
         b.uses = buffer.uses();
-        self.dirty = true;
+        // Patch every launch that binds it.
+        let users: Vec<usize> = (0..self.graph.nodes.len())
+            .filter(|&j| match &self.graph.nodes[j].kind {
+                NodeKind::Launch { args, .. } => args
+                    .iter()
+                    .any(|a| matches!(a, NodeArg::Buffer(b) if *b == i)),
+                NodeKind::Copy { src, dst, .. } => *src == i || *dst == i,
+                NodeKind::Fill { dst, .. } => *dst == i,
+            })
+            .collect();
+        for j in users {
+            match self.graph.nodes[j].kind {
+                NodeKind::Launch { .. } => self.patch_or_recapture(j),
+                // Copies and fills are captured again.
+                _ => self.dirty = true,
+            }
+        }
         Ok(())
     }
 

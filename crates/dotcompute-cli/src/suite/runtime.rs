@@ -217,14 +217,26 @@ fn graph(ctx: &Ctx) -> Res<Vec<Figure>> {
     ctx.step("graph");
     let g = crate::bench_core::measure_graph(ctx.device, ctx.reps)?;
     let nodes = g.nodes as f64;
-    Ok(vec![ctx
-        .figure("graph", format!("{} nodes", g.nodes), nodes, Unit::Us)
-        .ours("graph replay, per node", nodes, g.replay)
-        .against("launches one by one, per launch", nodes, g.one_by_one)
-        .note(if g.native {
-            "driver graph"
-        } else {
-            "replayed by the facade"
-        })
-        .build()])
+    let kind = if g.native {
+        "driver graph"
+    } else {
+        "replayed by the facade"
+    };
+    Ok(vec![
+        ctx.figure("graph", format!("{} nodes", g.nodes), nodes, Unit::Us)
+            .ours("graph replay, per node", nodes, g.replay.clone())
+            .against("launches one by one, per launch", nodes, g.one_by_one)
+            .note(kind)
+            .build(),
+        ctx.figure(
+            "graph",
+            format!("{} nodes, one scalar changed", g.nodes),
+            1.0,
+            Unit::Us,
+        )
+        .ours("set one scalar, then replay", 1.0, g.replay_after_set)
+        .against("replay", 1.0, g.replay)
+        .note(format!("{kind}; {} capture(s) in all", g.captures))
+        .build(),
+    ])
 }

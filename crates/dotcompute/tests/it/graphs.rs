@@ -153,6 +153,17 @@ fn a_thousand_replays_with_changing_scalars_are_each_right() {
                 );
             }
         }
+        // A driver graph (CUDA) is captured once: every change patched its launches.
+        if exec.is_native() {
+            assert_eq!(
+                exec.captures(),
+                1,
+                "{}: scalar changes recaptured",
+                d.label()
+            );
+        } else {
+            assert_eq!(exec.captures(), 0, "{}", d.label());
+        }
     }
 }
 
@@ -176,6 +187,13 @@ fn a_buffer_can_be_swapped_between_replays() {
         exec.set_buffer(hx, &mut y).unwrap();
         exec.launch(&d).unwrap();
         assert_eq!(exec.read(hx).unwrap(), vec![20, 41, 62]);
+        // A launch-only graph's buffer swap is patched in place too.
+        assert_eq!(
+            exec.captures(),
+            u32::from(exec.is_native()),
+            "{}",
+            d.label()
+        );
         drop(exec);
         assert_eq!(
             x.to_vec().unwrap(),
