@@ -326,6 +326,14 @@ impl<'a, T: Element> BufferView<'a, T> {
     }
 }
 
+impl<'a, T: Element> BufferViewMut<'a, T> {
+    /// The buffer, the first element and the length (a graph keeps the `&mut` borrow
+    /// for its life).
+    pub(crate) fn into_parts(self) -> (&'a Buffer<T>, usize, usize) {
+        (self.buffer, self.offset, self.len)
+    }
+}
+
 impl<T: Element> BufferViewMut<'_, T> {
     pub fn len(&self) -> usize {
         self.len

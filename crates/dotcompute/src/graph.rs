@@ -39,7 +39,7 @@
 //! [`ExecGraph::read`]. Buffer uses are ordered against other streams like any launch.
 
 use crate::args::{check_arg, check_count, check_geometry, check_program, ArgView};
-use crate::buffer::{Buffer, Element, ScalarArg};
+use crate::buffer::{Buffer, BufferView, BufferViewMut, Element, ScalarArg};
 use crate::device::Device;
 use crate::stream::AsStream;
 use crate::tracking::Uses;
@@ -59,6 +59,8 @@ static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
 struct Registered<'a> {
     raw: &'a RawBuffer,
     uses: &'a Uses,
+    /// The first element's byte offset in `raw` (a view's; 0 for a whole buffer).
+    offset: usize,
     len: usize,
     elem: Type,
     writable: bool,
@@ -252,6 +254,18 @@ impl<'a> Graph<'a> {
     }
 
     fn register<T: Element>(&mut self, b: &'a Buffer<T>, writable: bool) -> Result<usize> {
+        self.register_range(b, 0, b.len(), writable)
+    }
+
+    /// Registers elements `offset..offset + len` of `b` (a view's range, checked when the
+    /// view was made).
+    fn register_range<T: Element>(
+        &mut self,
+        b: &'a Buffer<T>,
+        offset: usize,
+        len: usize,
+        writable: bool,
+    ) -> Result<usize> {
         if !b.device().same(&self.device) {
             return Err(Error::ForeignObject {
                 op: "Graph::buffer",
@@ -263,12 +277,54 @@ impl<'a> Graph<'a> {
         self.buffers.push(Registered {
             raw: b.raw(),
             uses: b.uses(),
-            len: b.len(),
+            offset: offset * std::mem::size_of::<T>(),
+            len,
             elem: T::TYPE,
             writable,
             unordered: false,
         });
         Ok(self.buffers.len() - 1)
+    }
+
+    /// Registers a read-only view (a range of a buffer) as a graph buffer: nodes see its
+    /// elements from index 0, as a launch with the view does.
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// use dotcompute::Graph;
+    ///
+    /// let device = Device::cpu();
+    /// let src = device.upload(&[1u32, 2, 3, 4, 5])?;
+    /// let mut dst = device.alloc_filled(5, 0u32)?;
+    /// let mut graph = Graph::new(&device);
+    /// let middle = graph.view(src.slice(1..4)?)?;
+    /// let tail = graph.view_mut(dst.slice_mut(2..5)?)?;
+    /// graph.copy(middle, tail, &[])?;
+    /// let mut exec = graph.instantiate()?;
+    /// exec.launch(&device)?;
+    /// assert_eq!(exec.read(tail)?, [2, 3, 4]);
+    /// drop(exec);
+    /// assert_eq!(dst.to_vec()?, [0, 0, 2, 3, 4]);
+    /// # Ok::<(), dotcompute::Error>(())
+    /// ```
+    pub fn view<T: Element>(&mut self, v: BufferView<'a, T>) -> Result<GraphBuffer<T>> {
+        Ok(GraphBuffer {
+            graph: self.id,
+            index: self.register_range(v.buffer(), v.offset(), v.len(), false)?,
+            _t: PhantomData,
+        })
+    }
+
+    /// Registers a writable view as a graph buffer (see [`Graph::view`]). The view
+    /// borrows its buffer `&mut` for the graph's life, so no other view of that buffer
+    /// can be registered beside it.
+    pub fn view_mut<T: Element>(&mut self, v: BufferViewMut<'a, T>) -> Result<GraphBufferMut<T>> {
+        let (buffer, offset, len) = v.into_parts();
+        Ok(GraphBufferMut {
+            graph: self.id,
+            index: self.register_range(buffer, offset, len, true)?,
+            _t: PhantomData,
+        })
     }
 
     /// Registers a buffer the graph only reads. A buffer of another device is an error.
@@ -883,7 +939,7 @@ impl<'a> ExecGraph<'a> {
             .map(|(a, p)| match *a {
                 NodeArg::Buffer(b) => BoundArg::Buffer {
                     buffer: buffers[b].raw,
-                    offset: 0,
+                    offset: buffers[b].offset,
                     len: buffers[b].len,
                     elem: buffers[b].elem,
                     writable: buffers[b].writable && writes(p),
@@ -914,11 +970,12 @@ impl<'a> ExecGraph<'a> {
                 args,
             } => unsafe { backend.launch(s, &self.bind_node(program, *geometry, args)) },
             NodeKind::Copy { src, dst, bytes } => unsafe {
-                backend.copy(s, buffers[*src].raw, 0, buffers[*dst].raw, 0, *bytes)
+                let (src, dst) = (&buffers[*src], &buffers[*dst]);
+                backend.copy(s, src.raw, src.offset, dst.raw, dst.offset, *bytes)
             },
             NodeKind::Fill { dst, pattern } => {
                 let b = &buffers[*dst];
-                unsafe { backend.fill(s, b.raw, 0, b.len * b.elem.size_bytes(), pattern) }
+                unsafe { backend.fill(s, b.raw, b.offset, b.len * b.elem.size_bytes(), pattern) }
             }
         };
         r.map_err(|e| self.in_nodes(&[i], e))
@@ -1122,9 +1179,12 @@ impl<'a> ExecGraph<'a> {
         // borrow (a GraphBufferMut comes only from Graph::buffer_mut), so nothing else
         // uses it.
         unsafe {
-            device
-                .backend()
-                .write(StreamId::DEFAULT, b.raw, 0, bytemuck::cast_slice(data))
+            device.backend().write(
+                StreamId::DEFAULT,
+                b.raw,
+                b.offset,
+                bytemuck::cast_slice(data),
+            )
         }
     }
 
@@ -1144,7 +1204,7 @@ impl<'a> ExecGraph<'a> {
             device.backend().fill(
                 StreamId::DEFAULT,
                 b.raw,
-                0,
+                b.offset,
                 b.len * std::mem::size_of::<T>(),
                 bytemuck::bytes_of(&value),
             )
@@ -1175,6 +1235,7 @@ impl<'a> ExecGraph<'a> {
         let b = &mut self.graph.buffers[i];
         b.raw = buffer.raw();
         b.uses = buffer.uses();
+        b.offset = 0;
         // Patch every launch that binds it.
         let users: Vec<usize> = (0..self.graph.nodes.len())
             .filter(|&j| match &self.graph.nodes[j].kind {
@@ -1207,13 +1268,14 @@ impl<'a> ExecGraph<'a> {
             return Ok(out);
         }
         device.before_use(b.uses, StreamId::DEFAULT, false)?;
-        // SAFETY: a whole registered buffer into an output of its length, after before_use;
-        // the graph holds the buffer's borrow, so nothing writes it meanwhile.
+        // SAFETY: a registered range (a whole buffer or a view checked when made) into an
+        // output of its length, after before_use; the graph holds the buffer's borrow, so
+        // nothing writes it meanwhile.
         unsafe {
             device.backend().read(
                 StreamId::DEFAULT,
                 b.raw,
-                0,
+                b.offset,
                 bytemuck::cast_slice_mut(&mut out),
             )
         }?;
