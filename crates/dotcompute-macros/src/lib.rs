@@ -45,7 +45,17 @@ fn expand(
         Ok(ts) => ts.into(),
         Err(errors) => {
             let errs = errors.iter().map(|e| e.to_compile_error());
-            quote::quote!(#(#errs)*).into()
+            // A failed #[kernel_fn] leaves a stand-in of its name, so that the kernels
+            // calling it report nothing more than its own errors.
+            let stand_in = (what == "kernel_fn").then(|| {
+                let (vis, name) = (&func.vis, &func.sig.ident);
+                quote::quote! {
+                    #[allow(non_camel_case_types, dead_code)]
+                    #vis struct #name;
+                    impl ::dotcompute::__private::KernelFunction for #name {}
+                }
+            });
+            quote::quote!(#(#errs)* #stand_in).into()
         }
     }
 }

@@ -1617,11 +1617,14 @@ impl Tx {
         {
             self.helper_paths.push(path.clone());
         }
-        let build = quote_spanned!(path.span()=> #path::__dc_build);
-        let native = quote_spanned!(path.span()=> #path::__dc_native);
+        // A kernel function is a value with `__dc_build` / `__dc_native` methods; any
+        // other function falls back to `NotKernelFn`'s, whose bound says "mark it
+        // #[kernel_fn]" at the call (one error, no unresolved path after it).
+        let build = quote_spanned!(path.span()=> __dc::kernel_fn(&#path).__dc_build);
+        let native = quote_spanned!(path.span()=> __dc::kernel_fn(&#path).__dc_native);
         (
-            quote!({ #(let #tmps = #bs;)* #build(__b, #(#tmps),*)? }),
-            quote!(#native(__ctx, #(#ns),*)),
+            quote!({ #(let #tmps = #bs;)* #build(__b, (#(#tmps,)*))? }),
+            quote!(#native(__ctx, (#(#ns,)*))),
         )
     }
 
@@ -2184,7 +2187,7 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     {
         Some((group, lanes)) => {
             lane_regions = lanes;
-            let helper_paths = &tx.helper_paths;
+            let helper_barriers = barrier_calls(&tx.helper_paths);
             let run = quote! {
                 __dc::cpu::execute_groups(__l, move |__g: &__dc::cpu::Group<'_>| {
                     #group
@@ -2213,8 +2216,8 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                 false => quote!(),
             };
             quote! {
-                const __DC_SPLIT: bool = true #(&& !#helper_paths::__DC_BARRIER)*;
-                if __DC_SPLIT
+                let __dc_split: bool = true #(&& !#helper_barriers)*;
+                if __dc_split
                     && __dc::cpu::barrier_schedule() == __dc::cpu::BarrierSchedule::Fission
                 {
                     #avx2
@@ -2318,6 +2321,8 @@ pub fn kernel(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
             use super::*;
             #[allow(unused_imports)]
             use ::dotcompute::__private as __dc;
+            #[allow(unused_imports)]
+            use ::dotcompute::__private::NotKernelFn as _;
 
             #definition
 
@@ -2525,7 +2530,7 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
         let type_param = tx.type_param(ty_syntax).map(|t| t.to_string());
         match array {
             Some(writable) => {
-                build_params.push(quote!(#pname: __dc::ir::Mem));
+                build_params.push((quote!(#pname), quote!(__dc::ir::Mem)));
                 bind.extend(quote!(__b.check_array(#pname, #ir, #writable, #pname_str)?;));
                 // A `&[T]` parameter accepts read-only buffers and writable arrays alike.
                 let access = if writable {
@@ -2535,7 +2540,10 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
                     access_generics.push(quote!(const #w: bool));
                     quote!(#w)
                 };
-                native_params.push(quote!(#pname: __dc::cpu::View<'_, #native, #access>));
+                native_params.push((
+                    quote!(#pname),
+                    quote!(__dc::cpu::View<'_, #native, #access>),
+                ));
                 if let Some(t) = type_param {
                     sources.entry(t).or_default().0.push(quote!(#pname.elem()));
                 }
@@ -2551,11 +2559,11 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
             None => {
                 let mutable = pi.mutability.is_some();
                 let mut_tok = pi.mutability;
-                build_params.push(quote!(#pname: __dc::ir::V));
+                build_params.push((quote!(#pname), quote!(__dc::ir::V)));
                 bind.extend(
                     quote!(let #pname = __b.let_(#pname_str, Some(__dc::ir::Type::from(#ir)), #mutable, #pname)?;),
                 );
-                native_params.push(quote!(#mut_tok #pname: #native));
+                native_params.push((quote!(#mut_tok #pname), quote!(#native)));
                 if let Some(t) = type_param {
                     sources.entry(t).or_default().1.push(pname.clone());
                 }
@@ -2610,43 +2618,66 @@ pub fn helper(f: &ItemFn) -> Result<TokenStream, Vec<syn::Error>> {
     let declared = &generics.params;
     let span = name.span();
     let own_barriers = tx.barrier_sites > 0;
-    let callees = &tx.helper_paths;
+    let callee_barriers = barrier_calls(&tx.helper_paths);
+    let (build_pats, build_tys): (Vec<_>, Vec<_>) = build_params.into_iter().unzip();
+    let (native_pats, native_tys): (Vec<_>, Vec<_>) = native_params.into_iter().unzip();
     Ok(quote_spanned! {span=>
         #(#docs)*
         ///
         /// A device function (`#[kernel_fn]`): call it from kernels and other kernel
         /// functions, where it is inlined.
+        #[allow(non_camel_case_types)]
+        #vis struct #name;
+
         #[allow(non_snake_case, unused_imports, dead_code, unused_variables, unused_mut, unused_braces, unused_parens, clippy::all)]
-        #vis mod #name {
-            use super::*;
+        const _: () = {
             #[allow(unused_imports)]
             use ::dotcompute::__private as __dc;
+            #[allow(unused_imports)]
+            use ::dotcompute::__private::NotKernelFn as _;
 
-            /// Whether the body, or a kernel function it calls, has a barrier (a kernel
-            /// calling it then runs on the CPU with a coroutine per thread).
-            #[doc(hidden)]
-            pub const __DC_BARRIER: bool = #own_barriers #(|| #callees::__DC_BARRIER)*;
+            impl __dc::KernelFunction for #name {}
 
-            /// Emits the body into the calling kernel's IR and returns its value.
-            #[doc(hidden)]
-            pub fn __dc_build(
-                __b: &mut __dc::ir::Builder,
-                #(#build_params),*
-            ) -> ::core::result::Result<#ret_b, __dc::ir::BuildError> {
-                #infer
-                #bind
-                #body_b
+            impl #name {
+                /// Whether the body, or a kernel function it calls, has a barrier (a
+                /// kernel calling it then runs on the CPU with a coroutine per thread).
+                #[doc(hidden)]
+                pub fn __dc_barrier(&self) -> bool {
+                    #own_barriers #(|| #callee_barriers)*
+                }
+
+                /// Emits the body into the calling kernel's IR and returns its value.
+                #[doc(hidden)]
+                pub fn __dc_build(
+                    &self,
+                    __b: &mut __dc::ir::Builder,
+                    (#(#build_pats,)*): (#(#build_tys,)*),
+                ) -> ::core::result::Result<#ret_b, __dc::ir::BuildError> {
+                    #infer
+                    #bind
+                    #body_b
+                }
+
+                /// The native body, called by the native bodies of kernels.
+                #[doc(hidden)]
+                #[inline(always)]
+                pub fn __dc_native<#(#declared,)* #(#access_generics),*>(
+                    &self,
+                    __ctx: &__dc::cpu::ThreadCtx<'_>,
+                    (#(#native_pats,)*): (#(#native_tys,)*),
+                ) -> #ret_n #where_clause {
+                    #body_n
+                }
             }
-
-            /// The native body, called by the native bodies of kernels.
-            #[doc(hidden)]
-            #[inline(always)]
-            pub fn __dc_native<#(#declared,)* #(#access_generics),*>(
-                __ctx: &__dc::cpu::ThreadCtx<'_>,
-                #(#native_params),*
-            ) -> #ret_n #where_clause {
-                #body_n
-            }
-        }
+        };
     })
+}
+
+/// `kernel_fn(&callee).__dc_barrier()` for each callee, spanned at the call, so that a
+/// callee that is not a kernel function is reported once, where it is called.
+fn barrier_calls(paths: &[syn::Path]) -> Vec<TokenStream> {
+    paths
+        .iter()
+        .map(|p| quote_spanned!(p.span()=> __dc::kernel_fn(&#p).__dc_barrier()))
+        .collect()
 }

@@ -315,6 +315,44 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::{Arg, AsStream};
+
+    /// Implemented by every `#[kernel_fn]` (and by the stand-in a failed one leaves, so
+    /// that its callers get no second error). A kernel calling anything else gets this
+    /// trait's message.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not a kernel function: mark it `#[kernel_fn]` to call it from a kernel",
+        label = "kernels call `#[kernel_fn]` functions (and the builtins) only",
+        note = "a `#[kernel_fn]` takes scalars and `&[T]` / `&mut [T]` arrays and returns a scalar or nothing"
+    )]
+    pub trait KernelFunction {}
+
+    /// Every call a kernel makes goes through this check first: one error, "mark it
+    /// `#[kernel_fn]`", at the call of anything else.
+    #[inline(always)]
+    pub fn kernel_fn<F: KernelFunction + ?Sized>(f: &F) -> &F {
+        f
+    }
+
+    /// The methods a kernel calls on a callee: a `#[kernel_fn]`'s own (inherent, so they
+    /// win) or these stand-ins, reached only after [`kernel_fn`] has reported a callee
+    /// that is not one (or for a failed `#[kernel_fn]`'s stand-in); never run, the
+    /// compile error stops the build.
+    pub trait NotKernelFn {
+        fn __dc_barrier(&self) -> bool {
+            false
+        }
+        fn __dc_build<A, R>(
+            &self,
+            _b: &mut dotcompute_ir::Builder,
+            _args: A,
+        ) -> ::core::result::Result<R, dotcompute_ir::BuildError> {
+            unreachable!("a callee that is not a #[kernel_fn] was called")
+        }
+        fn __dc_native<A, R>(&self, _ctx: &dotcompute_cpu::runtime::ThreadCtx<'_>, _args: A) -> R {
+            unreachable!("a callee that is not a #[kernel_fn] was called")
+        }
+    }
+    impl<T: ?Sized> NotKernelFn for T {}
     pub use dotcompute_cpu::ops;
     pub use dotcompute_hal::native::NativeLaunch;
     pub use dotcompute_hal::{instance_part, leak_name, Instances, KernelDef};
