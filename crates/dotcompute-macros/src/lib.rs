@@ -47,14 +47,7 @@ fn expand(
             let errs = errors.iter().map(|e| e.to_compile_error());
             // A failed #[kernel_fn] leaves a stand-in of its name, so that the kernels
             // calling it report nothing more than its own errors.
-            let stand_in = (what == "kernel_fn").then(|| {
-                let (vis, name) = (&func.vis, &func.sig.ident);
-                quote::quote! {
-                    #[allow(non_camel_case_types, dead_code)]
-                    #vis struct #name;
-                    impl ::dotcompute::__private::KernelFunction for #name {}
-                }
-            });
+            let stand_in = stand_in(&func, what);
             quote::quote!(#(#errs)* #stand_in).into()
         }
     }
@@ -77,4 +70,48 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn kernel_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(attr, item, "kernel_fn", translate::helper)
+}
+
+/// What a failed item leaves in its place, so that its users report nothing beyond its own
+/// errors: for a `#[kernel_fn]`, a value that is a kernel function; for a `#[kernel]`, a
+/// module with `launch` (taking any arguments of the kernel's count), `kernel()` and,
+/// for a non-generic kernel, `KERNEL`. None of it runs: the errors stop the build.
+fn stand_in(func: &syn::ItemFn, what: &str) -> proc_macro2::TokenStream {
+    let (vis, name) = (&func.vis, &func.sig.ident);
+    if what == "kernel_fn" {
+        return quote::quote! {
+            #[allow(non_camel_case_types, dead_code)]
+            #vis struct #name;
+            impl ::dotcompute::__private::KernelFunction for #name {}
+        };
+    }
+    let generics = &func.sig.generics.params;
+    let where_clause = &func.sig.generics.where_clause;
+    let args = (0..func.sig.inputs.len()).map(|i| quote::format_ident!("_a{i}"));
+    let kernel_static = generics.is_empty().then(|| {
+        quote::quote! {
+            pub static KERNEL: ::dotcompute::__private::KernelDef =
+                ::dotcompute::__private::KernelDef::new(stringify!(#name), __failed, None);
+            fn __failed() -> ::core::result::Result<::dotcompute::__private::ir::Kernel, ::dotcompute::__private::ir::BuildError> {
+                unreachable!("a kernel that failed to compile")
+            }
+        }
+    });
+    quote::quote! {
+        #[allow(non_snake_case, dead_code, unused_variables, unused_imports)]
+        #vis mod #name {
+            use super::*;
+            #kernel_static
+            pub fn kernel<#generics>() -> &'static ::dotcompute::__private::KernelDef #where_clause {
+                unreachable!("a kernel that failed to compile")
+            }
+            pub fn launch<#generics>(
+                _on: &impl ::dotcompute::__private::AsStream,
+                _launch: ::dotcompute::Launch,
+                #(#args: impl ::core::marker::Sized),*
+            ) -> ::dotcompute::Result<()> #where_clause {
+                unreachable!("a kernel that failed to compile")
+            }
+        }
+    }
 }
