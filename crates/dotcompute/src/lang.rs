@@ -154,26 +154,67 @@ fn outside_kernel(name: &str) -> ! {
 /// has `global_id() < grid` on each axis (threads of the last group past the grid do not
 /// run); in one with them, padding threads run too and the kernel must bound its
 /// accesses.
+///
+/// `let i = global_id().x;` — one output per thread:
+///
+/// ```
+/// use dotcompute::prelude::*;
+///
+/// /// Every thread writes where it is: its global, local and group ids, the group size
+/// /// and the group count (x axis), five words per thread.
+/// #[kernel]
+/// fn where_am_i(out: &mut [u32]) {
+///     let i = global_id().x;
+///     if i * 5 + 4 < out.len() {
+///         out[i * 5] = global_id().x;
+///         out[i * 5 + 1] = local_id().x;
+///         out[i * 5 + 2] = group_id().x;
+///         out[i * 5 + 3] = group_size().x;
+///         out[i * 5 + 4] = num_groups().x;
+///     }
+/// }
+///
+/// let device = Device::cpu();
+/// let mut out = device.alloc_filled(10 * 5, 0u32)?;
+/// where_am_i::launch(&device, Launch::threads(10).group(4), &mut out)?;
+/// let out = out.to_vec()?;
+/// assert_eq!(out[7 * 5..8 * 5], [7, 3, 1, 4, 3]); // thread 7: group 1, lane 3; 3 groups of 4
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+///
+/// Backends: all (CPU, CUDA, wgpu, Metal).
 pub fn global_id() -> UVec3 {
     outside_kernel("global_id")
 }
 
-/// The thread's position inside its group, `0..group_size()` per axis.
+/// The thread's position inside its group, `0..group_size()` per axis:
+/// `let lane = local_id().x;` (example at [`global_id`]).
+///
+/// Backends: all (CPU, CUDA, wgpu, Metal).
 pub fn local_id() -> UVec3 {
     outside_kernel("local_id")
 }
 
-/// The group's position in the launch, `0..num_groups()` per axis.
+/// The group's position in the launch, `0..num_groups()` per axis:
+/// `let tile_row = group_id().y;` (example at [`global_id`]).
+///
+/// Backends: all (CPU, CUDA, wgpu, Metal).
 pub fn group_id() -> UVec3 {
     outside_kernel("group_id")
 }
 
-/// Threads per group on each axis (the launch's group size).
+/// Threads per group on each axis (the launch's group size):
+/// `let stride = group_size().x;` (example at [`global_id`]).
+///
+/// Backends: all (CPU, CUDA, wgpu, Metal).
 pub fn group_size() -> UVec3 {
     outside_kernel("group_size")
 }
 
-/// Groups in the launch on each axis: the grid divided by the group size, rounded up.
+/// Groups in the launch on each axis: the grid divided by the group size, rounded up:
+/// `let groups = num_groups().x;` (example at [`global_id`]).
+///
+/// Backends: all (CPU, CUDA, wgpu, Metal).
 pub fn num_groups() -> UVec3 {
     outside_kernel("num_groups")
 }
@@ -183,12 +224,52 @@ pub fn num_groups() -> UVec3 {
 /// constants included). A 2-D array is `shared::<[[T; COLS]; ROWS]>()`, indexed
 /// `tile[row][column]`. The contents are undefined when a group starts (the CPU backend
 /// fills them with NaN / `0xFFFFFFFF` so that a read before a write shows).
+///
+/// A group sum through shared memory and [`barrier`]:
+///
+/// ```
+/// use dotcompute::prelude::*;
+///
+/// #[kernel]
+/// fn group_sums(x: &[u32], sums: &mut [u32]) {
+///     let tile = shared::<u32, 64>();
+///     let l = local_id().x;
+///     let i = global_id().x;
+///     tile[l] = if i < x.len() { x[i] } else { 0u32 };
+///     barrier();
+///     let mut step = 32u32;
+///     while step > 0 {
+///         if l < step {
+///             tile[l] += tile[l + step];
+///         }
+///         barrier();
+///         step = step / 2;
+///     }
+///     if l == 0 {
+///         sums[group_id().x] = tile[0];
+///     }
+/// }
+///
+/// let device = Device::cpu();
+/// let x = device.upload(&(1..=100u32).collect::<Vec<_>>())?;
+/// let mut sums = device.alloc_filled(2, 0u32)?;
+/// group_sums::launch(&device, Launch::threads(100).group(64), &x, &mut sums)?;
+/// assert_eq!(sums.to_vec()?, [(1..=64).sum::<u32>(), (65..=100).sum::<u32>()]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+///
+/// Backends: all (CPU, CUDA, wgpu, Metal). The size counts against the device's shared memory per group
+/// (`Limits::max_shared_bytes`; `Error::SharedMemoryTooLarge` beyond it).
 pub fn shared<T: Num, const LEN: u32>() -> &'static mut [T] {
     outside_kernel("shared")
 }
 
 /// Declares the kernel's one dynamically sized shared array; its length is given at
-/// launch with `Launch::dynamic_shared(len)` and read with `.len()`.
+/// launch with `Launch::dynamic_shared(len)` and read with `.len()`:
+/// `let s = shared_dynamic::<f32>(); s[local_id().x] = 0.0;`, launched with
+/// `Launch::threads(n).group(128).dynamic_shared(128)`.
+///
+/// Backends: all (CPU, CUDA, wgpu, Metal).
 pub fn shared_dynamic<T: Num>() -> &'static mut [T] {
     outside_kernel("shared_dynamic")
 }
@@ -197,6 +278,9 @@ pub fn shared_dynamic<T: Num>() -> &'static mut [T] {
 /// and global memory writes made before it visible to the group after it. Every thread of
 /// the group must reach the same barrier (the CPU backend reports a divergence as
 /// `Error::BarrierDivergence`). A kernel with a barrier runs whole groups.
+/// `barrier();` (example at [`shared`]).
+///
+/// Backends: all (CPU, CUDA, wgpu, Metal).
 pub fn barrier() {
     outside_kernel("barrier")
 }
@@ -207,7 +291,11 @@ macro_rules! atomic_stub {
         ///
         /// `target` is an element of a buffer or shared array, `&array[index]`; returns
         /// the element's previous value. Atomic with respect to every other atomic on the
-        /// element (relaxed ordering: use `barrier()` to order other memory).
+        /// element (relaxed ordering: use `barrier()` to order other memory). Example at
+        /// [`atomic_add`].
+        ///
+        /// Backends: all, on buffers and shared arrays (`f32` [`atomic_add`] is native
+        /// on CUDA and a compare-exchange loop elsewhere: `Capabilities::atomic_f32_add`).
         pub fn $name<T: Num>(target: &T, value: T) -> T {
             let _ = (target, value);
             outside_kernel(stringify!($name))
@@ -216,6 +304,28 @@ macro_rules! atomic_stub {
 }
 atomic_stub! {
     /// `*target += value` (wrapping for integers), on `i32`, `u32` and `f32`.
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    ///
+    /// /// A histogram of 16 bins, and the largest value seen.
+    /// #[kernel]
+    /// fn bins(x: &[u32], hist: &mut [u32], max: &mut [u32]) {
+    ///     let i = global_id().x;
+    ///     if i < x.len() {
+    ///         atomic_add(&hist[x[i] % 16], 1u32);
+    ///         atomic_max(&max[0], x[i]);
+    ///     }
+    /// }
+    ///
+    /// let device = Device::cpu();
+    /// let x = device.upload(&(0..1000u32).collect::<Vec<_>>())?;
+    /// let (mut hist, mut max) = (device.alloc_filled(16, 0u32)?, device.alloc_filled(1, 0u32)?);
+    /// bins::launch(&device, Launch::threads(1000), &x, &mut hist, &mut max)?;
+    /// assert_eq!(hist.to_vec()?.iter().sum::<u32>(), 1000);
+    /// assert_eq!(max.to_vec()?, [999]);
+    /// # Ok::<(), dotcompute::Error>(())
+    /// ```
     atomic_add;
     /// `*target -= value` (wrapping), on `i32` and `u32`.
     atomic_sub;
@@ -234,7 +344,10 @@ atomic_stub! {
 }
 
 /// If `*target == expected`, sets it to `new` (strong: never fails spuriously); returns
-/// the previous value either way. On `i32` and `u32`.
+/// the previous value either way. On `i32` and `u32`:
+/// `let won = atomic_compare_exchange(&owner[slot], 0u32, id + 1) == 0u32;`.
+///
+/// Backends: all, on buffers and shared arrays.
 pub fn atomic_compare_exchange<T: Num>(target: &T, expected: T, new: T) -> T {
     let _ = (target, expected, new);
     outside_kernel("atomic_compare_exchange")
@@ -245,12 +358,41 @@ pub fn atomic_compare_exchange<T: Num>(target: &T, expected: T, new: T) -> T {
 /// subgroup operation; a kernel using any of them runs whole groups, every thread of a
 /// subgroup must reach each operation, and a device without subgroups refuses the launch
 /// (`Error::Unsupported`).
+///
+/// A warp sum: each subgroup adds its lanes, and its first lane adds that into the total.
+///
+/// ```
+/// use dotcompute::prelude::*;
+///
+/// #[kernel]
+/// fn total(x: &[u32], sum: &mut [u32]) {
+///     let i = global_id().x;
+///     let v = if i < x.len() { x[i] } else { 0u32 };
+///     let s = subgroup_add(v);
+///     if subgroup_lane() == 0 {
+///         atomic_add(&sum[0], s);
+///     }
+/// }
+///
+/// let device = Device::cpu(); // subgroups of one lane; 32 on CUDA
+/// let x = device.upload(&(1..=1000u32).collect::<Vec<_>>())?;
+/// let mut sum = device.alloc_filled(1, 0u32)?;
+/// total::launch(&device, Launch::threads(1000), &x, &mut sum)?;
+/// assert_eq!(sum.to_vec()?, [500_500]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+///
+/// Backends: CPU (one lane), CUDA (32), wgpu where the adapter has subgroups, Metal
+/// (SIMD-groups); `Capabilities::subgroup_size` says which and how wide.
 pub fn subgroup_size() -> u32 {
     outside_kernel("subgroup_size")
 }
 
 /// The thread's index in its subgroup, `0..subgroup_size()`; subgroups are consecutive
-/// threads of a group in linear order (`x` fastest).
+/// threads of a group in linear order (`x` fastest): `if subgroup_lane() == 0 { .. }`
+/// (example at [`subgroup_size`]).
+///
+/// Backends: as [`subgroup_size`].
 pub fn subgroup_lane() -> u32 {
     outside_kernel("subgroup_lane")
 }
@@ -258,6 +400,8 @@ pub fn subgroup_lane() -> u32 {
 macro_rules! subgroup_stub {
     ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
         $(#[$doc])*
+        ///
+        /// Backends: as [`subgroup_size`] (example there).
         pub fn $name<T: Num>($($arg: $ty),*) -> $ret {
             let _ = ($($arg,)*);
             outside_kernel(stringify!($name))
@@ -286,7 +430,10 @@ subgroup_stub! {
     subgroup_inclusive_add(x: T) -> T;
 }
 
-/// Bit `i` set when lane `i` passed `true` (lanes 0 to 31).
+/// Bit `i` set when lane `i` passed `true` (lanes 0 to 31):
+/// `let active = subgroup_ballot(x[i] > 0u32).count_ones();`.
+///
+/// Backends: as [`subgroup_size`].
 pub fn subgroup_ballot(b: bool) -> u32 {
     let _ = b;
     outside_kernel("subgroup_ballot")
@@ -305,6 +452,9 @@ pub fn subgroup_ballot(b: bool) -> u32 {
 /// device needs capability `tensor_cores` (CUDA, compute capability 8.0 or later; other
 /// devices refuse the launch with `Error::Unsupported`). `Device::matmul_generated_with`
 /// with `Precision::Tf32` is a matrix product built on it.
+/// `mma_m16n8k8_tf32(&mut acc[0], a0, a1, a2, a3, b0, b1);` with `let mut acc = [0.0f32; 4];`.
+///
+/// Backends: CUDA (compute capability 8.0 and later) only.
 #[allow(clippy::too_many_arguments)]
 pub fn mma_m16n8k8_tf32(acc: &mut f32, a0: f32, a1: f32, a2: f32, a3: f32, b0: f32, b1: f32) {
     let _ = (acc, a0, a1, a2, a3, b0, b1);
@@ -320,6 +470,9 @@ pub fn mma_m16n8k8_tf32(acc: &mut f32, a0: f32, a1: f32, a2: f32, a3: f32, b0: f
 /// `mma.sync.m16n8k16`). Operands read straight from an f16 buffer or shared array
 /// reach the instruction as stored. The same rules as [`mma_m16n8k8_tf32`];
 /// `Device::matmul_generated` of `f16` matrices is a product built on it.
+/// `mma_m16n8k16_f16(&mut acc[0], a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3);`.
+///
+/// Backends: CUDA (compute capability 8.0 and later) only.
 #[allow(clippy::too_many_arguments)]
 pub fn mma_m16n8k16_f16(
     acc: &mut f32,
@@ -340,13 +493,17 @@ pub fn mma_m16n8k16_f16(
     outside_kernel("mma_m16n8k16_f16")
 }
 
-/// Whether any lane of the subgroup passed `true`.
+/// Whether any lane of the subgroup passed `true`: `if subgroup_any(found) { .. }`.
+///
+/// Backends: as [`subgroup_size`].
 pub fn subgroup_any(b: bool) -> bool {
     let _ = b;
     outside_kernel("subgroup_any")
 }
 
-/// Whether every lane of the subgroup passed `true`.
+/// Whether every lane of the subgroup passed `true`: `if subgroup_all(done) { .. }`.
+///
+/// Backends: as [`subgroup_size`].
 pub fn subgroup_all(b: bool) -> bool {
     let _ = b;
     outside_kernel("subgroup_all")
