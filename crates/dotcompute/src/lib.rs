@@ -203,7 +203,8 @@
 //!
 //! [`f16`](struct@f16) and [`bf16`] buffers can be allocated, filled, copied and transferred on every
 //! backend, and multiplied with [`Device::matmul`] where the backend has a vendor library
-//! (cuBLAS). Kernels use `f16` as a scalar type (buffers, locals, arithmetic, `as` casts,
+//! (cuBLAS). Both come with the prelude, and a kernel's `f16` is always dotcompute's (a
+//! module holding only kernels needs no `use dotcompute::f16`). Kernels use `f16` as a scalar type (buffers, locals, arithmetic, `as` casts,
 //! the [`Float`] math) on devices whose capabilities list `f16`; `bf16` is a storage type
 //! only (no kernel arithmetic).
 //!
@@ -305,9 +306,12 @@ pub mod wgpu {
 
 /// Everything a typical program needs.
 pub mod prelude {
+    // `f16` / `bf16` come with the prelude: a kernel's `f16` always means dotcompute's
+    // (no import needed there), and host code gets it without an import that a
+    // kernels-only module would see reported as unused.
     pub use crate::{
-        kernel, kernel_fn, AsStream, Buffer, Device, Float, Int, KernelSource, Launch, Num, Stream,
-        Vec2, Vec4,
+        bf16, f16, kernel, kernel_fn, AsStream, Buffer, Device, Float, Int, KernelSource, Launch,
+        Num, Stream, Vec2, Vec4,
     };
 }
 
