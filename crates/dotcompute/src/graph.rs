@@ -1167,19 +1167,16 @@ impl<'a> ExecGraph<'a> {
     /// graph again.
     pub fn write<T: Element>(&mut self, handle: GraphBufferMut<T>, data: &[T]) -> Result<()> {
         let i = self.graph.buffer_index(handle.graph, handle.index)?;
-        let b = &self.graph.buffers[i];
-        crate::buffer::same_len("ExecGraph::write", b.len, data.len())?;
-        if b.len == 0 {
+        crate::buffer::same_len("ExecGraph::write", self.graph.buffers[i].len, data.len())?;
+        let Some(b) = self.ordered_for_write(i)? else {
             return Ok(());
-        }
-        let device = &self.graph.device;
-        device.before_use(b.uses, StreamId::DEFAULT, true)?;
-        // SAFETY: the whole registered buffer from data of its length (same_len), ordered
-        // after every stream's uses by before_use; the graph holds the buffer's `&mut`
-        // borrow (a GraphBufferMut comes only from Graph::buffer_mut), so nothing else
-        // uses it.
+        };
+        // SAFETY: the registered range (a whole buffer, or a view checked when made) from
+        // data of its length (same_len), ordered after every stream's uses; the graph
+        // holds the buffer's `&mut` borrow (a GraphBufferMut comes only from
+        // buffer_mut / view_mut), so nothing else uses it.
         unsafe {
-            device.backend().write(
+            self.graph.device.backend().write(
                 StreamId::DEFAULT,
                 b.raw,
                 b.offset,
@@ -1192,16 +1189,12 @@ impl<'a> ExecGraph<'a> {
     /// [`ExecGraph::write`]).
     pub fn fill<T: Element>(&mut self, handle: GraphBufferMut<T>, value: T) -> Result<()> {
         let i = self.graph.buffer_index(handle.graph, handle.index)?;
-        let b = &self.graph.buffers[i];
-        if b.len == 0 {
+        let Some(b) = self.ordered_for_write(i)? else {
             return Ok(());
-        }
-        let device = &self.graph.device;
-        device.before_use(b.uses, StreamId::DEFAULT, true)?;
-        // SAFETY: as for write: the whole registered buffer, ordered by before_use,
-        // borrowed `&mut` by the graph.
+        };
+        // SAFETY: as for write: the registered range, ordered, borrowed `&mut` by the graph.
         unsafe {
-            device.backend().fill(
+            self.graph.device.backend().fill(
                 StreamId::DEFAULT,
                 b.raw,
                 b.offset,
@@ -1209,6 +1202,19 @@ impl<'a> ExecGraph<'a> {
                 bytemuck::bytes_of(&value),
             )
         }
+    }
+
+    /// Graph buffer `i`, with a write on the default stream ordered after every stream's
+    /// uses of it; `None` when it is empty (nothing to write).
+    fn ordered_for_write(&self, i: usize) -> Result<Option<&Registered<'a>>> {
+        let b = &self.graph.buffers[i];
+        if b.len == 0 {
+            return Ok(None);
+        }
+        self.graph
+            .device
+            .before_use(b.uses, StreamId::DEFAULT, true)?;
+        Ok(Some(b))
     }
 
     /// Replaces the buffer behind `handle` (same element type and length) for later
