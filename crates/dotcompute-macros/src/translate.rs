@@ -32,6 +32,9 @@ enum Binding {
     Shared,
     /// An immutable local array, or a kernel function's `&[T]`.
     ReadOnlyArray,
+    /// A local whose initial value already failed with an error: its uses report
+    /// nothing more (one error per mistake).
+    Failed,
 }
 
 impl Binding {
@@ -426,7 +429,12 @@ impl Tx {
             },
             None => None,
         };
+        let errors_before = self.errors.len();
         let (ib, inn) = self.expr(&init.expr);
+        if self.errors.len() > errors_before {
+            self.bind(&name_str, Binding::Failed);
+            return (quote!(), quote!());
+        }
         let mutable = pi.mutability.is_some();
         let mut_tok = pi.mutability;
         // Helpers have no fast body, so no in-bounds assumption to record.
@@ -788,6 +796,8 @@ impl Tx {
                 let name = p.path.get_ident().unwrap();
                 match self.lookup(&name.to_string()) {
                     Some(Binding::Local) => {}
+                    // Already reported where it was declared.
+                    Some(Binding::Failed) => return (quote!(), quote!()),
                     Some(Binding::GidX) => {
                         return self.fail(name.span(), format!("cannot assign twice to immutable local `{name}`"))
                     }
@@ -967,6 +977,8 @@ impl Tx {
             if let Some(id) = p.path.get_ident() {
                 match self.lookup(&id.to_string()) {
                     Some(b) if b.is_array() => return Some(id.clone()),
+                    // Already reported where it was declared.
+                    Some(Binding::Failed) => return None,
                     Some(_) => {
                         self.errors.push(err(
                             id.span(),
@@ -1067,6 +1079,9 @@ impl Tx {
                     match self.lookup(&id.to_string()) {
                         Some(Binding::Local | Binding::GidX) => return (quote!(__b.get(#id)), quote!(#id)),
                         Some(Binding::Scalar) => return (quote!(#id.clone()), quote!(#id)),
+                        // Already reported where it was declared (nothing is emitted: the
+                        // kernel has errors).
+                        Some(Binding::Failed) => return (quote!(), quote!()),
                         Some(_) => {
                             return self.fail(
                                 id.span(),
