@@ -87,7 +87,39 @@ fn stand_in(func: &syn::ItemFn, what: &str) -> proc_macro2::TokenStream {
     }
     let generics = &func.sig.generics.params;
     let where_clause = &func.sig.generics.where_clause;
-    let args = (0..func.sig.inputs.len()).map(|i| quote::format_ident!("_a{i}"));
+    // An argument whose type is (a slice of) a type parameter is taken as the real
+    // `launch` takes it, so that the parameter is still inferred at the call; any other
+    // argument is anything.
+    let type_params: Vec<&syn::Ident> = func.sig.generics.type_params().map(|t| &t.ident).collect();
+    let is_type_param = |t: &syn::Type| match t {
+        syn::Type::Path(p) => p
+            .path
+            .get_ident()
+            .is_some_and(|id| type_params.contains(&id)),
+        _ => false,
+    };
+    let args = func.sig.inputs.iter().enumerate().map(|(i, input)| {
+        let name = quote::format_ident!("_a{i}");
+        let ty = match input {
+            syn::FnArg::Typed(t) => Some(&*t.ty),
+            syn::FnArg::Receiver(_) => None,
+        };
+        match ty {
+            Some(syn::Type::Reference(r)) => match &*r.elem {
+                syn::Type::Slice(slice) if is_type_param(&slice.elem) => {
+                    let elem = &slice.elem;
+                    if r.mutability.is_some() {
+                        quote::quote!(#name: &mut impl ::dotcompute::KernelBufferMut<#elem>)
+                    } else {
+                        quote::quote!(#name: &impl ::dotcompute::KernelBuffer<#elem>)
+                    }
+                }
+                _ => quote::quote!(#name: impl ::core::marker::Sized),
+            },
+            Some(t) if is_type_param(t) => quote::quote!(#name: #t),
+            _ => quote::quote!(#name: impl ::core::marker::Sized),
+        }
+    });
     let kernel_static = generics.is_empty().then(|| {
         quote::quote! {
             pub static KERNEL: ::dotcompute::__private::KernelDef =
@@ -108,7 +140,7 @@ fn stand_in(func: &syn::ItemFn, what: &str) -> proc_macro2::TokenStream {
             pub fn launch<#generics>(
                 _on: &impl ::dotcompute::__private::AsStream,
                 _launch: ::dotcompute::Launch,
-                #(#args: impl ::core::marker::Sized),*
+                #(#args),*
             ) -> ::dotcompute::Result<()> #where_clause {
                 unreachable!("a kernel that failed to compile")
             }
