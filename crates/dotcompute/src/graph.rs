@@ -1204,6 +1204,48 @@ impl<'a> ExecGraph<'a> {
         }
     }
 
+    /// Copies graph buffer `src` into graph buffer `dst` (same length, not the same
+    /// buffer) between replays, ordered like [`ExecGraph::write`].
+    pub fn copy<T: Element>(
+        &mut self,
+        src: impl Into<GraphBuffer<T>>,
+        dst: GraphBufferMut<T>,
+    ) -> Result<()> {
+        let src = src.into();
+        let s = self.graph.buffer_index(src.graph, src.index)?;
+        let d = self.graph.buffer_index(dst.graph, dst.index)?;
+        if s == d {
+            return Err(Error::Graph {
+                detail: format!(
+                    "ExecGraph::copy: the source and the destination are both {}",
+                    self.graph.buffers[d].describe(d)
+                ),
+            });
+        }
+        let (src_b, dst_len) = (&self.graph.buffers[s], self.graph.buffers[d].len);
+        crate::buffer::same_len("ExecGraph::copy", dst_len, src_b.len)?;
+        self.graph
+            .device
+            .before_use(src_b.uses, StreamId::DEFAULT, false)?;
+        let Some(dst_b) = self.ordered_for_write(d)? else {
+            return Ok(());
+        };
+        let src_b = &self.graph.buffers[s];
+        // SAFETY: two registered ranges of one length, of different buffers (a writable
+        // graph buffer is registered from a `&mut` borrow, so no other registration
+        // shares its buffer), both ordered after other streams' uses.
+        unsafe {
+            self.graph.device.backend().copy(
+                StreamId::DEFAULT,
+                src_b.raw,
+                src_b.offset,
+                dst_b.raw,
+                dst_b.offset,
+                dst_b.len * std::mem::size_of::<T>(),
+            )
+        }
+    }
+
     /// Graph buffer `i`, with a write on the default stream ordered after every stream's
     /// uses of it; `None` when it is empty (nothing to write).
     fn ordered_for_write(&self, i: usize) -> Result<Option<&Registered<'a>>> {

@@ -71,7 +71,9 @@
 //!   casts between scalar types. Float comparisons are IEEE's on every backend: with a
 //!   NaN, `!=` is true and the others false, so `x != x` tests for NaN.
 //!   `powi(n: i32)` is repeated squaring (then one division for `n < 0`) on every
-//!   backend, so results agree bit for bit; `rsqrt` is within 2 ulp.
+//!   backend, so results agree bit for bit; `rsqrt` is within 2 ulp. Every backend has
+//!   all of them (f64 ones where the device has `f64`, f16 ones where it has `f16`);
+//!   `let d = (dx * dx + dy * dy).sqrt();`.
 //! * **Host constants**: any name that is not a local or parameter (a `const`,
 //!   `f32::MAX`) is read from the host when the kernel is built, which specialises it.
 //! * **Subgroups** (warps, SIMD-groups): `subgroup_size()`, `subgroup_lane()` (`u32`),

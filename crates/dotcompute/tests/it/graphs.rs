@@ -545,6 +545,13 @@ fn views_are_graph_arguments_and_nothing_outside_them_changes() {
             let fresh: Vec<f32> = (0..n).map(|i| i as f32).collect();
             exec.write(out, &fresh).unwrap();
             assert_eq!(exec.read(out).unwrap(), fresh, "{label}");
+            // copy between replays: view to view, and the source view into one.
+            exec.copy(out, copy_out).unwrap();
+            assert_eq!(exec.read(copy_out).unwrap(), fresh, "{label}");
+            exec.copy(input, copy_out).unwrap();
+            assert_eq!(exec.read(copy_out).unwrap(), src[3..3 + n], "{label}");
+            let e = exec.copy(copy_out, copy_out).unwrap_err();
+            assert!(matches!(e, Error::Graph { .. }), "{label}: {e}");
             exec.launch(&d).unwrap();
         }
         let (got_dst, got_side) = (dst.to_vec().unwrap(), side.to_vec().unwrap());
