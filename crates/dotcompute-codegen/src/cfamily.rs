@@ -394,7 +394,11 @@ impl Gen<'_> {
             Literal::I32(i32::MIN) => "(-2147483647 - 1)".into(),
             Literal::I32(v) => format!("{v}"),
             Literal::U32(v) => format!("{v}u"),
-            Literal::I64(i64::MIN) => "(-9223372036854775807ll - 1ll)".into(),
+            // The dialect's own suffix: MSL has `l`, not C's `ll` (issue 32, item 9).
+            Literal::I64(i64::MIN) => {
+                let l = self.d.i64_suffixes().0;
+                format!("(-9223372036854775807{l} - 1{l})")
+            }
             Literal::I64(v) => format!("{v}{}", self.d.i64_suffixes().0),
             Literal::U64(v) => format!("{v}{}", self.d.i64_suffixes().1),
             Literal::F32(bits) => {

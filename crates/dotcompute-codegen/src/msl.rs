@@ -150,6 +150,13 @@ pub fn generate_with(kernel: &Kernel, checked: bool) -> Result<MslModule, MslErr
                 .into(),
         ));
     }
+    if subgroup_on_64_bit_integers(kernel) {
+        return Err(refuse(
+            "it applies a subgroup operation to a 64-bit integer; Metal's simd_* functions \
+             take 32-bit integers (and floats) only"
+                .into(),
+        ));
+    }
     // Parameters, dc_info and the violation record share the buffer indices.
     if kernel.params.len() as u32 + 2 > MAX_BUFFER_INDEX + 1 {
         return Err(refuse(format!(
@@ -168,6 +175,23 @@ pub fn generate_with(kernel: &Kernel, checked: bool) -> Result<MslModule, MslErr
         binding_types,
         attributes,
     })
+}
+
+/// Whether a subgroup operation takes an `i64` or `u64` operand (MSL has no such form).
+fn subgroup_on_64_bit_integers(k: &Kernel) -> bool {
+    let mut found = false;
+    dotcompute_ir::walk_stmts(&k.body, &mut |s| {
+        for e in s.exprs() {
+            e.walk(&mut |e| {
+                if let ExprKind::Subgroup(_, args) = &e.kind {
+                    found |= args
+                        .iter()
+                        .any(|a| matches!(a.ty.scalar, ScalarType::I64 | ScalarType::U64));
+                }
+            });
+        }
+    });
+    found
 }
 
 /// Whether `t` appears anywhere in the kernel's interface, memories or locals.
@@ -549,6 +573,31 @@ DC_FN bool dc_sg_all(bool b) { return simd_all(b); }
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `i64::MIN` as MSL spells it (`l`, not C's `ll`), and a subgroup operation on a
+    /// 64-bit integer refused (issue 32, item 9).
+    #[test]
+    fn i64_min_has_msl_suffixes_and_64_bit_subgroup_operations_are_refused() {
+        let mut b = Builder::new("least");
+        let x = b.buffer("x", ScalarType::I64, Access::ReadWrite);
+        let i = b.builtin(Builtin::GlobalId, Axis::X);
+        b.store(x, i, V::host(i64::MIN)).unwrap();
+        let k = b.finish().unwrap();
+        let msl = generate(&k).unwrap().source;
+        assert!(msl.contains("(-9223372036854775807l - 1l)"), "{msl}");
+        assert!(!msl.contains("ll"), "{msl}");
+        let cuda = crate::cuda::generate(&k).source;
+        assert!(cuda.contains("(-9223372036854775807ll - 1ll)"), "{cuda}");
+
+        let mut b = Builder::new("wide_sum");
+        let x = b.buffer("x", ScalarType::U64, Access::ReadWrite);
+        let i = b.builtin(Builtin::GlobalId, Axis::X);
+        let v = b.load(x, i.clone()).unwrap();
+        let s = b.subgroup(SubgroupOp::Add, vec![v]).unwrap();
+        b.store(x, i, s).unwrap();
+        let e = generate(&b.finish().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("64-bit integer"), "{e}");
+    }
 
     #[test]
     fn f64_kernels_are_refused_with_the_reason() {
