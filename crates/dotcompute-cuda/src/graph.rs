@@ -32,9 +32,9 @@ pub(crate) struct CaptureLog(
 unsafe impl Send for CaptureLog {}
 unsafe impl Sync for CaptureLog {}
 
-/// The capture id of a capturing stream and its current dependencies (the last node
-/// captured on it).
-fn capture_info(stream: sys::CUstream) -> Option<(u64, Vec<sys::CUgraphNode>)> {
+/// The capture id of a capturing stream, and its one current dependency (the node
+/// captured last) when it has exactly one.
+fn capture_info(stream: sys::CUstream) -> Option<(u64, Option<sys::CUgraphNode>)> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     let mut id = 0u64;
     let mut graph: sys::CUgraph = std::ptr::null_mut();
@@ -58,13 +58,9 @@ fn capture_info(stream: sys::CUstream) -> Option<(u64, Vec<sys::CUgraphNode>)> {
     {
         return None;
     }
-    let nodes = if deps.is_null() || count == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: the driver's array of `count` nodes.
-        unsafe { std::slice::from_raw_parts(deps, count) }.to_vec()
-    };
-    Some((id, nodes))
+    // SAFETY: the driver's array holds `count` nodes.
+    let last = (count == 1 && !deps.is_null()).then(|| unsafe { *deps });
+    Some((id, last))
 }
 
 // SAFETY: a graph executable is a driver handle usable from any thread with the context
@@ -100,15 +96,11 @@ impl CudaBackend {
     /// Notes the kernel node a launch just added to the capture on `stream` (its only
     /// dependency now); a null node where that is not one node.
     pub(crate) fn log_captured_node(&self, stream: sys::CUstream) {
-        if let Some((id, deps)) = capture_info(stream) {
-            let node = match deps[..] {
-                [one] => one,
-                _ => std::ptr::null_mut(),
-            };
+        if let Some((id, last)) = capture_info(stream) {
             crate::lock(&self.capture_log.0)
                 .entry(id)
                 .or_default()
-                .push(node);
+                .push(last.unwrap_or(std::ptr::null_mut()));
         }
     }
 

@@ -28,31 +28,21 @@ pub struct Launch {
 impl Launch {
     /// `n` threads in one dimension.
     pub fn threads(n: usize) -> Launch {
-        Launch {
-            grid: [n as u64, 1, 1],
-            dims: 1,
-            group: None,
-            dynamic_shared: None,
-            checked: None,
-            time_limit: None,
-        }
+        Launch::of_grid([n as u64, 1, 1], 1)
     }
     /// A `width × height` grid of threads.
     pub fn grid2d(width: usize, height: usize) -> Launch {
-        Launch {
-            grid: [width as u64, height as u64, 1],
-            dims: 2,
-            group: None,
-            dynamic_shared: None,
-            checked: None,
-            time_limit: None,
-        }
+        Launch::of_grid([width as u64, height as u64, 1], 2)
     }
     /// An `x × y × z` grid of threads.
     pub fn grid3d(x: usize, y: usize, z: usize) -> Launch {
+        Launch::of_grid([x as u64, y as u64, z as u64], 3)
+    }
+    /// A grid of `dims` dimensions with every option left to its default.
+    fn of_grid(grid: [u64; 3], dims: u8) -> Launch {
         Launch {
-            grid: [x as u64, y as u64, z as u64],
-            dims: 3,
+            grid,
+            dims,
             group: None,
             dynamic_shared: None,
             checked: None,

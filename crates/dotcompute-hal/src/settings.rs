@@ -45,9 +45,8 @@ pub fn seconds(name: &'static str, default: Duration) -> Result<Duration> {
     let Some(v) = value(name) else {
         return Ok(default);
     };
-    const YEAR: f64 = 365.0 * 24.0 * 3600.0;
     match v.parse::<f64>() {
-        Ok(s) if s > 0.0 && s <= YEAR => Ok(Duration::from_secs_f64(s)),
+        Ok(s) if s > 0.0 && s <= MAX_TIME_LIMIT.as_secs_f64() => Ok(Duration::from_secs_f64(s)),
         _ => Err(Error::Config {
             variable: name,
             value: v,
@@ -56,8 +55,8 @@ pub fn seconds(name: &'static str, default: Duration) -> Result<Duration> {
     }
 }
 
-/// The longest time limit accepted anywhere (as for the variables): a year. Longer ones
-/// would overflow `Instant` arithmetic on some platforms.
+/// The longest time limit accepted anywhere, in variables ([`seconds`]) and in code: a
+/// year. Longer ones would overflow `Instant` arithmetic on some platforms.
 pub const MAX_TIME_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Who set a time limit, for the error that reports it.

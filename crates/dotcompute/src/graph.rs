@@ -801,7 +801,8 @@ impl<'a> ExecGraph<'a> {
             .filter(|&&j| matches!(self.graph.nodes[j].kind, NodeKind::Launch { .. }))
             .position(|&j| j == i);
         let patched = match (launch, self.launch_request(i)) {
-            // SAFETY: the request binds whole registered buffers (borrowed by the graph)
+            // SAFETY: the request binds registered ranges (whole buffers, or views checked
+            // when made; borrowed by the graph)
             // with arguments checked when the node was added; every replay orders the
             // graph's buffers against other streams first.
             (Some(k), Some(request)) => unsafe {
@@ -902,7 +903,7 @@ impl<'a> ExecGraph<'a> {
         if batch.is_empty() {
             return Ok(());
         }
-        // SAFETY: each request is a node's, bound by bind_node (whole registered buffers,
+        // SAFETY: each request is a node's, bound by bind_node (registered ranges,
         // arguments checked when the node was added, no buffer both written and bound
         // twice); the graph's buffers are borrowed for its life and ordered on `s` by
         // ExecGraph::launch.
@@ -958,7 +959,8 @@ impl<'a> ExecGraph<'a> {
     fn enqueue(&self, i: usize, s: StreamId) -> Result<()> {
         let backend = self.graph.device.backend();
         let buffers = &self.graph.buffers;
-        // SAFETY (each arm): the node's buffers are whole registered buffers, which the
+        // SAFETY (each arm): the node's buffers are registered ranges (whole buffers, or
+        // views checked when made), which the
         // graph borrows for its life (`&mut` for written ones); a launch's arguments were
         // checked when the node was added (kinds, element types, access, no buffer both
         // written and bound twice), a copy joins two different buffers of one length;
