@@ -78,6 +78,24 @@ pub(crate) fn fixed_or(fixed: u32, runtime: u32) -> u32 {
     count
 }
 
+/// `out[i] = i % cols`: each element's index within its row.
+#[kernel]
+fn index_in_row(out: &mut [u32], cols: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = i % cols;
+    }
+}
+
+/// `n` indices, each element's within rows of `cols` (`cols == n`: the positions
+/// `0..n`), made on the device instead of uploaded from the host. `n` is checked for
+/// `u32` indices by the caller.
+pub(crate) fn index_in_rows(queue: &impl AsStream, n: usize, cols: usize) -> Result<Buffer<u32>> {
+    let mut out = queue.device().alloc::<u32>(n)?;
+    index_in_row::launch(queue, Launch::threads(n), &mut out, cols as u32)?;
+    Ok(out)
+}
+
 /// The error of a bad argument to operation `op` (`Error::Range`, as the facade's own
 /// length checks).
 pub(crate) fn invalid(op: &'static str, detail: String) -> Error {

@@ -10,7 +10,7 @@
 //! yet.
 
 use crate::sort::{radix_sort, sort_segments_pairs, Order, RadixKey};
-use crate::{invalid, len_matches_input};
+use crate::{index_in_rows, invalid, len_matches_input};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
@@ -24,15 +24,6 @@ fn first_of_rows<T: Num>(src: &[T], out: &mut [T], cols: u32, k: u32) {
     if i < out.len() {
         let r = i / k;
         out[i] = src[r * cols + i % k];
-    }
-}
-
-/// `out[i] = i % cols`: each element's index within its row.
-#[kernel]
-fn index_in_row(out: &mut [u32], cols: u32) {
-    let i = global_id().x;
-    if i < out.len() {
-        out[i] = i % cols;
     }
 }
 
@@ -68,8 +59,7 @@ pub fn top_k<K: RadixKey>(
     let device = queue.device();
     let mut keys = device.alloc::<K>(n)?;
     queue.copy_buffer(input, &mut keys)?;
-    let positions: Vec<u32> = (0..n as u32).collect();
-    let mut at = device.upload(&positions)?;
+    let mut at = index_in_rows(queue, n, n)?;
     radix_sort::<K, u32, 1>(queue, OP, &mut keys, Some(&mut at), order, 0..K::WIDTH)?;
     take_first(queue, &keys, &at, n, k, values, indices)
 }
@@ -113,8 +103,7 @@ pub fn top_k_rows<K: RadixKey>(
     let device = queue.device();
     let mut keys = device.alloc::<K>(n)?;
     queue.copy_buffer(input, &mut keys)?;
-    let mut columns = device.alloc::<u32>(n)?;
-    index_in_row::launch(queue, Launch::threads(n), &mut columns, cols as u32)?;
+    let mut columns = index_in_rows(queue, n, cols)?;
     let bounds: Vec<u32> = (0..=rows).map(|r| (r * cols) as u32).collect();
     let offsets = device.upload(&bounds)?;
     sort_segments_pairs(queue, &mut keys, &mut columns, &offsets, order)?;

@@ -89,8 +89,7 @@ fn segmented<K: RadixKey, V: Num>(
     let segments = segment_of.last().map_or(1, |&s| s + 1);
     // Bits that number the segments (at least one: the sort takes a non-empty range).
     let segment_bits = (32 - (segments - 1).leading_zeros()).max(1);
-    let positions: Vec<u32> = (0..n as u32).collect();
-    let mut at = device.upload(&positions)?;
+    let mut at = crate::index_in_rows(queue, n, n)?;
     let mut sorted_keys = device.alloc::<K>(n)?;
     queue.copy_buffer(keys, &mut sorted_keys)?;
     radix_sort::<K, u32, 1>(
