@@ -77,6 +77,47 @@ struct State {
 
 static STATE: Mutex<State> = Mutex::new(State { choices: None });
 
+thread_local! {
+    /// Candidates pinned on this thread by [`with_candidate`], innermost last.
+    static PINNED: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with candidate `name` chosen by every operation that offers a candidate of
+/// that name, on this thread only, without measuring or recording anything: for tests
+/// that must cover each candidate, and for reproducing a choice. An operation without
+/// such a candidate (or a device that cannot run it) chooses as usual.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{sort::sort_keys, tune, Order};
+/// let d = Device::cpu();
+/// let mut k = d.upload(&[3u32, 1, 2])?;
+/// tune::with_candidate("radix4", || sort_keys(&d, &mut k, Order::Ascending))?;
+/// assert_eq!(k.to_vec()?, [1, 2, 3]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn with_candidate<R>(name: &str, f: impl FnOnce() -> R) -> R {
+    struct Unpin;
+    impl Drop for Unpin {
+        fn drop(&mut self) {
+            PINNED.with(|p| p.borrow_mut().pop());
+        }
+    }
+    PINNED.with(|p| p.borrow_mut().push(name.to_string()));
+    let _unpin = Unpin; // also on a panic in `f`
+    f()
+}
+
+/// The index of the innermost pinned candidate among `candidates`, if any.
+pub(crate) fn pinned(candidates: &[&str]) -> Option<usize> {
+    PINNED.with(|p| {
+        p.borrow()
+            .iter()
+            .rev()
+            .find_map(|name| candidates.iter().position(|c| c == name))
+    })
+}
+
 /// The mode the environment selects (`Error::Config` for an unknown value).
 pub fn mode() -> Result<Mode> {
     Ok(
@@ -154,6 +195,9 @@ pub fn choose(
     mut run: impl FnMut(usize) -> Result<()>,
     mut sync: impl FnMut() -> Result<()>,
 ) -> Result<usize> {
+    if let Some(i) = pinned(candidates) {
+        return Ok(i);
+    }
     let mode = mode()?;
     if mode == Mode::Off || candidates.len() < 2 || n < MIN_TUNED {
         return Ok(0);

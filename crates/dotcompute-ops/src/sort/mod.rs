@@ -21,6 +21,7 @@ use dotcompute::{AsStream, Buffer, Result};
 
 use std::ops::Range;
 
+mod multisplit;
 pub(crate) mod segments;
 pub use segments::{sort_segments_keys, sort_segments_pairs};
 
@@ -392,62 +393,175 @@ pub(crate) fn radix_sort<K: RadixKey, V: Num, const PAIRS: u32>(
     if crate::host::is_cpu(queue) {
         return host_sort(queue, keys, values, flip, bits);
     }
-    if crate::software_gpu(queue) {
-        radix_passes::<K, V, PAIRS, 0>(queue, keys, values, flip, bits, n, SOFTWARE_ROUNDS)
+    let algorithms = algorithms(queue, n);
+    let winner = if algorithms.len() < 2 || crate::software_gpu(queue) {
+        // Software GPUs run the default unless a test pins another: measuring them says
+        // nothing of real hardware, and lavapipe's compiler takes minutes over each type's
+        // 4-bit kernels.
+        let names: Vec<&str> = algorithms.iter().map(|a| a.name()).collect();
+        crate::tune::pinned(&names).unwrap_or(0)
     } else {
-        radix_passes::<K, V, PAIRS, ROUNDS>(queue, keys, values, flip, bits, n, ROUNDS)
+        tune_sort::<K, V, PAIRS>(queue, keys, values.as_deref(), &algorithms, flip, &bits)?
+    };
+    sort_with::<K, V, PAIRS>(queue, algorithms[winner], keys, values, flip, bits, n)
+}
+
+/// The ways a device can sort, the default first (`DOTCOMPUTE_AUTOTUNE=off`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Algorithm {
+    /// 8-bit passes ranked by warp multisplit (`multisplit.rs`), with subgroups this wide.
+    Multisplit8 { width: u32 },
+    /// 4-bit passes ranked through a shared table (`radix_passes`).
+    Radix4,
+}
+
+impl Algorithm {
+    /// The tuner's name of the algorithm (stable: it is kept in the tuner's file).
+    fn name(self) -> &'static str {
+        match self {
+            Algorithm::Multisplit8 { .. } => "multisplit8",
+            Algorithm::Radix4 => "radix4",
+        }
     }
 }
 
-/// The passes over `bits`, `4` at a time, with tiles of `GROUP × rounds` keys (`ROUNDS`
-/// is `rounds`, or 0 for loop counts given at run time).
-#[allow(clippy::too_many_arguments)]
-fn radix_passes<K: RadixKey, V: Num, const PAIRS: u32, const ROUNDS: u32>(
+/// The algorithms `queue`'s device can run for `n` keys: the multisplit pass first where
+/// the device's subgroups allow it (it makes half the passes), then the 4-bit pass.
+fn algorithms(queue: &impl AsStream, n: u32) -> Vec<Algorithm> {
+    let mut out = Vec::new();
+    if let Some(width) = multisplit::width(queue).filter(|_| n <= multisplit::MAX_LEN) {
+        out.push(Algorithm::Multisplit8 { width });
+    }
+    out.push(Algorithm::Radix4);
+    out
+}
+
+/// The tuner's pick among `algorithms` for this sort, measured on copies of the keys
+/// (and values): the sort works in place, and the tuner may touch only its outputs.
+fn tune_sort<K: RadixKey, V: Num, const PAIRS: u32>(
     queue: &impl AsStream,
+    keys: &Buffer<K>,
+    values: Option<&Buffer<V>>,
+    algorithms: &[Algorithm],
+    flip: u64,
+    bits: &Range<u32>,
+) -> Result<usize> {
+    let n = keys.len();
+    let what = match values {
+        Some(_) => format!(
+            "{:?} keys, {}-byte values, {} bits",
+            <K as dotcompute::Element>::TYPE,
+            std::mem::size_of::<V>(),
+            bits.len()
+        ),
+        None => format!(
+            "{:?} keys, {} bits",
+            <K as dotcompute::Element>::TYPE,
+            bits.len()
+        ),
+    };
+    let key = crate::tune::key(queue, "sort", &what, n);
+    let names: Vec<&str> = algorithms.iter().map(|a| a.name()).collect();
+    let mut copies: Option<(Buffer<K>, Option<Buffer<V>>)> = None;
+    let run = |i: usize| -> Result<()> {
+        if copies.is_none() {
+            let device = queue.device();
+            let v = values.map(|v| device.alloc::<V>(v.len())).transpose()?;
+            copies = Some((device.alloc::<K>(n)?, v));
+        }
+        let (k, v) = copies.as_mut().expect("made above");
+        queue.copy_buffer(keys, k)?;
+        if let (Some(src), Some(dst)) = (values, v.as_mut()) {
+            queue.copy_buffer(src, dst)?;
+        }
+        sort_with::<K, V, PAIRS>(
+            queue,
+            algorithms[i],
+            k,
+            v.as_mut(),
+            flip,
+            bits.clone(),
+            n as u32,
+        )
+    };
+    crate::tune::choose(&key, n, &names, run, || queue.device().synchronize())
+}
+
+fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
+    queue: &impl AsStream,
+    algorithm: Algorithm,
     keys: &mut Buffer<K>,
-    mut values: Option<&mut Buffer<V>>,
+    values: Option<&mut Buffer<V>>,
     flip: u64,
     bits: Range<u32>,
     n: u32,
-    rounds: u32,
 ) -> Result<()> {
-    let kind = K::KIND as u32;
-    let (inf, flip_bits) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
+    match algorithm {
+        Algorithm::Multisplit8 { width } => {
+            let plan = multisplit::Plan::new(queue, n, width);
+            let mut scratch = multisplit::Scratch::new(queue, &plan)?;
+            ping_pong::<K, V, PAIRS>(
+                queue,
+                keys,
+                values,
+                bits,
+                multisplit::BITS,
+                |src, dst, digit| {
+                    multisplit::pass::<K, V, PAIRS>(
+                        queue,
+                        &plan,
+                        &mut scratch,
+                        src,
+                        dst,
+                        n,
+                        digit,
+                        flip,
+                    )
+                },
+            )
+        }
+        Algorithm::Radix4 if crate::software_gpu(queue) => {
+            radix_passes::<K, V, PAIRS, 0>(queue, keys, values, flip, bits, n, SOFTWARE_ROUNDS)
+        }
+        Algorithm::Radix4 => {
+            radix_passes::<K, V, PAIRS, ROUNDS>(queue, keys, values, flip, bits, n, ROUNDS)
+        }
+    }
+}
+
+/// A pass's source and destination: keys and values (one unread element for keys alone).
+type PassFrom<'a, K, V> = (&'a Buffer<K>, &'a Buffer<V>);
+type PassTo<'a, K, V> = (&'a mut Buffer<K>, &'a mut Buffer<V>);
+
+/// Runs `pass` over `bits`, `digit_bits` at a time (the last pass narrower), moving the
+/// keys (and values) between the caller's buffers and one spare pair, and leaves the
+/// result in the caller's buffers. `pass` gets its source, its destination and the
+/// digit's `(shift, mask)`.
+fn ping_pong<K: RadixKey, V: Num, const PAIRS: u32>(
+    queue: &impl AsStream,
+    keys: &mut Buffer<K>,
+    mut values: Option<&mut Buffer<V>>,
+    bits: Range<u32>,
+    digit_bits: u32,
+    mut pass: impl FnMut(PassFrom<'_, K, V>, PassTo<'_, K, V>, (u32, u32)) -> Result<()>,
+) -> Result<()> {
     let device = queue.device();
-    let tiles = n.div_ceil(GROUP * rounds);
-    let mut keys_alt = device.alloc::<K>(n as usize)?;
+    let n = keys.len();
+    let mut keys_alt = device.alloc::<K>(n)?;
     // Keys alone still bind a value buffer (one element, never read).
-    let value_len = if PAIRS == 1 { n as usize } else { 1 };
+    let value_len = if PAIRS == 1 { n } else { 1 };
     let mut values_alt = device.alloc::<V>(value_len)?;
     let mut no_values = device.alloc::<V>(1)?;
-    let mut counts = device.alloc::<u32>((RADIX * tiles) as usize)?;
-    let mut offsets = device.alloc::<u32>((RADIX * tiles) as usize)?;
-    let groups = Launch::threads((tiles * GROUP) as usize).group(GROUP);
     let mut in_alt = false;
     let mut shift = bits.start;
     while shift < bits.end {
-        let width = RADIX_BITS.min(bits.end - shift);
+        let width = digit_bits.min(bits.end - shift);
         let mask = (1u32 << width) - 1;
         let (src_k, dst_k) = if in_alt {
             (&keys_alt, &mut *keys)
         } else {
             (&*keys, &mut keys_alt)
         };
-        radix_count::launch::<K, K::Bits, ROUNDS>(
-            queue,
-            groups,
-            src_k,
-            &mut counts,
-            n,
-            shift,
-            mask,
-            kind,
-            inf,
-            flip_bits,
-            tiles,
-            rounds,
-        )?;
-        exclusive_sum(queue, &counts, &mut offsets)?;
         let user_values: &mut Buffer<V> = match values.as_deref_mut() {
             Some(v) => v,
             None => &mut no_values,
@@ -458,10 +572,7 @@ fn radix_passes<K: RadixKey, V: Num, const PAIRS: u32, const ROUNDS: u32>(
         } else {
             (&*user_values, &mut values_alt)
         };
-        radix_scatter::launch::<K, K::Bits, V, PAIRS, ROUNDS>(
-            queue, groups, src_k, src_v, dst_k, dst_v, &offsets, n, shift, mask, kind, inf,
-            flip_bits, tiles, rounds, RADIX,
-        )?;
+        pass((src_k, src_v), (dst_k, dst_v), (shift, mask))?;
         in_alt = !in_alt;
         shift += width;
     }
@@ -472,6 +583,55 @@ fn radix_passes<K: RadixKey, V: Num, const PAIRS: u32, const ROUNDS: u32>(
         }
     }
     Ok(())
+}
+
+/// The 4-bit passes over `bits`, with tiles of `GROUP × rounds` keys (`ROUNDS` is
+/// `rounds`, or 0 for loop counts given at run time).
+#[allow(clippy::too_many_arguments)]
+fn radix_passes<K: RadixKey, V: Num, const PAIRS: u32, const ROUNDS: u32>(
+    queue: &impl AsStream,
+    keys: &mut Buffer<K>,
+    values: Option<&mut Buffer<V>>,
+    flip: u64,
+    bits: Range<u32>,
+    n: u32,
+    rounds: u32,
+) -> Result<()> {
+    let kind = K::KIND as u32;
+    let (inf, flip_bits) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
+    let device = queue.device();
+    let tiles = n.div_ceil(GROUP * rounds);
+    let mut counts = device.alloc::<u32>((RADIX * tiles) as usize)?;
+    let mut offsets = device.alloc::<u32>((RADIX * tiles) as usize)?;
+    let groups = Launch::threads((tiles * GROUP) as usize).group(GROUP);
+    ping_pong::<K, V, PAIRS>(
+        queue,
+        keys,
+        values,
+        bits,
+        RADIX_BITS,
+        |(src_k, src_v), (dst_k, dst_v), (shift, mask)| {
+            radix_count::launch::<K, K::Bits, ROUNDS>(
+                queue,
+                groups,
+                src_k,
+                &mut counts,
+                n,
+                shift,
+                mask,
+                kind,
+                inf,
+                flip_bits,
+                tiles,
+                rounds,
+            )?;
+            exclusive_sum(queue, &counts, &mut offsets)?;
+            radix_scatter::launch::<K, K::Bits, V, PAIRS, ROUNDS>(
+                queue, groups, src_k, src_v, dst_k, dst_v, &offsets, n, shift, mask, kind, inf,
+                flip_bits, tiles, rounds, RADIX,
+            )
+        },
+    )
 }
 
 /// The CPU device's sort: rayon's on the compared bits (stable where equal compared bits
