@@ -2,7 +2,15 @@
 //! with values of any kernel type, ascending or descending, over all key bits or a range
 //! of them.
 //!
-//! Each pass sorts by 4 bits in three steps that need no forward-progress guarantee
+//! Two algorithms, chosen by the tuner per (device, key type, values, bits, size class)
+//! ([`crate::tune`]): where the device's subgroups have one fixed width of at most 32
+//! lanes, 8-bit passes ranked by warp multisplit (`multisplit.rs`, the default there:
+//! 4.9× the 4-bit sort on NVIDIA Vulkan at 2^28 keys, and faster on CUDA up to 2^25), and
+//! everywhere the 4-bit sort below (faster on CUDA at 2^28, where the multisplit's
+//! scattered writes cost more; `docs/benchmarks.md`). Both are stable and exact, so
+//! the choice never changes a result. The CPU device sorts on the host with rayon.
+//!
+//! The 4-bit sort: each pass sorts by 4 bits in three steps that need no forward-progress guarantee
 //! between groups (reduce-then-scan, as Vulkan requires): (1) each group counts the
 //! digits of its tile of 2,048 keys (`GROUP × ROUNDS`; 512 on GPUs emulated on the CPU); (2) an exclusive scan of the
 //! digit-major counts gives every (digit, tile) its first output position; (3) each group
