@@ -4,7 +4,8 @@
 //!
 //! Two algorithms, chosen by the tuner per (device, key type, values, bits, size class)
 //! ([`crate::tune`]): where the device's subgroups have one fixed width of at most 32
-//! lanes, 8-bit passes ranked by warp multisplit (`multisplit.rs`, the default there:
+//! lanes, 8-bit passes ranked by warp multisplit (`multisplit.rs`, the default there
+//! except on CUDA from 2^27 keys:
 //! 4.9× the 4-bit sort on NVIDIA Vulkan at 2^28 keys, and faster on CUDA up to 2^25), and
 //! everywhere the 4-bit sort below (faster on CUDA at 2^28, where the multisplit's
 //! scattered writes cost more; `docs/benchmarks.md`). Both are stable and exact, so
@@ -433,14 +434,18 @@ impl Algorithm {
     }
 }
 
-/// The algorithms `queue`'s device can run for `n` keys: the multisplit pass first where
-/// the device's subgroups allow it (it makes half the passes), then the 4-bit pass.
+/// The algorithms `queue`'s device can run for `n` keys, the default first: the
+/// multisplit pass where the device's subgroups allow it (it makes half the passes),
+/// except on CUDA from 2^27 keys, where the 4-bit pass was faster on an H200 (45.5
+/// against 56.8 ms for 2^28 keys; `docs/benchmarks.md`).
 fn algorithms(queue: &impl AsStream, n: u32) -> Vec<Algorithm> {
-    let mut out = Vec::new();
+    let mut out = vec![Algorithm::Radix4];
     if let Some(width) = multisplit::width(queue).filter(|_| n <= multisplit::MAX_LEN) {
-        out.push(Algorithm::Multisplit8 { width });
+        let large_on_cuda =
+            queue.device().backend_kind() == dotcompute::BackendKind::Cuda && n >= 1 << 27;
+        let at = if large_on_cuda { 1 } else { 0 };
+        out.insert(at, Algorithm::Multisplit8 { width });
     }
-    out.push(Algorithm::Radix4);
     out
 }
 
