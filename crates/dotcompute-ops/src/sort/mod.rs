@@ -4,11 +4,10 @@
 //!
 //! Two algorithms, chosen by the tuner per (device, key type, values, bits, size class)
 //! ([`crate::tune`]): where the device's subgroups have one fixed width of at most 32
-//! lanes, 8-bit passes ranked by warp multisplit (`multisplit.rs`, the default there
-//! except on CUDA from 2^27 keys:
-//! 4.9× the 4-bit sort on NVIDIA Vulkan at 2^28 keys, and faster on CUDA up to 2^25), and
-//! everywhere the 4-bit sort below (faster on CUDA at 2^28, where the multisplit's
-//! scattered writes cost more; `docs/benchmarks.md`). Both are stable and exact, so
+//! lanes, 8-bit passes ranked by warp multisplit (`multisplit.rs`; the default there
+//! except on CUDA from 2^27 keys: 4.9× the 4-bit sort on NVIDIA Vulkan at 2^28 keys, and
+//! faster on CUDA up to 2^25), and everywhere the 4-bit sort below (faster on CUDA at
+//! 2^28, where the multisplit's scattered writes cost more; `docs/benchmarks.md`). Both are stable and exact, so
 //! the choice never changes a result. The CPU device sorts on the host with rayon.
 //!
 //! The 4-bit sort: each pass sorts by 4 bits in three steps that need no forward-progress guarantee

@@ -67,6 +67,18 @@ pub(super) fn width(queue: &impl AsStream) -> Option<u32> {
     }
 }
 
+/// The end of the span that starts at `start`: `span_len` keys on, or the input's end
+/// (`n`, below `start` for a span past it, which then holds no key). Both kernels take a
+/// span's keys from here, so they agree on them.
+#[kernel_fn]
+fn span_end(start: u32, span_len: u32, n: u32) -> u32 {
+    let mut end = n;
+    if span_len < n - start.min(n) {
+        end = start + span_len;
+    }
+    end
+}
+
 /// `counts[d * spans + s]`: the keys of span `s` with digit `d`. Span `s` is subgroup
 /// `s % WARPS` of group `s / WARPS`.
 #[kernel]
@@ -96,12 +108,8 @@ fn split_count<K: Num, B: Int, const UNROLLED: u32>(
         e += threads;
     }
     barrier();
-    let span = group_id().x * WARPS + warp;
-    let start = span * span_len;
-    let mut end = n;
-    if span_len < n - start.min(n) {
-        end = start + span_len;
-    }
+    let start = (group_id().x * WARPS + warp) * span_len;
+    let end = span_end(start, span_len, n);
     let lane = subgroup_lane();
     let mut chunk = start;
     while chunk < end {
@@ -171,12 +179,8 @@ fn split_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const UNROLLED: u32>(
     }
     // The only barrier: from here on each subgroup touches its own counters only.
     barrier();
-    let span = group_id().x * WARPS + warp;
-    let start = span * span_len;
-    let mut end = n;
-    if span_len < n - start.min(n) {
-        end = start + span_len;
-    }
+    let start = (group_id().x * WARPS + warp) * span_len;
+    let end = span_end(start, span_len, n);
     let lower_lanes = (1u32 << lane) - 1u32;
     let step = width * items;
     let mut chunk = start;

@@ -111,25 +111,31 @@ fn pairs_are_stable_in_both_orders() {
     }
 }
 
+/// Sorts 50,001 random pairs by key bits 4..13 and compares them with a stable host sort
+/// by those bits.
+fn check_bits_4_to_13(d: &Device, rng: &mut fastrand::Rng, what: &str) {
+    let n: i32 = 50_001;
+    let keys: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let values: Vec<i32> = (0..n).collect();
+    let (mut dk, mut dv) = (d.upload(&keys).unwrap(), d.upload(&values).unwrap());
+    sort_pairs_by_bits(d, &mut dk, &mut dv, Order::Ascending, 4..13).unwrap();
+    let mut want: Vec<(u32, i32)> = keys.into_iter().zip(values).collect();
+    want.sort_by_key(|p| (p.0 >> 4) & 0x1FF);
+    let got: Vec<(u32, i32)> = dk
+        .to_vec()
+        .unwrap()
+        .into_iter()
+        .zip(dv.to_vec().unwrap())
+        .collect();
+    assert_eq!(got, want, "{} {what} bits 4..13", d.label());
+}
+
 #[test]
 fn a_range_of_key_bits_orders_by_those_bits_only() {
     let seed = seed();
     for d in devices() {
         let mut rng = fastrand::Rng::with_seed(seed);
-        let n: i32 = 50_001;
-        let keys: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
-        let values: Vec<i32> = (0..n).collect();
-        let (mut dk, mut dv) = (d.upload(&keys).unwrap(), d.upload(&values).unwrap());
-        sort_pairs_by_bits(&d, &mut dk, &mut dv, Order::Ascending, 4..13).unwrap();
-        let mut want: Vec<(u32, i32)> = keys.iter().copied().zip(values.iter().copied()).collect();
-        want.sort_by_key(|p| (p.0 >> 4) & 0x1FF);
-        let got: Vec<(u32, i32)> = dk
-            .to_vec()
-            .unwrap()
-            .into_iter()
-            .zip(dv.to_vec().unwrap())
-            .collect();
-        assert_eq!(got, want, "{} seed {seed}", d.label());
+        check_bits_4_to_13(&d, &mut rng, &format!("seed {seed}"));
     }
 }
 
@@ -524,19 +530,7 @@ fn every_sort_algorithm_sorts_right() {
                         &what,
                     );
                 }
-                let keys: Vec<u32> = (0..50_001).map(|_| rng.u32(..)).collect();
-                let values: Vec<i32> = (0..50_001).collect();
-                let (mut dk, mut dv) = (d.upload(&keys).unwrap(), d.upload(&values).unwrap());
-                sort_pairs_by_bits(&d, &mut dk, &mut dv, Order::Ascending, 4..13).unwrap();
-                let mut want: Vec<(u32, i32)> = keys.into_iter().zip(values).collect();
-                want.sort_by_key(|p| (p.0 >> 4) & 0x1FF);
-                let got: Vec<(u32, i32)> = dk
-                    .to_vec()
-                    .unwrap()
-                    .into_iter()
-                    .zip(dv.to_vec().unwrap())
-                    .collect();
-                assert_eq!(got, want, "{} {what} bits 4..13", d.label());
+                check_bits_4_to_13(&d, &mut rng, &what);
             });
             eprintln!("{} {algorithm}: {:.1?}", d.label(), started.elapsed());
         }
