@@ -54,6 +54,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use wgpu::util::DeviceExt;
 
+mod transfer;
+
 const BACKEND: &str = "wgpu";
 
 fn backend_err(message: impl Into<String>) -> Error {
@@ -134,6 +136,11 @@ const _: () = assert!(wgsl::LOOP_BUDGET_CODE == dotcompute_hal::LOOP_BUDGET_CODE
 /// more than the launches it carries (about 18 µs for one empty dispatch on NVIDIA
 /// Vulkan, H100), and waiting longer would leave the GPU idle.
 const BATCH_LAUNCHES: u32 = 32;
+
+/// How long a wait polls without blocking before it blocks in the driver
+/// ([`WgpuBackend::spin_until_done`]): long enough for short kernels and copies, short
+/// enough that a long wait costs little CPU.
+const SPIN_BUDGET: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// (program, group size, dynamic shared length, view offsets, checked, form).
 type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, Form);
@@ -227,6 +234,13 @@ pub struct WgpuBackend {
     /// `DOTCOMPUTE_WGPU_STORAGE_BARRIERS=always`: every barrier also orders storage
     /// buffers, as before the analysis (for comparisons).
     storage_barriers_always: bool,
+    /// Whether waits first poll without blocking for up to [`SPIN_BUDGET`]
+    /// ([`WgpuBackend::spin_until_done`]): on hardware adapters, unless
+    /// `DOTCOMPUTE_WGPU_SPIN=0`. Never on software adapters, whose work runs on the same
+    /// cores a spinning thread would take.
+    spin: bool,
+    /// The copy and fill kernels ([`transfer`]), built on first use.
+    transfers: OnceLock<std::result::Result<transfer::TransferKernels, String>>,
     profiling: AtomicBool,
     /// When profiling was turned on: the origin of timeline start times.
     origin: Mutex<std::time::Instant>,
@@ -504,6 +518,8 @@ impl WgpuBackend {
             &["always", "analysed"],
             "`always` (every barrier orders storage buffers) or `analysed` (the default)",
         )? == Some("always");
+        let software = adapter.get_info().device_type == wgpu::DeviceType::Cpu;
+        let spin = settings::switch_or("DOTCOMPUTE_WGPU_SPIN", !software)?;
         let limits = adapter.limits();
         let mut required_features = wgpu::Features::empty();
         for f in [
@@ -576,6 +592,7 @@ impl WgpuBackend {
             });
         Ok(WgpuBackend {
             stamps,
+            transfers: OnceLock::new(),
             profiling: AtomicBool::new(false),
             origin: Mutex::new(std::time::Instant::now()),
             timings: Mutex::new(Vec::new()),
@@ -602,6 +619,7 @@ impl WgpuBackend {
                 .contains("llvmpipe")
                 .then_some(LLVMPIPE_LOOP_BUDGET),
             storage_barriers_always,
+            spin,
         })
     }
 
@@ -641,6 +659,9 @@ impl WgpuBackend {
     /// work in the error.
     fn wait_within(&self, limit: std::time::Duration, set_by: &str, what: &str) -> Result<()> {
         self.check_lost()?;
+        if self.spin && self.spin_until_done(limit.min(SPIN_BUDGET))? {
+            return self.check_uncaptured();
+        }
         self.flush()?;
         self.device
             .poll(wgpu::PollType::Wait {
@@ -662,6 +683,38 @@ impl WgpuBackend {
                 e => backend_err(format!("waiting for the device failed: {e}")),
             })?;
         self.check_uncaptured()
+    }
+
+    /// Submits the recorded launches and polls the device without blocking until the
+    /// work submitted so far is done (true) or `budget` has passed (false: the caller
+    /// then blocks in the driver's wait).
+    ///
+    /// Why: the driver's blocking wait wakes the thread long after short work ends
+    /// (NVIDIA Vulkan: tens of microseconds), which dominated a launch + synchronize
+    /// round trip; CUDA's default synchronization spins the same way.
+    fn spin_until_done(&self, budget: std::time::Duration) -> Result<bool> {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        // Registered under the queue lock after the recorded launches are submitted, so
+        // it covers everything this thread submitted before (and queue writes: wgpu
+        // flushes them first).
+        self.with_queue(|queue| {
+            queue.on_submitted_work_done(move || flag.store(true, Ordering::Release))
+        });
+        self.check_uncaptured()?;
+        let start = std::time::Instant::now();
+        loop {
+            self.device
+                .poll(wgpu::PollType::Poll)
+                .map_err(|e| backend_err(format!("polling the device failed: {e}")))?;
+            if done.load(Ordering::Acquire) {
+                return Ok(true);
+            }
+            if start.elapsed() >= budget {
+                return Ok(false);
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// A storage buffer of `bytes` (a pool size class) for a request of `requested`
@@ -1475,6 +1528,17 @@ impl Queue for WgpuBackend {
             self.read(s, src, src_offset, &mut data)?;
             return self.write(s, dst, dst_offset, &data);
         }
+        if bytes >= transfer::KERNEL_MIN_BYTES && src.buffer != dst.buffer {
+            let source = transfer::End {
+                buffer: &src.buffer,
+                offset: src_offset,
+            };
+            let target = transfer::End {
+                buffer: &dst.buffer,
+                offset: dst_offset,
+            };
+            return self.run_transfer(s, "copy", &transfer::Op::Copy(source), &target, bytes);
+        }
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let stamps = match &self.stamps {
             Some(s) if self.profiling() => Some(s.lock().unwrap_or_else(|p| p.into_inner())),
@@ -1519,6 +1583,15 @@ impl Queue for WgpuBackend {
         if !word_aligned(offset, bytes) {
             let data: Vec<u8> = pattern.iter().copied().cycle().take(bytes).collect();
             return self.write(s, dst, offset, &data);
+        }
+        if let Some(words) =
+            transfer::fill_pattern(pattern).filter(|_| bytes >= transfer::KERNEL_MIN_BYTES)
+        {
+            let target = transfer::End {
+                buffer: &dst.buffer,
+                offset,
+            };
+            return self.run_transfer(s, "fill", &transfer::Op::Fill(words), &target, bytes);
         }
         // Written from a host chunk of the repeated pattern, at most 4 MiB at a time, in
         // whole words and whole patterns.
@@ -1588,6 +1661,87 @@ impl Queue for WgpuBackend {
 }
 
 impl WgpuBackend {
+    /// Runs a copy or fill kernel ([`transfer`]) over `bytes` of `dst` (word-aligned),
+    /// recorded with the launches like one of them, or timed on its own when profiling.
+    fn run_transfer(
+        &self,
+        s: StreamId,
+        label: &str,
+        op: &transfer::Op<'_>,
+        dst: &transfer::End<'_>,
+        bytes: usize,
+    ) -> Result<()> {
+        let kernels = self
+            .transfers
+            .get_or_init(|| transfer::TransferKernels::new(&self.device))
+            .as_ref()
+            .map_err(|e| backend_err(e.clone()))?;
+        let limits = transfer::BindingLimits {
+            align: self.limits.min_storage_buffer_offset_alignment.max(4) as usize,
+            max_binding: self.limits.max_storage_buffer_binding_size,
+        };
+        let encode =
+            |encoder: &mut wgpu::CommandEncoder,
+             timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>| {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(label),
+                    timestamp_writes,
+                });
+                transfer::encode(&self.device, kernels, &limits, &mut pass, op, dst, bytes);
+            };
+        let stamps = match &self.stamps {
+            Some(st) if self.profiling() => Some(st.lock().unwrap_or_else(|p| p.into_inner())),
+            _ => None,
+        };
+        if self.batch && stamps.is_none() && !self.profiling() {
+            self.record_pending(|encoder| encode(encoder, None));
+            return self.check_uncaptured();
+        }
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        match &stamps {
+            Some(st) => {
+                encode(
+                    &mut encoder,
+                    Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &st.set,
+                        beginning_of_pass_write_index: Some(0),
+                        end_of_pass_write_index: Some(1),
+                    }),
+                );
+                self.submit_timed(encoder, st, s, label)
+            }
+            None if self.profiling() => {
+                let start = std::time::Instant::now();
+                encode(&mut encoder, None);
+                self.submit(encoder)?;
+                self.wait()?;
+                self.record(s, label, start, start.elapsed(), false);
+                Ok(())
+            }
+            None => {
+                encode(&mut encoder, None);
+                self.submit(encoder)
+            }
+        }
+    }
+
+    /// Records work into the pending command buffer (submitted with later work, before
+    /// any other queue operation: see [`QueueOrder`]), submitting it once it holds
+    /// [`BATCH_LAUNCHES`] passes.
+    fn record_pending(&self, f: impl FnOnce(&mut wgpu::CommandEncoder)) {
+        let mut order = self.order.lock().unwrap_or_else(|p| p.into_inner());
+        let (encoder, passes) = order
+            .pending
+            .get_or_insert_with(|| (self.device.create_command_encoder(&Default::default()), 0));
+        f(encoder);
+        *passes += 1;
+        if *passes >= BATCH_LAUNCHES {
+            // Submitted under the lock, like every queue operation.
+            let (encoder, _) = order.pending.take().expect("just filled");
+            self.queue.submit(Some(encoder.finish()));
+        }
+    }
+
     /// `launch_batch` inside its error scope.
     fn launch_batch_scoped(
         &self,
@@ -1609,18 +1763,7 @@ impl WgpuBackend {
         let checked = prepared.iter().any(|d| d.record.is_some());
         if self.batch && stamps.is_none() && !checked {
             // Recorded into the pending command buffer; submitted with later work.
-            let mut order = self.order.lock().unwrap_or_else(|p| p.into_inner());
-            let (encoder, launches) = order.pending.get_or_insert_with(|| {
-                (self.device.create_command_encoder(&Default::default()), 0)
-            });
-            encode_pass(encoder, &label, &prepared, None);
-            *launches += 1;
-            if *launches >= BATCH_LAUNCHES {
-                // Submitted under the lock, like every queue operation.
-                let (encoder, _) = order.pending.take().expect("just filled");
-                self.queue.submit(Some(encoder.finish()));
-            }
-            drop(order);
+            self.record_pending(|encoder| encode_pass(encoder, &label, &prepared, None));
             return self.check_uncaptured();
         }
         let mut encoder = self.device.create_command_encoder(&Default::default());

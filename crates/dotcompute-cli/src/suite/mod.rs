@@ -13,6 +13,7 @@
 //! table; `dotcompute bench-report FILE...` turns JSON files into the Markdown of
 //! `docs/benchmarks.md` ([`report`]).
 
+pub mod copies;
 pub mod cpu;
 pub mod matmul;
 pub mod memory;
@@ -344,6 +345,7 @@ pub struct Bench {
 /// Every benchmark, in the order the suite runs them.
 pub fn benches() -> Vec<Bench> {
     let mut v = memory::benches();
+    v.extend(copies::benches());
     v.extend(matmul::benches());
     v.extend(runtime::benches());
     v.extend(services::benches());
@@ -523,6 +525,8 @@ fn cross_target(bench: &str) -> Option<String> {
     match bench {
         "transpose" | "stencil" | "softmax" => Some("≥ 0.67 (within 1.5× of CUDA's time)".into()),
         "atomics" => Some("≥ 0.1 (within 10× of CUDA)".into()),
+        // Times (µs): wgpu within 2× of CUDA's round trip.
+        "latency" => Some("≤ 2".into()),
         _ => None,
     }
 }

@@ -2,9 +2,13 @@
 //! stream, and graph replay against launches one by one (host wall time: the device
 //! clock cannot see enqueue costs).
 
-use super::{measure_batched, measure_batched_with, Bench, Ctx, Figure, Res, Unit};
+use super::{
+    measure_batched, measure_batched_with, timed_run, Bench, Ctx, Figure, Res, Stats, Unit,
+};
 use dotcompute::{BackendKind, Launch};
+use dotcompute_conformance::kernels;
 use rayon::prelude::*;
+use std::time::{Duration, Instant};
 
 pub fn benches() -> Vec<Bench> {
     vec![
@@ -12,6 +16,11 @@ pub fn benches() -> Vec<Bench> {
             name: "launch",
             what: "an empty kernel launched back to back, against a raw driver launch",
             run: launch,
+        },
+        Bench {
+            name: "latency",
+            what: "wall clock as a user sees it: launch + synchronize of an empty kernel and of a 64 MB stencil",
+            run: latency,
         },
         Bench {
             name: "streams",
@@ -110,6 +119,157 @@ fn launch(ctx: &Ctx) -> Res<Vec<Figure>> {
     }
 }
 
+/// Median, minimum and maximum of `samples` runs of `f` (after `samples / 10 + 3` warm-up
+/// runs), each timed on the host from its start to its return.
+fn wall_samples(samples: usize, f: &mut dyn FnMut() -> Res<()>) -> Res<Stats> {
+    for _ in 0..samples / 10 + 3 {
+        f()?;
+    }
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed());
+    }
+    Ok(Stats::from_times(times, false))
+}
+
+/// What a user's clock sees (issue 30): one empty launch + `synchronize()` (the round
+/// trip) against the raw driver's, and one launch + `synchronize()` of a memory-bound 2-D
+/// kernel over 2 × 32 MB against its device time plus that round trip.
+fn latency(ctx: &Ctx) -> Res<Vec<Figure>> {
+    let samples = if ctx.quick { 100 } else { 500 };
+    ctx.step("latency: round trip");
+    let d = ctx.device;
+    let mut figs = Vec::new();
+    let trip = "empty launch + synchronize";
+    let f = |size: &str| ctx.figure("latency", size.into(), 1.0, Unit::Us);
+    let mut out = d.alloc_filled(1, 7u32).map_err(super::s)?;
+    let round_trip = match ctx.kind() {
+        BackendKind::Cuda => {
+            // Ours and the raw launch of the same function + cuStreamSynchronize, one at
+            // a time.
+            let (_, ours, raw) = crate::bench_cuda::measure_launch(samples, 1)?;
+            figs.push(
+                f("empty kernel")
+                    .ours(trip, 1.0, ours.clone())
+                    .against("raw cuLaunchKernel + cuStreamSynchronize", 1.0, raw)
+                    .build(),
+            );
+            ours
+        }
+        BackendKind::Wgpu => {
+            let raw = RawWgpuLaunch::new(d.info().ordinal)?;
+            let ours = wall_samples(samples, &mut || {
+                empty_launch::launch(d, Launch::threads(1), &mut out).map_err(super::s)?;
+                d.synchronize().map_err(super::s)
+            })?;
+            let blocking = wall_samples(samples, &mut || {
+                raw.launch()?;
+                raw.wait()
+            })?;
+            let spinning = wall_samples(samples, &mut || {
+                raw.launch()?;
+                raw.spin()
+            })?;
+            figs.push(
+                f("empty kernel")
+                    .ours(trip, 1.0, ours.clone())
+                    .against("raw wgpu: submit + blocking poll", 1.0, blocking.clone())
+                    .build(),
+            );
+            figs.push(
+                f("empty kernel, raw wgpu")
+                    .ours("submit + poll until done, no blocking", 1.0, spinning)
+                    .against("submit + blocking poll", 1.0, blocking)
+                    .note("the driver's blocking wait against polling without blocking")
+                    .build(),
+            );
+            ours
+        }
+        _ => wall_samples(samples, &mut || {
+            empty_launch::launch(d, Launch::threads(1), &mut out).map_err(super::s)?;
+            d.synchronize().map_err(super::s)
+        })?,
+    };
+    if !matches!(ctx.kind(), BackendKind::Cuda | BackendKind::Wgpu) {
+        figs.push(
+            f("empty kernel")
+                .ours(trip, 1.0, round_trip.clone())
+                .build(),
+        );
+    }
+    if out.to_vec().map_err(super::s)? != vec![7] {
+        return Err("the empty kernel changed its buffer".into());
+    }
+
+    // The memory-bound launch: the 5-point stencil of the bench's stencil figure.
+    let (w, h) = if ctx.quick {
+        (1025usize, 513usize)
+    } else {
+        (4097, 2049)
+    };
+    ctx.step(&format!("latency: stencil {w}×{h}"));
+    let x: Vec<f32> = (0..w * h).map(|i| (i % 1000) as f32 * 1e-3).collect();
+    let dx = d.upload(&x).map_err(super::s)?;
+    let mut dout = d.alloc_filled(w * h, f32::NAN).map_err(super::s)?;
+    let mut stencil = || {
+        kernels::stencil5::launch(d, Launch::grid2d(w, h), &dx, &mut dout, w as u32, h as u32)
+            .map_err(super::s)
+    };
+    let mut enqueue = Vec::new();
+    let wall = wall_samples(samples / 5, &mut || {
+        let t = Instant::now();
+        stencil()?;
+        enqueue.push(t.elapsed());
+        d.synchronize().map_err(super::s)
+    })?;
+    let enqueue = Stats::from_times(enqueue, false);
+    let mut device = Vec::new();
+    let mut device_clock = true;
+    for _ in 0..samples / 5 {
+        let (t, on_device) = timed_run(d, &mut stencil)?;
+        device.push(t);
+        device_clock &= on_device;
+    }
+    let device = Stats::from_times(device, device_clock);
+    let got = dout.to_vec().map_err(super::s)?;
+    for yy in 1..h - 1 {
+        let i = yy * w + w / 2;
+        let want = 0.5 * x[i] + 0.125 * (x[i - 1] + x[i + 1] + x[i - w] + x[i + w]);
+        if (got[i] - want).abs() > 1e-5 {
+            return Err(format!(
+                "latency stencil: row {yy} is {}, expected {want}",
+                got[i]
+            ));
+        }
+    }
+    // The bound: the kernel's own time plus one round trip.
+    let bound = Stats {
+        median_s: device.median_s + round_trip.median_s,
+        min_s: device.min_s + round_trip.min_s,
+        max_s: device.max_s + round_trip.max_s,
+        reps: device.reps,
+        clock: device.clock.clone(),
+    };
+    let size = format!("{w}×{h} f32 stencil");
+    figs.push(
+        f(&size)
+            .ours("launch + synchronize", 1.0, wall)
+            .against("device time + round trip", 1.0, bound)
+            .target("≤ 1.1")
+            .note(format!(
+                "device time {:.1} µs ({} clock), round trip {:.1} µs, enqueue {:.1} µs",
+                device.median_s * 1e6,
+                device.clock,
+                round_trip.median_s * 1e6,
+                enqueue.median_s * 1e6
+            ))
+            .build(),
+    );
+    Ok(figs)
+}
+
 /// What a hand-written wgpu program does per dispatch, on a device of its own on the
 /// same adapter: the pipeline and bind group of an empty kernel made once, then per
 /// launch one command encoder, one compute pass, one dispatch of one group and one
@@ -182,6 +342,21 @@ impl RawWgpuLaunch {
         }
         self.queue.submit(Some(encoder.finish()));
         Ok(())
+    }
+
+    /// Polls without blocking until the queue is empty.
+    fn spin(&self) -> Res<()> {
+        let start = Instant::now();
+        loop {
+            let status = self.device.poll(wgpu::PollType::Poll).map_err(super::s)?;
+            if status.is_queue_empty() {
+                return Ok(());
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err("the raw wgpu device did not finish in 60 s".into());
+            }
+            std::thread::yield_now();
+        }
     }
 
     fn wait(&self) -> Res<()> {

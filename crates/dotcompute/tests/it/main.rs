@@ -6,6 +6,7 @@ mod common;
 mod cpu_barriers;
 mod cpu_matmul;
 mod cuda;
+mod device_transfers;
 mod float_semantics;
 mod generated_source;
 mod graphs;
