@@ -223,6 +223,8 @@ pub struct GraphTimes {
     pub nodes: usize,
     pub one_by_one: Stats,
     pub replay: Stats,
+    /// A replay's device time (timestamps where the backend has them, else wall).
+    pub replay_device: Stats,
     /// A replay right after one node's scalar changed (`ExecGraph::set`).
     pub replay_after_set: Stats,
     pub native: bool,
@@ -272,6 +274,16 @@ pub fn measure_graph(device: &Device, reps: usize) -> Res<GraphTimes> {
         exec.launch(device).map_err(s)?;
         device.synchronize().map_err(s)
     })?;
+    // The replay's own time on the device, where the backend timestamps it.
+    let mut device_times = Vec::with_capacity(reps);
+    let mut device_clock = true;
+    for _ in 0..reps {
+        let (t, on_device) =
+            crate::suite::timed_run(device, &mut || exec.launch(device).map_err(s))?;
+        device_times.push(t);
+        device_clock &= on_device;
+    }
+    let replay_device = Stats::from_times(device_times, device_clock);
     // A replay after changing the middle node's scalar, first checked against the same
     // launches one by one from the same start.
     let middle = NODES / 2;
@@ -299,6 +311,7 @@ pub fn measure_graph(device: &Device, reps: usize) -> Res<GraphTimes> {
         nodes: NODES,
         one_by_one: t_one,
         replay: t_graph,
+        replay_device,
         replay_after_set: t_set,
         native: exec.is_native(),
         captures: exec.captures(),

@@ -239,6 +239,10 @@ pub struct WgpuBackend {
     /// `DOTCOMPUTE_WGPU_SPIN=0`. Never on software adapters, whose work runs on the same
     /// cores a spinning thread would take.
     spin: bool,
+    /// Whether large word-aligned copies and fills run as kernels ([`transfer`]);
+    /// `DOTCOMPUTE_WGPU_TRANSFER_KERNELS=0` keeps the driver's copy and the queue write
+    /// (for comparisons).
+    transfer_kernels: bool,
     /// The copy and fill kernels ([`transfer`]), built on first use.
     transfers: OnceLock<std::result::Result<transfer::TransferKernels, String>>,
     profiling: AtomicBool,
@@ -520,6 +524,7 @@ impl WgpuBackend {
         )? == Some("always");
         let software = adapter.get_info().device_type == wgpu::DeviceType::Cpu;
         let spin = settings::switch_or("DOTCOMPUTE_WGPU_SPIN", !software)?;
+        let transfer_kernels = settings::switch_or("DOTCOMPUTE_WGPU_TRANSFER_KERNELS", true)?;
         let limits = adapter.limits();
         let mut required_features = wgpu::Features::empty();
         for f in [
@@ -592,6 +597,7 @@ impl WgpuBackend {
             });
         Ok(WgpuBackend {
             stamps,
+            transfer_kernels,
             transfers: OnceLock::new(),
             profiling: AtomicBool::new(false),
             origin: Mutex::new(std::time::Instant::now()),
@@ -1528,7 +1534,8 @@ impl Queue for WgpuBackend {
             self.read(s, src, src_offset, &mut data)?;
             return self.write(s, dst, dst_offset, &data);
         }
-        if bytes >= transfer::KERNEL_MIN_BYTES && src.buffer != dst.buffer {
+        if self.transfer_kernels && bytes >= transfer::KERNEL_MIN_BYTES && src.buffer != dst.buffer
+        {
             let source = transfer::End {
                 buffer: &src.buffer,
                 offset: src_offset,
@@ -1584,8 +1591,8 @@ impl Queue for WgpuBackend {
             let data: Vec<u8> = pattern.iter().copied().cycle().take(bytes).collect();
             return self.write(s, dst, offset, &data);
         }
-        if let Some(words) =
-            transfer::fill_pattern(pattern).filter(|_| bytes >= transfer::KERNEL_MIN_BYTES)
+        if let Some(words) = transfer::fill_pattern(pattern)
+            .filter(|_| self.transfer_kernels && bytes >= transfer::KERNEL_MIN_BYTES)
         {
             let target = transfer::End {
                 buffer: &dst.buffer,

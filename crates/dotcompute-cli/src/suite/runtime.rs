@@ -178,6 +178,15 @@ fn latency(ctx: &Ctx) -> Res<Vec<Figure>> {
                     .against("raw wgpu: submit + blocking poll", 1.0, blocking.clone())
                     .build(),
             );
+            let steps = raw.steps(samples)?;
+            for (what, stats) in steps {
+                figs.push(
+                    f("empty kernel, raw wgpu step")
+                        .ours(what, 1.0, stats)
+                        .note("where a raw round trip's time goes (host clock)")
+                        .build(),
+                );
+            }
             figs.push(
                 f("empty kernel, raw wgpu")
                     .ours("submit + poll until done, no blocking", 1.0, spinning)
@@ -344,6 +353,41 @@ impl RawWgpuLaunch {
         Ok(())
     }
 
+    /// A round trip in three steps, each timed on its own `samples` times: recording
+    /// the pass and finishing the command buffer, `Queue::submit`, and polling without
+    /// blocking until the work is done.
+    fn steps(&self, samples: usize) -> Res<Vec<(&'static str, Stats)>> {
+        let (mut record, mut submit, mut done) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..samples + 10 {
+            let t = Instant::now();
+            let mut encoder = self.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &self.bind_group, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            let commands = encoder.finish();
+            let t1 = Instant::now();
+            self.queue.submit(Some(commands));
+            let t2 = Instant::now();
+            self.spin()?;
+            if i >= 10 {
+                record.push(t1 - t);
+                submit.push(t2 - t1);
+                done.push(t2.elapsed());
+            }
+        }
+        Ok(vec![
+            ("record + finish", Stats::from_times(record, false)),
+            ("Queue::submit", Stats::from_times(submit, false)),
+            (
+                "submit returned → done (poll)",
+                Stats::from_times(done, false),
+            ),
+        ])
+    }
+
     /// Polls without blocking until the queue is empty.
     fn spin(&self) -> Res<()> {
         let start = Instant::now();
@@ -392,16 +436,21 @@ fn graph(ctx: &Ctx) -> Res<Vec<Figure>> {
     ctx.step("graph");
     let g = crate::bench_core::measure_graph(ctx.device, ctx.reps)?;
     let nodes = g.nodes as f64;
-    let kind = if g.native {
-        "driver graph"
-    } else {
-        "replayed by the facade"
-    };
+    let kind = format!(
+        "{}; device time per node {:.2} µs ({} clock)",
+        if g.native {
+            "driver graph"
+        } else {
+            "replayed by the facade"
+        },
+        g.replay_device.median_s * 1e6 / nodes,
+        g.replay_device.clock
+    );
     Ok(vec![
         ctx.figure("graph", format!("{} nodes", g.nodes), nodes, Unit::Us)
             .ours("graph replay, per node", nodes, g.replay.clone())
             .against("launches one by one, per launch", nodes, g.one_by_one)
-            .note(kind)
+            .note(kind.clone())
             .build(),
         ctx.figure(
             "graph",
