@@ -71,25 +71,61 @@ pub struct Reflection {
 /// is supported; storage buffers must be runtime-sized arrays of a 32-bit scalar type or
 /// of a 2- or 4-lane vector of one (`array<vec4<f32>>` is a buffer of `Vec4<f32>`).
 pub fn reflect_compute(source: &str, entry: &str) -> Result<Reflection, String> {
+    let m = validate_wgsl(source)?;
+    reflect_module(&m.module, entry, "WGSL")
+}
+
+/// Parses and validates a SPIR-V module (naga's SPIR-V front end) and reflects entry
+/// point `entry` like [`reflect_compute`]. A storage buffer may be the runtime array
+/// itself or, as SPIR-V compilers write it, a block whose last member is one.
+pub fn reflect_spirv(words: &[u32], entry: &str) -> Result<Reflection, String> {
+    if words.first() != Some(&0x0723_0203) {
+        return Err(
+            "this is not a SPIR-V module (its first word is not the magic number 0x07230203)"
+                .into(),
+        );
+    }
+    let options = naga::front::spv::Options {
+        adjust_coordinate_space: false,
+        strict_capabilities: false,
+        block_ctx_dump_prefix: None,
+    };
+    let module = naga::front::spv::Frontend::new(words.iter().copied(), &options)
+        .parse()
+        .map_err(|e| format!("the SPIR-V could not be read: {e}"))?;
+    Validator::new(
+        ValidationFlags::all(),
+        Capabilities::SUBGROUP | Capabilities::SHADER_FLOAT16 | Capabilities::SHADER_FLOAT32_ATOMIC,
+    )
+    .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+    .subgroup_operations(naga::valid::SubgroupOperationSet::all())
+    .validate(&module)
+    .map_err(|e| format!("the SPIR-V is not valid: {}", e.as_inner()))?;
+    reflect_module(&module, entry, "SPIR-V")
+}
+
+/// The interface of compute entry point `entry` of a module read from `language`.
+fn reflect_module(
+    module: &naga::Module,
+    entry: &str,
+    language: &str,
+) -> Result<Reflection, String> {
     use dotcompute_ir::{ScalarType, Type};
     use naga::{AddressSpace, ScalarKind, StorageAccess, TypeInner};
-    let m = validate_wgsl(source)?;
-    let ep = m
-        .module
+    let ep = module
         .entry_points
         .iter()
         .find(|e| e.name == entry && e.stage == naga::ShaderStage::Compute)
-        .ok_or_else(|| format!("the WGSL has no compute entry point `{entry}`"))?;
+        .ok_or_else(|| format!("the {language} has no compute entry point `{entry}`"))?;
     let mut storage = Vec::new();
     let mut uniform = None;
-    let workgroup_bytes = m
-        .module
+    let workgroup_bytes = module
         .global_variables
         .iter()
         .filter(|(_, var)| var.space == AddressSpace::WorkGroup)
-        .map(|(_, var)| m.module.types[var.ty].inner.size(m.module.to_ctx()) as u64)
+        .map(|(_, var)| module.types[var.ty].inner.size(module.to_ctx()) as u64)
         .sum();
-    for (_, var) in m.module.global_variables.iter() {
+    for (_, var) in module.global_variables.iter() {
         let Some(binding) = &var.binding else {
             continue;
         };
@@ -102,8 +138,13 @@ pub fn reflect_compute(source: &str, entry: &str) -> Result<Reflection, String> 
         }
         match var.space {
             AddressSpace::Storage { access } => {
-                let elem = match &m.module.types[var.ty].inner {
-                    TypeInner::Array { base, .. } => match &m.module.types[*base].inner {
+                // The runtime array, or the last member of the block holding it.
+                let array = match &module.types[var.ty].inner {
+                    TypeInner::Struct { members, .. } => members.last().map(|m| m.ty),
+                    _ => Some(var.ty),
+                };
+                let elem = match array.map(|t| &module.types[t].inner) {
+                    Some(TypeInner::Array { base, .. }) => match &module.types[*base].inner {
                         TypeInner::Scalar(s) => Some((*s, 1)),
                         TypeInner::Atomic(s) => Some((*s, 1)),
                         TypeInner::Vector { size, scalar } => Some((*scalar, *size as u8)),
@@ -130,7 +171,7 @@ pub fn reflect_compute(source: &str, entry: &str) -> Result<Reflection, String> 
                 storage.push((binding.binding, !access.contains(StorageAccess::STORE), ty));
             }
             AddressSpace::Uniform => {
-                let size = m.module.types[var.ty].inner.size(m.module.to_ctx());
+                let size = module.types[var.ty].inner.size(module.to_ctx());
                 if uniform.replace((binding.binding, size)).is_some() {
                     return Err("raw kernels take at most one uniform block (the scalars)".into());
                 }

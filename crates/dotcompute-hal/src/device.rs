@@ -90,6 +90,8 @@ pub enum AtomicF32Add {
 pub enum RawLanguage {
     Wgsl,
     Cuda,
+    /// SPIR-V words, run as they are through wgpu's passthrough (Vulkan adapters).
+    Spirv,
 }
 
 impl RawLanguage {
@@ -97,6 +99,16 @@ impl RawLanguage {
         match self {
             RawLanguage::Wgsl => "WGSL",
             RawLanguage::Cuda => "CUDA C++",
+            RawLanguage::Spirv => "SPIR-V",
+        }
+    }
+
+    /// The devices that run kernels in this language, for errors.
+    pub fn runs_on(self) -> &'static str {
+        match self {
+            RawLanguage::Wgsl => "wgpu",
+            RawLanguage::Cuda => "cuda",
+            RawLanguage::Spirv => "wgpu devices on Vulkan adapters with SPIR-V passthrough",
         }
     }
 }

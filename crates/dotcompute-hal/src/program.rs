@@ -26,7 +26,11 @@ impl ProgramKey {
 #[derive(Clone, Debug)]
 pub struct RawSource {
     pub language: RawLanguage,
+    /// The source (WGSL, CUDA C++); for SPIR-V, a one-line summary (the words are in
+    /// `spirv`).
     pub text: String,
+    /// The module of a SPIR-V kernel, as given.
+    pub spirv: Option<Arc<[u32]>>,
     pub entry: String,
     /// The entry point's fixed group size (WGSL); `None` when the launch chooses it (CUDA).
     pub workgroup_size: Option<[u32; 3]>,
@@ -86,9 +90,15 @@ impl Program {
             source: ProgramSource::Ir { native },
         }
     }
-    /// A hand-written program; the key covers language, entry and text.
+    /// A hand-written program; the key covers language, entry, text and SPIR-V words.
     pub fn raw(signature: Arc<Kernel>, source: RawSource) -> Program {
-        let key = content_key(&[source.language.name(), &source.entry, &source.text]);
+        let words: String = source
+            .spirv
+            .iter()
+            .flat_map(|w| w.iter())
+            .map(|w| format!("{w:08x}"))
+            .collect();
+        let key = content_key(&[source.language.name(), &source.entry, &source.text, &words]);
         Program {
             kernel: signature,
             key,

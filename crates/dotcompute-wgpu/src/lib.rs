@@ -142,6 +142,20 @@ const BATCH_LAUNCHES: u32 = 32;
 /// enough that a long wait costs little CPU.
 const SPIN_BUDGET: std::time::Duration = std::time::Duration::from_millis(2);
 
+/// The code of a pipeline's shader, next to its interface ([`wgsl::WgslModule`]).
+#[derive(Clone, Copy)]
+enum ShaderCode<'a> {
+    /// Hand-written WGSL: the interface's source, through wgpu's own translation.
+    Wgsl,
+    /// A generated kernel's validated WGSL (strict SPIR-V on Vulkan).
+    Generated(&'a naga_out::NagaModule),
+    /// Hand-written SPIR-V, passed through as it is.
+    Spirv {
+        words: &'a [u32],
+        workgroup: [u32; 3],
+    },
+}
+
 /// (program, group size, dynamic shared length, view offsets, checked, form).
 type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, Form);
 
@@ -226,6 +240,8 @@ pub struct WgpuBackend {
     /// `None` elsewhere (Metal, DX12, adapters without passthrough, or
     /// `DOTCOMPUTE_WGPU_FLOAT=relaxed`), where WGSL goes through wgpu as it is.
     strict_spirv: Option<dotcompute_codegen::spirv::StrictSpirv>,
+    /// Whether the device takes SPIR-V as it is (raw SPIR-V kernels).
+    passthrough: bool,
     /// llvmpipe (lavapipe) ends a thread's loops after 65,535 trips in all and the loop
     /// just exits: kernels with loops count their trips there and a thread past this
     /// budget makes the launch an error ([`wgsl::WgslOptions::loop_budget`]). The margin
@@ -394,7 +410,11 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
                 AtomicF32Add::CompareExchangeLoop
             },
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
-            raw_languages: vec![RawLanguage::Wgsl],
+            raw_languages: if spirv_passthrough(adapter) {
+                vec![RawLanguage::Wgsl, RawLanguage::Spirv]
+            } else {
+                vec![RawLanguage::Wgsl]
+            },
             concurrent_streams: false,
             native_graphs: false,
             blas: Vec::new(),
@@ -411,7 +431,7 @@ fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
 }
 
 /// The environment variable listing optional adapter features not to use, comma
-/// separated: `subgroups`, `f16`, `timestamps`. The device then lacks them as a device without
+/// separated: `subgroups`, `f16`, `float-atomics`, `timestamps`, `passthrough`. The device then lacks them as a device without
 /// them would (capabilities, errors), which tests code meant to run everywhere.
 pub const DISABLE_ENV: &str = "DOTCOMPUTE_WGPU_DISABLE";
 
@@ -428,11 +448,21 @@ fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
                     wgpu::Features::TIMESTAMP_QUERY
                         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
                 ),
+                // Raw SPIR-V kernels and the strict SPIR-V of generated ones.
+                "passthrough" => features.remove(wgpu::Features::PASSTHROUGH_SHADERS),
                 _ => {}
             }
         }
     }
     features
+}
+
+/// Whether the adapter takes SPIR-V as it is (Vulkan with wgpu's passthrough, not
+/// turned off through [`DISABLE_ENV`]): raw SPIR-V kernels, and the strict SPIR-V of
+/// generated ones.
+fn spirv_passthrough(adapter: &wgpu::Adapter) -> bool {
+    adapter.get_info().backend == wgpu::Backend::Vulkan
+        && usable_features(adapter).contains(wgpu::Features::PASSTHROUGH_SHADERS)
 }
 
 /// `DOTCOMPUTE_WGPU_FLOAT`: `strict` (the default) compiles generated kernels for Vulkan
@@ -456,11 +486,7 @@ fn float_mode() -> Result<bool> {
 #[cfg(not(any(target_arch = "wasm32", target_vendor = "apple")))]
 fn strict_spirv(adapter: &wgpu::Adapter) -> Option<dotcompute_codegen::spirv::StrictSpirv> {
     use ash::vk;
-    if adapter.get_info().backend != wgpu::Backend::Vulkan
-        || !adapter
-            .features()
-            .contains(wgpu::Features::PASSTHROUGH_SHADERS)
-    {
+    if !spirv_passthrough(adapter) {
         return None;
     }
     // SAFETY: the hal adapter is only read (its instance and physical device handles).
@@ -539,7 +565,8 @@ impl WgpuBackend {
             }
         }
         let strict_spirv = float_mode()?.then(|| strict_spirv(&adapter)).flatten();
-        if strict_spirv.is_some() {
+        let passthrough = spirv_passthrough(&adapter);
+        if passthrough {
             required_features |= wgpu::Features::PASSTHROUGH_SHADERS;
         }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -618,6 +645,7 @@ impl WgpuBackend {
             order: Mutex::new(QueueOrder::default()),
             batch,
             strict_spirv,
+            passthrough,
             loop_budget: adapter
                 .get_info()
                 .driver
@@ -927,20 +955,26 @@ impl WgpuBackend {
         dotcompute_hal::dump::dump_source(program, &variant, "wgsl", "//", &module.source)?;
         // naga validates first so that a codegen bug is reported with the WGSL line.
         let validated = naga_out::validate_wgsl(&module.source).map_err(compile_err)?;
-        self.compile(key, &kernel.name, module, "main", Some(&validated))
+        self.compile(
+            key,
+            &kernel.name,
+            module,
+            "main",
+            ShaderCode::Generated(&validated),
+        )
     }
 
-    /// Creates (and caches under `key`) the pipeline of a validated WGSL module. A
-    /// generated kernel (`generated`: its naga module) goes to a Vulkan driver as strict
-    /// SPIR-V where the device allows ([`WgpuBackend::strict_spirv`]); a hand-written one
-    /// keeps wgpu's own translation.
+    /// Creates (and caches under `key`) the pipeline of a module whose interface
+    /// `module` describes. A generated kernel goes to a Vulkan driver as strict SPIR-V
+    /// where the device allows ([`WgpuBackend::strict_spirv`]); hand-written WGSL keeps
+    /// wgpu's own translation; hand-written SPIR-V goes as it is.
     fn compile(
         &self,
         key: PipelineKey,
         name: &str,
         module: wgsl::WgslModule,
         entry: &str,
-        generated: Option<&naga_out::NagaModule>,
+        code: ShaderCode<'_>,
     ) -> Result<Arc<Pipeline>> {
         let compile_err = |log: String| Error::Compile {
             kernel: name.to_string(),
@@ -948,8 +982,40 @@ impl WgpuBackend {
             log,
         };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let shader = match (generated, &self.strict_spirv) {
-            (Some(naga), Some(options)) => {
+        let passthrough =
+            |words: Vec<u32>, workgroup: [u32; 3]| wgpu::ShaderModuleDescriptorPassthrough {
+                label: Some(name),
+                entry_points: std::borrow::Cow::Owned(vec![wgpu::PassthroughShaderEntryPoint {
+                    name: entry.to_string().into(),
+                    workgroup_size: (workgroup[0], workgroup[1], workgroup[2]),
+                }]),
+                spirv: Some(std::borrow::Cow::Owned(words)),
+                ..Default::default()
+            };
+        let shader = match (code, &self.strict_spirv) {
+            (ShaderCode::Spirv { words, workgroup }, _) => {
+                if !self.passthrough {
+                    return Err(Error::Unsupported {
+                        op: "launch_raw",
+                        detail: format!(
+                            "kernel `{name}` is SPIR-V, and this adapter does not take SPIR-V as \
+                             it is (it runs on {})",
+                            RawLanguage::Spirv.runs_on()
+                        ),
+                    });
+                }
+                // SAFETY: the module passed naga's SPIR-V reader and validator when the
+                // kernel was made, and its interface was checked against the declared
+                // parameters, which the pipeline layout below follows. What it does
+                // inside its buffers is the caller's code, run as written (the documented
+                // contract of RawKernel::spirv); Vulkan's robust buffer access, which wgpu
+                // enables, bounds its accesses to the bound ranges.
+                unsafe {
+                    self.device
+                        .create_shader_module_passthrough(passthrough(words.to_vec(), workgroup))
+                }
+            }
+            (ShaderCode::Generated(naga), Some(options)) => {
                 let words =
                     dotcompute_codegen::spirv::to_strict_spirv(naga, options).map_err(|e| {
                         compile_err(format!("{e}\n--- generated WGSL ---\n{}", module.source))
@@ -965,19 +1031,8 @@ impl WgpuBackend {
                 // buffer access wgpu enables); the pass after it only adds decorations and
                 // float-control modes. The pipeline layout is explicit.
                 unsafe {
-                    self.device.create_shader_module_passthrough(
-                        wgpu::ShaderModuleDescriptorPassthrough {
-                            label: Some(name),
-                            entry_points: std::borrow::Cow::Owned(vec![
-                                wgpu::PassthroughShaderEntryPoint {
-                                    name: entry.to_string().into(),
-                                    workgroup_size: (workgroup[0], workgroup[1], workgroup[2]),
-                                },
-                            ]),
-                            spirv: Some(std::borrow::Cow::Owned(words)),
-                            ..Default::default()
-                        },
-                    )
+                    self.device
+                        .create_shader_module_passthrough(passthrough(words, workgroup))
                 }
             }
             _ => self
@@ -1116,8 +1171,17 @@ impl WgpuBackend {
                     uniform_size: if raw.uniform_binding.is_some() { 16 } else { 0 },
                     violation_binding: None,
                 };
-                dotcompute_hal::dump::dump_source(program, "", "wgsl", "//", &raw.text)?;
-                self.compile(key, &kernel.name, module, &raw.entry, None)?
+                let code = match &raw.spirv {
+                    Some(words) => ShaderCode::Spirv {
+                        words,
+                        workgroup: raw.workgroup_size.unwrap_or([1; 3]),
+                    },
+                    None => {
+                        dotcompute_hal::dump::dump_source(program, "", "wgsl", "//", &raw.text)?;
+                        ShaderCode::Wgsl
+                    }
+                };
+                self.compile(key, &kernel.name, module, &raw.entry, code)?
             }
         };
         // Scalars only, 4 bytes each, padded to 16 bytes.
@@ -1149,7 +1213,7 @@ impl WgpuBackend {
                 return Err(Error::Unsupported {
                     op: "launch_raw",
                     detail: format!(
-                        "a raw WGSL kernel's buffer views must start at a multiple of {align} \
+                        "a raw kernel's buffer views must start at a multiple of {align} \
                          bytes on this adapter (min_storage_buffer_offset_alignment)"
                     ),
                 })

@@ -2,7 +2,7 @@
 //! launch nodes (`Graph::launch`): one place decides what matches a kernel's signature.
 
 use crate::Device;
-use dotcompute_hal::{Error, Program, RawLanguage, Result};
+use dotcompute_hal::{Error, Program, Result};
 use dotcompute_ir::{Access, Kernel, Literal, Param, Type};
 
 /// What a caller passes for one parameter, as far as the signature cares.
@@ -169,10 +169,7 @@ pub(crate) fn check_program(program: &Program, device: &Device) -> Result<()> {
             "kernel `{}` is written in {} and runs only on {} devices; {} cannot run it",
             program.name(),
             raw.language.name(),
-            match raw.language {
-                RawLanguage::Wgsl => "wgpu",
-                RawLanguage::Cuda => "cuda",
-            },
+            raw.language.runs_on(),
             device.label()
         ),
     })

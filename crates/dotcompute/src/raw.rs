@@ -100,12 +100,99 @@ impl RawKernel {
         entry: &str,
         params: &[RawParam],
     ) -> Result<RawKernel> {
-        let compile = |log: String| Error::Compile {
-            kernel: name.into(),
-            backend: "wgpu".into(),
-            log,
-        };
-        let refl = dotcompute_codegen::naga_out::reflect_compute(source, entry).map_err(compile)?;
+        let refl = dotcompute_codegen::naga_out::reflect_compute(source, entry)
+            .map_err(|log| compile_error(name, log))?;
+        RawKernel::reflected(
+            name,
+            &refl,
+            params,
+            RawSource {
+                language: RawLanguage::Wgsl,
+                text: source.into(),
+                spirv: None,
+                entry: entry.into(),
+                workgroup_size: Some(refl.workgroup_size),
+                buffer_bindings: Vec::new(),
+                uniform_binding: None,
+                workgroup_bytes: refl.workgroup_bytes,
+            },
+        )
+    }
+
+    /// A SPIR-V compute kernel (`words`, entry point `entry`), run as it is through
+    /// wgpu's SPIR-V passthrough on Vulkan adapters that have it
+    /// ([`Capabilities::raw_languages`](crate::Capabilities) lists
+    /// [`RawLanguage::Spirv`]); launching it elsewhere is an error naming where it runs.
+    ///
+    /// The module is read and validated by naga's SPIR-V front end now, and its interface
+    /// must follow the WGSL conventions of [`RawKernel::wgsl`]: descriptor set 0, buffer
+    /// parameter *i* at binding *i* (a runtime array, or a block whose last member is
+    /// one), the scalars in one uniform block at the next binding, a fixed `LocalSize`.
+    /// Every mismatch with `params` is an [`Error::Compile`] naming the binding. What runs
+    /// is exactly these words: no bounds checks or float rules are added, so the module
+    /// must not read or write past its buffers.
+    ///
+    /// ```
+    /// # #[cfg(feature = "wgpu")] {
+    /// use dotcompute::{Arg, Device, Launch, RawKernel, RawParam, ir::ScalarType, BackendKind};
+    /// # let module = dotcompute_codegen::naga_out::validate_wgsl("
+    /// #   @group(0) @binding(0) var<storage, read_write> y: array<u32>;
+    /// #   @compute @workgroup_size(64)
+    /// #   fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    /// #       if (id.x < arrayLength(&y)) { y[id.x] = y[id.x] * 2u; }
+    /// #   }").unwrap();
+    /// # let words = dotcompute_codegen::naga_out::to_spirv(&module).unwrap();
+    /// // `words`: a SPIR-V module from any compiler (glslang, DXC, slangc, naga, ...).
+    /// let double = RawKernel::spirv("double", &words, "main", &[
+    ///     RawParam::buffer_mut("y", ScalarType::U32),
+    /// ]).unwrap();
+    /// if let Ok(d) = Device::with_backend(BackendKind::Wgpu) {
+    ///     let mut y = d.upload(&[1u32, 2, 3]).unwrap();
+    ///     let launched = d.launch_raw(&double, Launch::threads(3), &[Arg::buffer_mut(&mut y)]);
+    ///     if d.info().caps.raw_languages.contains(&dotcompute::RawLanguage::Spirv) {
+    ///         launched.unwrap();
+    ///         assert_eq!(y.to_vec().unwrap(), vec![2, 4, 6]);
+    ///     } else {
+    ///         assert!(launched.is_err());
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    #[cfg(feature = "wgpu")]
+    pub fn spirv(name: &str, words: &[u32], entry: &str, params: &[RawParam]) -> Result<RawKernel> {
+        let refl = dotcompute_codegen::naga_out::reflect_spirv(words, entry)
+            .map_err(|log| compile_error(name, log))?;
+        RawKernel::reflected(
+            name,
+            &refl,
+            params,
+            RawSource {
+                language: RawLanguage::Spirv,
+                text: format!(
+                    "; SPIR-V module of {} words, entry point `{entry}`",
+                    words.len()
+                ),
+                spirv: Some(words.into()),
+                entry: entry.into(),
+                workgroup_size: Some(refl.workgroup_size),
+                buffer_bindings: Vec::new(),
+                uniform_binding: None,
+                workgroup_bytes: refl.workgroup_bytes,
+            },
+        )
+    }
+
+    /// A kernel whose interface was reflected from its module: `params` checked against
+    /// `refl`, the bindings recorded in `source`.
+    #[cfg(feature = "wgpu")]
+    fn reflected(
+        name: &str,
+        refl: &dotcompute_codegen::naga_out::Reflection,
+        params: &[RawParam],
+        mut source: RawSource,
+    ) -> Result<RawKernel> {
+        let compile = |log: String| compile_error(name, log);
+        let language = source.language.name();
         let mut ir_params = Vec::new();
         let mut buffer_bindings = Vec::new();
         let mut scalars = 0u32;
@@ -120,7 +207,7 @@ impl RawKernel {
                     let Some(&(_, read_only, ty)) = refl.storage.iter().find(|s| s.0 == binding)
                     else {
                         return Err(compile(format!(
-                            "buffer parameter `{pname}` should be @group(0) @binding({binding}), which the shader does not declare"
+                            "buffer parameter `{pname}` should be at binding {binding} of group 0, which the {language} does not declare"
                         )));
                     };
                     if ty != *elem {
@@ -130,7 +217,7 @@ impl RawKernel {
                     }
                     if !read_only && !writable {
                         return Err(compile(format!(
-                            "binding {binding} is read_write in the shader; declare `{pname}` with RawParam::buffer_mut"
+                            "binding {binding} is writable in the {language}; declare `{pname}` with RawParam::buffer_mut"
                         )));
                     }
                     buffer_bindings.push((binding, read_only));
@@ -147,7 +234,7 @@ impl RawKernel {
                 RawParam::Scalar { name: pname, ty } => {
                     if matches!(ty, ScalarType::I64 | ScalarType::U64 | ScalarType::F64) {
                         return Err(compile(format!(
-                            "scalar `{pname}` is {ty}; WGSL has no 64-bit types"
+                            "scalar `{pname}` is {ty}; raw {language} kernels take 32-bit scalars"
                         )));
                     }
                     scalars += 1;
@@ -160,7 +247,7 @@ impl RawKernel {
         }
         if refl.storage.len() != buffer_bindings.len() {
             return Err(compile(format!(
-                "the shader declares {} storage buffers, {} buffer parameters were given",
+                "the {language} declares {} storage buffers, {} buffer parameters were given",
                 refl.storage.len(),
                 buffer_bindings.len()
             )));
@@ -170,7 +257,7 @@ impl RawKernel {
             (Some((b, size)), n) if b == buffer_bindings.len() as u32 && size >= 4 * n && n > 0 => Some(b),
             (u, n) => {
                 return Err(compile(format!(
-                    "{n} scalar parameter(s) need a uniform block of at least {} bytes at binding {}; the shader has {u:?} (binding, size)",
+                    "{n} scalar parameter(s) need a uniform block of at least {} bytes at binding {}; the {language} has {u:?} (binding, size)",
                     4 * n,
                     buffer_bindings.len()
                 )))
@@ -186,19 +273,10 @@ impl RawKernel {
             body: Vec::new(),
         };
         dotcompute_ir::validate(&signature).map_err(|e| compile(e.to_string()))?;
+        source.buffer_bindings = buffer_bindings;
+        source.uniform_binding = uniform_binding;
         Ok(RawKernel {
-            program: Arc::new(Program::raw(
-                Arc::new(signature),
-                RawSource {
-                    language: RawLanguage::Wgsl,
-                    text: source.into(),
-                    entry: entry.into(),
-                    workgroup_size: Some(refl.workgroup_size),
-                    buffer_bindings,
-                    uniform_binding,
-                    workgroup_bytes: refl.workgroup_bytes,
-                },
-            )),
+            program: Arc::new(Program::raw(Arc::new(signature), source)),
         })
     }
 
@@ -280,6 +358,7 @@ impl RawKernel {
                 RawSource {
                     language: RawLanguage::Cuda,
                     text: source.into(),
+                    spirv: None,
                     entry: entry.into(),
                     workgroup_size: None,
                     workgroup_bytes: 0,
@@ -327,5 +406,15 @@ impl RawKernel {
                 })
             }
         })
+    }
+}
+
+/// A raw kernel's compile error on the wgpu backend.
+#[cfg(feature = "wgpu")]
+fn compile_error(kernel: &str, log: String) -> Error {
+    Error::Compile {
+        kernel: kernel.into(),
+        backend: "wgpu".into(),
+        log,
     }
 }

@@ -112,11 +112,13 @@ pub(crate) fn program_source(
     let kernel = &*program.kernel;
     if let Some(raw) = program.raw_source() {
         let own = match raw.language {
-            RawLanguage::Wgsl => Target::Wgsl,
-            RawLanguage::Cuda => Target::Cuda,
+            RawLanguage::Wgsl => Some(Target::Wgsl),
+            RawLanguage::Cuda => Some(Target::Cuda),
+            // Binary: no text form among the targets.
+            RawLanguage::Spirv => None,
         };
         return match target {
-            t if t == own => Ok(raw.text.clone()),
+            t if Some(t) == own => Ok(raw.text.clone()),
             Target::Ir => Ok(dotcompute_codegen::IrText.generate(kernel)),
             _ => Err(Error::Unsupported {
                 op: "KernelSource::source",

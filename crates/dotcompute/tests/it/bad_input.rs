@@ -374,7 +374,7 @@ fn subgroup_sums(x: &[u32], out: &mut [u32]) {
 
 /// Runs the ignored test `name` of this test binary in a child process with `env` set
 /// (for settings read when a device opens).
-fn run_in_child(name: &str, env: &[(&str, &str)]) {
+pub(crate) fn run_in_child(name: &str, env: &[(&str, &str)]) {
     let run = crate::common::run_test_in_child(name, env, None);
     let text = run.text;
     assert!(
@@ -394,7 +394,7 @@ fn run_in_child(name: &str, env: &[(&str, &str)]) {
 
 /// In a child run by `run_in_child` with `DOTCOMPUTE_WGPU_DISABLE` set, the wgpu device
 /// it describes; `None` (skipping) when run directly or without an adapter.
-fn child_wgpu_device() -> Option<Device> {
+pub(crate) fn child_wgpu_device() -> Option<Device> {
     if std::env::var("DOTCOMPUTE_WGPU_DISABLE").is_err() {
         eprintln!("skipping: this test is run by its parent test in a child process");
         return None;
