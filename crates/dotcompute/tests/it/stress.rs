@@ -177,6 +177,34 @@ fn worker(d: &Device, seed: u64, ops: usize) -> (usize, usize) {
 
 #[test]
 fn sixteen_threads_mixing_launches_drops_fills_reads_streams_and_graphs_get_no_wrong_result() {
+    stress_every_device();
+}
+
+/// The same with wgpu's waits polling without blocking (the default on hardware
+/// adapters, off on lavapipe): CI runs that path too.
+#[test]
+fn sixteen_threads_with_polling_waits_get_no_wrong_result() {
+    crate::bad_input::run_in_child(
+        "stress::polling_waits_child",
+        &[
+            ("DOTCOMPUTE_WGPU_SPIN", "1"),
+            ("DOTCOMPUTE_STRESS_OPS", "2000"),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "run by sixteen_threads_with_polling_waits_get_no_wrong_result"]
+fn polling_waits_child() {
+    if std::env::var("DOTCOMPUTE_WGPU_SPIN").is_err() {
+        eprintln!("skipping: this test is run by its parent test in a child process");
+        return;
+    }
+    stress_every_device();
+}
+
+/// 16 threads of [`worker`] on each device present, then one more launch.
+fn stress_every_device() {
     let seed = common::seed();
     let ops = ops_per_thread();
     for d in common::devices() {
