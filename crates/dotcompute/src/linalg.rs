@@ -104,17 +104,30 @@ pub fn library_kernels() -> Vec<&'static KernelDef> {
     kernels
 }
 
-/// Whether the FP32 product takes the 16×16 shared-tile kernel: on wgpu by default;
-/// `DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled` picks one (comparisons), read once.
-fn fp32_tiled(device: &Device) -> bool {
+/// Whether an `m`×`n` FP32 product takes the 16×16 shared-tile kernel instead of the
+/// register-blocked one. On wgpu: for products of fewer than [`BLOCKED_MIN_GROUPS`]
+/// 128×128 blocks (too few groups to fill a GPU: at 512² the blocked kernel ran at half
+/// the tiled one's speed on an H200, from 1024² at 1.9–3.8×), and always on software
+/// adapters (lavapipe's LLVM took about a minute to build the blocked kernel cold).
+/// Elsewhere the register-blocked kernel. `DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled`
+/// picks one (comparisons), read once.
+fn fp32_tiled(device: &Device, m: usize, n: usize) -> bool {
     static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok());
     match choice.as_deref() {
         Some("tiled") => true,
         Some(_) => false,
-        None => device.backend_kind() == crate::BackendKind::Wgpu,
+        None if device.backend_kind() == crate::BackendKind::Wgpu => {
+            let blocks = m.div_ceil(BLOCK as usize) * n.div_ceil(BLOCK as usize);
+            device.info().device_type == crate::DeviceType::SoftwareGpu
+                || blocks < BLOCKED_MIN_GROUPS
+        }
+        None => false,
     }
 }
+
+/// The fewest 128×128 blocks for which wgpu takes the register-blocked product.
+const BLOCKED_MIN_GROUPS: usize = 64;
 
 /// TF32 is a mode of f32 products only.
 fn check_precision<T: Element>(precision: Precision) -> Result<()> {
@@ -832,7 +845,7 @@ impl Device {
             }
         } else {
             let cores = kernels.cores.ok_or_else(|| no_half_kernel::<T>(self))?;
-            if fp32_tiled(self) {
+            if fp32_tiled(self, m, n) {
                 (cores.tiled, Launch::grid2d(n, m).group2d(TILE, TILE))
             } else {
                 let cpu = self.backend_kind() == crate::BackendKind::Cpu;

@@ -29,11 +29,61 @@ fn sizes(ctx: &Ctx) -> &'static [usize] {
 
 fn matmul(ctx: &Ctx) -> Res<Vec<Figure>> {
     let mut out = Vec::new();
+    if ctx.kind() != BackendKind::Cpu {
+        out.push(first_product(ctx)?);
+    }
     for &n in sizes(ctx) {
         ctx.step(&format!("matmul {n}³"));
         out.extend(at_size(ctx, n)?);
     }
     Ok(out)
+}
+
+/// The wall time of this process's first generated FP32 product (1024³, then
+/// `synchronize`): its pipeline is built then, so this is what a user's first call costs
+/// (with the driver's own shader cache as it is: run with it empty for a cold figure).
+fn first_product(ctx: &Ctx) -> Res<Figure> {
+    let d = ctx.device;
+    let n = 1024;
+    let a = d.alloc_filled(n * n, 1.0f32).map_err(super::s)?;
+    let mut c = d.alloc_filled(n * n, f32::NAN).map_err(super::s)?;
+    d.synchronize().map_err(super::s)?;
+    let t = std::time::Instant::now();
+    d.matmul_generated(&a, &a, &mut c, n, n, n)
+        .map_err(super::s)?;
+    d.synchronize().map_err(super::s)?;
+    let first = t.elapsed();
+    if let Some(i) = c
+        .to_vec()
+        .map_err(super::s)?
+        .iter()
+        .position(|&v| v != n as f32)
+    {
+        return Err(format!("first product: element {i} is wrong"));
+    }
+    Ok(ctx
+        .figure("matmul", "first call, 1024³".into(), n as f64, Unit::Us)
+        .precision("fp32")
+        .ours(
+            &format!("generated, {} (pipeline build + run)", kernel_name(ctx, n)),
+            1.0,
+            Stats::from_times(vec![first], false),
+        )
+        .build())
+}
+
+/// The generated FP32 kernel this backend runs for an `n`×`n` product (the rule of
+/// `linalg::fp32_tiled`; `DOTCOMPUTE_MATMUL_KERNEL` may pick it).
+fn kernel_name(ctx: &Ctx, n: usize) -> &'static str {
+    let software = ctx.device.info().device_type == dotcompute::DeviceType::SoftwareGpu;
+    match std::env::var("DOTCOMPUTE_MATMUL_KERNEL").as_deref() {
+        Ok("tiled") => "16×16 shared tiles",
+        Ok(_) => "register-blocked",
+        Err(_) if ctx.kind() == BackendKind::Wgpu && (software || n.div_ceil(128).pow(2) < 64) => {
+            "16×16 shared tiles"
+        }
+        Err(_) => "register-blocked",
+    }
 }
 
 /// The inputs of one size: random f32 in [-1, 1), seeded by the size.
@@ -148,11 +198,7 @@ fn at_size(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
             .figure("matmul", size.clone(), n as f64, Unit::TflopS)
             .precision("fp32")
             .ours(
-                if ctx.kind() == BackendKind::Wgpu {
-                    "generated (16×16 shared tiles on wgpu)"
-                } else {
-                    "generated register-blocked"
-                },
+                &format!("generated {}", kernel_name(ctx, n)),
                 flops,
                 times[0].clone(),
             )
