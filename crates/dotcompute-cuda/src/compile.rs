@@ -28,14 +28,14 @@
 
 use crate::driver::BACKEND;
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
+use dotcompute_hal::disk::{decode_entry, encode_entry, write_atomically};
 use dotcompute_hal::Error;
 use sha2::{Digest, Sha256};
 use std::ffi::CString;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::PathBuf;
 
+/// The kind of the disk cache's entries ([`dotcompute_hal::disk`]).
 const MAGIC: &[u8; 8] = b"DCCUBIN1";
-const HEADER: usize = 8 + 8 + 32;
 
 /// Where a compiled module came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,7 +138,7 @@ impl Compiler {
     pub(crate) fn read_disk(&self, key: &str, stats: &mut CompileStats) -> Option<Vec<u8>> {
         let path = self.entry_path(key)?;
         let bytes = std::fs::read(&path).ok()?;
-        match decode_entry(&bytes) {
+        match decode_entry(MAGIC, &bytes) {
             Ok(payload) => Some(payload.to_vec()),
             Err(why) => {
                 stats.corrupt_entries += 1;
@@ -153,7 +153,7 @@ impl Compiler {
         let Some(path) = self.entry_path(key) else {
             return;
         };
-        if let Err(e) = write_atomically(&path, &encode_entry(cubin)) {
+        if let Err(e) = write_atomically(&path, &encode_entry(MAGIC, cubin)) {
             tracing::warn!(path = %path.display(), "could not write the compile cache: {e}");
         }
     }
@@ -240,85 +240,9 @@ pub fn annotate(log: &str, source: &str, file: &str, status: String) -> String {
     out.trim_start().to_string()
 }
 
-/// A disk entry for `payload`.
-pub fn encode_entry(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&Sha256::digest(payload));
-    out.extend_from_slice(payload);
-    out
-}
-
-/// The payload of a disk entry, or why the entry is unusable.
-pub fn decode_entry(bytes: &[u8]) -> Result<&[u8], String> {
-    if bytes.len() < HEADER || &bytes[..8] != MAGIC {
-        return Err("not a dotcompute cache entry (bad header)".into());
-    }
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    let payload = &bytes[HEADER..];
-    if payload.len() as u64 != len {
-        return Err(format!(
-            "truncated: {} payload bytes, the header says {len}",
-            payload.len()
-        ));
-    }
-    if Sha256::digest(payload).as_slice() != &bytes[16..48] {
-        return Err("checksum mismatch".into());
-    }
-    Ok(payload)
-}
-
-/// Writes `bytes` to a fresh temporary file beside `path`, then renames it over `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let tmp = path.with_extension(format!(
-        "tmp.{}.{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn entries_round_trip_and_damage_is_detected() {
-        let payload = b"\x7fELF some cubin bytes".to_vec();
-        let entry = encode_entry(&payload);
-        assert_eq!(decode_entry(&entry).unwrap(), &payload[..]);
-        // Truncated.
-        assert!(decode_entry(&entry[..entry.len() - 3])
-            .unwrap_err()
-            .contains("truncated"));
-        // One flipped bit in the payload.
-        let mut flipped = entry.clone();
-        *flipped.last_mut().unwrap() ^= 1;
-        assert!(decode_entry(&flipped).unwrap_err().contains("checksum"));
-        // Garbage and empty files.
-        assert!(decode_entry(b"garbage").is_err());
-        assert!(decode_entry(b"").is_err());
-    }
-
-    #[test]
-    fn atomic_writes_replace_whole_entries() {
-        let dir = std::env::temp_dir().join(format!("dc-cache-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("k.cubin");
-        write_atomically(&path, &encode_entry(b"first")).unwrap();
-        write_atomically(&path, &encode_entry(b"second")).unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(decode_entry(&bytes).unwrap(), b"second");
-        // No temporary files are left behind.
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 
     #[test]
     fn compile_errors_quote_the_source_line() {

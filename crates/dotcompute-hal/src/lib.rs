@@ -29,6 +29,7 @@
 
 mod backend;
 mod device;
+pub mod disk;
 pub mod dump;
 pub mod dynamic;
 mod error;

@@ -54,7 +54,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use wgpu::util::DeviceExt;
 
+mod pipeline_cache;
 mod transfer;
+
+pub use pipeline_cache::Loaded as PipelineCacheLoaded;
 
 const BACKEND: &str = "wgpu";
 
@@ -259,6 +262,8 @@ pub struct WgpuBackend {
     /// `DOTCOMPUTE_WGPU_TRANSFER_KERNELS=0` keeps the driver's copy and the queue write
     /// (for comparisons).
     transfer_kernels: bool,
+    /// The persistent pipeline cache ([`pipeline_cache`]), where the adapter has one.
+    pipeline_cache: Option<pipeline_cache::PipelineCacheFile>,
     /// The copy and fill kernels ([`transfer`]), built on first use.
     transfers: OnceLock<std::result::Result<transfer::TransferKernels, String>>,
     profiling: AtomicBool,
@@ -569,6 +574,10 @@ impl WgpuBackend {
         if passthrough {
             required_features |= wgpu::Features::PASSTHROUGH_SHADERS;
         }
+        let cache_path = pipeline_cache::path_for(&adapter);
+        if cache_path.is_some() {
+            required_features |= wgpu::Features::PIPELINE_CACHE;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("dotcompute"),
             required_features,
@@ -592,6 +601,8 @@ impl WgpuBackend {
         device.set_device_lost_callback(move |reason, message| {
             let _ = lost_sink.set(format!("{reason:?}: {message}"));
         });
+        let pipeline_cache =
+            cache_path.map(|path| pipeline_cache::PipelineCacheFile::open(&device, path));
         let stamps = required_features
             .contains(wgpu::Features::TIMESTAMP_QUERY)
             .then(|| {
@@ -626,6 +637,7 @@ impl WgpuBackend {
             stamps,
             transfer_kernels,
             transfers: OnceLock::new(),
+            pipeline_cache,
             profiling: AtomicBool::new(false),
             origin: Mutex::new(std::time::Instant::now()),
             timings: Mutex::new(Vec::new()),
@@ -717,6 +729,24 @@ impl WgpuBackend {
                 e => backend_err(format!("waiting for the device failed: {e}")),
             })?;
         self.check_uncaptured()
+    }
+
+    /// The pipeline cache to build pipelines with, where there is one.
+    fn cache(&self) -> Option<&wgpu::PipelineCache> {
+        self.pipeline_cache.as_ref().map(|c| &c.cache)
+    }
+
+    /// Stores the pipeline cache after a new pipeline (best effort).
+    fn save_pipeline_cache(&self) {
+        if let Some(c) = &self.pipeline_cache {
+            c.save();
+        }
+    }
+
+    /// What the persistent pipeline cache found on disk when this device opened; `None`
+    /// where the device keeps none (not Vulkan, or `DOTCOMPUTE_CACHE=off`).
+    pub fn pipeline_cache_loaded(&self) -> Option<PipelineCacheLoaded> {
+        self.pipeline_cache.as_ref().map(|c| c.loaded)
     }
 
     /// Submits the recorded launches and polls the device without blocking until the
@@ -1098,7 +1128,7 @@ impl WgpuBackend {
                 module: &shader,
                 entry_point: Some(entry),
                 compilation_options: Default::default(),
-                cache: None,
+                cache: self.cache(),
             });
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(compile_err(format!(
@@ -1106,6 +1136,7 @@ impl WgpuBackend {
                 module.source
             )));
         }
+        self.save_pipeline_cache();
         let p = Arc::new(Pipeline {
             pipeline,
             layout,
@@ -1744,7 +1775,11 @@ impl WgpuBackend {
     ) -> Result<()> {
         let kernels = self
             .transfers
-            .get_or_init(|| transfer::TransferKernels::new(&self.device))
+            .get_or_init(|| {
+                let kernels = transfer::TransferKernels::new(&self.device, self.cache());
+                self.save_pipeline_cache();
+                kernels
+            })
             .as_ref()
             .map_err(|e| backend_err(e.clone()))?;
         let limits = transfer::BindingLimits {

@@ -77,7 +77,10 @@ pub(crate) struct TransferKernels {
 impl TransferKernels {
     /// Builds the pipelines; a wgpu error here is a defect of this module, returned as
     /// its message.
-    pub(crate) fn new(device: &wgpu::Device) -> Result<TransferKernels, String> {
+    pub(crate) fn new(
+        device: &wgpu::Device,
+        cache: Option<&wgpu::PipelineCache>,
+    ) -> Result<TransferKernels, String> {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let make = |label: &str, source: String| {
             let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -90,7 +93,7 @@ impl TransferKernels {
                 module: &module,
                 entry_point: Some("main"),
                 compilation_options: Default::default(),
-                cache: None,
+                cache,
             })
         };
         let kernels = TransferKernels {
