@@ -106,16 +106,7 @@ impl RawKernel {
             name,
             &refl,
             params,
-            RawSource {
-                language: RawLanguage::Wgsl,
-                text: source.into(),
-                spirv: None,
-                entry: entry.into(),
-                workgroup_size: Some(refl.workgroup_size),
-                buffer_bindings: Vec::new(),
-                uniform_binding: None,
-                workgroup_bytes: refl.workgroup_bytes,
-            },
+            (RawLanguage::Wgsl, source.into(), None, entry),
         )
     }
 
@@ -162,37 +153,30 @@ impl RawKernel {
     pub fn spirv(name: &str, words: &[u32], entry: &str, params: &[RawParam]) -> Result<RawKernel> {
         let refl = dotcompute_codegen::naga_out::reflect_spirv(words, entry)
             .map_err(|log| compile_error(name, log))?;
+        let summary = format!(
+            "; SPIR-V module of {} words, entry point `{entry}`",
+            words.len()
+        );
         RawKernel::reflected(
             name,
             &refl,
             params,
-            RawSource {
-                language: RawLanguage::Spirv,
-                text: format!(
-                    "; SPIR-V module of {} words, entry point `{entry}`",
-                    words.len()
-                ),
-                spirv: Some(words.into()),
-                entry: entry.into(),
-                workgroup_size: Some(refl.workgroup_size),
-                buffer_bindings: Vec::new(),
-                uniform_binding: None,
-                workgroup_bytes: refl.workgroup_bytes,
-            },
+            (RawLanguage::Spirv, summary, Some(words.into()), entry),
         )
     }
 
     /// A kernel whose interface was reflected from its module: `params` checked against
-    /// `refl`, the bindings recorded in `source`.
+    /// `refl`; `code` is the language, text, SPIR-V words and entry point of its source.
     #[cfg(feature = "wgpu")]
     fn reflected(
         name: &str,
         refl: &dotcompute_codegen::naga_out::Reflection,
         params: &[RawParam],
-        mut source: RawSource,
+        code: (RawLanguage, String, Option<std::sync::Arc<[u32]>>, &str),
     ) -> Result<RawKernel> {
         let compile = |log: String| compile_error(name, log);
-        let language = source.language.name();
+        let (language_kind, text, spirv, entry) = code;
+        let language = language_kind.name();
         let mut ir_params = Vec::new();
         let mut buffer_bindings = Vec::new();
         let mut scalars = 0u32;
@@ -273,8 +257,16 @@ impl RawKernel {
             body: Vec::new(),
         };
         dotcompute_ir::validate(&signature).map_err(|e| compile(e.to_string()))?;
-        source.buffer_bindings = buffer_bindings;
-        source.uniform_binding = uniform_binding;
+        let source = RawSource {
+            language: language_kind,
+            text,
+            spirv,
+            entry: entry.into(),
+            workgroup_size: Some(refl.workgroup_size),
+            buffer_bindings,
+            uniform_binding,
+            workgroup_bytes: refl.workgroup_bytes,
+        };
         Ok(RawKernel {
             program: Arc::new(Program::raw(Arc::new(signature), source)),
         })
