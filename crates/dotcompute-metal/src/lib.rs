@@ -24,6 +24,7 @@
 //! *Trusts*: the facade for argument types, view ranges and launch geometry
 //! (`dotcompute_hal::Launch::resolve`), as every backend does.
 
+pub mod outcome;
 pub mod plan;
 
 use dotcompute_codegen::msl::MslModule;

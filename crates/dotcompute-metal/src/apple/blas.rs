@@ -11,6 +11,13 @@ use objc2_metal_performance_shaders::{
 
 impl Blas<MetalBuffer> for MetalBackend {
     unsafe fn gemm(&self, stream: StreamId, r: &MatmulRequest<'_, MetalBuffer>) -> Result<()> {
+        // MPS objects and descriptors are autoreleased: drained per product.
+        objc2::rc::autoreleasepool(|_| self.gemm_in_pool(stream, r))
+    }
+}
+
+impl MetalBackend {
+    fn gemm_in_pool(&self, stream: StreamId, r: &MatmulRequest<'_, MetalBuffer>) -> Result<()> {
         let (data_type, elem) = match r.elem {
             ScalarType::F32 => (MPSDataType::Float32, 4),
             ScalarType::F16 => (MPSDataType::Float16, 2),

@@ -81,7 +81,13 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             raw_languages: Vec::new(),
             concurrent_streams: true,
             native_graphs: false,
-            blas: vec![ScalarType::F32, ScalarType::F16],
+            // MPS only where it supports this device (GitHub's paravirtual GPU does not:
+            // its kernels' init returns nil there).
+            blas: if mps_supported(device) {
+                vec![ScalarType::F32, ScalarType::F16]
+            } else {
+                Vec::new()
+            },
             subgroup_size: Some([simd_width, simd_width]),
             tensor_cores: false,
             exact_float: false,
@@ -89,4 +95,10 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             time_limits: false,
         },
     }
+}
+
+/// Whether Metal Performance Shaders support `device` (`MPSSupportsMTLDevice`).
+pub(crate) fn mps_supported(device: &Mtl<dyn MTLDevice>) -> bool {
+    // SAFETY: a valid device reference; the function only queries it.
+    unsafe { objc2_metal_performance_shaders::MPSSupportsMTLDevice(Some(device)) }
 }

@@ -2,9 +2,13 @@
 //! Apple targets only; on Linux it is type-checked (`cargo check --target
 //! aarch64-apple-darwin`), never run.
 //!
-//! * A command queue per stream; one command buffer per submission, with a completion
-//!   handler that records a failed command buffer's error for the stream's next
-//!   synchronisation (an `Err`, not a silent zero).
+//! * A command queue per stream; one command buffer per submission. Every committed
+//!   buffer stays in its stream's in-flight list until it is waited for; its status,
+//!   error and GPU times are then read synchronously (`crate::outcome` decides: an `Err`
+//!   naming the buffer, or `DeviceLost` after a page fault, never a silent zero). A
+//!   completion handler only notes a failure early.
+//! * Every call that makes Metal objects runs in an autorelease pool.
+//! * Blits move whole 4-byte words (macOS's rule); other ranges are widened.
 //! * Host transfers: on unified memory the host reads and writes shared buffers in
 //!   place, after the stream's earlier work has completed; on a discrete GPU they go
 //!   through a shared staging buffer and a blit.
@@ -17,6 +21,7 @@ mod pipeline;
 
 pub use memory::MetalBuffer;
 
+use crate::outcome::{blit_aligned, outcome, widen, Outcome};
 use crate::plan::{encode, plan_args, Dispatch, EncodingPlan, PipelineLimits};
 use block2::RcBlock;
 use dotcompute_hal::{
@@ -24,6 +29,7 @@ use dotcompute_hal::{
     MemoryStats, ProgramKey, Queue, Result, SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::ScalarType;
+use objc2::rc::autoreleasepool;
 use objc2::rc::Retained;
 use objc2::runtime::ProtocolObject;
 use objc2_foundation::NSRange;
@@ -34,7 +40,7 @@ use objc2_metal::{
 use pipeline::Pipeline;
 use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A protocol object of Metal.
@@ -75,11 +81,19 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     },
 };
 
-/// One stream: its queue, its last submission, and the first error a completion handler
-/// saw since the last synchronisation.
+/// A committed command buffer and the label its errors and timings carry.
+type InFlight = (Retained<ProtocolObject<dyn MTLCommandBuffer>>, String);
+
+/// One stream: its queue, every command buffer committed and not yet waited for, and the
+/// first failure seen and not yet reported.
 struct StreamState {
     queue: Retained<ProtocolObject<dyn MTLCommandQueue>>,
-    last: Option<Retained<ProtocolObject<dyn MTLCommandBuffer>>>,
+    /// All of them, not only the last: Metal starts a queue's command buffers in order
+    /// but does not promise they complete in order (a read after an independent blit
+    /// could otherwise see stale data).
+    in_flight: Vec<InFlight>,
+    /// Set early by a completion handler (a hint: handlers run on a Metal thread) or at a
+    /// wait; taken by the next synchronisation, which reports it.
     error: Arc<Mutex<Option<String>>>,
 }
 
@@ -95,6 +109,10 @@ pub struct MetalBackend {
     /// Set while profiling: the moment it was turned on.
     profiling: Mutex<Option<Instant>>,
     timings: Arc<Mutex<Vec<Timing>>>,
+    /// Set when a command buffer failed in a way that leaves the device unusable (a GPU
+    /// page fault, the watchdog, a process Metal now ignores): every later call is
+    /// `Error::DeviceLost`.
+    lost: OnceLock<String>,
 }
 
 // SAFETY: the device, queues and pipeline states are thread-safe Metal objects; command
@@ -114,6 +132,7 @@ impl MetalBackend {
             pipelines: Mutex::new(KeyMap::default()),
             profiling: Mutex::new(None),
             timings: Arc::new(Mutex::new(Vec::new())),
+            lost: OnceLock::new(),
         };
         backend.open_stream(StreamId::DEFAULT)?;
         Ok(backend)
@@ -126,22 +145,44 @@ impl MetalBackend {
         }
     }
 
-    /// A new command buffer on `stream`'s queue.
+    /// `Error::DeviceLost` once a command buffer failed in a way that leaves the device
+    /// unusable.
+    fn check_lost(&self) -> Result<()> {
+        match self.lost.get() {
+            Some(reason) => Err(Error::DeviceLost {
+                device: self.info.label(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A new command buffer on `stream`'s queue. The queue is taken out of the streams
+    /// lock first: `commandBuffer` blocks while the queue holds 64 uncommitted buffers,
+    /// and other threads must still be able to commit theirs meanwhile.
     fn command_buffer(
         &self,
         stream: StreamId,
     ) -> Result<Retained<ProtocolObject<dyn MTLCommandBuffer>>> {
-        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
-        let s = streams
-            .get(&stream)
-            .ok_or_else(|| self.failed(format!("stream {stream:?} is not open")))?;
-        s.queue
+        self.check_lost()?;
+        let queue = {
+            let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+            streams
+                .get(&stream)
+                .ok_or_else(|| self.failed(format!("stream {stream:?} is not open")))?
+                .queue
+                .clone()
+        };
+        queue
             .commandBuffer()
             .ok_or_else(|| self.failed("the queue gave no command buffer".into()))
     }
 
-    /// Commits `cb` as `stream`'s newest submission, with a completion handler that
-    /// records its error and, when profiling, its GPU time under `label`.
+    /// Commits `cb` on `stream` and keeps it in the stream's in-flight list. Its
+    /// completion handler only notes a failure early; the outcome that counts is read
+    /// when the buffer is waited for ([`MetalBackend::finish`]). Buffers already
+    /// finished are dropped from the list here, so a launch loop without waits does not
+    /// grow it.
     fn submit(
         &self,
         stream: StreamId,
@@ -153,9 +194,7 @@ impl MetalBackend {
             return;
         };
         let error = s.error.clone();
-        let timings = self.timings.clone();
-        let origin = *self.profiling.lock().unwrap_or_else(|p| p.into_inner());
-        let label = label.to_string();
+        let hint_label = label.to_string();
         let handler = RcBlock::new(move |cb: NonNull<ProtocolObject<dyn MTLCommandBuffer>>| {
             // SAFETY: Metal passes the completed command buffer, alive for the call.
             let cb = unsafe { cb.as_ref() };
@@ -165,25 +204,99 @@ impl MetalBackend {
                     .map(|e| e.localizedDescription().to_string())
                     .unwrap_or_else(|| "unknown error".into());
                 let mut slot = error.lock().unwrap_or_else(|p| p.into_inner());
-                slot.get_or_insert(format!("command buffer `{label}` failed: {message}"));
-            } else if origin.is_some() {
-                let seconds = (cb.GPUEndTime() - cb.GPUStartTime()).max(0.0);
-                timings
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(Timing {
-                        label: label.clone(),
-                        duration: Duration::from_secs_f64(seconds),
-                        device_time: true,
-                        stream,
-                        start: None,
-                    });
+                slot.get_or_insert(format!("command buffer `{hint_label}` failed: {message}"));
             }
         });
         // SAFETY: the block is valid; Metal copies it before `addCompletedHandler` returns.
         unsafe { cb.addCompletedHandler(RcBlock::as_ptr(&handler)) };
         cb.commit();
-        s.last = Some(cb);
+        let done = |cb: &ProtocolObject<dyn MTLCommandBuffer>| {
+            matches!(
+                cb.status(),
+                MTLCommandBufferStatus::Completed | MTLCommandBufferStatus::Error
+            )
+        };
+        let (finished, pending): (Vec<InFlight>, Vec<InFlight>) = std::mem::take(&mut s.in_flight)
+            .into_iter()
+            .partition(|(cb, _)| done(cb));
+        s.in_flight = pending;
+        s.in_flight.push((cb, label.to_string()));
+        let error = s.error.clone();
+        drop(streams);
+        for (cb, label) in finished {
+            self.note(&error, self.finish(&cb, &label, stream));
+        }
+    }
+
+    /// The outcome of a command buffer that is done (waited for, or found finished): its
+    /// status and error read here, synchronously; its GPU time recorded when profiling.
+    fn finish(
+        &self,
+        cb: &ProtocolObject<dyn MTLCommandBuffer>,
+        label: &str,
+        stream: StreamId,
+    ) -> Outcome {
+        let error = cb.error();
+        let result = outcome(
+            label,
+            cb.status().0,
+            error.as_ref().map(|e| e.code() as usize),
+            error
+                .as_ref()
+                .map(|e| e.localizedDescription().to_string())
+                .as_deref(),
+        );
+        let profiling = self
+            .profiling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        if result == Outcome::Completed && profiling {
+            let seconds = (cb.GPUEndTime() - cb.GPUStartTime()).max(0.0);
+            self.timings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Timing {
+                    label: label.to_string(),
+                    duration: Duration::from_secs_f64(seconds),
+                    device_time: true,
+                    stream,
+                    start: None,
+                });
+        }
+        result
+    }
+
+    /// Keeps a failure for the stream's next synchronisation, or marks the device lost.
+    fn note(&self, slot: &Mutex<Option<String>>, result: Outcome) {
+        match result {
+            Outcome::Completed => {}
+            Outcome::Failed(message) => {
+                slot.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(message);
+            }
+            Outcome::Lost(message) => {
+                let _ = self.lost.set(message);
+            }
+        }
+    }
+
+    /// Waits for every command buffer in flight on `stream` and keeps their failures in
+    /// its error slot (reported by the next synchronisation).
+    fn wait_stream(&self, stream: StreamId) -> Arc<Mutex<Option<String>>> {
+        let (pending, error) = {
+            let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+            match streams.get_mut(&stream) {
+                Some(s) => (std::mem::take(&mut s.in_flight), s.error.clone()),
+                None => return Arc::new(Mutex::new(None)),
+            }
+        };
+        for (cb, label) in pending {
+            cb.waitUntilCompleted();
+            self.note(&error, self.finish(&cb, &label, stream));
+        }
+        error
     }
 
     fn pipeline(&self, request: &LaunchRequest<'_, MetalBuffer>) -> Result<Arc<Pipeline>> {
@@ -194,7 +307,9 @@ impl MetalBackend {
             return Ok(p.clone());
         }
         let module = crate::msl_module(program, key.1)?;
-        let p = Arc::new(pipeline::compile(&self.device, program.name(), module)?);
+        let p = Arc::new(autoreleasepool(|_| {
+            pipeline::compile(&self.device, program.name(), module)
+        })?);
         pipelines.insert(key, p.clone());
         Ok(p)
     }
@@ -208,13 +323,20 @@ impl MetalBackend {
         buffers: &[Option<&MetalBuffer>],
         record: Option<&MetalBuffer>,
     ) -> Result<()> {
+        // Every fallible step before the encoder exists: an encoder left without
+        // `endEncoding` is an error in Metal's validation layer and leaks the buffer.
+        let bound = plan
+            .buffers
+            .iter()
+            .map(|b| {
+                buffers[b.arg].ok_or_else(|| self.failed("a buffer argument is missing".into()))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let encoder = cb
             .computeCommandEncoder()
             .ok_or_else(|| self.failed("no compute encoder".into()))?;
         encoder.setComputePipelineState(&pipeline.state);
-        for b in &plan.buffers {
-            let buffer =
-                buffers[b.arg].ok_or_else(|| self.failed("a buffer argument is missing".into()))?;
+        for (b, buffer) in plan.buffers.iter().zip(bound) {
             // SAFETY: the facade checked the view against the buffer; the index is the
             // kernel's own (from its binding list).
             unsafe {
@@ -336,7 +458,20 @@ impl Backend for MetalBackend {
     }
 
     fn trim(&self) {
-        let _ = self.synchronize_all();
+        // Waits without reporting: a failure stays in its stream's slot for the next
+        // synchronisation instead of being swallowed here.
+        let ids: Vec<StreamId> = self
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        autoreleasepool(|_| {
+            for id in ids {
+                self.wait_stream(id);
+            }
+        });
         self.pool.trim(drop);
     }
 
@@ -353,7 +488,7 @@ impl Backend for MetalBackend {
             id,
             StreamState {
                 queue,
-                last: None,
+                in_flight: Vec::new(),
                 error: Arc::new(Mutex::new(None)),
             },
         );
@@ -369,7 +504,13 @@ impl Backend for MetalBackend {
     }
 
     fn blas(&self, elem: ScalarType) -> Option<&dyn Blas<MetalBuffer>> {
-        matches!(elem, ScalarType::F32 | ScalarType::F16).then_some(self as &dyn Blas<MetalBuffer>)
+        // Only the types MPS multiplies, and only where MPS supports the device
+        // (`describe` lists them in that case alone).
+        self.info
+            .caps
+            .blas
+            .contains(&elem)
+            .then_some(self as &dyn Blas<MetalBuffer>)
     }
 }
 
@@ -390,12 +531,24 @@ impl Queue for MetalBackend {
             };
             return Ok(());
         }
-        let staging = self.staging(data.len())?;
-        // SAFETY: a fresh shared buffer of at least data.len() bytes.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), staging.contents(), data.len()) };
-        self.blit(stream, &staging, 0, dst, offset, data.len())?;
-        // The staging buffer must outlive the blit.
-        self.synchronize(stream)
+        if !blit_aligned(offset, data.len()) {
+            // Blits move whole words (macOS): the words around the range are read first.
+            let (start, end) = widen(offset, data.len());
+            let mut words = vec![0u8; end - start];
+            // SAFETY: the widened range lies inside the buffer (blocks are whole words).
+            unsafe { self.read(stream, dst, start, &mut words)? };
+            words[offset - start..offset - start + data.len()].copy_from_slice(data);
+            // SAFETY: as above.
+            return unsafe { self.write(stream, dst, start, &words) };
+        }
+        autoreleasepool(|_| {
+            let staging = self.staging(data.len())?;
+            // SAFETY: a fresh shared buffer of at least data.len() bytes.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), staging.contents(), data.len()) };
+            self.blit(stream, &staging, 0, dst, offset, data.len())?;
+            // The staging buffer must outlive the blit.
+            self.synchronize(stream)
+        })
     }
 
     unsafe fn read(
@@ -417,12 +570,24 @@ impl Queue for MetalBackend {
             };
             return Ok(());
         }
-        let staging = self.staging(out.len())?;
-        self.blit(stream, src, offset, &staging, 0, out.len())?;
-        self.synchronize(stream)?;
-        // SAFETY: the blit has completed.
-        unsafe { std::ptr::copy_nonoverlapping(staging.contents(), out.as_mut_ptr(), out.len()) };
-        Ok(())
+        if !blit_aligned(offset, out.len()) {
+            let (start, end) = widen(offset, out.len());
+            let mut words = vec![0u8; end - start];
+            // SAFETY: the widened range lies inside the buffer (blocks are whole words).
+            unsafe { self.read(stream, src, start, &mut words)? };
+            out.copy_from_slice(&words[offset - start..offset - start + out.len()]);
+            return Ok(());
+        }
+        autoreleasepool(|_| {
+            let staging = self.staging(out.len())?;
+            self.blit(stream, src, offset, &staging, 0, out.len())?;
+            self.synchronize(stream)?;
+            // SAFETY: the blit has completed.
+            unsafe {
+                std::ptr::copy_nonoverlapping(staging.contents(), out.as_mut_ptr(), out.len())
+            };
+            Ok(())
+        })
     }
 
     unsafe fn copy(
@@ -434,7 +599,17 @@ impl Queue for MetalBackend {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
-        self.blit(stream, src, src_offset, dst, dst_offset, bytes)
+        if !blit_aligned(src_offset, bytes) || !blit_aligned(dst_offset, bytes) {
+            // 8- and 16-bit ranges off whole words: through the host (macOS blits move
+            // whole words).
+            let mut data = vec![0u8; bytes];
+            // SAFETY: the facade checked both ranges against their buffers.
+            unsafe {
+                self.read(stream, src, src_offset, &mut data)?;
+                return self.write(stream, dst, dst_offset, &data);
+            }
+        }
+        autoreleasepool(|_| self.blit(stream, src, src_offset, dst, dst_offset, bytes))
     }
 
     unsafe fn fill(
@@ -445,12 +620,14 @@ impl Queue for MetalBackend {
         bytes: usize,
         pattern: &[u8],
     ) -> Result<()> {
-        if pattern.iter().all(|&b| b == pattern[0]) {
-            let (cb, blit) = self.blit_encoder(stream)?;
-            blit.fillBuffer_range_value(&dst.buffer, NSRange::new(offset, bytes), pattern[0]);
-            blit.endEncoding();
-            self.submit(stream, cb, "fill");
-            return Ok(());
+        if pattern.iter().all(|&b| b == pattern[0]) && blit_aligned(offset, bytes) {
+            return autoreleasepool(|_| {
+                let (cb, blit) = self.blit_encoder(stream)?;
+                blit.fillBuffer_range_value(&dst.buffer, NSRange::new(offset, bytes), pattern[0]);
+                blit.endEncoding();
+                self.submit(stream, cb, "fill");
+                Ok(())
+            });
         }
         // Wider patterns: written on the host (the facade's fills are rare and small
         // next to kernels; a fill kernel can replace this later).
@@ -459,6 +636,48 @@ impl Queue for MetalBackend {
     }
 
     unsafe fn launch(
+        &self,
+        stream: StreamId,
+        request: &LaunchRequest<'_, MetalBuffer>,
+    ) -> Result<()> {
+        // Metal autoreleases encoders and descriptors: drained per launch, not at the
+        // thread's exit (a launch loop on a CLI or test thread would otherwise grow).
+        autoreleasepool(|_| self.launch_in_pool(stream, request))
+    }
+
+    fn synchronize(&self, stream: StreamId) -> Result<()> {
+        self.check_lost()?;
+        let error = autoreleasepool(|_| self.wait_stream(stream));
+        self.check_lost()?;
+        let failure = error.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match failure {
+            Some(message) => Err(self.failed(message)),
+            None => Ok(()),
+        }
+    }
+
+    fn synchronize_all(&self) -> Result<()> {
+        let ids: Vec<StreamId> = self
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        let mut first = Ok(());
+        for id in ids {
+            let r = self.synchronize(id);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
+impl MetalBackend {
+    /// `Queue::launch` inside its autorelease pool.
+    fn launch_in_pool(
         &self,
         stream: StreamId,
         request: &LaunchRequest<'_, MetalBuffer>,
@@ -507,42 +726,5 @@ impl Queue for MetalBackend {
             Some(violation) => Err(violation),
             None => Ok(()),
         }
-    }
-
-    fn synchronize(&self, stream: StreamId) -> Result<()> {
-        let (last, error) = {
-            let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
-            match streams.get_mut(&stream) {
-                Some(s) => (s.last.take(), s.error.clone()),
-                None => return Ok(()),
-            }
-        };
-        if let Some(cb) = last {
-            // A queue runs its command buffers in order: the last one done means all are.
-            cb.waitUntilCompleted();
-        }
-        let failure = error.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match failure {
-            Some(message) => Err(self.failed(message)),
-            None => Ok(()),
-        }
-    }
-
-    fn synchronize_all(&self) -> Result<()> {
-        let ids: Vec<StreamId> = self
-            .streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .copied()
-            .collect();
-        let mut first = Ok(());
-        for id in ids {
-            let r = self.synchronize(id);
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
     }
 }
