@@ -36,7 +36,12 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
     let unified = device.hasUnifiedMemory();
     let per_group = device.maxThreadsPerThreadgroup();
     let families = families(device);
-    // Every Apple-family GPU executes SIMD-groups of 32 threads.
+    // SIMD-group operations as the generated MSL writes them: 32 lanes (its helpers mask
+    // lane ids with `& 31`) and the SIMD reductions and prefix sums. Apple silicon
+    // (Apple7 and later) has both. Intel and AMD Macs (Mac2) run 8 to 64 lanes, and older
+    // Apple GPUs (GitHub's paravirtual device reports only Apple5) lack the reductions:
+    // subgroup kernels are refused there (a clear error) rather than run wrong.
+    let subgroups = device.supportsFamily(MTLGPUFamily::Apple7);
     let simd_width = 32;
     DeviceInfo {
         backend: BackendKind::Metal,
@@ -88,7 +93,7 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             } else {
                 Vec::new()
             },
-            subgroup_size: Some([simd_width, simd_width]),
+            subgroup_size: subgroups.then_some([simd_width, simd_width]),
             tensor_cores: false,
             exact_float: false,
             subnormals: false,

@@ -1,5 +1,6 @@
-//! Pipelines: generated MSL compiled with fast math off, one pipeline per program,
-//! cached in memory by the program's content key.
+//! Pipelines: generated MSL compiled as MSL 2.4 with safe math and precise functions (fast
+//! math off before macOS 15), one pipeline per program, cached in memory by the program's
+//! content key.
 //!
 //! On-disk caching: `MTLBinaryArchive` is not used yet. An archive only pays when it is
 //! both written and *looked up* at pipeline creation (DotCompute wrote one and never
@@ -12,8 +13,13 @@ use dotcompute_codegen::msl::MslModule;
 use dotcompute_hal::{Error, Result};
 use objc2::rc::Retained;
 use objc2::runtime::ProtocolObject;
+use objc2::sel;
+use objc2_foundation::NSObjectProtocol;
 use objc2_foundation::NSString;
-use objc2_metal::{MTLCompileOptions, MTLComputePipelineState, MTLDevice, MTLLibrary};
+use objc2_metal::{
+    MTLCompileOptions, MTLComputePipelineState, MTLDevice, MTLLanguageVersion, MTLLibrary,
+    MTLMathFloatingPointFunctions, MTLMathMode,
+};
 
 /// A compiled kernel.
 pub(crate) struct Pipeline {
@@ -42,9 +48,20 @@ pub(crate) fn compile(
         message: format!("kernel `{kernel}`: {message}"),
     };
     let options = MTLCompileOptions::new();
-    // The IR's float semantics (no reassociation, NaN and infinity honoured).
-    #[allow(deprecated)]
-    options.setFastMathEnabled(false);
+    // One language version on every OS (the default follows the OS): 2.4 (macOS 12) has
+    // every SIMD-group function the generated MSL uses.
+    options.setLanguageVersion(MTLLanguageVersion::Version2_4);
+    // The IR's float semantics (no reassociation, NaN and infinity honoured, precise
+    // library functions). `mathMode` replaces `fastMathEnabled` from macOS 15; older
+    // systems lack the selector, so it is asked for first. Contraction of `a * b + c` is
+    // turned off in the source itself (`#pragma clang fp contract(off)`).
+    if options.respondsToSelector(sel!(setMathMode:)) {
+        options.setMathMode(MTLMathMode::Safe);
+        options.setMathFloatingPointFunctions(MTLMathFloatingPointFunctions::Precise);
+    } else {
+        #[allow(deprecated)]
+        options.setFastMathEnabled(false);
+    }
     let library = device
         .newLibraryWithSource_options_error(&NSString::from_str(&module.source), Some(&options))
         .map_err(|e| {
