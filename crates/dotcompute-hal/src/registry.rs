@@ -31,13 +31,18 @@ pub fn no_such_device(kind: BackendKind, ordinal: usize, present: usize) -> Erro
 
 /// How good a device is for running kernels, higher is better: the kind of hardware
 /// first (a discrete GPU beats an integrated one, which beats the native CPU backend,
-/// which beats a GPU API emulated on the CPU), then the backend (a native backend beats
-/// a portable one on the same hardware: CUDA, then Metal, then wgpu).
+/// which beats a GPU API emulated on the CPU), then the backend: CUDA, then wgpu, then
+/// the native Metal backend.
+///
+/// On a Mac, wgpu comes before the native Metal backend until a run on Apple hardware
+/// shows the native one right (issue 32): wgpu's own Metal path runs in production
+/// elsewhere, and our WGSL has run on every other GPU, while our Objective-C layer has
+/// never run. `DOTCOMPUTE_BACKEND=metal` picks the native backend.
 pub fn rank(info: &DeviceInfo) -> u32 {
     let backend = match info.backend {
         BackendKind::Cuda => 3,
-        BackendKind::Metal => 2,
-        BackendKind::Wgpu => 1,
+        BackendKind::Wgpu => 2,
+        BackendKind::Metal => 1,
         _ => 0,
     };
     info.device_type.score() * 10 + backend
@@ -101,5 +106,9 @@ mod tests {
             cpu > lavapipe,
             "the native CPU backend beats Vulkan emulated on the CPU"
         );
+        // On a Mac: wgpu's Metal path before the native backend, which has never run
+        // on Apple hardware.
+        let native_metal = rank(&info(BackendKind::Metal, DeviceType::IntegratedGpu));
+        assert!(integrated > native_metal && native_metal > cpu);
     }
 }

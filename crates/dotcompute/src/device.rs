@@ -119,7 +119,7 @@ impl Device {
 
     /// The best device present, ranked by what it is (a discrete GPU, then an integrated
     /// one, then the native CPU backend, then a GPU API emulated on the CPU such as
-    /// lavapipe) and then by backend (CUDA, Metal, wgpu): see
+    /// lavapipe) and then by backend (CUDA, wgpu, Metal): see
     /// [`dotcompute_hal::registry::rank`]. The environment variable `DOTCOMPUTE_BACKEND`
     /// overrides the choice (and is an error if that backend is unavailable).
     pub fn best() -> Result<Device> {
