@@ -145,6 +145,16 @@ impl MetalBackend {
         }
     }
 
+    /// The streams open now (taken out of the lock: waits happen outside it).
+    fn stream_ids(&self) -> Vec<StreamId> {
+        self.streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect()
+    }
+
     /// `Error::DeviceLost` once a command buffer failed in a way that leaves the device
     /// unusable.
     fn check_lost(&self) -> Result<()> {
@@ -460,15 +470,8 @@ impl Backend for MetalBackend {
     fn trim(&self) {
         // Waits without reporting: a failure stays in its stream's slot for the next
         // synchronisation instead of being swallowed here.
-        let ids: Vec<StreamId> = self
-            .streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .copied()
-            .collect();
         autoreleasepool(|_| {
-            for id in ids {
+            for id in self.stream_ids() {
                 self.wait_stream(id);
             }
         });
@@ -657,15 +660,8 @@ impl Queue for MetalBackend {
     }
 
     fn synchronize_all(&self) -> Result<()> {
-        let ids: Vec<StreamId> = self
-            .streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .copied()
-            .collect();
         let mut first = Ok(());
-        for id in ids {
+        for id in self.stream_ids() {
             let r = self.synchronize(id);
             if first.is_ok() {
                 first = r;
