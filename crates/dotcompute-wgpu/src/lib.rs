@@ -140,6 +140,9 @@ const _: () = assert!(wgsl::LOOP_BUDGET_CODE == dotcompute_hal::LOOP_BUDGET_CODE
 /// Vulkan, H100), and waiting longer would leave the GPU idle.
 const BATCH_LAUNCHES: u32 = 32;
 
+/// Dispatches per submission of a long batch (see [`WgpuBackend::chunked`]).
+const CHUNK_LAUNCHES: usize = 16;
+
 /// How long a wait polls without blocking before it blocks in the driver
 /// ([`WgpuBackend::spin_until_done`]): long enough for short kernels and copies, short
 /// enough that a long wait costs little CPU.
@@ -238,6 +241,9 @@ pub struct WgpuBackend {
     /// `DOTCOMPUTE_WGPU_BATCH=0` submits each launch at once.
     order: Mutex<QueueOrder>,
     batch: bool,
+    /// Whether long batches (graph replays) are submitted in chunks of [`CHUNK_LAUNCHES`]
+    /// as they are recorded (`DOTCOMPUTE_WGPU_CHUNKS=0`: one submission, for comparisons).
+    chunked: bool,
     /// How generated kernels reach a Vulkan driver: as SPIR-V that forbids contraction
     /// (and keeps subnormals where the device can), through wgpu's SPIR-V passthrough;
     /// `None` elsewhere (Metal, DX12, adapters without passthrough, or
@@ -548,6 +554,7 @@ impl WgpuBackend {
         let strided = settings::switch_or("DOTCOMPUTE_WGPU_STRIDED", true)?;
         let vectors = settings::switch_or("DOTCOMPUTE_WGPU_VECTORS", true)?;
         let batch = settings::switch_or("DOTCOMPUTE_WGPU_BATCH", true)?;
+        let chunked = settings::switch_or("DOTCOMPUTE_WGPU_CHUNKS", true)?;
         let storage_barriers_always = settings::choice(
             "DOTCOMPUTE_WGPU_STORAGE_BARRIERS",
             &["always", "analysed"],
@@ -656,6 +663,7 @@ impl WgpuBackend {
             vectors,
             order: Mutex::new(QueueOrder::default()),
             batch,
+            chunked,
             strict_spirv,
             passthrough,
             loop_budget: adapter
@@ -1869,8 +1877,18 @@ impl WgpuBackend {
         let checked = prepared.iter().any(|d| d.record.is_some());
         if self.batch && stamps.is_none() && !checked {
             // Recorded into the pending command buffer; submitted with later work.
-            self.record_pending(|encoder| encode_pass(encoder, &label, &prepared, None));
-            return self.check_uncaptured();
+            if !self.chunked || prepared.len() <= CHUNK_LAUNCHES {
+                self.record_pending(|encoder| encode_pass(encoder, &label, &prepared, None));
+                return self.check_uncaptured();
+            }
+            // A long batch (a graph replay): each chunk is submitted as soon as it is
+            // recorded, so the GPU runs it while the next one is recorded (recording took
+            // 3.4 µs per dispatch and the GPU 2.2 µs on an H200, one after the other).
+            for chunk in prepared.chunks(CHUNK_LAUNCHES) {
+                self.record_pending(|encoder| encode_pass(encoder, &label, chunk, None));
+                self.flush()?;
+            }
+            return Ok(());
         }
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encode_pass(
