@@ -180,3 +180,29 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Whether a device is lost to this process, and why: set once (the first reason wins),
+/// then every call that checks it is [`Error::DeviceLost`]. Shared by the backends that
+/// learn of the loss asynchronously or at a wait (wgpu's callback and bounded waits,
+/// Metal's failed command buffers).
+#[derive(Debug, Default)]
+pub struct LostFlag(std::sync::OnceLock<String>);
+
+impl LostFlag {
+    /// Marks the device lost for `reason`, unless it already was (then the first reason
+    /// stays).
+    pub fn mark(&self, reason: String) {
+        let _ = self.0.set(reason);
+    }
+
+    /// `Error::DeviceLost` naming `device` once the device is lost.
+    pub fn check(&self, device: impl FnOnce() -> String) -> Result<()> {
+        match self.0.get() {
+            Some(reason) => Err(Error::DeviceLost {
+                device: device(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}

@@ -48,7 +48,7 @@ pub use device::{
     AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, Limits, RawLanguage,
 };
 pub use dynamic::{DynBackend, RawBuffer};
-pub use error::{Error, Result};
+pub use error::{Error, LostFlag, Result};
 pub use launch::{
     checked_from_env, decode_violation, Launch, ResolvedLaunch, LOOP_BUDGET_CODE, VIOLATION_WORDS,
 };

@@ -44,7 +44,7 @@ use dotcompute_codegen::{naga_out, wgsl};
 use dotcompute_hal::settings;
 use dotcompute_hal::{
     AtomicF32Add, Backend, BackendDescriptor, BackendKind, BoundArg, Capabilities, DeviceInfo,
-    DeviceType, Error, LaunchRequest, Limits, MemoryStats, Queue, RawLanguage, Result,
+    DeviceType, Error, LaunchRequest, Limits, LostFlag, MemoryStats, Queue, RawLanguage, Result,
     SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::{Param, ScalarType};
@@ -226,7 +226,7 @@ pub struct WgpuBackend {
     /// Errors wgpu reported outside an error scope (instead of its default panic).
     uncaptured: Arc<Mutex<Option<Error>>>,
     /// Set by wgpu's device-lost callback: every later call is `Error::DeviceLost`.
-    lost: Arc<OnceLock<String>>,
+    lost: Arc<LostFlag>,
     /// The longest wait for the device (`DOTCOMPUTE_WGPU_TIMEOUT_S`, default 300 s;
     /// `Device::set_time_limit` replaces it).
     wait_timeout: settings::TimeLimit,
@@ -603,10 +603,10 @@ impl WgpuBackend {
                 *slot = Some(wgpu_error("an earlier call (reported asynchronously)", &e));
             }
         }));
-        let lost = Arc::new(OnceLock::new());
+        let lost = Arc::new(LostFlag::default());
         let lost_sink = lost.clone();
         device.set_device_lost_callback(move |reason, message| {
-            let _ = lost_sink.set(format!("{reason:?}: {message}"));
+            lost_sink.mark(format!("{reason:?}: {message}"));
         });
         let pipeline_cache =
             cache_path.map(|path| pipeline_cache::PipelineCacheFile::open(&device, path));
@@ -679,13 +679,7 @@ impl WgpuBackend {
 
     /// `Error::DeviceLost` once wgpu reported the device lost.
     fn check_lost(&self) -> Result<()> {
-        match self.lost.get() {
-            Some(reason) => Err(Error::DeviceLost {
-                device: self.info.label(),
-                reason: reason.clone(),
-            }),
-            None => Ok(()),
-        }
+        self.lost.check(|| self.info.label())
     }
 
     /// Returns (and clears) an error wgpu reported asynchronously.
@@ -727,7 +721,7 @@ impl WgpuBackend {
                 // later submission would queue behind it: the device is lost to this
                 // process (its driver ends the work when the process exits).
                 wgpu::PollError::Timeout => {
-                    let _ = self.lost.set(format!(
+                    self.lost.mark(format!(
                         "{what} did not finish within {limit:?} (a kernel that never ends? \
                          {set_by} set the limit); the device cannot be used again in this \
                          process"

@@ -26,7 +26,7 @@ use crate::plan::{encode, plan_args, Dispatch, EncodingPlan, PipelineLimits};
 use block2::RcBlock;
 use dotcompute_hal::{
     Backend, BackendDescriptor, BackendKind, Blas, DeviceInfo, Error, KeyMap, LaunchRequest,
-    MemoryStats, ProgramKey, Queue, Result, SizeClassPool, StreamId, StreamSet, Timing,
+    LostFlag, MemoryStats, ProgramKey, Queue, Result, SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::ScalarType;
 use objc2::rc::autoreleasepool;
@@ -40,7 +40,7 @@ use objc2_metal::{
 use pipeline::Pipeline;
 use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A protocol object of Metal.
@@ -112,7 +112,7 @@ pub struct MetalBackend {
     /// Set when a command buffer failed in a way that leaves the device unusable (a GPU
     /// page fault, the watchdog, a process Metal now ignores): every later call is
     /// `Error::DeviceLost`.
-    lost: OnceLock<String>,
+    lost: LostFlag,
 }
 
 // SAFETY: the device, queues and pipeline states are thread-safe Metal objects; command
@@ -132,7 +132,7 @@ impl MetalBackend {
             pipelines: Mutex::new(KeyMap::default()),
             profiling: Mutex::new(None),
             timings: Arc::new(Mutex::new(Vec::new())),
-            lost: OnceLock::new(),
+            lost: LostFlag::default(),
         };
         backend.open_stream(StreamId::DEFAULT)?;
         Ok(backend)
@@ -158,13 +158,7 @@ impl MetalBackend {
     /// `Error::DeviceLost` once a command buffer failed in a way that leaves the device
     /// unusable.
     fn check_lost(&self) -> Result<()> {
-        match self.lost.get() {
-            Some(reason) => Err(Error::DeviceLost {
-                device: self.info.label(),
-                reason: reason.clone(),
-            }),
-            None => Ok(()),
-        }
+        self.lost.check(|| self.info.label())
     }
 
     /// A new command buffer on `stream`'s queue. The queue is taken out of the streams
@@ -286,9 +280,7 @@ impl MetalBackend {
                     .unwrap_or_else(|p| p.into_inner())
                     .get_or_insert(message);
             }
-            Outcome::Lost(message) => {
-                let _ = self.lost.set(message);
-            }
+            Outcome::Lost(message) => self.lost.mark(message),
         }
     }
 
