@@ -66,12 +66,19 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     )
 }
 
+/// A transfer pipeline and its bind group layout (taken once: each `get_bind_group_layout`
+/// call makes a new handle).
+struct TransferPipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
 /// The four transfer pipelines of a device, made on first use.
 pub(crate) struct TransferKernels {
-    copy_words: wgpu::ComputePipeline,
-    copy_vectors: wgpu::ComputePipeline,
-    fill_words: wgpu::ComputePipeline,
-    fill_vectors: wgpu::ComputePipeline,
+    copy_words: TransferPipeline,
+    copy_vectors: TransferPipeline,
+    fill_words: TransferPipeline,
+    fill_vectors: TransferPipeline,
 }
 
 impl TransferKernels {
@@ -87,14 +94,16 @@ impl TransferKernels {
                 label: Some(label),
                 source: wgpu::ShaderSource::Wgsl(source.into()),
             });
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(label),
                 layout: None,
                 module: &module,
                 entry_point: Some("main"),
                 compilation_options: Default::default(),
                 cache,
-            })
+            });
+            let layout = pipeline.get_bind_group_layout(0);
+            TransferPipeline { pipeline, layout }
         };
         let kernels = TransferKernels {
             copy_words: make("dotcompute copy (words)", copy_source("u32")),
@@ -221,10 +230,10 @@ pub(crate) fn encode(
         }
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("dotcompute transfer"),
-            layout: &pipeline.get_bind_group_layout(0),
+            layout: &pipeline.layout,
             entries: &entries,
         });
-        pass.set_pipeline(pipeline);
+        pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(count.div_ceil(GROUP).clamp(1, MAX_GROUPS), 1, 1);
         done += n;
