@@ -58,8 +58,14 @@ fn median_of(s: &Stats) -> Duration {
 }
 
 /// Times `f` `reps` times after 3 warm-ups (host wall time).
-fn time_stats(reps: usize, mut f: impl FnMut() -> Res<()>) -> Res<Stats> {
-    for _ in 0..3 {
+fn time_stats(reps: usize, f: impl FnMut() -> Res<()>) -> Res<Stats> {
+    wall_stats(3, reps, f)
+}
+
+/// Times `f` `reps` times after `warmup` runs, each on the host from its start to its
+/// return.
+pub(crate) fn wall_stats(warmup: usize, reps: usize, mut f: impl FnMut() -> Res<()>) -> Res<Stats> {
+    for _ in 0..warmup {
         f()?;
     }
     let mut v = Vec::with_capacity(reps);

@@ -790,8 +790,20 @@ impl Device {
         Ok(MatmulPath::Generated)
     }
 
+    /// Which kernel [`Device::matmul_generated`] runs for an FP32 product with an
+    /// `m`×`n` result: `"register-blocked"`, or `"16×16 shared tiles"` (on wgpu for small
+    /// products and on software adapters; `DOTCOMPUTE_MATMUL_KERNEL` may pick either).
+    pub fn generated_fp32_kernel(&self, m: usize, n: usize) -> &'static str {
+        if fp32_tiled(self, m, n) {
+            "16×16 shared tiles"
+        } else {
+            "register-blocked"
+        }
+    }
+
     /// `c = a · b` through dotcompute's generated kernel, on any backend: the
-    /// register-blocked kernel, or on wgpu the shared-tile kernel (faster there).
+    /// register-blocked kernel, or the shared-tile kernel where it is faster (see
+    /// [`Device::generated_fp32_kernel`]).
     pub fn matmul_generated<T: MatmulElement>(
         &self,
         a: &Buffer<T>,

@@ -65,25 +65,14 @@ fn first_product(ctx: &Ctx) -> Res<Figure> {
         .figure("matmul", "first call, 1024³".into(), n as f64, Unit::Us)
         .precision("fp32")
         .ours(
-            &format!("generated, {} (pipeline build + run)", kernel_name(ctx, n)),
+            &format!(
+                "generated, {} (pipeline build + run)",
+                d.generated_fp32_kernel(n, n)
+            ),
             1.0,
             Stats::from_times(vec![first], false),
         )
         .build())
-}
-
-/// The generated FP32 kernel this backend runs for an `n`×`n` product (the rule of
-/// `linalg::fp32_tiled`; `DOTCOMPUTE_MATMUL_KERNEL` may pick it).
-fn kernel_name(ctx: &Ctx, n: usize) -> &'static str {
-    let software = ctx.device.info().device_type == dotcompute::DeviceType::SoftwareGpu;
-    match std::env::var("DOTCOMPUTE_MATMUL_KERNEL").as_deref() {
-        Ok("tiled") => "16×16 shared tiles",
-        Ok(_) => "register-blocked",
-        Err(_) if ctx.kind() == BackendKind::Wgpu && (software || n.div_ceil(128).pow(2) < 64) => {
-            "16×16 shared tiles"
-        }
-        Err(_) => "register-blocked",
-    }
 }
 
 /// The inputs of one size: random f32 in [-1, 1), seeded by the size.
@@ -198,7 +187,7 @@ fn at_size(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
             .figure("matmul", size.clone(), n as f64, Unit::TflopS)
             .precision("fp32")
             .ours(
-                &format!("generated {}", kernel_name(ctx, n)),
+                &format!("generated {}", d.generated_fp32_kernel(n, n)),
                 flops,
                 times[0].clone(),
             )

@@ -122,16 +122,7 @@ fn launch(ctx: &Ctx) -> Res<Vec<Figure>> {
 /// Median, minimum and maximum of `samples` runs of `f` (after `samples / 10 + 3` warm-up
 /// runs), each timed on the host from its start to its return.
 fn wall_samples(samples: usize, f: &mut dyn FnMut() -> Res<()>) -> Res<Stats> {
-    for _ in 0..samples / 10 + 3 {
-        f()?;
-    }
-    let mut times = Vec::with_capacity(samples);
-    for _ in 0..samples {
-        let t = Instant::now();
-        f()?;
-        times.push(t.elapsed());
-    }
-    Ok(Stats::from_times(times, false))
+    crate::bench_core::wall_stats(samples / 10 + 3, samples, f)
 }
 
 /// What a user's clock sees (issue 30): one empty launch + `synchronize()` (the round
