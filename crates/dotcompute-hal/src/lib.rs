@@ -40,6 +40,7 @@ mod program;
 pub mod registry;
 pub mod settings;
 mod stream;
+pub mod words;
 
 pub use backend::{
     Backend, Blas, BoundArg, GraphExec, HostMemory, LaunchRequest, MatmulRequest, Precision, Queue,

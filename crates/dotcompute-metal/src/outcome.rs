@@ -1,5 +1,5 @@
-//! What a finished command buffer means to dotcompute, and the alignment rule of blits:
-//! plain Rust, unit-tested on every platform. The Apple layer waits on a command buffer,
+//! What a finished command buffer means to dotcompute: plain Rust, unit-tested on every
+//! platform. The Apple layer waits on a command buffer,
 //! then reads its status and error *synchronously* and hands them here (a completion
 //! handler runs on a Metal thread and is not documented to have run when
 //! `waitUntilCompleted` returns: reading its result straight after the wait could return
@@ -53,20 +53,6 @@ pub fn outcome(
     }
 }
 
-/// Whether a blit may copy or fill `len` bytes at `offset`: macOS documents both as
-/// multiples of 4 bytes for `copyFromBuffer` and `fillBuffer` (undefined on Intel and AMD
-/// GPUs otherwise, an assertion under the API validation layer).
-pub fn blit_aligned(offset: usize, len: usize) -> bool {
-    offset % 4 == 0 && len % 4 == 0
-}
-
-/// The range of whole 4-byte words that holds `len` bytes at `offset`.
-pub fn widen(offset: usize, len: usize) -> (usize, usize) {
-    let start = offset / 4 * 4;
-    let end = (offset + len).div_ceil(4) * 4;
-    (start, end)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,19 +86,6 @@ mod tests {
                 outcome("k", status, None, None),
                 Outcome::Failed(_)
             ));
-        }
-    }
-
-    #[test]
-    fn blits_take_whole_words_and_widening_covers_the_range() {
-        assert!(blit_aligned(0, 4) && blit_aligned(8, 1024));
-        assert!(!blit_aligned(2, 4) && !blit_aligned(4, 6) && !blit_aligned(1, 1));
-        for offset in 0..9 {
-            for len in 1..13 {
-                let (start, end) = widen(offset, len);
-                assert!(blit_aligned(start, end - start));
-                assert!(start <= offset && offset + len <= end && end - start < len + 8);
-            }
         }
     }
 }

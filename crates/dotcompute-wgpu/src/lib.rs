@@ -42,6 +42,7 @@
 
 use dotcompute_codegen::{naga_out, wgsl};
 use dotcompute_hal::settings;
+use dotcompute_hal::words::{widen, word_aligned};
 use dotcompute_hal::{
     AtomicF32Add, Backend, BackendDescriptor, BackendKind, BoundArg, Capabilities, DeviceInfo,
     DeviceType, Error, LaunchRequest, Limits, LostFlag, MemoryStats, Queue, RawLanguage, Result,
@@ -1482,16 +1483,8 @@ impl WgpuBackend {
 
 /// wgpu copies and queue writes move whole 4-byte words (`COPY_BUFFER_ALIGNMENT`).
 const COPY_ALIGN: usize = wgpu::COPY_BUFFER_ALIGNMENT as usize;
-
-fn word_aligned(offset: usize, len: usize) -> bool {
-    offset % COPY_ALIGN == 0 && len % COPY_ALIGN == 0
-}
-
-/// The whole words around `offset..offset + len`.
-fn widen(offset: usize, len: usize) -> (usize, usize) {
-    let start = offset / COPY_ALIGN * COPY_ALIGN;
-    (start, (offset + len).next_multiple_of(COPY_ALIGN))
-}
+// Copies and queue writes move whole words: the hal's word helpers apply.
+const _: () = assert!(COPY_ALIGN == dotcompute_hal::words::WORD);
 
 impl Backend for WgpuBackend {
     type Buffer = WgpuBuffer;

@@ -21,9 +21,10 @@ mod pipeline;
 
 pub use memory::MetalBuffer;
 
-use crate::outcome::{blit_aligned, outcome, widen, Outcome};
+use crate::outcome::{outcome, Outcome};
 use crate::plan::{encode, plan_args, Dispatch, EncodingPlan, PipelineLimits};
 use block2::RcBlock;
+use dotcompute_hal::words::{widen, word_aligned};
 use dotcompute_hal::{
     Backend, BackendDescriptor, BackendKind, Blas, DeviceInfo, Error, KeyMap, LaunchRequest,
     LostFlag, MemoryStats, ProgramKey, Queue, Result, SizeClassPool, StreamId, StreamSet, Timing,
@@ -526,7 +527,7 @@ impl Queue for MetalBackend {
             };
             return Ok(());
         }
-        if !blit_aligned(offset, data.len()) {
+        if !word_aligned(offset, data.len()) {
             // Blits move whole words (macOS): the words around the range are read first.
             let (start, end) = widen(offset, data.len());
             let mut words = vec![0u8; end - start];
@@ -565,7 +566,7 @@ impl Queue for MetalBackend {
             };
             return Ok(());
         }
-        if !blit_aligned(offset, out.len()) {
+        if !word_aligned(offset, out.len()) {
             let (start, end) = widen(offset, out.len());
             let mut words = vec![0u8; end - start];
             // SAFETY: the widened range lies inside the buffer (blocks are whole words).
@@ -594,7 +595,7 @@ impl Queue for MetalBackend {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
-        if !blit_aligned(src_offset, bytes) || !blit_aligned(dst_offset, bytes) {
+        if !word_aligned(src_offset, bytes) || !word_aligned(dst_offset, bytes) {
             // 8- and 16-bit ranges off whole words: through the host (macOS blits move
             // whole words).
             let mut data = vec![0u8; bytes];
@@ -615,7 +616,7 @@ impl Queue for MetalBackend {
         bytes: usize,
         pattern: &[u8],
     ) -> Result<()> {
-        if pattern.iter().all(|&b| b == pattern[0]) && blit_aligned(offset, bytes) {
+        if pattern.iter().all(|&b| b == pattern[0]) && word_aligned(offset, bytes) {
             return autoreleasepool(|_| {
                 let (cb, blit) = self.blit_encoder(stream)?;
                 blit.fillBuffer_range_value(&dst.buffer, NSRange::new(offset, bytes), pattern[0]);
