@@ -151,11 +151,19 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     // for the multisplit runs the 4-bit sort under both names).
     for (algorithm, about) in [
         (
+            "onesweep8",
+            "8-bit LSD, one pass per digit, decoupled look-back",
+        ),
+        (
             "multisplit8",
             "8-bit LSD, warp multisplit, reduce-then-scan",
         ),
         ("radix4", "4-bit LSD, shared-table ranks, reduce-then-scan"),
     ] {
+        // The single pass is CUDA's alone (elsewhere the name would run the default).
+        if algorithm == "onesweep8" && ctx.kind() != BackendKind::Cuda {
+            continue;
+        }
         for pairs in [false, true] {
             let what = if pairs { "pairs" } else { "keys" };
             ctx.step(&format!("radix sort {} u32 {what}, {algorithm}", label(n)));

@@ -30,6 +30,7 @@ use dotcompute::{AsStream, Buffer, Result};
 use std::ops::Range;
 
 mod multisplit;
+mod onesweep;
 pub(crate) mod segments;
 pub use segments::{sort_segments_keys, sort_segments_pairs};
 
@@ -417,6 +418,9 @@ pub(crate) fn radix_sort<K: RadixKey, V: Num, const PAIRS: u32>(
 /// The ways a device can sort, the default first (`DOTCOMPUTE_AUTOTUNE=off`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Algorithm {
+    /// One read and one write of the keys per 8-bit pass, with a decoupled look-back
+    /// (`onesweep.rs`; CUDA only).
+    Onesweep8,
     /// 8-bit passes ranked by warp multisplit (`multisplit.rs`), with subgroups this wide.
     Multisplit8 { width: u32 },
     /// 4-bit passes ranked through a shared table (`radix_passes`).
@@ -427,6 +431,7 @@ impl Algorithm {
     /// The tuner's name of the algorithm (stable: it is kept in the tuner's file).
     fn name(self) -> &'static str {
         match self {
+            Algorithm::Onesweep8 => "onesweep8",
             Algorithm::Multisplit8 { .. } => "multisplit8",
             Algorithm::Radix4 => "radix4",
         }
@@ -444,6 +449,9 @@ fn algorithms(queue: &impl AsStream, n: u32) -> Vec<Algorithm> {
             queue.device().backend_kind() == dotcompute::BackendKind::Cuda && n >= 1 << 27;
         let at = if large_on_cuda { 1 } else { 0 };
         out.insert(at, Algorithm::Multisplit8 { width });
+    }
+    if onesweep::available(queue, n) {
+        out.insert(0, Algorithm::Onesweep8);
     }
     out
 }
@@ -509,6 +517,19 @@ fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
     n: u32,
 ) -> Result<()> {
     match algorithm {
+        Algorithm::Onesweep8 => {
+            let mut scratch = onesweep::Scratch::new(queue, keys, n, bits.clone(), flip)?;
+            ping_pong::<K, V, PAIRS>(
+                queue,
+                keys,
+                values,
+                bits,
+                onesweep::BITS,
+                |src, dst, digit| {
+                    onesweep::pass::<K, V, PAIRS>(queue, &mut scratch, src, dst, n, digit, flip)
+                },
+            )
+        }
         Algorithm::Multisplit8 { width } => {
             let plan = multisplit::Plan::new(queue, n, width);
             let mut scratch = multisplit::Scratch::new(queue, &plan)?;

@@ -10,7 +10,7 @@
 //! the digit-major counts (`RADIX × spans`) gives each (digit, span) its first output
 //! position; (3) `split_scatter` walks each span in input order, `width` keys a step,
 //! with each digit's next position in shared memory private to the subgroup. In a step,
-//! 8 ballots (one per digit bit) find the lanes holding the same digit; the lowest of them
+//! 8 ballots (one per digit bit, `onesweep::digit_peers`) find the lanes holding the same digit; the lowest of them
 //! takes positions for all with one shared atomic add, and each key's position is that
 //! first position plus its peers in lower lanes. Positions are handed out in input order
 //! within a span and spans are placed in input order by the scan, so the pass is stable,
@@ -18,6 +18,7 @@
 //! lavapipe's compiler spent minutes on a tile-by-tile version with four barriers a tile
 //! (it builds a coroutine frame over everything live across a barrier).
 
+use super::onesweep::digit_peers;
 use super::{radix_digit, RadixKey};
 use crate::fixed_or;
 use crate::scan::exclusive_sum;
@@ -197,16 +198,8 @@ fn split_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const UNROLLED: u32>(
             let i = chunk + j * width + lane;
             let valid = i < end;
             let d = radix_digit(held[j], kind, inf, flip, shift, mask);
-            // The valid lanes holding digit d, narrowed one digit bit at a time.
-            let mut peers = subgroup_ballot(valid);
-            for b in 0..bits {
-                let set = subgroup_ballot(((d >> b) & 1u32) != 0u32);
-                if ((d >> b) & 1u32) != 0u32 {
-                    peers &= set;
-                } else {
-                    peers &= !set;
-                }
-            }
+            // The valid lanes holding digit d.
+            let peers = digit_peers(d, subgroup_ballot(valid), bits);
             let mut leader = lane;
             if valid {
                 leader = peers.trailing_zeros();

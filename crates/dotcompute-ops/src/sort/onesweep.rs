@@ -1,0 +1,394 @@
+//! The sort's single-pass form for CUDA (CUB's *Onesweep*, Adinets & Merrill 2022): one
+//! read of the keys counts the digits of every pass at once, then each 8-bit pass reads
+//! and writes the keys once, where the multisplit and 4-bit passes read them twice and
+//! write them scattered.
+//!
+//! A pass cuts the input into tiles of `TILE` keys, one per group, numbered in the order
+//! groups *start* (an atomic counter, not `group_id`). A group (1) ranks its keys per
+//! subgroup by warp multisplit (stable: input order within the tile), (2) publishes its
+//! digit counts, (3) finds how many keys of each digit all earlier tiles hold by a
+//! *decoupled look-back*: thread `d` walks back over earlier tiles' status words for digit
+//! `d` until one carries an inclusive prefix, adding the counts it passes, then publishes
+//! its own inclusive prefix, (4) places its keys in shared memory in digit order and
+//! (5) writes each digit's run of the tile to consecutive addresses (coalesced).
+//!
+//! **Why CUDA only.** The look-back waits on earlier tiles. That is safe where every group
+//! that took an earlier tile number is running and will finish without waiting on a later
+//! one: CUDA runs started blocks to completion. Vulkan promises no forward progress
+//! between workgroups (and Metal none in writing), so wgpu and Metal keep the
+//! reduce-then-scan passes (`multisplit.rs`, the 4-bit sort).
+//!
+//! **Status words.** Tile `t`'s word for digit `d` is `flag << 30 | value`: flag 0 (not
+//! yet written), `AGGREGATE` (value = the tile's own count) or `PREFIX` (value = the count
+//! of tiles `0..=t`). One 32-bit atomic carries flag and value together, so no memory
+//! fence orders them; values stay below 2^30, hence [`MAX_LEN`].
+//!
+//! **When.** 32- or 64-bit keys (4 or 8 passes), alone or with values of any type,
+//! 32-lane subgroups, `n` below 2^30. Keys are staged in shared memory for step (5);
+//! values go from registers straight to their key's place.
+
+use super::{radix_digit, RadixKey};
+use crate::scan::group_inclusive_sum;
+use crate::GROUP;
+use dotcompute::prelude::*;
+use dotcompute::{AsStream, Buffer, Result};
+
+/// Bits per pass.
+pub(super) const BITS: u32 = 8;
+/// Digits per pass: one per thread of a group (`GROUP`).
+const RADIX: u32 = 1 << BITS;
+/// Lanes per subgroup the pass is written for (ballots of 32 bits).
+const WIDTH: u32 = 32;
+/// Subgroups per group.
+const WARPS: u32 = GROUP / WIDTH;
+/// Keys per thread: their loads are all in flight before any is ranked.
+const ITEMS: u32 = 16;
+/// Keys per subgroup's part of a tile, and per tile.
+const WARP_KEYS: u32 = WIDTH * ITEMS;
+const TILE: u32 = GROUP * ITEMS;
+/// Passes at most (64-bit keys).
+const MAX_PASSES: u32 = 8;
+/// Status word flags (bits 30 and 31) and the value's bits.
+const AGGREGATE: u32 = 1;
+const PREFIX: u32 = 2;
+const VALUE: u32 = (1 << 30) - 1;
+/// Inputs from this length take another algorithm: a prefix must fit in 30 bits.
+pub(super) const MAX_LEN: u32 = 1 << 30;
+/// Groups of the counting kernel at most (each strides over the input).
+const COUNT_GROUPS: u32 = 1024;
+
+/// Whether `queue`'s device can run the pass for `n` keys: CUDA (see the module's note
+/// on forward progress), 32-lane subgroups.
+pub(super) fn available(queue: &impl AsStream, n: u32) -> bool {
+    let info = queue.device().info();
+    queue.device().backend_kind() == dotcompute::BackendKind::Cuda
+        && info.caps.subgroup_size == Some([WIDTH, WIDTH])
+        && n < MAX_LEN
+}
+
+/// The lanes of the subgroup among `valid` (a ballot) whose digit `d` (of `bits` bits)
+/// equals the caller's: one ballot per digit bit. Every lane of the subgroup must call it.
+#[kernel_fn]
+pub(super) fn digit_peers(d: u32, valid: u32, bits: u32) -> u32 {
+    let mut peers = valid;
+    for b in 0..bits {
+        let set = subgroup_ballot(((d >> b) & 1u32) != 0u32);
+        if ((d >> b) & 1u32) != 0u32 {
+            peers &= set;
+        } else {
+            peers &= !set;
+        }
+    }
+    peers
+}
+
+/// `counts[p * RADIX + d]` += the keys whose pass-`p` digit is `d`, for every pass of
+/// bits `start_bit..end_bit` (8 a pass, the last narrower). `counts` starts at zero.
+#[kernel]
+fn onesweep_counts<K: Num, B: Int>(
+    keys: &[K],
+    counts: &mut [u32],
+    n: u32,
+    start_bit: u32,
+    end_bit: u32,
+    passes: u32,
+    kind: u32,
+    inf: B,
+    flip: B,
+) {
+    let hist = shared::<u32, { RADIX * MAX_PASSES }>();
+    let lid = local_id().x;
+    for p in 0..MAX_PASSES {
+        hist[p * RADIX + lid] = 0;
+    }
+    barrier();
+    let stride = num_groups().x * GROUP;
+    let mut i = global_id().x;
+    while i < n {
+        let key = keys[i];
+        let mut shift = start_bit;
+        for p in 0..passes {
+            let mask = (1u32 << (end_bit - shift).min(BITS)) - 1u32;
+            let d = radix_digit(key, kind, inf, flip, shift, mask);
+            atomic_add(&hist[p * RADIX + d], 1u32);
+            shift += BITS;
+        }
+        i += stride;
+    }
+    barrier();
+    for p in 0..passes {
+        let c = hist[p * RADIX + lid];
+        if c != 0u32 {
+            atomic_add(&counts[p * RADIX + lid], c);
+        }
+    }
+}
+
+/// `bases[p * RADIX + d]`: the keys whose pass-`p` digit is below `d` (an exclusive scan
+/// of each pass's counts), by one group.
+#[kernel]
+fn onesweep_bases(counts: &[u32], bases: &mut [u32], passes: u32) {
+    let s = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    for p in 0..passes {
+        let c = counts[p * RADIX + lid];
+        let inclusive = group_inclusive_sum(s, c);
+        bases[p * RADIX + lid] = inclusive - c;
+    }
+}
+
+/// One pass: the keys (and values, when `PAIRS` is 1) of `keys` placed by their digit at
+/// `shift` (`mask` wide) into `keys_out`. `status` (a word per tile and digit) and
+/// `counter[pass]` start at zero.
+#[kernel]
+fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
+    keys: &[K],
+    values: &[V],
+    keys_out: &mut [K],
+    values_out: &mut [V],
+    bases: &[u32],
+    status: &mut [u32],
+    counter: &mut [u32],
+    n: u32,
+    pass: u32,
+    shift: u32,
+    mask: u32,
+    kind: u32,
+    inf: B,
+    flip: B,
+) {
+    let stage = shared::<K, TILE>();
+    // Per subgroup and digit: its keys so far, then the tile's keys of the digit in
+    // earlier subgroups.
+    let hist = shared::<u32, { RADIX * WARPS }>();
+    let sums = shared::<u32, GROUP>();
+    let first_of = shared::<u32, RADIX>();
+    let out_base = shared::<u32, RADIX>();
+    let tile_number = shared::<u32, 1>();
+    let lid = local_id().x;
+    let lane = subgroup_lane();
+    let warp = lid / WIDTH;
+    if lid == 0u32 {
+        tile_number[0] = atomic_add(&counter[pass], 1u32);
+    }
+    for w in 0..WARPS {
+        hist[w * RADIX + lid] = 0;
+    }
+    barrier();
+    let tile = tile_number[0];
+    let base = tile * TILE + warp * WARP_KEYS;
+    let mut held = [K::zero(); ITEMS as usize];
+    let mut vals = [V::zero(); ITEMS as usize];
+    for j in 0..ITEMS {
+        let i = base + j * WIDTH + lane;
+        if i < n {
+            held[j] = keys[i];
+            if PAIRS == 1 {
+                vals[j] = values[i];
+            }
+        }
+    }
+    // 1. Ranks within the subgroup, in input order: the lowest lane of each digit's
+    // peers takes their places with one shared atomic (the counters of one subgroup
+    // are touched by it alone; a step's atomic follows the previous step's shuffle).
+    let lower_lanes = (1u32 << lane) - 1u32;
+    let mut rank = [0u32; ITEMS as usize];
+    let mut digit = [0u32; ITEMS as usize];
+    for j in 0..ITEMS {
+        let valid = base + j * WIDTH + lane < n;
+        let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+        digit[j] = d;
+        let peers = digit_peers(d, subgroup_ballot(valid), BITS);
+        let mut leader = lane;
+        if valid {
+            leader = peers.trailing_zeros();
+        }
+        let mut first = 0u32;
+        if valid && lane == leader {
+            first = atomic_add(&hist[warp * RADIX + d], peers.count_ones());
+        }
+        rank[j] = subgroup_shuffle(first, leader) + (peers & lower_lanes).count_ones();
+    }
+    barrier();
+    // 2. Thread `lid` owns digit `lid`: the tile's count, each subgroup's start in it.
+    let mut count = 0u32;
+    for w in 0..WARPS {
+        let at = w * RADIX + lid;
+        let c = hist[at];
+        hist[at] = count;
+        count += c;
+    }
+    let word = tile * RADIX + lid;
+    let mut flag = AGGREGATE;
+    if tile == 0u32 {
+        flag = PREFIX;
+    }
+    atomic_exchange(&status[word], (flag << 30u32) | count);
+    // 3. The look-back: earlier tiles' keys of this digit, back to an inclusive prefix.
+    let mut before = 0u32;
+    let mut look = tile;
+    while look > 0u32 {
+        let s = atomic_or(&status[(look - 1u32) * RADIX + lid], 0u32);
+        let f = s >> 30u32;
+        if f != 0u32 {
+            before += s & VALUE;
+            if f == PREFIX {
+                look = 0;
+            } else {
+                look -= 1u32;
+            }
+        }
+    }
+    if tile > 0u32 {
+        atomic_exchange(&status[word], (PREFIX << 30u32) | (before + count));
+    }
+    // 4. The tile's keys in digit order in shared memory.
+    let inclusive = group_inclusive_sum(sums, count);
+    let first = inclusive - count;
+    first_of[lid] = first;
+    out_base[lid] = bases[pass * RADIX + lid] + before - first;
+    barrier();
+    for j in 0..ITEMS {
+        if base + j * WIDTH + lane < n {
+            let d = digit[j];
+            rank[j] += first_of[d] + hist[warp * RADIX + d];
+            stage[rank[j]] = held[j];
+        }
+    }
+    barrier();
+    // 5. Each digit's run of the tile to consecutive addresses.
+    let tile_start = tile * TILE;
+    let mut tile_len = TILE;
+    if n - tile_start < TILE {
+        tile_len = n - tile_start;
+    }
+    for r in 0..ITEMS {
+        let i = r * GROUP + lid;
+        if i < tile_len {
+            let k = stage[i];
+            keys_out[out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i] = k;
+        }
+    }
+    if PAIRS == 1 {
+        // Values go from registers to their key's place: within a tile each digit's
+        // run is contiguous, so a run's sectors fill while the tile is written.
+        for j in 0..ITEMS {
+            if base + j * WIDTH + lane < n {
+                values_out[out_base[digit[j]] + rank[j]] = vals[j];
+            }
+        }
+    }
+}
+
+/// The counts of every pass's digits and their bases, allocated and computed once per
+/// sort, and the look-back's state, reset for each pass.
+pub(super) struct Scratch {
+    bases: Buffer<u32>,
+    status: Buffer<u32>,
+    counter: Buffer<u32>,
+    tiles: u32,
+    start_bit: u32,
+}
+
+impl Scratch {
+    /// Counts the digits of every pass over `bits` of `keys` (`n` of them).
+    pub(super) fn new<K: RadixKey>(
+        queue: &impl AsStream,
+        keys: &Buffer<K>,
+        n: u32,
+        bits: std::ops::Range<u32>,
+        flip: u64,
+    ) -> Result<Scratch> {
+        let device = queue.device();
+        let passes = (bits.end - bits.start).div_ceil(BITS);
+        let len = (RADIX * passes) as usize;
+        let mut counts = device.alloc::<u32>(len)?;
+        queue.fill_buffer(&mut counts, 0)?;
+        let groups = n.div_ceil(GROUP).min(COUNT_GROUPS);
+        let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
+        onesweep_counts::launch::<K, K::Bits>(
+            queue,
+            Launch::threads((groups * GROUP) as usize).group(GROUP),
+            keys,
+            &mut counts,
+            n,
+            bits.start,
+            bits.end,
+            passes,
+            K::KIND as u32,
+            inf,
+            flip,
+        )?;
+        let mut bases = device.alloc::<u32>(len)?;
+        onesweep_bases::launch(
+            queue,
+            Launch::threads(GROUP as usize).group(GROUP),
+            &counts,
+            &mut bases,
+            passes,
+        )?;
+        let tiles = n.div_ceil(TILE);
+        let mut counter = device.alloc::<u32>(passes as usize)?;
+        queue.fill_buffer(&mut counter, 0)?;
+        Ok(Scratch {
+            bases,
+            status: device.alloc::<u32>((tiles * RADIX) as usize)?,
+            counter,
+            tiles,
+            start_bit: bits.start,
+        })
+    }
+}
+
+/// One pass: the keys (and values) of `src` placed by their digit at `shift` (`mask`
+/// wide) into `dst`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
+    queue: &impl AsStream,
+    scratch: &mut Scratch,
+    (src_k, src_v): (&Buffer<K>, &Buffer<V>),
+    (dst_k, dst_v): (&mut Buffer<K>, &mut Buffer<V>),
+    n: u32,
+    (shift, mask): (u32, u32),
+    flip: u64,
+) -> Result<()> {
+    let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
+    queue.fill_buffer(&mut scratch.status, 0)?;
+    onesweep_pass::launch::<K, K::Bits, V, PAIRS>(
+        queue,
+        Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
+        src_k,
+        src_v,
+        dst_k,
+        dst_v,
+        &scratch.bases,
+        &mut scratch.status,
+        &mut scratch.counter,
+        n,
+        (shift - scratch.start_bit) / BITS,
+        shift,
+        mask,
+        K::KIND as u32,
+        inf,
+        flip,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernels build and validate for every key and value type the sort gives them
+    /// (they run only on CUDA, so this is what a machine without it can check).
+    #[test]
+    fn the_kernels_build_for_every_key_type() {
+        onesweep_bases::ir().unwrap();
+        onesweep_counts::ir::<u32, u32>().unwrap();
+        onesweep_counts::ir::<f64, u64>().unwrap();
+        onesweep_pass::ir::<u32, u32, u32, 0>().unwrap();
+        onesweep_pass::ir::<f32, u32, i32, 1>().unwrap();
+        onesweep_pass::ir::<i32, u32, f32, 1>().unwrap();
+        onesweep_pass::ir::<u64, u64, u32, 0>().unwrap();
+        onesweep_pass::ir::<i64, u64, f64, 1>().unwrap();
+    }
+}
