@@ -402,7 +402,7 @@ pub(crate) fn radix_sort<K: RadixKey, V: Num, const PAIRS: u32>(
     if crate::host::is_cpu(queue) {
         return host_sort(queue, keys, values, flip, bits);
     }
-    let algorithms = algorithms(queue, n);
+    let algorithms = algorithms::<K, V>(queue, n, PAIRS == 1);
     let winner = if algorithms.len() < 2 || crate::software_gpu(queue) {
         // Software GPUs run the default unless a test pins another: measuring them says
         // nothing of real hardware, and lavapipe's compiler takes minutes over each type's
@@ -442,7 +442,7 @@ impl Algorithm {
 /// multisplit pass where the device's subgroups allow it (it makes half the passes),
 /// except on CUDA from 2^27 keys, where the 4-bit pass was faster on an H200 (45.5
 /// against 56.8 ms for 2^28 keys; `docs/benchmarks.md`).
-fn algorithms(queue: &impl AsStream, n: u32) -> Vec<Algorithm> {
+fn algorithms<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> Vec<Algorithm> {
     let mut out = vec![Algorithm::Radix4];
     if let Some(width) = multisplit::width(queue).filter(|_| n <= multisplit::MAX_LEN) {
         let large_on_cuda =
@@ -450,7 +450,7 @@ fn algorithms(queue: &impl AsStream, n: u32) -> Vec<Algorithm> {
         let at = if large_on_cuda { 1 } else { 0 };
         out.insert(at, Algorithm::Multisplit8 { width });
     }
-    if onesweep::available(queue, n) {
+    if onesweep::available::<K, V>(queue, n, pairs) {
         out.insert(0, Algorithm::Onesweep8);
     }
     out

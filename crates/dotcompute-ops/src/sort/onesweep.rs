@@ -23,9 +23,8 @@
 //! of tiles `0..=t`). One 32-bit atomic carries flag and value together, so no memory
 //! fence orders them; values stay below 2^30, hence [`MAX_LEN`].
 //!
-//! **When.** 32- or 64-bit keys (4 or 8 passes), alone or with values of any type,
-//! 32-lane subgroups, `n` below 2^30. Keys are staged in shared memory for step (5);
-//! values go from registers straight to their key's place.
+//! **When.** 32-bit keys (4 passes), alone or with 4-byte values, 32-lane subgroups, `n` below 2^30. Keys and values are staged in shared memory for
+//! step (5).
 
 use super::{radix_digit, RadixKey};
 use crate::scan::group_inclusive_sum;
@@ -46,24 +45,30 @@ const ITEMS: u32 = 16;
 /// Keys per subgroup's part of a tile, and per tile.
 const WARP_KEYS: u32 = WIDTH * ITEMS;
 const TILE: u32 = GROUP * ITEMS;
-/// Passes at most (64-bit keys).
-const MAX_PASSES: u32 = 8;
+/// Passes at most (32-bit keys).
+const MAX_PASSES: u32 = 4;
 /// Status word flags (bits 30 and 31) and the value's bits.
 const AGGREGATE: u32 = 1;
 const PREFIX: u32 = 2;
 const VALUE: u32 = (1 << 30) - 1;
+/// Earlier tiles' status words a look-back reads at once.
+const WINDOW: u32 = 4;
 /// Inputs from this length take another algorithm: a prefix must fit in 30 bits.
 pub(super) const MAX_LEN: u32 = 1 << 30;
 /// Groups of the counting kernel at most (each strides over the input).
 const COUNT_GROUPS: u32 = 1024;
 
-/// Whether `queue`'s device can run the pass for `n` keys: CUDA (see the module's note
-/// on forward progress), 32-lane subgroups.
-pub(super) fn available(queue: &impl AsStream, n: u32) -> bool {
+/// Whether `queue`'s device can run the pass for `n` keys of `K` (with values of `V` when
+/// `pairs`): CUDA (see the module's note on forward progress), 32-lane subgroups, and
+/// 4-byte keys and values, whose two staged tiles (32 KiB) leave room under CUDA's 48 KiB
+/// of static shared memory (64-bit keys take the other algorithms).
+pub(super) fn available<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> bool {
     let info = queue.device().info();
     queue.device().backend_kind() == dotcompute::BackendKind::Cuda
         && info.caps.subgroup_size == Some([WIDTH, WIDTH])
         && n < MAX_LEN
+        && std::mem::size_of::<K>() == 4
+        && (!pairs || std::mem::size_of::<V>() == 4)
 }
 
 /// The lanes of the subgroup among `valid` (a ballot) whose digit `d` (of `bits` bits)
@@ -158,6 +163,8 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     flip: B,
 ) {
     let stage = shared::<K, TILE>();
+    // Unused, and so dropped by the compiler, when sorting keys alone.
+    let value_stage = shared::<V, TILE>();
     // Per subgroup and digit: its keys so far, then the tile's keys of the digit in
     // earlier subgroups.
     let hist = shared::<u32, { RADIX * WARPS }>();
@@ -225,17 +232,30 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     }
     atomic_exchange(&status[word], (flag << 30u32) | count);
     // 3. The look-back: earlier tiles' keys of this digit, back to an inclusive prefix.
+    // `WINDOW` earlier words are read at once (their latencies overlap) and taken in
+    // order up to the first not yet written, which the next round reads again.
     let mut before = 0u32;
     let mut look = tile;
     while look > 0u32 {
-        let s = atomic_or(&status[(look - 1u32) * RADIX + lid], 0u32);
-        let f = s >> 30u32;
-        if f != 0u32 {
-            before += s & VALUE;
-            if f == PREFIX {
-                look = 0;
-            } else {
-                look -= 1u32;
+        let mut seen = [0u32; WINDOW as usize];
+        for k in 0..WINDOW {
+            if look > k {
+                seen[k] = atomic_or(&status[(look - 1u32 - k) * RADIX + lid], 0u32);
+            }
+        }
+        let mut taking = 1u32;
+        for k in 0..WINDOW {
+            let f = seen[k] >> 30u32;
+            if taking == 1u32 && look > 0u32 {
+                if f == 0u32 {
+                    taking = 0;
+                } else {
+                    before += seen[k] & VALUE;
+                    look -= 1u32;
+                    if f == PREFIX {
+                        look = 0;
+                    }
+                }
             }
         }
     }
@@ -262,19 +282,28 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     if n - tile_start < TILE {
         tile_len = n - tile_start;
     }
+    let mut dest = [0u32; ITEMS as usize];
     for r in 0..ITEMS {
         let i = r * GROUP + lid;
         if i < tile_len {
             let k = stage[i];
-            keys_out[out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i] = k;
+            dest[r] = out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i;
+            keys_out[dest[r]] = k;
         }
     }
     if PAIRS == 1 {
-        // Values go from registers to their key's place: within a tile each digit's
-        // run is contiguous, so a run's sectors fill while the tile is written.
+        // The values take their keys' places in shared memory, then leave in the same
+        // coalesced runs (the keys' destinations kept in `dest`).
         for j in 0..ITEMS {
             if base + j * WIDTH + lane < n {
-                values_out[out_base[digit[j]] + rank[j]] = vals[j];
+                value_stage[rank[j]] = vals[j];
+            }
+        }
+        barrier();
+        for r in 0..ITEMS {
+            let i = r * GROUP + lid;
+            if i < tile_len {
+                values_out[dest[r]] = value_stage[i];
             }
         }
     }
@@ -384,11 +413,9 @@ mod tests {
     fn the_kernels_build_for_every_key_type() {
         onesweep_bases::ir().unwrap();
         onesweep_counts::ir::<u32, u32>().unwrap();
-        onesweep_counts::ir::<f64, u64>().unwrap();
+        onesweep_counts::ir::<f32, u32>().unwrap();
         onesweep_pass::ir::<u32, u32, u32, 0>().unwrap();
         onesweep_pass::ir::<f32, u32, i32, 1>().unwrap();
         onesweep_pass::ir::<i32, u32, f32, 1>().unwrap();
-        onesweep_pass::ir::<u64, u64, u32, 0>().unwrap();
-        onesweep_pass::ir::<i64, u64, f64, 1>().unwrap();
     }
 }
