@@ -421,6 +421,136 @@ fn scan_tiles<T: Num, const ITEMS: u32>(
     }
 }
 
+/// Status word flags of the single pass (bits 30 and 31 of both of a tile's words).
+const AGGREGATE: u32 = 1;
+const PREFIX: u32 = 2;
+/// Earlier tiles' words a look-back reads at once (their latencies overlap).
+const WINDOW: u32 = 4;
+
+/// Publishes `v`'s 32 bits (as `u32::cast`: an `i32`'s bits) under `flag` in tile
+/// `tile`'s two status words, 16 bits in each beside the flag: one 32-bit atomic cannot
+/// carry a flag and a whole value, and without a fence two stores may be seen in either
+/// order, but each word goes from 0 to `AGGREGATE` to `PREFIX` with one value per flag,
+/// so a reader that finds one flag in both words has both halves of one value.
+#[kernel_fn]
+fn publish<T: Num>(status: &mut [u32], tile: u32, v: T, flag: u32) {
+    let bits = u32::cast(v);
+    atomic_exchange(&status[2u32 * tile], (flag << 30u32) | (bits >> 16u32));
+    atomic_exchange(
+        &status[2u32 * tile + 1u32],
+        (flag << 30u32) | (bits & 0xFFFFu32),
+    );
+}
+
+/// The single pass of a scan (CUDA, 32-bit integers, no segments; see
+/// [`single_pass_applies`]): tiles numbered in the order groups start, each scanned in
+/// shared memory and offset by the combination of all earlier tiles, found by a
+/// decoupled look-back over their status words (as in `sort/onesweep.rs`, which explains
+/// why this needs CUDA's forward progress). Reads the input once and writes the output
+/// once, where the three passes read it twice.
+#[kernel]
+fn scan_single_pass<T: Num>(
+    x: &[T],
+    y: &mut [T],
+    status: &mut [u32],
+    counter: &mut [u32],
+    unused_heads: &[u32],
+    n: u32,
+    identity: T,
+    op: u32,
+    inclusive: u32,
+) {
+    let tile = shared::<T, TILE_PADDED>();
+    let s = shared::<T, GROUP>();
+    let sf = shared::<u32, GROUP>();
+    let number = shared::<u32, 1>();
+    let carry = shared::<T, 1>();
+    let lid = local_id().x;
+    if lid == 0u32 {
+        number[0] = atomic_add(&counter[0], 1u32);
+    }
+    barrier();
+    let t = number[0];
+    let base = t * TILE;
+    scan_tile_runs(
+        tile,
+        s,
+        sf,
+        x,
+        unused_heads,
+        base,
+        n,
+        identity,
+        op,
+        0,
+        GPU_ITEMS,
+    );
+    let within = carried_in(s, sf, identity, op, 0);
+    let aggregate = s[GROUP - 1];
+    if lid == 0u32 {
+        let mut flag = AGGREGATE;
+        if t == 0u32 {
+            flag = PREFIX;
+        }
+        publish(status, t, aggregate, flag);
+        let mut before = identity;
+        let mut look = t;
+        while look > 0u32 {
+            let mut hi = [0u32; WINDOW as usize];
+            let mut lo = [0u32; WINDOW as usize];
+            for k in 0..WINDOW {
+                if look > k {
+                    let at = 2u32 * (look - 1u32 - k);
+                    hi[k] = atomic_or(&status[at], 0u32);
+                    lo[k] = atomic_or(&status[at + 1u32], 0u32);
+                }
+            }
+            let mut taking = 1u32;
+            for k in 0..WINDOW {
+                let f = hi[k] >> 30u32;
+                if taking == 1u32 && look > 0u32 {
+                    if f == 0u32 || f != lo[k] >> 30u32 {
+                        taking = 0;
+                    } else {
+                        let bits = ((hi[k] & 0xFFFFu32) << 16u32) | (lo[k] & 0xFFFFu32);
+                        before = combine(T::cast(bits), before, op);
+                        look -= 1u32;
+                        if f == PREFIX {
+                            look = 0;
+                        }
+                    }
+                }
+            }
+        }
+        if t > 0u32 {
+            publish(status, t, combine(before, aggregate, op), PREFIX);
+        }
+        carry[0] = before;
+    }
+    barrier();
+    let mut running = combine(carry[0], within, op);
+    for j in 0..GPU_ITEMS {
+        let e = lid * GPU_ITEMS + j;
+        let at = padded(e);
+        let v = tile[at];
+        if inclusive == 1u32 {
+            running = combine(running, v, op);
+            tile[at] = running;
+        } else {
+            tile[at] = running;
+            running = combine(running, v, op);
+        }
+    }
+    barrier();
+    for r in 0..GPU_ITEMS {
+        let e = r * GROUP + lid;
+        let i = base + e;
+        if i < n {
+            y[i] = tile[padded(e)];
+        }
+    }
+}
+
 /// `output[i] = input[0] + … + input[i - 1]` (`output[0]` is zero).
 ///
 /// Integers wrap; floats are summed per tile of 4,096 in a fixed order, then across tiles
@@ -612,6 +742,9 @@ fn scan_on_device<T: Reducible>(
     inclusive: bool,
     id: T,
 ) -> Result<()> {
+    if heads.is_none() && single_pass_applies::<T>(queue) {
+        return single_pass(queue, input, output, op, inclusive, id);
+    }
     if crate::software_gpu(queue) {
         scan_passes::<T, 0>(
             queue,
@@ -626,6 +759,51 @@ fn scan_on_device<T: Reducible>(
     } else {
         scan_passes::<T, GPU_ITEMS>(queue, input, heads, output, op, inclusive, id, GPU_ITEMS)
     }
+}
+
+/// Whether an unsegmented scan of `T` on `queue` takes the single pass: CUDA (forward
+/// progress between started blocks), and `u32` or `i32` (exact, so the order in which a
+/// look-back combines earlier tiles cannot change a bit; float sums keep the three passes'
+/// fixed order). A test can pin either form: `tune::with_candidate("three-pass", ..)`.
+fn single_pass_applies<T: Reducible>(queue: &impl AsStream) -> bool {
+    use dotcompute::ir::ScalarType;
+    let ty = <T as dotcompute::Element>::TYPE;
+    let exact = ty == ScalarType::U32 || ty == ScalarType::I32;
+    let cuda = queue.device().backend_kind() == dotcompute::BackendKind::Cuda;
+    let pinned = crate::tune::pinned(&["single-pass", "three-pass"]);
+    exact && cuda && pinned != Some(1)
+}
+
+/// The single pass: zeroed status words (two per tile) and tile counter, then one launch.
+fn single_pass<T: Reducible>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    output: &mut Buffer<T>,
+    op: ReduceOp,
+    inclusive: bool,
+    id: T,
+) -> Result<()> {
+    let n = input.len() as u32;
+    let device = queue.device();
+    let tiles = n.div_ceil(TILE);
+    let mut status = device.alloc::<u32>(2 * tiles as usize)?;
+    queue.fill_buffer(&mut status, 0)?;
+    let mut counter = device.alloc::<u32>(1)?;
+    queue.fill_buffer(&mut counter, 0)?;
+    let unused_heads = device.alloc::<u32>(1)?;
+    scan_single_pass::launch::<T>(
+        queue,
+        Launch::threads(tiles as usize * GROUP as usize).group(GROUP),
+        input,
+        output,
+        &mut status,
+        &mut counter,
+        &unused_heads,
+        n,
+        id,
+        op_code(op),
+        inclusive as u32,
+    )
 }
 
 /// The passes with `items` per thread (`ITEMS` is `items`, or 0 when the kernels take
@@ -714,5 +892,18 @@ pub(crate) fn scan_in_place(
     } else {
         let items = GPU_ITEMS;
         scan_sums::launch::<u32, GPU_ITEMS>(queue, one, sums, &unused, count, 0, 0, 0, items)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The single pass builds and validates for the types it takes (it runs only on
+    /// CUDA, so this is what a machine without it can check).
+    #[test]
+    fn the_single_pass_builds_for_32_bit_integers() {
+        scan_single_pass::ir::<u32>().unwrap();
+        scan_single_pass::ir::<i32>().unwrap();
     }
 }

@@ -67,36 +67,54 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
         .build(),
     );
 
-    // exclusive scan u32 (reads n, writes n: the copy's bytes).
-    ctx.step(&format!("exclusive scan {} u32", label(n)));
+    // exclusive scan u32 (reads n, writes n: the copy's bytes), in each form the device
+    // has (CUDA's single pass, and the three passes every device runs).
     let keys: Vec<u32> = (0..n).map(|_| rng.u32(..1000)).collect();
     let dk = d.upload(&keys).map_err(s)?;
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
-    let times: [Stats; 2] =
-        versus_copy(ctx, n, || scan::exclusive_sum(d, &dk, &mut out).map_err(s))
-            .map(|(a, b)| [a, b])?;
-    let got = out.to_vec().map_err(s)?;
-    let mut acc = 0u32;
-    for (i, (&g, &k)) in got.iter().zip(&keys).enumerate() {
-        if g != acc {
-            return Err(format!("exclusive scan wrong at {i}: {g}, expected {acc}"));
+    let forms: &[(&str, &str)] = if ctx.kind() == BackendKind::Cuda {
+        &[
+            ("single-pass", "single pass, decoupled look-back"),
+            ("three-pass", "reduce-then-scan"),
+        ]
+    } else {
+        &[("three-pass", "reduce-then-scan")]
+    };
+    for &(form, about) in forms {
+        ctx.step(&format!("exclusive scan {} u32, {form}", label(n)));
+        let times: [Stats; 2] = versus_copy(ctx, n, || {
+            dotcompute_ops::tune::with_candidate(form, || scan::exclusive_sum(d, &dk, &mut out))
+                .map_err(s)
+        })
+        .map(|(a, b)| [a, b])?;
+        let got = out.to_vec().map_err(s)?;
+        let mut acc = 0u32;
+        for (i, (&g, &k)) in got.iter().zip(&keys).enumerate() {
+            if g != acc {
+                return Err(format!(
+                    "exclusive scan ({form}) wrong at {i}: {g}, expected {acc}"
+                ));
+            }
+            acc = acc.wrapping_add(k);
         }
-        acc = acc.wrapping_add(k);
+        figs.push(
+            ctx.figure(
+                "ops",
+                format!("exclusive scan {} u32, {form}", label(n)),
+                n as f64,
+                Unit::GBs,
+            )
+            .ours(
+                &format!("dotcompute_ops::scan ({about})"),
+                copy_bytes,
+                times[0].clone(),
+            )
+            .against(COPY, copy_bytes, times[1].clone())
+            .target("≥ 0.85")
+            .build(),
+        );
     }
-    drop(got);
     drop(out);
-    figs.push(
-        ctx.figure(
-            "ops",
-            format!("exclusive scan {} u32", label(n)),
-            n as f64,
-            Unit::GBs,
-        )
-        .ours("dotcompute_ops::scan", copy_bytes, times[0].clone())
-        .against(COPY, copy_bytes, times[1].clone())
-        .target("≥ 0.85")
-        .build(),
-    );
 
     // copy-if with half the flags set (one in two at random): the figure is elements
     // per second against the copy's, so bytes are counted as the copy's (its flags and

@@ -2,39 +2,55 @@ use crate::common::{devices, seed, sizes, slow};
 use dotcompute_ops::scan::{
     exclusive_scan, exclusive_sum, inclusive_scan, inclusive_sum, scan_by_heads, scan_by_offsets,
 };
-use dotcompute_ops::ReduceOp;
+use dotcompute_ops::{tune, ReduceOp};
+
+/// The forms a scan of 32-bit integers can take on `d`: CUDA has a single pass (with a
+/// look-back) beside the three passes every device has; each test runs every form.
+fn integer_forms(d: &dotcompute::Device) -> &'static [&'static str] {
+    if d.backend_kind() == dotcompute::BackendKind::Cuda {
+        &["single-pass", "three-pass"]
+    } else {
+        &["three-pass"]
+    }
+}
 
 #[test]
 fn integer_scans_are_exact_on_every_size() {
     let seed = seed();
     for d in devices() {
-        let mut rng = fastrand::Rng::with_seed(seed);
-        for n in sizes(&d) {
-            let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
-            let i: Vec<i32> = (0..n).map(|_| rng.i32(-100..100)).collect();
-            let (dx, di) = (d.upload(&x).unwrap(), d.upload(&i).unwrap());
-            let mut ex = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
-            let mut inc = d.alloc_filled(n, -7i32).unwrap();
-            exclusive_sum(&d, &dx, &mut ex).unwrap();
-            inclusive_sum(&d, &di, &mut inc).unwrap();
-            let (ex, inc) = (ex.to_vec().unwrap(), inc.to_vec().unwrap());
-            let (mut acc, mut iacc) = (0u32, 0i32);
-            for k in 0..n {
-                assert_eq!(
-                    ex[k],
-                    acc,
-                    "{} n={n} exclusive [{k}] seed {seed}",
-                    d.label()
-                );
-                acc = acc.wrapping_add(x[k]);
-                iacc = iacc.wrapping_add(i[k]);
-                assert_eq!(
-                    inc[k],
-                    iacc,
-                    "{} n={n} inclusive [{k}] seed {seed}",
-                    d.label()
-                );
-            }
+        for &form in integer_forms(&d) {
+            tune::with_candidate(form, || integer_sums_of_every_size(d.clone(), seed, form));
+        }
+    }
+}
+
+fn integer_sums_of_every_size(d: dotcompute::Device, seed: u64, form: &str) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for n in sizes(&d) {
+        let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+        let i: Vec<i32> = (0..n).map(|_| rng.i32(-100..100)).collect();
+        let (dx, di) = (d.upload(&x).unwrap(), d.upload(&i).unwrap());
+        let mut ex = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+        let mut inc = d.alloc_filled(n, -7i32).unwrap();
+        exclusive_sum(&d, &dx, &mut ex).unwrap();
+        inclusive_sum(&d, &di, &mut inc).unwrap();
+        let (ex, inc) = (ex.to_vec().unwrap(), inc.to_vec().unwrap());
+        let (mut acc, mut iacc) = (0u32, 0i32);
+        for k in 0..n {
+            assert_eq!(
+                ex[k],
+                acc,
+                "{} {form} n={n} exclusive [{k}] seed {seed}",
+                d.label()
+            );
+            acc = acc.wrapping_add(x[k]);
+            iacc = iacc.wrapping_add(i[k]);
+            assert_eq!(
+                inc[k],
+                iacc,
+                "{} {form} n={n} inclusive [{k}] seed {seed}",
+                d.label()
+            );
         }
     }
 }
@@ -105,27 +121,36 @@ fn reference<T: Copy>(x: &[T], heads: &[bool], inclusive: bool, id: T, f: fn(T, 
 fn min_and_max_scans_of_every_size() {
     let seed = seed();
     for d in devices() {
-        let mut rng = fastrand::Rng::with_seed(seed);
-        for n in sizes(&d) {
-            let x: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
-            let f: Vec<f32> = (0..n).map(|_| rng.f32() * 1000.0 - 500.0).collect();
-            let (dx, df) = (d.upload(&x).unwrap(), d.upload(&f).unwrap());
-            for inclusive in [false, true] {
-                let label = format!("{} n={n} inclusive {inclusive} seed {seed}", d.label());
-                let mut y = d.alloc_filled(n, 7i32).unwrap();
-                let mut g = d.alloc_filled(n, f32::NAN).unwrap();
-                if inclusive {
-                    inclusive_scan(&d, &dx, &mut y, ReduceOp::Min).unwrap();
-                    inclusive_scan(&d, &df, &mut g, ReduceOp::Max).unwrap();
-                } else {
-                    exclusive_scan(&d, &dx, &mut y, ReduceOp::Min).unwrap();
-                    exclusive_scan(&d, &df, &mut g, ReduceOp::Max).unwrap();
-                }
-                let want = reference(&x, &[], inclusive, i32::MAX, |a, b| a.min(b));
-                assert_eq!(y.to_vec().unwrap(), want, "min {label}");
-                let want = reference(&f, &[], inclusive, f32::NEG_INFINITY, |a: f32, b| a.max(b));
-                assert_eq!(g.to_vec().unwrap(), want, "max {label}");
+        for &form in integer_forms(&d) {
+            tune::with_candidate(form, || min_and_max_of_every_size(d.clone(), seed, form));
+        }
+    }
+}
+
+fn min_and_max_of_every_size(d: dotcompute::Device, seed: u64, form: &str) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for n in sizes(&d) {
+        let x: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
+        let f: Vec<f32> = (0..n).map(|_| rng.f32() * 1000.0 - 500.0).collect();
+        let (dx, df) = (d.upload(&x).unwrap(), d.upload(&f).unwrap());
+        for inclusive in [false, true] {
+            let label = format!(
+                "{} {form} n={n} inclusive {inclusive} seed {seed}",
+                d.label()
+            );
+            let mut y = d.alloc_filled(n, 7i32).unwrap();
+            let mut g = d.alloc_filled(n, f32::NAN).unwrap();
+            if inclusive {
+                inclusive_scan(&d, &dx, &mut y, ReduceOp::Min).unwrap();
+                inclusive_scan(&d, &df, &mut g, ReduceOp::Max).unwrap();
+            } else {
+                exclusive_scan(&d, &dx, &mut y, ReduceOp::Min).unwrap();
+                exclusive_scan(&d, &df, &mut g, ReduceOp::Max).unwrap();
             }
+            let want = reference(&x, &[], inclusive, i32::MAX, |a, b| a.min(b));
+            assert_eq!(y.to_vec().unwrap(), want, "min {label}");
+            let want = reference(&f, &[], inclusive, f32::NEG_INFINITY, |a: f32, b| a.max(b));
+            assert_eq!(g.to_vec().unwrap(), want, "max {label}");
         }
     }
 }
