@@ -209,11 +209,33 @@ pub fn suite_backends() -> Vec<BackendKind> {
     kinds
 }
 
+/// Tests of one binary share the GPU freely, except a test that makes a child process
+/// fault or hang a GPU: it holds the device alone ([`gpu_alone`]) while the child runs and
+/// while this process recovers. Measured on an H100 and an H200 (driver 580, 2026-11-27):
+/// with a hanging child's kernel torn down while three other tests ran work on the same
+/// GPU, the whole binary stalled past 90 s in 4 of 12 runs (every test thread waiting in
+/// the driver, no child left; a normal run takes 25 s), and never in 6 runs with the
+/// hanging test run alone or skipped. Why the driver stalls the neighbours is not known.
+static GPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Shares the GPU with the other ordinary tests of this binary (until the guard drops).
+/// A test that panicked while holding either guard does not stop the others.
+pub fn gpu_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    GPU.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Holds the GPU alone: no other test of this binary that takes [`gpu_shared`] runs
+/// until the guard drops.
+pub fn gpu_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    GPU.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Runs every size of case `name` on every backend of [`suite_backends`], panicking (with
 /// the seed) on failure. An unavailable backend skips, unless `DOTCOMPUTE_REQUIRE` lists
 /// it. `on_stream` runs the kernels on a new stream instead of the default one. Used by
 /// [`conformance_tests!`].
 pub fn run_test(name: &str, on_stream: bool) {
+    let _shared = gpu_shared();
     let required = required_backends().unwrap_or_else(|e| panic!("{e}"));
     for kind in suite_backends() {
         run_test_requiring(&required, kind, name, on_stream);

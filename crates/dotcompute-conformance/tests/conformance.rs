@@ -13,6 +13,7 @@ dotcompute_conformance::conformance_tests!();
 #[test]
 fn a_faulted_cuda_device_is_lost_and_a_new_process_uses_it_again() {
     use dotcompute::{BackendKind, Device};
+    let _alone = dotcompute_conformance::gpu_alone();
     let required = dotcompute_conformance::required_backends().unwrap();
     if let Err(e) = Device::with_backend(BackendKind::Cuda) {
         assert!(
@@ -118,6 +119,9 @@ fn cuda_fault_in_this_process() {
 #[test]
 fn a_hung_wgpu_kernel_loses_the_device_and_a_new_process_uses_it_again() {
     use dotcompute::{BackendKind, Device, DeviceType};
+    // Alone on the GPU: see `dotcompute_conformance::gpu_alone` for what a hang's teardown
+    // did to tests running beside it.
+    let _alone = dotcompute_conformance::gpu_alone();
     let required = dotcompute_conformance::required_backends().unwrap();
     match Device::with_backend(BackendKind::Wgpu) {
         Err(e) => {

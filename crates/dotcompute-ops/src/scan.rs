@@ -425,7 +425,7 @@ fn scan_tiles<T: Num, const ITEMS: u32>(
 const AGGREGATE: u32 = 1;
 const PREFIX: u32 = 2;
 /// Earlier tiles' words a look-back reads at once (their latencies overlap).
-const WINDOW: u32 = 4;
+pub(crate) const WINDOW: u32 = 4;
 
 /// Publishes `v`'s 32 bits (as `u32::cast`: an `i32`'s bits) under `flag` in tile
 /// `tile`'s two status words, 16 bits in each beside the flag: one 32-bit atomic cannot
@@ -440,6 +440,61 @@ fn publish<T: Num>(status: &mut [u32], tile: u32, v: T, flag: u32) {
         &status[2u32 * tile + 1u32],
         (flag << 30u32) | (bits & 0xFFFFu32),
     );
+}
+
+/// The decoupled look-back of tile `t` (tiles numbered in the order groups start), run by
+/// one thread of its group: publishes the tile's `aggregate`, combines the values of
+/// earlier tiles back to one that carries an inclusive prefix (`WINDOW` tiles read at
+/// once), publishes the tile's own inclusive prefix, and returns the exclusive one (what
+/// all earlier tiles combine to). `status` holds two zeroed words per tile. Waits on
+/// earlier tiles, so only for CUDA (see `sort/onesweep.rs`). `hi` and `lo` are the
+/// caller's `[u32; WINDOW]` (kernel functions cannot declare arrays).
+#[kernel_fn]
+pub(crate) fn look_back<T: Num>(
+    status: &mut [u32],
+    hi: &mut [u32],
+    lo: &mut [u32],
+    t: u32,
+    aggregate: T,
+    identity: T,
+    op: u32,
+) -> T {
+    let mut flag = AGGREGATE;
+    if t == 0u32 {
+        flag = PREFIX;
+    }
+    publish(status, t, aggregate, flag);
+    let mut before = identity;
+    let mut look = t;
+    while look > 0u32 {
+        for k in 0..WINDOW {
+            if look > k {
+                let at = 2u32 * (look - 1u32 - k);
+                hi[k] = atomic_or(&status[at], 0u32);
+                lo[k] = atomic_or(&status[at + 1u32], 0u32);
+            }
+        }
+        let mut taking = 1u32;
+        for k in 0..WINDOW {
+            let f = hi[k] >> 30u32;
+            if taking == 1u32 && look > 0u32 {
+                if f == 0u32 || f != lo[k] >> 30u32 {
+                    taking = 0;
+                } else {
+                    let bits = ((hi[k] & 0xFFFFu32) << 16u32) | (lo[k] & 0xFFFFu32);
+                    before = combine(T::cast(bits), before, op);
+                    look -= 1u32;
+                    if f == PREFIX {
+                        look = 0;
+                    }
+                }
+            }
+        }
+    }
+    if t > 0u32 {
+        publish(status, t, combine(before, aggregate, op), PREFIX);
+    }
+    before
 }
 
 /// The single pass of a scan (CUDA, 32-bit integers, no segments; see
@@ -488,44 +543,9 @@ fn scan_single_pass<T: Num>(
     let within = carried_in(s, sf, identity, op, 0);
     let aggregate = s[GROUP - 1];
     if lid == 0u32 {
-        let mut flag = AGGREGATE;
-        if t == 0u32 {
-            flag = PREFIX;
-        }
-        publish(status, t, aggregate, flag);
-        let mut before = identity;
-        let mut look = t;
-        while look > 0u32 {
-            let mut hi = [0u32; WINDOW as usize];
-            let mut lo = [0u32; WINDOW as usize];
-            for k in 0..WINDOW {
-                if look > k {
-                    let at = 2u32 * (look - 1u32 - k);
-                    hi[k] = atomic_or(&status[at], 0u32);
-                    lo[k] = atomic_or(&status[at + 1u32], 0u32);
-                }
-            }
-            let mut taking = 1u32;
-            for k in 0..WINDOW {
-                let f = hi[k] >> 30u32;
-                if taking == 1u32 && look > 0u32 {
-                    if f == 0u32 || f != lo[k] >> 30u32 {
-                        taking = 0;
-                    } else {
-                        let bits = ((hi[k] & 0xFFFFu32) << 16u32) | (lo[k] & 0xFFFFu32);
-                        before = combine(T::cast(bits), before, op);
-                        look -= 1u32;
-                        if f == PREFIX {
-                            look = 0;
-                        }
-                    }
-                }
-            }
-        }
-        if t > 0u32 {
-            publish(status, t, combine(before, aggregate, op), PREFIX);
-        }
-        carry[0] = before;
+        let mut hi = [0u32; WINDOW as usize];
+        let mut lo = [0u32; WINDOW as usize];
+        carry[0] = look_back(status, hi, lo, t, aggregate, identity, op);
     }
     barrier();
     let mut running = combine(carry[0], within, op);

@@ -16,7 +16,7 @@
 //! the kept elements: the count is checked against the output before anything is
 //! written, and a short output is `Error::Range` with both numbers.
 
-use crate::scan::{group_inclusive_sum, scan_in_place};
+use crate::scan::{group_inclusive_sum, look_back, scan_in_place, WINDOW};
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
@@ -70,30 +70,28 @@ fn count_kept<T: Num, const MODE: u32>(x: &[T], flags: &[u32], counts: &mut [u32
     }
 }
 
-/// Pass 3: moves the tile's kept elements to `out[offsets[tile]..]` (and, when
-/// `INDICES` is 1, their indices to `idx`); for `PARTITION`, the rejected ones to
-/// `out[total + rejected before]`, where `offsets[tiles]` is the total kept.
-#[kernel]
-fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
+/// The destinations of tile `base..` in `dest` (`TILE_PADDED`), for every thread of
+/// the group: each kept element's position among the tile's kept ones, each rejected
+/// one's among the rejected (`REJECTED |` it); returns the thread's count of kept
+/// elements up to the end of its run (in the last thread: the tile's). `dest` is ready
+/// after the caller's next barrier.
+#[kernel_fn]
+fn tile_destinations<T: Num>(
+    dest: &mut [u32],
+    s: &mut [u32],
     x: &[T],
     flags: &[u32],
-    out: &mut [T],
-    idx: &mut [u32],
-    offsets: &[u32],
+    base: u32,
     n: u32,
-    tiles: u32,
-) {
-    let dest = shared::<u32, TILE_PADDED>();
-    let s = shared::<u32, GROUP>();
+    mode: u32,
+) -> u32 {
     let lid = local_id().x;
-    let tile = group_id().x;
-    let base = tile * TILE;
     for r in 0..ITEMS {
         let e = r * GROUP + lid;
         let i = base + e;
         let mut keep = 0u32;
         if i < n {
-            keep = keep_mark(x, flags, i, MODE);
+            keep = keep_mark(x, flags, i, mode);
         }
         dest[padded(e)] = keep;
     }
@@ -115,6 +113,28 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
             dest[at] = REJECTED | (e - running);
         }
     }
+    running
+}
+
+/// Pass 3: moves the tile's kept elements to `out[offsets[tile]..]` (and, when
+/// `INDICES` is 1, their indices to `idx`); for `PARTITION`, the rejected ones to
+/// `out[total + rejected before]`, where `offsets[tiles]` is the total kept.
+#[kernel]
+fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
+    x: &[T],
+    flags: &[u32],
+    out: &mut [T],
+    idx: &mut [u32],
+    offsets: &[u32],
+    n: u32,
+    tiles: u32,
+) {
+    let dest = shared::<u32, TILE_PADDED>();
+    let s = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    let tile = group_id().x;
+    let base = tile * TILE;
+    tile_destinations(dest, s, x, flags, base, n, MODE);
     barrier();
     let kept_before = offsets[tile];
     let total = offsets[tiles];
@@ -130,6 +150,69 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
                 }
             } else if MODE == PARTITION {
                 out[total + (base - kept_before) + (d - REJECTED)] = x[i];
+            }
+        }
+    }
+}
+
+/// The single pass of copy-if and unique (CUDA; see [`single_pass_applies`]): tiles
+/// numbered in the order groups start find their first output position by a decoupled
+/// look-back over earlier tiles' kept counts (`scan::look_back`), so flags are read once
+/// and nothing waits for a count pass. The last tile writes the total kept to
+/// `total[0]`.
+#[kernel]
+fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32>(
+    x: &[T],
+    flags: &[u32],
+    out: &mut [T],
+    idx: &mut [u32],
+    status: &mut [u32],
+    counter: &mut [u32],
+    total: &mut [u32],
+    n: u32,
+) {
+    let dest = shared::<u32, TILE_PADDED>();
+    let s = shared::<u32, GROUP>();
+    let number = shared::<u32, 1>();
+    let first = shared::<u32, 1>();
+    let lid = local_id().x;
+    if lid == 0u32 {
+        number[0] = atomic_add(&counter[0], 1u32);
+    }
+    barrier();
+    let t = number[0];
+    let base = t * TILE;
+    // The tile's elements are loaded before its flags are ranked, so that their loads
+    // are in flight during the ranking's barriers instead of after them.
+    let mut held = [T::zero(); ITEMS as usize];
+    for r in 0..ITEMS {
+        let i = base + r * GROUP + lid;
+        if i < n {
+            held[r] = x[i];
+        }
+    }
+    let running = tile_destinations(dest, s, x, flags, base, n, MODE);
+    if lid == GROUP - 1 {
+        let mut hi = [0u32; WINDOW as usize];
+        let mut lo = [0u32; WINDOW as usize];
+        let before = look_back(status, hi, lo, t, running, 0u32, 0u32);
+        first[0] = before;
+        if t == num_groups().x - 1u32 {
+            total[0] = before + running;
+        }
+    }
+    barrier();
+    let kept_before = first[0];
+    for r in 0..ITEMS {
+        let e = r * GROUP + lid;
+        let i = base + e;
+        if i < n {
+            let d = dest[padded(e)];
+            if d < REJECTED {
+                out[kept_before + d] = held[r];
+                if INDICES == 1 {
+                    idx[kept_before + d] = i;
+                }
             }
         }
     }
@@ -183,6 +266,11 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
         }
     };
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
+    let room_for_all =
+        out.len() >= input.len() && idx.as_ref().is_none_or(|i| i.len() >= input.len());
+    if MODE != PARTITION && room_for_all && single_pass_applies(queue) {
+        return single_pass::<T, MODE, INDICES>(queue, groups, input, flags, out, idx, n);
+    }
     count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut offsets, n)?;
     scan_in_place(queue, &mut offsets, tiles + 1)?;
     let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
@@ -207,6 +295,56 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
         queue, groups, input, flags, out, idx, &offsets, n, tiles,
     )?;
     Ok(kept)
+}
+
+/// Whether a selection on `queue` takes the single pass: on CUDA (forward progress
+/// between started blocks), for copy-if and unique whose outputs have room for every
+/// element (the pass writes before the count is known, and a short output must be
+/// refused before anything is written, so short ones take the three passes). A test can
+/// pin either form: `tune::with_candidate("three-pass", ..)`.
+fn single_pass_applies(queue: &impl AsStream) -> bool {
+    let cuda = queue.device().backend_kind() == dotcompute::BackendKind::Cuda;
+    cuda && crate::tune::pinned(&["single-pass", "three-pass"]) != Some(1)
+}
+
+/// The single pass: zeroed status words and tile counter, one launch, then the total.
+fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
+    queue: &impl AsStream,
+    groups: Launch,
+    input: &Buffer<T>,
+    flags: &Buffer<u32>,
+    out: &mut Buffer<T>,
+    idx: Option<&mut Buffer<u32>>,
+    n: u32,
+) -> Result<usize> {
+    let device = queue.device();
+    let tiles = n.div_ceil(TILE);
+    let mut status = device.alloc::<u32>(2 * tiles as usize)?;
+    queue.fill_buffer(&mut status, 0)?;
+    let mut counter = device.alloc::<u32>(1)?;
+    queue.fill_buffer(&mut counter, 0)?;
+    let mut total = device.alloc::<u32>(1)?;
+    let mut idx_placeholder;
+    let idx = match idx {
+        Some(i) => i,
+        None => {
+            idx_placeholder = device.alloc::<u32>(1)?;
+            &mut idx_placeholder
+        }
+    };
+    select_single_pass::launch::<T, MODE, INDICES>(
+        queue,
+        groups,
+        input,
+        flags,
+        out,
+        idx,
+        &mut status,
+        &mut counter,
+        &mut total,
+        n,
+    )?;
+    Ok(queue.read_buffer(&total)?[0] as usize)
 }
 
 /// Copies the elements of `input` whose flag is not zero to the start of `output`, in
@@ -399,4 +537,18 @@ fn write_prefix<T: Num>(op: &'static str, output: &mut Buffer<T>, kept: &[T]) ->
         output.slice_mut(..kept.len())?.write(kept)?;
     }
     Ok(kept.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The single pass builds and validates in each mode it serves (it runs only on
+    /// CUDA, so this is what a machine without it can check).
+    #[test]
+    fn the_single_pass_builds_for_copy_if_and_unique() {
+        select_single_pass::ir::<u32, COPY_IF, 0>().unwrap();
+        select_single_pass::ir::<f64, COPY_IF, 1>().unwrap();
+        select_single_pass::ir::<i32, UNIQUE, 0>().unwrap();
+    }
 }

@@ -119,7 +119,6 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     // copy-if with half the flags set (one in two at random): the figure is elements
     // per second against the copy's, so bytes are counted as the copy's (its flags and
     // the kept half written are extra traffic the operation pays for).
-    ctx.step(&format!("copy-if {} u32, 50% kept", label(n)));
     let flags: Vec<u32> = (0..n).map(|_| rng.u32(..2)).collect();
     let want: Vec<u32> = keys
         .iter()
@@ -130,35 +129,41 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let df = d.upload(&flags).map_err(s)?;
     drop(flags);
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
-    let mut kept = 0;
-    let times: [Stats; 2] = versus_copy(ctx, n, || {
-        kept = select::copy_if(d, &dk, &df, &mut out).map_err(s)?;
-        Ok(())
-    })
-    .map(|(a, b)| [a, b])?;
-    if kept != want.len() || out.to_vec().map_err(s)?[..kept] != want[..] {
-        return Err(format!(
-            "copy-if kept {kept}, expected {}, or a wrong element",
-            want.len()
-        ));
+    for &(form, about) in forms {
+        ctx.step(&format!("copy-if {} u32, 50% kept, {form}", label(n)));
+        let mut kept = 0;
+        let times: [Stats; 2] = versus_copy(ctx, n, || {
+            kept = dotcompute_ops::tune::with_candidate(form, || {
+                select::copy_if(d, &dk, &df, &mut out)
+            })
+            .map_err(s)?;
+            Ok(())
+        })
+        .map(|(a, b)| [a, b])?;
+        if kept != want.len() || out.to_vec().map_err(s)?[..kept] != want[..] {
+            return Err(format!(
+                "copy-if ({form}) kept {kept}, expected {}, or a wrong element",
+                want.len()
+            ));
+        }
+        figs.push(
+            ctx.figure(
+                "ops",
+                format!("copy-if {} u32, 50% kept, {form}", label(n)),
+                n as f64,
+                Unit::GBs,
+            )
+            .ours(
+                &format!("dotcompute_ops::select::copy_if ({about})"),
+                copy_bytes,
+                times[0].clone(),
+            )
+            .against(COPY, copy_bytes, times[1].clone())
+            .target("≥ 0.8 (elements per second against the copy's)")
+            .build(),
+        );
     }
     drop((df, out, want));
-    figs.push(
-        ctx.figure(
-            "ops",
-            format!("copy-if {} u32, 50% kept", label(n)),
-            n as f64,
-            Unit::GBs,
-        )
-        .ours(
-            "dotcompute_ops::select::copy_if",
-            copy_bytes,
-            times[0].clone(),
-        )
-        .against(COPY, copy_bytes, times[1].clone())
-        .target("≥ 0.8 (elements per second against the copy's)")
-        .build(),
-    );
 
     // radix sort: keys, then pairs (GB/s of keys sorted = 4 bytes per key; GKey/s in the
     // note).

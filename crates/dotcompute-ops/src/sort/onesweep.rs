@@ -199,12 +199,12 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     // peers takes their places with one shared atomic (the counters of one subgroup
     // are touched by it alone; a step's atomic follows the previous step's shuffle).
     let lower_lanes = (1u32 << lane) - 1u32;
+    // Digits and destinations are computed again where needed rather than kept: registers
+    // bound the groups an SM holds (114 a thread with them kept: 2 groups).
     let mut rank = [0u32; ITEMS as usize];
-    let mut digit = [0u32; ITEMS as usize];
     for j in 0..ITEMS {
         let valid = base + j * WIDTH + lane < n;
         let d = radix_digit(held[j], kind, inf, flip, shift, mask);
-        digit[j] = d;
         let peers = digit_peers(d, subgroup_ballot(valid), BITS);
         let mut leader = lane;
         if valid {
@@ -270,7 +270,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     barrier();
     for j in 0..ITEMS {
         if base + j * WIDTH + lane < n {
-            let d = digit[j];
+            let d = radix_digit(held[j], kind, inf, flip, shift, mask);
             rank[j] += first_of[d] + hist[warp * RADIX + d];
             stage[rank[j]] = held[j];
         }
@@ -282,18 +282,16 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     if n - tile_start < TILE {
         tile_len = n - tile_start;
     }
-    let mut dest = [0u32; ITEMS as usize];
     for r in 0..ITEMS {
         let i = r * GROUP + lid;
         if i < tile_len {
             let k = stage[i];
-            dest[r] = out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i;
-            keys_out[dest[r]] = k;
+            keys_out[out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i] = k;
         }
     }
     if PAIRS == 1 {
         // The values take their keys' places in shared memory, then leave in the same
-        // coalesced runs (the keys' destinations kept in `dest`).
+        // coalesced runs (each destination from the staged key beside it).
         for j in 0..ITEMS {
             if base + j * WIDTH + lane < n {
                 value_stage[rank[j]] = vals[j];
@@ -303,7 +301,8 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
         for r in 0..ITEMS {
             let i = r * GROUP + lid;
             if i < tile_len {
-                values_out[dest[r]] = value_stage[i];
+                let d = radix_digit(stage[i], kind, inf, flip, shift, mask);
+                values_out[out_base[d] + i] = value_stage[i];
             }
         }
     }

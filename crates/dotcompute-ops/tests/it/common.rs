@@ -64,3 +64,14 @@ pub fn sizes(d: &Device) -> Vec<usize> {
         0, 1, 2, 255, 256, 257, 2047, 2048, 2049, 4095, 4097, 65535, 65537, 100_003, large,
     ]
 }
+
+/// The forms a scan of 32-bit integers, a copy-if or a unique can take on `d`: CUDA has a
+/// single pass (with a decoupled look-back) beside the three passes every device has;
+/// tests run every form (pinned with `tune::with_candidate`).
+pub fn pass_forms(d: &dotcompute::Device) -> &'static [&'static str] {
+    if d.backend_kind() == dotcompute::BackendKind::Cuda {
+        &["single-pass", "three-pass"]
+    } else {
+        &["three-pass"]
+    }
+}

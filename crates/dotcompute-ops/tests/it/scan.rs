@@ -1,24 +1,14 @@
-use crate::common::{devices, seed, sizes, slow};
+use crate::common::{devices, pass_forms, seed, sizes, slow};
 use dotcompute_ops::scan::{
     exclusive_scan, exclusive_sum, inclusive_scan, inclusive_sum, scan_by_heads, scan_by_offsets,
 };
 use dotcompute_ops::{tune, ReduceOp};
 
-/// The forms a scan of 32-bit integers can take on `d`: CUDA has a single pass (with a
-/// look-back) beside the three passes every device has; each test runs every form.
-fn integer_forms(d: &dotcompute::Device) -> &'static [&'static str] {
-    if d.backend_kind() == dotcompute::BackendKind::Cuda {
-        &["single-pass", "three-pass"]
-    } else {
-        &["three-pass"]
-    }
-}
-
 #[test]
 fn integer_scans_are_exact_on_every_size() {
     let seed = seed();
     for d in devices() {
-        for &form in integer_forms(&d) {
+        for &form in pass_forms(&d) {
             tune::with_candidate(form, || integer_sums_of_every_size(d.clone(), seed, form));
         }
     }
@@ -121,7 +111,7 @@ fn reference<T: Copy>(x: &[T], heads: &[bool], inclusive: bool, id: T, f: fn(T, 
 fn min_and_max_scans_of_every_size() {
     let seed = seed();
     for d in devices() {
-        for &form in integer_forms(&d) {
+        for &form in pass_forms(&d) {
             tune::with_candidate(form, || min_and_max_of_every_size(d.clone(), seed, form));
         }
     }

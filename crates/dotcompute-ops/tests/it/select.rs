@@ -1,7 +1,8 @@
 //! Compaction and selection against plain Rust.
 
-use crate::common::{devices, seed, sizes};
+use crate::common::{devices, pass_forms, seed, sizes};
 use dotcompute_ops::select::{copy_if, partition, run_length_encode, unique};
+use dotcompute_ops::tune;
 
 /// Keep fractions: none, a few, half, most, all.
 const KEEP_PER_MILLE: [u32; 5] = [0, 3, 500, 990, 1000];
@@ -10,47 +11,55 @@ const KEEP_PER_MILLE: [u32; 5] = [0, 3, 500, 990, 1000];
 fn copy_if_and_partition_keep_order_on_every_size() {
     let seed = seed();
     for d in devices() {
-        let mut rng = fastrand::Rng::with_seed(seed);
-        for n in sizes(&d) {
-            let keep = KEEP_PER_MILLE[rng.usize(..KEEP_PER_MILLE.len())];
-            let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
-            // Any non-zero flag keeps, not only 1.
-            let flags: Vec<u32> = (0..n)
-                .map(|_| {
-                    if rng.u32(..1000) < keep {
-                        rng.u32(1..)
-                    } else {
-                        0
-                    }
-                })
-                .collect();
-            let want_kept: Vec<u32> = x
-                .iter()
-                .zip(&flags)
-                .filter(|p| *p.1 != 0)
-                .map(|p| *p.0)
-                .collect();
-            let mut want_part = want_kept.clone();
-            want_part.extend(x.iter().zip(&flags).filter(|p| *p.1 == 0).map(|p| *p.0));
-            let (dx, df) = (d.upload(&x).unwrap(), d.upload(&flags).unwrap());
-            let mut kept = d.alloc_filled(n + 3, 0xDEAD_BEEFu32).unwrap();
-            let count = copy_if(&d, &dx, &df, &mut kept).unwrap();
-            let label = format!("{} n={n} keep {keep}/1000 seed {seed}", d.label());
-            assert_eq!(count, want_kept.len(), "{label}");
-            let got = kept.to_vec().unwrap();
-            assert_eq!(got[..count], want_kept[..], "{label}");
-            assert!(
-                got[count..].iter().all(|&v| v == 0xDEAD_BEEF),
-                "{label}: wrote past the kept"
-            );
-            let mut part = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
-            assert_eq!(
-                partition(&d, &dx, &df, &mut part).unwrap(),
-                count,
-                "{label}"
-            );
-            assert_eq!(part.to_vec().unwrap(), want_part, "{label}");
+        for &form in pass_forms(&d) {
+            tune::with_candidate(form, || {
+                copy_if_and_partition_of_every_size(d.clone(), seed, form)
+            });
         }
+    }
+}
+
+fn copy_if_and_partition_of_every_size(d: dotcompute::Device, seed: u64, form: &str) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for n in sizes(&d) {
+        let keep = KEEP_PER_MILLE[rng.usize(..KEEP_PER_MILLE.len())];
+        let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+        // Any non-zero flag keeps, not only 1.
+        let flags: Vec<u32> = (0..n)
+            .map(|_| {
+                if rng.u32(..1000) < keep {
+                    rng.u32(1..)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let want_kept: Vec<u32> = x
+            .iter()
+            .zip(&flags)
+            .filter(|p| *p.1 != 0)
+            .map(|p| *p.0)
+            .collect();
+        let mut want_part = want_kept.clone();
+        want_part.extend(x.iter().zip(&flags).filter(|p| *p.1 == 0).map(|p| *p.0));
+        let (dx, df) = (d.upload(&x).unwrap(), d.upload(&flags).unwrap());
+        let mut kept = d.alloc_filled(n + 3, 0xDEAD_BEEFu32).unwrap();
+        let count = copy_if(&d, &dx, &df, &mut kept).unwrap();
+        let label = format!("{} {form} n={n} keep {keep}/1000 seed {seed}", d.label());
+        assert_eq!(count, want_kept.len(), "{label}");
+        let got = kept.to_vec().unwrap();
+        assert_eq!(got[..count], want_kept[..], "{label}");
+        assert!(
+            got[count..].iter().all(|&v| v == 0xDEAD_BEEF),
+            "{label}: wrote past the kept"
+        );
+        let mut part = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+        assert_eq!(
+            partition(&d, &dx, &df, &mut part).unwrap(),
+            count,
+            "{label}"
+        );
+        assert_eq!(part.to_vec().unwrap(), want_part, "{label}");
     }
 }
 
@@ -87,6 +96,16 @@ fn unique_and_run_length_encoding_of_runs() {
             let mut y = d.alloc_filled(want.len(), 99i32).unwrap();
             assert_eq!(unique(&d, &dx, &mut y).unwrap(), want.len(), "{label}");
             assert_eq!(y.to_vec().unwrap(), want, "{label}");
+            // An output with room for every element (CUDA's single pass), poisoned past
+            // the kept ones.
+            let mut roomy = d.alloc_filled(n + 1, 99i32).unwrap();
+            assert_eq!(unique(&d, &dx, &mut roomy).unwrap(), want.len(), "{label}");
+            let roomy = roomy.to_vec().unwrap();
+            assert_eq!(roomy[..want.len()], want[..], "{label} (room for all)");
+            assert!(
+                roomy[want.len()..].iter().all(|&v| v == 99),
+                "{label}: wrote past the kept"
+            );
             let mut values = d.alloc_filled(want.len() + 1, 99i32).unwrap();
             let mut counts = d.alloc_filled(want.len() + 1, 0xDEADu32).unwrap();
             let runs = run_length_encode(&d, &dx, &mut values, &mut counts).unwrap();
