@@ -76,6 +76,29 @@ pub(crate) fn group_inclusive_sum<T: Num>(s: &mut [T], v: T) -> T {
     total
 }
 
+/// Inclusive sum of `v` over the group by 32-lane subgroups (CUDA's warps: the single
+/// passes that use it run only there): each warp scans its lanes by shuffles, and each thread adds the
+/// totals of the warps before its own: 2 barriers where the raking sum
+/// (`scan::group_inclusive_sum`) takes 5, which stalled copy-if's single pass's warps for 67%
+/// of their cycles (ncu, H100). `s` holds `GROUP / 32` totals; every thread must call it.
+#[kernel_fn]
+pub(crate) fn warp_inclusive_sum(s: &mut [u32], v: u32) -> u32 {
+    let lid = local_id().x;
+    let within = subgroup_inclusive_add(v);
+    if subgroup_lane() == 31u32 {
+        s[lid / 32u32] = within;
+    }
+    barrier();
+    let mut before = 0u32;
+    for w in 0..GROUP / 32 {
+        if w < lid / 32u32 {
+            before += s[w];
+        }
+    }
+    barrier();
+    before + within
+}
+
 /// Pass 1 of an unsegmented scan: `sums[t]` combines tile `t` of `x[..n]` (strided
 /// loads: the order within the tile does not matter to sum, min and max).
 #[kernel]

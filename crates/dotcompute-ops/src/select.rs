@@ -16,7 +16,7 @@
 //! the kept elements: the count is checked against the output before anything is
 //! written, and a short output is `Error::Range` with both numbers.
 
-use crate::scan::{group_inclusive_sum, look_back, scan_in_place, WINDOW};
+use crate::scan::{group_inclusive_sum, look_back, scan_in_place, warp_inclusive_sum, WINDOW};
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
@@ -70,15 +70,11 @@ fn count_kept<T: Num, const MODE: u32>(x: &[T], flags: &[u32], counts: &mut [u32
     }
 }
 
-/// The destinations of tile `base..` in `dest` (`TILE_PADDED`), for every thread of
-/// the group: each kept element's position among the tile's kept ones, each rejected
-/// one's among the rejected (`REJECTED |` it); returns the thread's count of kept
-/// elements up to the end of its run (in the last thread: the tile's). `dest` is ready
-/// after the caller's next barrier.
+/// The keep marks of tile `base..` in `dest` (`TILE_PADDED`), for every thread of the
+/// group; returns how many of the thread's run of `ITEMS` consecutive elements are kept.
 #[kernel_fn]
-fn tile_destinations<T: Num>(
+fn tile_marks<T: Num>(
     dest: &mut [u32],
-    s: &mut [u32],
     x: &[T],
     flags: &[u32],
     base: u32,
@@ -96,13 +92,21 @@ fn tile_destinations<T: Num>(
         dest[padded(e)] = keep;
     }
     barrier();
-    // Each thread's run of ITEMS consecutive marks becomes destinations within the tile.
     let mut local = 0u32;
     for j in 0..ITEMS {
         local += dest[padded(lid * ITEMS + j)];
     }
-    let inclusive = group_inclusive_sum(s, local);
-    let mut running = inclusive - local;
+    local
+}
+
+/// Turns the thread's run of marks into destinations within the tile, from `running`
+/// kept before it: each kept element's position among the kept, each rejected one's
+/// among the rejected (`REJECTED |` it); returns the kept count to the run's end (in the
+/// last thread: the tile's). `dest` is ready after the caller's next barrier.
+#[kernel_fn]
+fn tile_places(dest: &mut [u32], kept_before: u32) -> u32 {
+    let lid = local_id().x;
+    let mut running = kept_before;
     for j in 0..ITEMS {
         let e = lid * ITEMS + j;
         let at = padded(e);
@@ -134,7 +138,8 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
     let lid = local_id().x;
     let tile = group_id().x;
     let base = tile * TILE;
-    tile_destinations(dest, s, x, flags, base, n, MODE);
+    let local = tile_marks(dest, x, flags, base, n, MODE);
+    tile_places(dest, group_inclusive_sum(s, local) - local);
     barrier();
     let kept_before = offsets[tile];
     let total = offsets[tiles];
@@ -191,7 +196,8 @@ fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32>(
             held[r] = x[i];
         }
     }
-    let running = tile_destinations(dest, s, x, flags, base, n, MODE);
+    let local = tile_marks(dest, x, flags, base, n, MODE);
+    let running = tile_places(dest, warp_inclusive_sum(s, local) - local);
     if lid == GROUP - 1 {
         let mut hi = [0u32; WINDOW as usize];
         let mut lo = [0u32; WINDOW as usize];

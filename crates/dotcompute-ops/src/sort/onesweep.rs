@@ -27,7 +27,7 @@
 //! step (5).
 
 use super::{radix_digit, RadixKey};
-use crate::scan::group_inclusive_sum;
+use crate::scan::{group_inclusive_sum, warp_inclusive_sum};
 use crate::GROUP;
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
@@ -41,7 +41,7 @@ const WIDTH: u32 = 32;
 /// Subgroups per group.
 const WARPS: u32 = GROUP / WIDTH;
 /// Keys per thread: their loads are all in flight before any is ranked.
-const ITEMS: u32 = 16;
+const ITEMS: u32 = 12;
 /// Keys per subgroup's part of a tile, and per tile.
 const WARP_KEYS: u32 = WIDTH * ITEMS;
 const TILE: u32 = GROUP * ITEMS;
@@ -263,7 +263,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
         atomic_exchange(&status[word], (PREFIX << 30u32) | (before + count));
     }
     // 4. The tile's keys in digit order in shared memory.
-    let inclusive = group_inclusive_sum(sums, count);
+    let inclusive = warp_inclusive_sum(sums, count);
     let first = inclusive - count;
     first_of[lid] = first;
     out_base[lid] = bases[pass * RADIX + lid] + before - first;
