@@ -574,3 +574,75 @@ fn views_are_graph_arguments_and_nothing_outside_them_changes() {
         assert_eq!(dsrc.to_vec().unwrap(), src, "{label}: the source changed");
     }
 }
+
+/// Graphs are captured and replayed by 8 threads while 8 others allocate, fill and drop
+/// large buffers and hand the pool's memory back to the driver (`trim`). Every graph
+/// must build, and every replay must be right.
+///
+/// **Open defect, so ignored:** on CUDA a capture is sometimes invalidated
+/// (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at a later launch, `cuEventRecord` or
+/// `cuStreamEndCapture`) while other threads work on the device: this test failed in 1
+/// of 3 runs on an H100 (2026-11-27), and the 16-thread stress run in 1 of 3. A gate that
+/// held the pool's driver calls, `trim` and the profiler's `cuCtxSynchronize` back
+/// while any capture ran made it worse (the stress run failed 3 of 3), so the cause is
+/// not (only) those calls; it was reverted. Run with `--ignored` to reproduce.
+#[test]
+#[ignore = "reproduces the open CUDA capture-invalidation defect (see the comment)"]
+fn graphs_are_captured_while_other_threads_return_memory_to_the_driver() {
+    for d in common::devices() {
+        let n = 4099usize;
+        let input: Vec<f32> = (0..n).map(|i| (i % 37) as f32 - 18.0).collect();
+        let want: Vec<u32> = input.iter().map(|&x| (x * 1.5 + 0.5).to_bits()).collect();
+        let src = d.upload(&input).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for t in 0..8usize {
+                let (d, stop) = (d.clone(), &stop);
+                scope.spawn(move || {
+                    let mut bytes = 8usize << 20;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let mut big = d.alloc::<u32>(bytes / 4).unwrap();
+                        big.fill(t as u32).unwrap();
+                        drop(big);
+                        d.trim();
+                        bytes = (bytes * 3 / 2) % (96 << 20) + (4 << 20);
+                    }
+                });
+            }
+            let builders: Vec<_> = (0..8)
+                .map(|t| {
+                    let (d, src, want) = (d.clone(), &src, &want);
+                    scope.spawn(move || {
+                        let s = d.stream().unwrap();
+                        for round in 0..25 {
+                            let mut out = d.alloc::<f32>(n).unwrap();
+                            let mut g = Graph::new(&d);
+                            let ha = g.buffer(src).unwrap();
+                            let hout = g.buffer_mut(&mut out).unwrap();
+                            g.launch(
+                                &scale_into::KERNEL,
+                                Launch::threads(n),
+                                &[ha.arg(), hout.arg(), GraphArg::scalar(1.5f32)],
+                                &[],
+                            )
+                            .unwrap();
+                            let mut exec = g.instantiate().unwrap_or_else(|e| {
+                                panic!("{} thread {t} round {round}: {e}", d.label())
+                            });
+                            exec.launch(&s).unwrap();
+                            let got = bits(&exec.read(hout).unwrap());
+                            assert!(got == *want, "{} thread {t} round {round}", d.label());
+                        }
+                    })
+                })
+                .collect();
+            let outcome: Vec<_> = builders.into_iter().map(|b| b.join()).collect();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for r in outcome {
+                if let Err(panic) = r {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        });
+    }
+}
