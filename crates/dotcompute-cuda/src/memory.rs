@@ -43,17 +43,21 @@ impl CudaBackend {
     }
 
     /// A function that returns blocks to the driver once no stream uses them: it waits
-    /// for the whole device before the first block only (trim frees many at once).
+    /// for every user stream before the first block only (trim frees many at once). Not
+    /// `cuCtxSynchronize`: a device-wide synchronisation invalidates graph captures
+    /// running on other threads (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, seen under the
+    /// 16-thread stress run), and capture streams hold no work to wait for.
     pub(crate) fn driver_free(&self) -> impl FnMut(sys::CUdeviceptr) + '_ {
         let mut drained = false;
         move |ptr| {
+            if !drained {
+                // A failed wait (a lost device) still frees: the pool forgets the block.
+                let _ = dotcompute_hal::Queue::synchronize_all(self);
+                drained = true;
+            }
             // SAFETY: the context is current (callers bind it); the block is not owned by
-            // any buffer, and after the first wait no work that used it is pending.
+            // any buffer, and after the wait no work that used it is pending.
             unsafe {
-                if !drained {
-                    let _ = sys::cuCtxSynchronize();
-                    drained = true;
-                }
                 let _ = cu::free_sync(ptr);
             }
         }

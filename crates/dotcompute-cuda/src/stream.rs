@@ -59,8 +59,20 @@ impl Streams {
         let h = self.slots.get(s.index())?.load(Ordering::Acquire);
         (!h.is_null()).then_some(h)
     }
+    /// Every stream created, capture streams included (for destroying them).
     pub(crate) fn all(&self) -> Vec<sys::CUstream> {
         self.slots
+            .iter()
+            .map(|h| h.load(Ordering::Acquire))
+            .filter(|h| !h.is_null())
+            .collect()
+    }
+
+    /// The user streams created: the ones that hold work. Capture streams are left out:
+    /// they never hold work (a captured graph runs on a user stream), and querying or
+    /// synchronising one while another thread captures on it invalidates that capture.
+    pub(crate) fn user(&self) -> Vec<sys::CUstream> {
+        self.slots[..MAX_STREAMS as usize]
             .iter()
             .map(|h| h.load(Ordering::Acquire))
             .filter(|h| !h.is_null())
@@ -391,9 +403,11 @@ impl Queue for CudaBackend {
 
     fn synchronize_all(&self) -> Result<()> {
         bind(&self.ctx)?;
-        // Every stream of the backend, each at most the timeout (cuCtxSynchronize cannot
-        // be bounded). Capture streams never hold work.
-        for stream in self.streams.all() {
+        // Every user stream, each at most the timeout (cuCtxSynchronize cannot be
+        // bounded, and it would invalidate captures running on other threads). Capture
+        // streams never hold work, and a query of one that is capturing invalidates the
+        // capture (`Streams::user`).
+        for stream in self.streams.user() {
             self.wait_stream_idle(stream, "synchronising the device")?;
         }
         Ok(())

@@ -577,17 +577,13 @@ fn views_are_graph_arguments_and_nothing_outside_them_changes() {
 
 /// Graphs are captured and replayed by 8 threads while 8 others allocate, fill and drop
 /// large buffers and hand the pool's memory back to the driver (`trim`). Every graph
-/// must build, and every replay must be right.
-///
-/// **Open defect, so ignored:** on CUDA a capture is sometimes invalidated
-/// (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at a later launch, `cuEventRecord` or
-/// `cuStreamEndCapture`) while other threads work on the device: this test failed in 1
-/// of 3 runs on an H100 (2026-11-27), and the 16-thread stress run in 1 of 3. A gate that
-/// held the pool's driver calls, `trim` and the profiler's `cuCtxSynchronize` back
-/// while any capture ran made it worse (the stress run failed 3 of 3), so the cause is
-/// not (only) those calls; it was reverted. Run with `--ignored` to reproduce.
+/// must build, and every replay must be right. On CUDA this failed in 1 of 3 runs on an
+/// H100 (2026-11-27: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at a later launch, as the
+/// 16-thread stress run in 1 of 3) while freeing a block began with `cuCtxSynchronize`
+/// and `Device::synchronize` queried the capture streams too: a device-wide
+/// synchronisation, or a query of a capturing stream, from another thread invalidates a
+/// capture. Both now wait on the user streams only.
 #[test]
-#[ignore = "reproduces the open CUDA capture-invalidation defect (see the comment)"]
 fn graphs_are_captured_while_other_threads_return_memory_to_the_driver() {
     for d in common::devices() {
         let n = 4099usize;

@@ -122,15 +122,25 @@ fn cuda_transfers_from_page_locked_memory_return_before_they_finish() {
     let mut buf = d.alloc::<f32>(n).unwrap();
     buf.upload_async(&staging).unwrap(); // warm-up
     staging.wait().unwrap();
-    let t = Instant::now();
-    buf.upload_async(&staging).unwrap();
-    let enqueue = t.elapsed();
-    staging.wait().unwrap();
-    let total = t.elapsed();
-    eprintln!("256 MiB upload: enqueue {enqueue:?}, done after {total:?}");
+    // Up to three tries: a test beside this one that frees device memory (cuMemFree waits
+    // for the device) can hold the driver during one enqueue (seen once on an H100 with
+    // the capture-and-trim test running at the same time).
+    let mut tries = Vec::new();
+    let (enqueue, total) = loop {
+        let t = Instant::now();
+        buf.upload_async(&staging).unwrap();
+        let enqueue = t.elapsed();
+        staging.wait().unwrap();
+        let total = t.elapsed();
+        eprintln!("256 MiB upload: enqueue {enqueue:?}, done after {total:?}");
+        tries.push((enqueue, total));
+        if enqueue * 4 < total || tries.len() == 3 {
+            break (enqueue, total);
+        }
+    };
     assert!(
         enqueue * 4 < total,
-        "upload_async blocked: {enqueue:?} of {total:?}"
+        "upload_async blocked in each of 3 tries (enqueue, total): {tries:?}"
     );
     let gbs = (n * 4) as f64 / total.as_secs_f64() / 1e9;
     assert!(gbs > 5.0, "page-locked upload at only {gbs:.1} GB/s");
