@@ -465,6 +465,19 @@ fn publish<T: Num>(status: &mut [u32], tile: u32, v: T, flag: u32) {
     );
 }
 
+/// The tile this group takes in a single pass: the next number from `counter[at]`, so
+/// tiles are numbered in the order groups start (what the look-back's forward progress
+/// rests on: every earlier number belongs to a group already running), shared with the
+/// group through `number`. Every thread must call it; it ends with a barrier.
+#[kernel_fn]
+pub(crate) fn take_tile(number: &mut [u32], counter: &mut [u32], at: u32) -> u32 {
+    if local_id().x == 0u32 {
+        number[0] = atomic_add(&counter[at], 1u32);
+    }
+    barrier();
+    number[0]
+}
+
 /// The decoupled look-back of tile `t` (tiles numbered in the order groups start), run by
 /// one thread of its group: publishes the tile's `aggregate`, combines the values of
 /// earlier tiles back to one that carries an inclusive prefix (`WINDOW` tiles read at
@@ -544,11 +557,7 @@ fn scan_single_pass<T: Num>(
     let number = shared::<u32, 1>();
     let carry = shared::<T, 1>();
     let lid = local_id().x;
-    if lid == 0u32 {
-        number[0] = atomic_add(&counter[0], 1u32);
-    }
-    barrier();
-    let t = number[0];
+    let t = take_tile(number, counter, 0);
     let base = t * TILE;
     scan_tile_runs(
         tile,

@@ -16,7 +16,9 @@
 //! the kept elements: the count is checked against the output before anything is
 //! written, and a short output is `Error::Range` with both numbers.
 
-use crate::scan::{group_inclusive_sum, look_back, scan_in_place, warp_inclusive_sum, WINDOW};
+use crate::scan::{
+    group_inclusive_sum, look_back, scan_in_place, take_tile, warp_inclusive_sum, WINDOW,
+};
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
@@ -181,11 +183,7 @@ fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     let number = shared::<u32, 1>();
     let first = shared::<u32, 1>();
     let lid = local_id().x;
-    if lid == 0u32 {
-        number[0] = atomic_add(&counter[0], 1u32);
-    }
-    barrier();
-    let t = number[0];
+    let t = take_tile(number, counter, 0);
     let base = t * TILE;
     // The tile's elements are loaded before its flags are ranked, so that their loads
     // are in flight during the ranking's barriers instead of after them.

@@ -27,7 +27,7 @@
 //! step (5).
 
 use super::{radix_digit, RadixKey};
-use crate::scan::{group_inclusive_sum, warp_inclusive_sum};
+use crate::scan::{group_inclusive_sum, take_tile, warp_inclusive_sum};
 use crate::GROUP;
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
@@ -175,14 +175,11 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     let lid = local_id().x;
     let lane = subgroup_lane();
     let warp = lid / WIDTH;
-    if lid == 0u32 {
-        tile_number[0] = atomic_add(&counter[pass], 1u32);
-    }
     for w in 0..WARPS {
         hist[w * RADIX + lid] = 0;
     }
-    barrier();
-    let tile = tile_number[0];
+    // Its barrier also orders the zeroed counters before the ranking.
+    let tile = take_tile(tile_number, counter, pass);
     let base = tile * TILE + warp * WARP_KEYS;
     let mut held = [K::zero(); ITEMS as usize];
     let mut vals = [V::zero(); ITEMS as usize];

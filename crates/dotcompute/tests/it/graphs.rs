@@ -586,6 +586,17 @@ fn views_are_graph_arguments_and_nothing_outside_them_changes() {
 #[test]
 fn graphs_are_captured_while_other_threads_return_memory_to_the_driver() {
     for d in common::devices() {
+        // The defect was CUDA's; the CPU and software GPUs (two cores in CI) run a
+        // lighter version of the same mix.
+        let hardware = !matches!(
+            d.info().device_type,
+            dotcompute::DeviceType::Cpu | dotcompute::DeviceType::SoftwareGpu
+        );
+        let (rounds, most_bytes) = if hardware {
+            (25, 96usize << 20)
+        } else {
+            (6, 16 << 20)
+        };
         let n = 4099usize;
         let input: Vec<f32> = (0..n).map(|i| (i % 37) as f32 - 18.0).collect();
         let want: Vec<u32> = input.iter().map(|&x| (x * 1.5 + 0.5).to_bits()).collect();
@@ -601,7 +612,7 @@ fn graphs_are_captured_while_other_threads_return_memory_to_the_driver() {
                         big.fill(t as u32).unwrap();
                         drop(big);
                         d.trim();
-                        bytes = (bytes * 3 / 2) % (96 << 20) + (4 << 20);
+                        bytes = (bytes * 3 / 2) % most_bytes + (4 << 20);
                     }
                 });
             }
@@ -610,7 +621,7 @@ fn graphs_are_captured_while_other_threads_return_memory_to_the_driver() {
                     let (d, src, want) = (d.clone(), &src, &want);
                     scope.spawn(move || {
                         let s = d.stream().unwrap();
-                        for round in 0..25 {
+                        for round in 0..rounds {
                             let mut out = d.alloc::<f32>(n).unwrap();
                             let mut g = Graph::new(&d);
                             let ha = g.buffer(src).unwrap();
