@@ -272,19 +272,20 @@ fn histograms_count_every_sample_exactly() {
 /// The README's example, on every device.
 #[test]
 fn the_readme_example_holds_on_every_device() {
-    use dotcompute_ops::{reduce::reduce_rows, sort::sort_pairs, Order, ReduceOp};
+    use dotcompute_ops::{reduce::reduce_segments, sort::sort_pairs, Order, ReduceOp};
     for d in devices() {
-        let mut keys = d.upload(&[3u32, 1, 3, 2, 1, 2]).unwrap();
-        let mut values = d.upload(&[30i32, 10, 31, 20, 11, 21]).unwrap();
+        let mut keys = d.upload(&[3u32, 1, 3, 2, 1, 2, 3]).unwrap();
+        let mut values = d.upload(&[30i32, 10, 31, 20, 11, 21, 32]).unwrap();
         sort_pairs(&d, &mut keys, &mut values, Order::Ascending).unwrap();
         assert_eq!(
             values.to_vec().unwrap(),
-            [10, 11, 20, 21, 30, 31],
+            [10, 11, 20, 21, 30, 31, 32],
             "{}",
             d.label()
         );
+        let offsets = d.upload(&[0u32, 2, 4, 7]).unwrap();
         let mut per_key = d.alloc::<i32>(3).unwrap();
-        reduce_rows(&d, &values, 2, ReduceOp::Sum, &mut per_key).unwrap();
-        assert_eq!(per_key.to_vec().unwrap(), [21, 41, 61], "{}", d.label());
+        reduce_segments(&d, &values, &offsets, ReduceOp::Sum, &mut per_key).unwrap();
+        assert_eq!(per_key.to_vec().unwrap(), [21, 41, 93], "{}", d.label());
     }
 }
