@@ -277,10 +277,9 @@ pub trait Queue: Backend {
         src: *const u8,
         len: usize,
     ) -> Result<()> {
-        // SAFETY: the caller's contract covers a plain read of the range now.
-        self.write(stream, dst, offset, unsafe {
-            std::slice::from_raw_parts(src, len)
-        })
+        // SAFETY: the caller's contract covers a plain read of the range now, and the
+        // same contract as `write`'s.
+        unsafe { self.write(stream, dst, offset, std::slice::from_raw_parts(src, len)) }
     }
     /// Enqueues a device-to-host copy of `len` bytes into `dst`. The default copies now.
     ///
@@ -295,10 +294,16 @@ pub trait Queue: Backend {
         dst: *mut u8,
         len: usize,
     ) -> Result<()> {
-        // SAFETY: the caller's contract covers a plain write of the range now.
-        self.read(stream, src, offset, unsafe {
-            std::slice::from_raw_parts_mut(dst, len)
-        })
+        // SAFETY: the caller's contract covers a plain write of the range now, and the
+        // same contract as `read`'s.
+        unsafe {
+            self.read(
+                stream,
+                src,
+                offset,
+                std::slice::from_raw_parts_mut(dst, len),
+            )
+        }
     }
 
     /// A fence that completes when everything enqueued on `stream` so far has. The default

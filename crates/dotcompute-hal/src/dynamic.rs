@@ -217,23 +217,29 @@ impl<B: Backend + Queue> DynBackend for B {
                     r.elem
                 ),
             })?;
-        blas.gemm(
-            s,
-            &MatmulRequest {
-                a: downcast(self, r.a)?,
-                b: downcast(self, r.b)?,
-                c: downcast(self, r.c)?,
-                m: r.m,
-                n: r.n,
-                k: r.k,
-                elem: r.elem,
-                precision: r.precision,
-            },
-        )
+        // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
+        // buffers are this backend's: `downcast` checked them).
+        unsafe {
+            blas.gemm(
+                s,
+                &MatmulRequest {
+                    a: downcast(self, r.a)?,
+                    b: downcast(self, r.b)?,
+                    c: downcast(self, r.c)?,
+                    m: r.m,
+                    n: r.n,
+                    k: r.k,
+                    elem: r.elem,
+                    precision: r.precision,
+                },
+            )
+        }
     }
 
     unsafe fn write(&self, s: StreamId, dst: &RawBuffer, offset: usize, data: &[u8]) -> Result<()> {
-        Queue::write(self, s, downcast(self, dst)?, offset, data)
+        // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
+        // buffers are this backend's: `downcast` checked them).
+        unsafe { Queue::write(self, s, downcast(self, dst)?, offset, data) }
     }
     unsafe fn read(
         &self,
@@ -242,7 +248,9 @@ impl<B: Backend + Queue> DynBackend for B {
         offset: usize,
         out: &mut [u8],
     ) -> Result<()> {
-        Queue::read(self, s, downcast(self, src)?, offset, out)
+        // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
+        // buffers are this backend's: `downcast` checked them).
+        unsafe { Queue::read(self, s, downcast(self, src)?, offset, out) }
     }
     unsafe fn copy(
         &self,
@@ -253,15 +261,19 @@ impl<B: Backend + Queue> DynBackend for B {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
-        Queue::copy(
-            self,
-            s,
-            downcast(self, src)?,
-            src_offset,
-            downcast(self, dst)?,
-            dst_offset,
-            bytes,
-        )
+        // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
+        // buffers are this backend's: `downcast` checked them).
+        unsafe {
+            Queue::copy(
+                self,
+                s,
+                downcast(self, src)?,
+                src_offset,
+                downcast(self, dst)?,
+                dst_offset,
+                bytes,
+            )
+        }
     }
     unsafe fn fill(
         &self,
@@ -271,18 +283,24 @@ impl<B: Backend + Queue> DynBackend for B {
         bytes: usize,
         pattern: &[u8],
     ) -> Result<()> {
-        Queue::fill(self, s, downcast(self, dst)?, offset, bytes, pattern)
+        // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
+        // buffers are this backend's: `downcast` checked them).
+        unsafe { Queue::fill(self, s, downcast(self, dst)?, offset, bytes, pattern) }
     }
     unsafe fn launch(&self, s: StreamId, request: &LaunchRequest<'_, RawBuffer>) -> Result<()> {
-        Queue::launch(
-            self,
-            s,
-            &LaunchRequest {
-                program: request.program,
-                geometry: request.geometry,
-                args: downcast_args(self, &request.args)?,
-            },
-        )
+        // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
+        // buffers are this backend's: `downcast` checked them).
+        unsafe {
+            Queue::launch(
+                self,
+                s,
+                &LaunchRequest {
+                    program: request.program,
+                    geometry: request.geometry,
+                    args: downcast_args(self, &request.args)?,
+                },
+            )
+        }
     }
     unsafe fn launch_batch(
         &self,
@@ -299,7 +317,9 @@ impl<B: Backend + Queue> DynBackend for B {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Queue::launch_batch(self, s, &typed)
+        // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
+        // buffers are this backend's: `downcast` checked them).
+        unsafe { Queue::launch_batch(self, s, &typed) }
     }
     fn synchronize(&self, s: StreamId) -> Result<()> {
         Queue::synchronize(self, s)
@@ -363,15 +383,19 @@ impl<B: Backend + Queue> DynBackend for B {
         launch: usize,
         request: &LaunchRequest<'_, RawBuffer>,
     ) -> Result<bool> {
-        Queue::update_graph_launch(
-            self,
-            graph,
-            launch,
-            &LaunchRequest {
-                program: request.program,
-                geometry: request.geometry,
-                args: downcast_args(self, &request.args)?,
-            },
-        )
+        // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
+        // buffers are this backend's: `downcast` checked them).
+        unsafe {
+            Queue::update_graph_launch(
+                self,
+                graph,
+                launch,
+                &LaunchRequest {
+                    program: request.program,
+                    geometry: request.geometry,
+                    args: downcast_args(self, &request.args)?,
+                },
+            )
+        }
     }
 }

@@ -26,6 +26,7 @@ pub enum NativeArg {
 // SAFETY: the pointers refer to buffers that the launch borrows for its whole duration;
 // concurrent access by kernel threads follows the GPU model (see dotcompute-cpu's docs).
 unsafe impl Send for NativeArg {}
+// SAFETY: as for `Send` above.
 unsafe impl Sync for NativeArg {}
 
 /// Collects the first error raised by any thread of a launch, cheaply checked.

@@ -141,13 +141,17 @@ impl<T: VectorLane> Vec4<T> {
     pub const TYPE: Type = Type::vector(T::SCALAR, 4);
 }
 
-// SAFETY: lanes are 4-byte Pod types; `Vec2` is 8 bytes with alignment 8 and `Vec4` 16
-// bytes with alignment 16, so neither has padding, and every bit pattern is valid.
 macro_rules! pod {
     ($($t:ty),*) => {$(
+        // SAFETY: (for all four) lanes are 4-byte Pod types; `Vec2` is 8 bytes with alignment
+        // 8 and `Vec4` 16 bytes with alignment 16 (asserted below), so neither has padding,
+        // and every bit pattern is valid.
         unsafe impl bytemuck::Zeroable for Vec2<$t> {}
+        // SAFETY: as above.
         unsafe impl bytemuck::Pod for Vec2<$t> {}
+        // SAFETY: as above.
         unsafe impl bytemuck::Zeroable for Vec4<$t> {}
+        // SAFETY: as above.
         unsafe impl bytemuck::Pod for Vec4<$t> {}
         const _: () = assert!(std::mem::size_of::<Vec2<$t>>() == 8);
         const _: () = assert!(std::mem::size_of::<Vec4<$t>>() == 16);

@@ -970,13 +970,18 @@ impl<'a> ExecGraph<'a> {
                 program,
                 geometry,
                 args,
-            } => unsafe { backend.launch(s, &self.bind_node(program, *geometry, args)) },
-            NodeKind::Copy { src, dst, bytes } => unsafe {
+            } => {
+                // SAFETY: as said above for every node.
+                unsafe { backend.launch(s, &self.bind_node(program, *geometry, args)) }
+            }
+            NodeKind::Copy { src, dst, bytes } => {
                 let (src, dst) = (&buffers[*src], &buffers[*dst]);
-                backend.copy(s, src.raw, src.offset, dst.raw, dst.offset, *bytes)
-            },
+                // SAFETY: as said above for every node.
+                unsafe { backend.copy(s, src.raw, src.offset, dst.raw, dst.offset, *bytes) }
+            }
             NodeKind::Fill { dst, pattern } => {
                 let b = &buffers[*dst];
+                // SAFETY: as said above for every node.
                 unsafe { backend.fill(s, b.raw, b.offset, b.len * b.elem.size_bytes(), pattern) }
             }
         };
