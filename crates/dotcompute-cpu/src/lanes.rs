@@ -323,15 +323,21 @@ pub unsafe fn read_run<T: Copy>(p: *const T) -> Lanes<T> {
     {
         use core::arch::x86_64::{__m128i, __m256i};
         use core::mem::{size_of, transmute_copy};
-        match size_of::<Lanes<T>>() {
-            16 => return transmute_copy(&(p as *const __m128i).read_unaligned()),
-            32 => return transmute_copy(&(p as *const __m256i).read_unaligned()),
-            64 => return transmute_copy(&(p as *const [__m256i; 2]).read_unaligned()),
-            128 => return transmute_copy(&(p as *const [__m256i; 4]).read_unaligned()),
-            _ => {}
+        // SAFETY: the caller's range is valid for reads; each arm reads exactly
+        // `size_of::<Lanes<T>>()` bytes, unaligned, into a vector of that size, and the
+        // copy into `Lanes<T>` is between types of one size (plain data both).
+        unsafe {
+            match size_of::<Lanes<T>>() {
+                16 => return transmute_copy(&(p as *const __m128i).read_unaligned()),
+                32 => return transmute_copy(&(p as *const __m256i).read_unaligned()),
+                64 => return transmute_copy(&(p as *const [__m256i; 2]).read_unaligned()),
+                128 => return transmute_copy(&(p as *const [__m256i; 4]).read_unaligned()),
+                _ => {}
+            }
         }
     }
-    (p as *const Lanes<T>).read_unaligned()
+    // SAFETY: the caller's range is valid for reads.
+    unsafe { (p as *const Lanes<T>).read_unaligned() }
 }
 
 /// Writes `v` to `LANES` consecutive elements from `p`, as one vector store (see
@@ -345,15 +351,21 @@ pub unsafe fn write_run<T: Copy>(p: *mut T, v: Lanes<T>) {
     {
         use core::arch::x86_64::{__m128i, __m256i};
         use core::mem::{size_of, transmute_copy};
-        match size_of::<Lanes<T>>() {
-            16 => return (p as *mut __m128i).write_unaligned(transmute_copy(&v)),
-            32 => return (p as *mut __m256i).write_unaligned(transmute_copy(&v)),
-            64 => return (p as *mut [__m256i; 2]).write_unaligned(transmute_copy(&v)),
-            128 => return (p as *mut [__m256i; 4]).write_unaligned(transmute_copy(&v)),
-            _ => {}
+        // SAFETY: the caller's range is valid for writes; each arm writes exactly
+        // `size_of::<Lanes<T>>()` bytes, unaligned, from a vector of that size copied from
+        // `v` (types of one size, plain data both).
+        unsafe {
+            match size_of::<Lanes<T>>() {
+                16 => return (p as *mut __m128i).write_unaligned(transmute_copy(&v)),
+                32 => return (p as *mut __m256i).write_unaligned(transmute_copy(&v)),
+                64 => return (p as *mut [__m256i; 2]).write_unaligned(transmute_copy(&v)),
+                128 => return (p as *mut [__m256i; 4]).write_unaligned(transmute_copy(&v)),
+                _ => {}
+            }
         }
     }
-    (p as *mut Lanes<T>).write_unaligned(v)
+    // SAFETY: the caller's range is valid for writes.
+    unsafe { (p as *mut Lanes<T>).write_unaligned(v) }
 }
 
 /// The ids of threads `first .. first + LANES` (see [`fits`]): along x one per lane, along
@@ -612,7 +624,8 @@ pub unsafe fn load_one_unchecked<T: KernelElem, I: KernelIndex, const W: bool>(
     view: &View<'_, T, W>,
     i: I,
 ) -> T {
-    view.load_unchecked(i)
+    // SAFETY: the caller's bound, the same contract.
+    unsafe { view.load_unchecked(i) }
 }
 
 /// `view[base .. base + LANES]` with no bounds test.
@@ -624,7 +637,8 @@ pub unsafe fn load_run_unchecked<T: KernelElem, I: KernelIndex, const W: bool>(
     view: &View<'_, T, W>,
     base: I,
 ) -> Lanes<T> {
-    view.load_run_unchecked(base)
+    // SAFETY: the caller's bound, the same contract.
+    unsafe { view.load_run_unchecked(base) }
 }
 
 /// `view[i]`, the same index for every lane, if any lane is masked (the default if

@@ -78,6 +78,7 @@ struct Block {
 }
 // SAFETY: a Block is plain owned memory.
 unsafe impl Send for Block {}
+// SAFETY: as for `Send`; shared use is ordered by the facade's streams.
 unsafe impl Sync for Block {}
 
 /// A CPU buffer: a pooled block and its size class.
@@ -510,6 +511,7 @@ type GemmFn<T> = unsafe fn(
 struct GemmPtrs<T>(*const T, *const T, *mut T);
 // SAFETY: the bands read `a` and `b` and write disjoint rows of `c`.
 unsafe impl<T> Send for GemmPtrs<T> {}
+// SAFETY: as for `Send`.
 unsafe impl<T> Sync for GemmPtrs<T> {}
 
 fn banded_gemm<T: Copy + Send + Sync + From<u8>>(

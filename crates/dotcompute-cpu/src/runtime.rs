@@ -134,6 +134,7 @@ impl<T, const W: bool> Clone for View<'_, T, W> {
 impl<T, const W: bool> Copy for View<'_, T, W> {}
 // SAFETY: see the type's documentation; the memory outlives the launch.
 unsafe impl<T: Send, const W: bool> Send for View<'_, T, W> {}
+// SAFETY: as for `Send`.
 unsafe impl<T: Sync, const W: bool> Sync for View<'_, T, W> {}
 
 /// A read-only global buffer (`&[T]` parameter).
@@ -228,6 +229,7 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
         if self.is_run(m, &idx) {
             // SAFETY: elements idx[0] .. idx[0] + LANES are in bounds.
             let run = unsafe { self.ptr.add(idx[0].to_index() as usize) };
+            // SAFETY: the same run, valid for reads.
             return unsafe { crate::lanes::read_run(run) };
         }
         let mut in_bounds = self.len > 0;
@@ -282,7 +284,8 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
     /// `index` must be in bounds.
     #[inline(always)]
     pub unsafe fn load_unchecked<I: KernelIndex>(&self, index: I) -> T {
-        self.ptr.add(index.to_index() as usize).read()
+        // SAFETY: the caller's bound.
+        unsafe { self.ptr.add(index.to_index() as usize).read() }
     }
 
     /// `self[base .. base + LANES]` as one vector load, with no bounds test.
@@ -291,7 +294,8 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
     /// The run must be in bounds.
     #[inline(always)]
     pub unsafe fn load_run_unchecked<I: KernelIndex>(&self, base: I) -> crate::lanes::Lanes<T> {
-        crate::lanes::read_run(self.ptr.add(base.to_index() as usize))
+        // SAFETY: the caller's bound.
+        unsafe { crate::lanes::read_run(self.ptr.add(base.to_index() as usize)) }
     }
 
     /// A pointer to the run of `LANES` elements from `base` where every lane is masked
@@ -299,8 +303,10 @@ impl<'a, T: KernelElem, const W: bool> View<'a, T, W> {
     #[inline(always)]
     fn run_at<I: KernelIndex>(&self, m: &crate::lanes::Mask, base: I) -> Option<*mut T> {
         let b = base.to_index();
-        // SAFETY (of the pointer's use): in bounds, checked here.
-        (crate::lanes::all(m) && self.run_fits(b)).then(|| unsafe { self.ptr.add(b as usize) })
+        (crate::lanes::all(m) && self.run_fits(b)).then(|| {
+            // SAFETY: in bounds, checked just above.
+            unsafe { self.ptr.add(b as usize) }
+        })
     }
 
     /// Whether the `LANES` elements from `first` are in bounds (in 64 bits the end
@@ -355,6 +361,7 @@ impl<T: KernelElem> View<'_, T, true> {
             // SAFETY: elements idx[0] .. idx[0] + LANES are in bounds; see the type's note
             // on races.
             let run = unsafe { self.ptr.add(idx[0].to_index() as usize) };
+            // SAFETY: the same run, valid for writes (races as the type's note says).
             unsafe { crate::lanes::write_run(run, v) };
             return;
         }
@@ -853,6 +860,7 @@ where
     // unwinds, because `threads` is declared after the borrows it erases and so is dropped
     // first. Nothing of `body`, `mem` or `launch` is used after that.
     let body: &'static ThreadBody<'static> = unsafe { std::mem::transmute(body) };
+    // SAFETY: as for `body` just above.
     let mem: &'static GroupMem<'static> = unsafe { std::mem::transmute(mem) };
     let mut stacks = STACKS.with(|s| std::mem::take(&mut *s.borrow_mut()));
     let n = g.group_threads() as usize;
