@@ -821,9 +821,29 @@ fn single_pass_applies<T: Reducible>(queue: &impl AsStream) -> bool {
     use dotcompute::ir::ScalarType;
     let ty = <T as dotcompute::Element>::TYPE;
     let exact = ty == ScalarType::U32 || ty == ScalarType::I32;
+    exact && single_pass_allowed(queue)
+}
+
+/// Whether a single pass with a look-back may run on `queue`: CUDA (which runs started
+/// blocks to completion), unless the calling thread pinned the three passes
+/// (`tune::with_candidate("three-pass", ..)`). Scan and selection share the rule.
+pub(crate) fn single_pass_allowed(queue: &impl AsStream) -> bool {
     let cuda = queue.device().backend_kind() == dotcompute::BackendKind::Cuda;
-    let pinned = crate::tune::pinned(&["single-pass", "three-pass"]);
-    exact && cuda && pinned != Some(1)
+    cuda && crate::tune::pinned(&["single-pass", "three-pass"]) != Some(1)
+}
+
+/// A single pass's look-back state for `tiles` tiles, zeroed on `queue`: two status words
+/// per tile ([`look_back`]) and the tile counter ([`take_tile`]).
+pub(crate) fn look_back_state(
+    queue: &impl AsStream,
+    tiles: u32,
+) -> Result<(Buffer<u32>, Buffer<u32>)> {
+    let device = queue.device();
+    let mut status = device.alloc::<u32>(2 * tiles as usize)?;
+    queue.fill_buffer(&mut status, 0)?;
+    let mut counter = device.alloc::<u32>(1)?;
+    queue.fill_buffer(&mut counter, 0)?;
+    Ok((status, counter))
 }
 
 /// The single pass: zeroed status words (two per tile) and tile counter, then one launch.
@@ -838,10 +858,7 @@ fn single_pass<T: Reducible>(
     let n = input.len() as u32;
     let device = queue.device();
     let tiles = n.div_ceil(TILE);
-    let mut status = device.alloc::<u32>(2 * tiles as usize)?;
-    queue.fill_buffer(&mut status, 0)?;
-    let mut counter = device.alloc::<u32>(1)?;
-    queue.fill_buffer(&mut counter, 0)?;
+    let (mut status, mut counter) = look_back_state(queue, tiles)?;
     let unused_heads = device.alloc::<u32>(1)?;
     scan_single_pass::launch::<T>(
         queue,

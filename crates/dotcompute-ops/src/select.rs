@@ -17,7 +17,8 @@
 //! written, and a short output is `Error::Range` with both numbers.
 
 use crate::scan::{
-    group_inclusive_sum, look_back, scan_in_place, take_tile, warp_inclusive_sum, WINDOW,
+    group_inclusive_sum, look_back, look_back_state, scan_in_place, single_pass_allowed, take_tile,
+    warp_inclusive_sum, WINDOW,
 };
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
@@ -162,7 +163,7 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
     }
 }
 
-/// The single pass of copy-if and unique (CUDA; see [`single_pass_applies`]): tiles
+/// The single pass of copy-if and unique (CUDA; chosen in `select_on_device`): tiles
 /// numbered in the order groups start find their first output position by a decoupled
 /// look-back over earlier tiles' kept counts (`scan::look_back`), so flags are read once
 /// and nothing waits for a count pass. The last tile writes the total kept to
@@ -258,8 +259,6 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     let n = index_len(op, input.len())?;
     let device = queue.device();
     let tiles = n.div_ceil(TILE);
-    // One slot past the tiles, zero: the exclusive scan leaves the total there.
-    let mut offsets = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
     // Operations without flags bind a placeholder that their mode never reads.
     let placeholder;
     let flags = match flags {
@@ -269,12 +268,26 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
             &placeholder
         }
     };
+    // Without indices to write, a one-element placeholder is bound (never written).
+    let indices_given = idx.is_some();
+    let mut idx_placeholder;
+    let idx = match idx {
+        Some(i) => i,
+        None => {
+            idx_placeholder = device.alloc::<u32>(1)?;
+            &mut idx_placeholder
+        }
+    };
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
-    let room_for_all =
-        out.len() >= input.len() && idx.as_ref().is_none_or(|i| i.len() >= input.len());
-    if MODE != PARTITION && room_for_all && single_pass_applies(queue) {
+    // The single pass (CUDA) writes before the count is known, so it takes copy-if and
+    // unique only where the outputs have room for every element; short outputs take the
+    // three passes, which refuse them before anything is written.
+    let room_for_all = out.len() >= input.len() && (!indices_given || idx.len() >= input.len());
+    if MODE != PARTITION && room_for_all && single_pass_allowed(queue) {
         return single_pass::<T, MODE, INDICES>(queue, groups, input, flags, out, idx, n);
     }
+    // One slot past the tiles, zero: the exclusive scan leaves the total there.
+    let mut offsets = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
     count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut offsets, n)?;
     scan_in_place(queue, &mut offsets, tiles + 1)?;
     let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
@@ -284,31 +297,13 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
         out.len(),
         if MODE == PARTITION { input.len() } else { kept },
     )?;
-    let mut idx_placeholder;
-    let idx = match idx {
-        Some(i) => {
-            check_room(op, i.len(), kept)?;
-            i
-        }
-        None => {
-            idx_placeholder = device.alloc::<u32>(1)?;
-            &mut idx_placeholder
-        }
-    };
+    if indices_given {
+        check_room(op, idx.len(), kept)?;
+    }
     scatter_kept::launch::<T, MODE, INDICES>(
         queue, groups, input, flags, out, idx, &offsets, n, tiles,
     )?;
     Ok(kept)
-}
-
-/// Whether a selection on `queue` takes the single pass: on CUDA (forward progress
-/// between started blocks), for copy-if and unique whose outputs have room for every
-/// element (the pass writes before the count is known, and a short output must be
-/// refused before anything is written, so short ones take the three passes). A test can
-/// pin either form: `tune::with_candidate("three-pass", ..)`.
-fn single_pass_applies(queue: &impl AsStream) -> bool {
-    let cuda = queue.device().backend_kind() == dotcompute::BackendKind::Cuda;
-    cuda && crate::tune::pinned(&["single-pass", "three-pass"]) != Some(1)
 }
 
 /// The single pass: zeroed status words and tile counter, one launch, then the total.
@@ -318,24 +313,11 @@ fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     input: &Buffer<T>,
     flags: &Buffer<u32>,
     out: &mut Buffer<T>,
-    idx: Option<&mut Buffer<u32>>,
+    idx: &mut Buffer<u32>,
     n: u32,
 ) -> Result<usize> {
-    let device = queue.device();
-    let tiles = n.div_ceil(TILE);
-    let mut status = device.alloc::<u32>(2 * tiles as usize)?;
-    queue.fill_buffer(&mut status, 0)?;
-    let mut counter = device.alloc::<u32>(1)?;
-    queue.fill_buffer(&mut counter, 0)?;
-    let mut total = device.alloc::<u32>(1)?;
-    let mut idx_placeholder;
-    let idx = match idx {
-        Some(i) => i,
-        None => {
-            idx_placeholder = device.alloc::<u32>(1)?;
-            &mut idx_placeholder
-        }
-    };
+    let (mut status, mut counter) = look_back_state(queue, n.div_ceil(TILE))?;
+    let mut total = queue.device().alloc::<u32>(1)?;
     select_single_pass::launch::<T, MODE, INDICES>(
         queue,
         groups,
