@@ -127,6 +127,9 @@ fn is_sticky(code: sys::CUresult) -> bool {
 /// after a sticky error (NVIDIA: "the process must be terminated and relaunched"), so
 /// opening it again is `DeviceLost` with that reason: recovery is a new process.
 pub(crate) struct Context {
+    /// Keeps device-synchronising driver calls from invalidating captures on other
+    /// threads ([`CaptureGate`]).
+    pub(crate) capture_gate: CaptureGate,
     pub(crate) handle: sys::CUcontext,
     pub(crate) device: sys::CUdevice,
     pub(crate) ordinal: i32,
@@ -134,6 +137,71 @@ pub(crate) struct Context {
     /// Lost because work did not finish ([`wait_bounded`]): the context is never
     /// released or reset (either would wait for that work); the process's exit ends it.
     hung: std::sync::atomic::AtomicBool,
+}
+
+/// Holds back the driver calls that synchronise the device while a graph capture runs on
+/// another thread: CUDA then invalidates every capture on the device, thread-local mode
+/// included (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, seen in the 16-thread stress run on
+/// an H100; the same behaviour is recorded in ROCm/rocm-systems#4508 and
+/// llama.cpp#14033). Captures count themselves in and out; the gated calls (the pool's
+/// allocations and frees, page-locked host memory, the profiler's synchronisations) wait
+/// until none runs and keep new ones from starting meanwhile. A thread inside its own
+/// capture is not held back (it would wait for itself).
+#[derive(Default)]
+pub(crate) struct CaptureGate {
+    active: std::sync::Mutex<usize>,
+    idle: std::sync::Condvar,
+}
+
+thread_local! {
+    /// Captures this thread has begun and not ended.
+    static CAPTURING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Whether this thread is running a gated call ([`CaptureGate::exclusive`]).
+    static INSIDE_GATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl CaptureGate {
+    /// Counts a capture in (before `cuStreamBeginCapture`).
+    pub(crate) fn enter(&self) {
+        *self.active.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        CAPTURING.with(|c| c.set(c.get() + 1));
+    }
+
+    /// Counts a capture out (after `cuStreamEndCapture`, or a failed begin).
+    pub(crate) fn leave(&self) {
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        *active = active.saturating_sub(1);
+        CAPTURING.with(|c| c.set(c.get().saturating_sub(1)));
+        if *active == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Runs `f` with no capture running on another thread. Gated calls nest (a gated
+    /// call made inside `f` runs at once: the gate is already held).
+    pub(crate) fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        if CAPTURING.with(|c| c.get()) > 0 || INSIDE_GATE.with(|g| g.get()) {
+            return f();
+        }
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        while *active > 0 {
+            active = self.idle.wait(active).unwrap_or_else(|p| p.into_inner());
+        }
+        // Cleared however `f` returns: a panic in it must not leave the thread thinking it
+        // holds the gate.
+        struct Inside;
+        impl Drop for Inside {
+            fn drop(&mut self) {
+                INSIDE_GATE.with(|g| g.set(false));
+            }
+        }
+        INSIDE_GATE.with(|g| g.set(true));
+        let inside = Inside;
+        let r = f();
+        drop(inside);
+        drop(active);
+        r
+    }
 }
 
 // SAFETY: a context handle may be made current on any thread.
@@ -190,6 +258,7 @@ impl Context {
             ordinal,
             lost: OnceLock::new(),
             hung: std::sync::atomic::AtomicBool::new(false),
+            capture_gate: CaptureGate::default(),
         });
         let mut list = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
         // Another thread may have registered the device meanwhile: share its context

@@ -125,6 +125,7 @@ impl CudaBackend {
     pub(crate) fn begin_capture_on(&self, s: StreamId) -> Result<bool> {
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
+        self.ctx.capture_gate.enter();
         // Thread-local mode: only this thread's unsafe calls (synchronisations) are
         // refused during the capture; other threads keep working.
         // SAFETY: the stream is live and not capturing (the facade captures one graph at
@@ -135,7 +136,8 @@ impl CudaBackend {
                 sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
             )
         }
-        .during("cuStreamBeginCapture")?;
+        .during("cuStreamBeginCapture")
+        .inspect_err(|_| self.ctx.capture_gate.leave())?;
         Ok(true)
     }
 
@@ -144,6 +146,15 @@ impl CudaBackend {
         s: StreamId,
         update: Option<&dyn GraphExec>,
     ) -> Result<Option<Box<dyn GraphExec>>> {
+        // The capture is counted out however this returns (a count left behind would
+        // hold every gated call back for good).
+        struct CountedOut<'a>(&'a crate::driver::CaptureGate);
+        impl Drop for CountedOut<'_> {
+            fn drop(&mut self) {
+                self.0.leave();
+            }
+        }
+        let counted = CountedOut(&self.ctx.capture_gate);
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
         // The kernel nodes this capture's launches noted.
@@ -152,7 +163,9 @@ impl CudaBackend {
             .unwrap_or_default();
         let mut graph: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: the stream was capturing (begin_capture_on); the graph handle is ours.
-        unsafe { sys::cuStreamEndCapture(stream, &mut graph) }.during("cuStreamEndCapture")?;
+        let ended = unsafe { sys::cuStreamEndCapture(stream, &mut graph) };
+        drop(counted);
+        ended.during("cuStreamEndCapture")?;
         struct Owned(sys::CUgraph);
         impl Drop for Owned {
             fn drop(&mut self) {

@@ -68,7 +68,11 @@ impl CudaBackend {
         // Checked launches: a zeroed violation record of their own, read back after the
         // launch (so a checked launch waits for its kernel).
         let record = if checked {
-            Some(ViolationRecord::new(&self.violation_records, stream)?)
+            Some(ViolationRecord::new(
+                &self.violation_records,
+                &self.ctx.capture_gate,
+                stream,
+            )?)
         } else {
             None
         };
@@ -265,6 +269,7 @@ impl CudaBackend {
 struct ViolationRecord<'b> {
     ptr: sys::CUdeviceptr,
     spares: &'b Mutex<Vec<sys::CUdeviceptr>>,
+    gate: &'b crate::driver::CaptureGate,
     reusable: bool,
 }
 
@@ -274,18 +279,22 @@ impl<'b> ViolationRecord<'b> {
     /// A record zeroed on `stream` (the context is bound).
     fn new(
         spares: &'b Mutex<Vec<sys::CUdeviceptr>>,
+        gate: &'b crate::driver::CaptureGate,
         stream: sys::CUstream,
     ) -> Result<ViolationRecord<'b>> {
         let spare = spares.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let ptr = match spare {
             Some(ptr) => ptr,
+            // Not while another thread captures (`driver::CaptureGate`).
             // SAFETY: a plain allocation; freed by Drop or by the backend.
-            None => unsafe { cu::malloc_sync(Self::BYTES) }
+            None => gate
+                .exclusive(|| unsafe { cu::malloc_sync(Self::BYTES) })
                 .map_err(|e| driver_error("allocating a violation record", e))?,
         };
         let record = ViolationRecord {
             ptr,
             spares,
+            gate,
             reusable: false,
         };
         // SAFETY: the allocation holds VIOLATION_WORDS u32s.
@@ -322,8 +331,9 @@ impl Drop for ViolationRecord<'_> {
                 .unwrap_or_else(|p| p.into_inner())
                 .push(self.ptr);
         } else {
-            // SAFETY: allocated by malloc_sync; cuMemFree waits for work using it.
-            let _ = unsafe { cu::free_sync(self.ptr) };
+            // SAFETY: allocated by malloc_sync; cuMemFree waits for work using it. Not
+            // while another thread captures (`driver::CaptureGate`).
+            let _ = self.gate.exclusive(|| unsafe { cu::free_sync(self.ptr) });
         }
     }
 }

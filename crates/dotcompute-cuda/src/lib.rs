@@ -216,6 +216,7 @@ impl Backend for CudaBackend {
 
     fn trim(&self) {
         if bind(&self.ctx).is_ok() {
+            // Each block is freed through the capture gate (`driver_free`).
             self.pool.trim(self.driver_free());
         }
     }
@@ -255,10 +256,17 @@ impl Drop for CudaBackend {
         if bind(&self.ctx).is_err() {
             return;
         }
-        // SAFETY: nothing uses these handles after the backend; the device is drained
+        // Other backends of the same device may be capturing graphs on other threads:
+        // freeing memory, unloading modules and destroying streams may synchronise the
+        // device and invalidate their captures (`driver::CaptureGate`), so this waits for
+        // them, and drains this backend's own streams rather than the whole context.
+        let ctx = self.ctx.clone();
+        // SAFETY: nothing uses these handles after the backend; its streams are drained
         // before memory, modules and the streams are released.
-        unsafe {
-            let _ = sys::cuCtxSynchronize();
+        ctx.capture_gate.exclusive(|| unsafe {
+            for s in self.streams.all() {
+                let _ = cu::stream::synchronize(s);
+            }
             let mut profiler = lock(&self.profiler);
             for p in profiler.pending.drain(..) {
                 let _ = cu::event::destroy(p.start);
@@ -283,6 +291,6 @@ impl Drop for CudaBackend {
                 let _ = cu::stream::destroy(s);
             }
             // The context is released by its last user (driver::Context).
-        }
+        });
     }
 }

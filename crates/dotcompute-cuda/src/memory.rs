@@ -21,10 +21,18 @@ impl CudaBuffer {
 impl CudaBackend {
     pub(crate) fn alloc_block(&self, bytes: usize) -> Result<(CudaBuffer, StreamSet)> {
         bind(&self.ctx)?;
+        // A block from the pool's cache is handed out at once; the driver is called (the
+        // pool holds no lock then) only while no other thread captures a graph
+        // (`driver::CaptureGate`).
         let (ptr, class, users) = self.pool.acquire(
             bytes,
-            // SAFETY: plain allocation; the memory is owned by the pool from here on.
-            |class| unsafe { cu::malloc_sync(class) }.map_err(|e| self.alloc_error(bytes, e)),
+            |class| {
+                self.ctx
+                    .capture_gate
+                    // SAFETY: plain allocation; the memory is owned by the pool from here on.
+                    .exclusive(|| unsafe { cu::malloc_sync(class) })
+                    .map_err(|e| self.alloc_error(bytes, e))
+            },
             self.driver_free(),
         )?;
         Ok((CudaBuffer { ptr, class }, users))
@@ -55,11 +63,14 @@ impl CudaBackend {
                 let _ = dotcompute_hal::Queue::synchronize_all(self);
                 drained = true;
             }
+            // cuMemFree may synchronise the device: not while another thread captures a
+            // graph (`driver::CaptureGate`).
             // SAFETY: the context is current (callers bind it); the block is not owned by
             // any buffer, and after the wait no work that used it is pending.
-            unsafe {
-                let _ = cu::free_sync(ptr);
-            }
+            let _ = self
+                .ctx
+                .capture_gate
+                .exclusive(|| unsafe { cu::free_sync(ptr) });
         }
     }
 
@@ -71,20 +82,24 @@ impl CudaBackend {
         // PORTABLE: page-locked for every context, so a copy on any device is a DMA.
         const PORTABLE: u32 = 0x01;
         // SAFETY: plain allocation, freed by PinnedMemory's Drop.
-        let ptr = unsafe { cu::malloc_host(bytes, PORTABLE) }.map_err(|e| {
-            if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-                Error::OutOfMemory {
-                    device: self.info.label(),
-                    requested: bytes as u64,
-                    detail: format!(
-                        "cuMemHostAlloc (page-locked host memory): {}",
-                        driver::describe(e)
-                    ),
+        let ptr = self
+            .ctx
+            .capture_gate
+            .exclusive(|| unsafe { cu::malloc_host(bytes, PORTABLE) })
+            .map_err(|e| {
+                if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                    Error::OutOfMemory {
+                        device: self.info.label(),
+                        requested: bytes as u64,
+                        detail: format!(
+                            "cuMemHostAlloc (page-locked host memory): {}",
+                            driver::describe(e)
+                        ),
+                    }
+                } else {
+                    driver_error("cuMemHostAlloc", e)
                 }
-            } else {
-                driver_error("cuMemHostAlloc", e)
-            }
-        })?;
+            })?;
         Ok(Some(Box::new(PinnedMemory {
             ptr: ptr.cast(),
             len: bytes,
@@ -119,7 +134,11 @@ impl Drop for PinnedMemory {
         // alive (the memory's owner holds the device).
         if bind(&self.ctx).is_ok() {
             // SAFETY: allocated by cuMemHostAlloc, freed once.
-            let _ = unsafe { cu::free_host(self.ptr.cast()) };
+            // Not while another thread captures (`driver::CaptureGate`).
+            let _ = self
+                .ctx
+                .capture_gate
+                .exclusive(|| unsafe { cu::free_host(self.ptr.cast()) });
         }
     }
 }

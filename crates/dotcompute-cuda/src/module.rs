@@ -156,9 +156,14 @@ impl CudaBackend {
     }
 
     fn load_cubin(&self, name: &str, cubin: &[u8], e: &Entries<'_>) -> Result<Arc<Function>> {
+        // Not while another thread captures (`driver::CaptureGate`); no lock is held here
+        // that a capturing thread could be waiting for.
         // SAFETY: the image is a whole CUBIN (checksummed on disk, or fresh from NVRTC).
-        let module =
-            unsafe { cu::module::load_data(cubin.as_ptr().cast()) }.during("cuModuleLoadData")?;
+        let module = self
+            .ctx
+            .capture_gate
+            .exclusive(|| unsafe { cu::module::load_data(cubin.as_ptr().cast()) })
+            .during("cuModuleLoadData")?;
         lock(&self.modules).push(module);
         let entry_c = CString::new(e.entry).map_err(|_| Error::Compile {
             kernel: name.into(),

@@ -84,11 +84,12 @@ impl CudaBackend {
                 // The origin precedes everything enqueued from now on, on every stream:
                 // recorded on the default stream after waiting for the device, it
                 // completes before any later work starts.
+                // Not while another thread captures (`driver::CaptureGate`).
                 // SAFETY: live handles.
-                unsafe {
+                self.ctx.capture_gate.exclusive(|| unsafe {
                     let _ = sys::cuCtxSynchronize();
                     let _ = cu::event::record(e.0, stream);
-                }
+                });
             }
             p.origin = origin;
         }
@@ -107,8 +108,13 @@ impl CudaBackend {
         if pending.is_empty() || bind(&self.ctx).is_err() {
             return Vec::new();
         }
-        // SAFETY: waits for every stream, so every event has completed.
-        if unsafe { sys::cuCtxSynchronize() } != sys::CUresult::CUDA_SUCCESS {
+        // SAFETY: waits for every stream, so every event has completed; not while another
+        // thread captures (`driver::CaptureGate`).
+        let synced = self
+            .ctx
+            .capture_gate
+            .exclusive(|| unsafe { sys::cuCtxSynchronize() });
+        if synced != sys::CUresult::CUDA_SUCCESS {
             return Vec::new();
         }
         pending

@@ -135,3 +135,19 @@ pub fn reference_matmul(
     }
     (c, mag)
 }
+
+/// Keeps the tests that time the driver apart from the tests that load it on purpose
+/// (page-locked allocations and frees, memory handed back to the driver from many
+/// threads): the driver serialises those calls, so a timed enqueue beside them measures
+/// the neighbour. Timing tests hold [`timed_alone`]; loading tests hold [`loading`].
+static DRIVER_LOAD: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test that times driver calls: no loading test runs meanwhile.
+pub fn timed_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    DRIVER_LOAD.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Held by a test that loads the driver from many threads on purpose.
+pub fn loading() -> std::sync::RwLockReadGuard<'static, ()> {
+    DRIVER_LOAD.read().unwrap_or_else(|p| p.into_inner())
+}

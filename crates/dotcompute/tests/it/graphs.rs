@@ -576,20 +576,18 @@ fn views_are_graph_arguments_and_nothing_outside_them_changes() {
 }
 
 /// Graphs are captured and replayed by 8 threads while 8 others allocate, fill and drop
-/// large buffers and hand the pool's memory back to the driver (`trim`). Every graph
-/// must build, and every replay must be right.
+/// large buffers and hand the pool's memory back to the driver (`trim`), allocate and
+/// free page-locked host memory, or open, use and drop second devices of the same
+/// backend. Every graph must build, and every replay must be right.
 ///
-/// **Open defect, so ignored:** on CUDA a capture is sometimes invalidated
-/// (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at a later launch) by driver calls of other
-/// threads. Two sources are fixed (2026-11-27: freeing pool blocks began with
-/// `cuCtxSynchronize`, and `Device::synchronize` queried capture streams); alone, this
-/// test then passed 4 of 4 on an H100 (1 of 3 failed before), but run beside the other
-/// tests of this binary it still failed once (page-locked host allocations and frees,
-/// `cuMemFree` and module loads of neighbouring tests are the remaining suspects: each
-/// synchronises the device). Run with `--ignored` to reproduce.
+/// On CUDA, a driver call that may synchronise the device (cuMemAlloc/cuMemFree,
+/// cuMemHostAlloc/cuMemFreeHost, module loads and unloads, a dropped device draining
+/// the shared context) invalidated captures running on other threads
+/// (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED): without the capture gate
+/// (`driver::CaptureGate` in the CUDA crate), this failed 3 runs of 3 on an H200.
 #[test]
-#[ignore = "reproduces the open CUDA capture-invalidation defect (see the comment)"]
 fn graphs_are_captured_while_other_threads_return_memory_to_the_driver() {
+    let _loading = common::loading();
     for d in common::devices() {
         // The defect was CUDA's; the CPU and software GPUs (two cores in CI) run a
         // lighter version of the same mix.
@@ -609,14 +607,36 @@ fn graphs_are_captured_while_other_threads_return_memory_to_the_driver() {
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             for t in 0..8usize {
-                let (d, stop) = (d.clone(), &stop);
+                let (d, stop, input, want) = (d.clone(), &stop, &input, &want);
                 scope.spawn(move || {
                     let mut bytes = 8usize << 20;
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        let mut big = d.alloc::<u32>(bytes / 4).unwrap();
-                        big.fill(t as u32).unwrap();
-                        drop(big);
-                        d.trim();
+                        match t % 3 {
+                            0 => {
+                                let mut big = d.alloc::<u32>(bytes / 4).unwrap();
+                                big.fill(t as u32).unwrap();
+                                drop(big);
+                                d.trim();
+                            }
+                            1 => {
+                                // Page-locked host memory (CUDA) is allocated and freed
+                                // by the driver each time.
+                                let mut host = d.alloc_host::<u32>(bytes / 16).unwrap();
+                                host.as_mut_slice().unwrap().fill(t as u32);
+                                drop(host);
+                            }
+                            _ => {
+                                // A second device of the same backend loads its own
+                                // module and, when dropped, drains its work and frees
+                                // its memory (on CUDA, in the same context).
+                                let other = Device::with_backend(d.backend_kind()).unwrap();
+                                let mut out = other.alloc_filled(n, f32::NAN).unwrap();
+                                let a = other.upload(input).unwrap();
+                                scale_into::launch(&other, Launch::threads(n), &a, &mut out, 1.5)
+                                    .unwrap();
+                                assert_eq!(bits(&out.to_vec().unwrap()), *want, "second device");
+                            }
+                        }
                         bytes = (bytes * 3 / 2) % most_bytes + (4 << 20);
                     }
                 });
