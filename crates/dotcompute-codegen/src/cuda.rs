@@ -288,8 +288,9 @@ pub fn cuda_type(ty: ScalarType) -> &'static str {
         // every operation rounds its result back (`dc_rh`), which is IEEE half arithmetic
         // for + - * / and sqrt, since f32 carries more than twice f16's precision.
         ScalarType::F16 => "f32",
-        // Storage-only (IR validation keeps it out of kernels).
+        // Storage-only (IR validation keeps them out of kernels).
         ScalarType::BF16 => "__nv_bfloat16",
+        ScalarType::U8 => "unsigned char",
     }
 }
 
@@ -537,7 +538,7 @@ impl Gen<'_> {
                 ScalarType::F64 => ("double2", 2),
                 ScalarType::I64 => ("longlong2", 2),
                 ScalarType::U64 => ("ulonglong2", 2),
-                ScalarType::Bool | ScalarType::F16 | ScalarType::BF16 => {
+                ScalarType::Bool | ScalarType::F16 | ScalarType::BF16 | ScalarType::U8 => {
                     unreachable!("no vector form: 1-byte buffers, and types kernels cannot use")
                 }
             }

@@ -218,6 +218,7 @@ pub fn msl_type(ty: ScalarType) -> &'static str {
         // A float register holding an f16-representable value, as in CUDA.
         ScalarType::F16 => "f32",
         ScalarType::BF16 => "bfloat",
+        ScalarType::U8 => "uchar",
     }
 }
 

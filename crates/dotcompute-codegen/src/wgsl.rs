@@ -191,7 +191,9 @@ fn wgsl_type(ty: ScalarType) -> Option<&'static str> {
         ScalarType::F32 => Some("f32"),
         // Needs the adapter's SHADER_F16 (`enable f16;`), a device capability.
         ScalarType::F16 => Some("f16"),
-        ScalarType::I64 | ScalarType::U64 | ScalarType::F64 | ScalarType::BF16 => None,
+        ScalarType::I64 | ScalarType::U64 | ScalarType::F64 | ScalarType::BF16 | ScalarType::U8 => {
+            None
+        }
     }
 }
 

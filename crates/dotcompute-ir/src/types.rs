@@ -19,6 +19,9 @@ pub enum ScalarType {
     F16,
     /// bfloat16: a storage type only, like [`ScalarType::F16`].
     BF16,
+    /// Bytes: a storage type only (buffers and transfers); kernels read a byte buffer as
+    /// little-endian `u32` words (`Buffer::<u8>::as_words` in the facade).
+    U8,
 }
 
 impl ScalarType {
@@ -36,7 +39,7 @@ impl ScalarType {
     /// Size in bytes as stored in a buffer (`bool` is never stored in buffers).
     pub fn size_bytes(self) -> usize {
         match self {
-            ScalarType::Bool => 1,
+            ScalarType::Bool | ScalarType::U8 => 1,
             ScalarType::F16 | ScalarType::BF16 => 2,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
             ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
@@ -69,11 +72,12 @@ impl ScalarType {
             ScalarType::F64 => "f64",
             ScalarType::F16 => "f16",
             ScalarType::BF16 => "bf16",
+            ScalarType::U8 => "u8",
         }
     }
-    /// Whether the type exists only in memory (`bf16`): no kernel may use it.
+    /// Whether the type exists only in memory (`bf16`, `u8`): no kernel may use it.
     pub fn is_storage_only(self) -> bool {
-        matches!(self, ScalarType::BF16)
+        matches!(self, ScalarType::BF16 | ScalarType::U8)
     }
     /// Parses the Rust spelling.
     pub fn from_name(name: &str) -> Option<ScalarType> {
@@ -250,7 +254,7 @@ impl Literal {
             ScalarType::F32 => Literal::f32(v as f32),
             ScalarType::F64 => Literal::f64(v as f64),
             ScalarType::F16 => Literal::F16(half::f16::from_f64(v as f64).to_bits()),
-            ScalarType::Bool | ScalarType::BF16 => return None,
+            ScalarType::Bool | ScalarType::BF16 | ScalarType::U8 => return None,
         })
     }
     /// A float literal of float type `ty`.

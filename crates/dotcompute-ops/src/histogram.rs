@@ -162,6 +162,89 @@ fn histogram_int<T: Int>(
     add_bins(local, hist, bins);
 }
 
+/// The bin of byte `b` (`0..=255`), or [`NO_BIN`] outside `[lower, upper)`: a shift for
+/// bin widths that are powers of two (`shift < 32`), else a division.
+#[kernel_fn]
+fn bin_of_byte(b: u32, lower: u32, upper: u32, width: u32, shift: u32) -> u32 {
+    let mut bin = NO_BIN;
+    if b >= lower && b < upper {
+        bin = if shift < 32 {
+            (b - lower) >> shift
+        } else {
+            (b - lower) / width
+        };
+    }
+    bin
+}
+
+/// Counts the first `count` bytes of word `w` (little-endian).
+#[kernel_fn]
+fn count_bytes(
+    local: &mut [u32],
+    w: u32,
+    count: u32,
+    lower: u32,
+    upper: u32,
+    width: u32,
+    shift: u32,
+) {
+    let mut k = 0u32;
+    while k < count {
+        let bin = bin_of_byte((w >> (8 * k)) & 255, lower, upper, width, shift);
+        if bin != NO_BIN {
+            atomic_add(&local[bin], 1u32);
+        }
+        k += 1;
+    }
+}
+
+/// Byte samples, read four to a word (`Buffer::<u8>::as_words`): `n` bytes.
+#[kernel]
+fn histogram_bytes(
+    words: &[u32],
+    hist: &mut [u32],
+    n: u32,
+    bins: u32,
+    lower: u32,
+    upper: u32,
+    width: u32,
+    shift: u32,
+) {
+    let local = shared::<u32, MAX_BINS>();
+    clear_bins(local, bins);
+    let stride = GROUP * num_groups().x;
+    let whole = n / 4;
+    let mut i = global_id().x;
+    // Four words (16 bytes) in flight per step.
+    while i + 3 * stride < whole {
+        let w0 = words[i];
+        let w1 = words[i + stride];
+        let w2 = words[i + 2 * stride];
+        let w3 = words[i + 3 * stride];
+        count_bytes(local, w0, 4, lower, upper, width, shift);
+        count_bytes(local, w1, 4, lower, upper, width, shift);
+        count_bytes(local, w2, 4, lower, upper, width, shift);
+        count_bytes(local, w3, 4, lower, upper, width, shift);
+        i += 4 * stride;
+    }
+    while i < words.len() {
+        let count = if i < whole { 4u32 } else { n - 4 * i };
+        count_bytes(local, words[i], count, lower, upper, width, shift);
+        i += stride;
+    }
+    add_bins(local, hist, bins);
+}
+
+/// The bin of every byte sample (`n` bytes read as words).
+#[kernel]
+fn bins_bytes(words: &[u32], out: &mut [u32], lower: u32, upper: u32, width: u32, shift: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        let b = (words[i / 4] >> (8 * (i % 4))) & 255;
+        out[i] = bin_of_byte(b, lower, upper, width, shift);
+    }
+}
+
 /// `Error::Range` unless there are 1 to [`MAX_BINS`] bins.
 fn check_bins(op: &'static str, bins: u32) -> Result<()> {
     if bins == 0 || bins > MAX_BINS {
@@ -277,6 +360,98 @@ pub fn histogram_even<T: HistogramInt>(
     tuned(queue, OP, &ty, n, hist, |hist, l| {
         histogram_int::launch::<T>(queue, l, samples, hist, n, bins, lower, upper, width)
     })
+}
+
+/// The bin width over `[lower, upper)` of byte samples (`upper ≤ 256`), and its shift
+/// where it is a power of two (else 32).
+fn byte_width(op: &'static str, bins: u32, lower: u32, upper: u32) -> Result<(u32, u32)> {
+    if upper > 256 {
+        return Err(invalid(
+            op,
+            format!("the range {lower}..{upper} goes past 256 (bytes are 0..=255)"),
+        ));
+    }
+    let width = int_width(op, bins, lower, upper)?;
+    let shift = if width.is_power_of_two() {
+        width.trailing_zeros()
+    } else {
+        32
+    };
+    Ok((width, shift))
+}
+
+/// Counts byte samples into `hist` (`bins` elements, set to zero first): the range
+/// `[lower, upper)` (`upper ≤ 256`) must split into `bins` equal integer widths. Each
+/// thread reads 4 bytes at a time (`Buffer::<u8>::as_words`).
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[0u8, 1, 1, 200, 255, 17, 3])?;
+/// let mut h = d.alloc::<u32>(4)?;
+/// // Four bins of 64 values each over all bytes.
+/// dotcompute_ops::histogram::histogram_even_u8(&d, &x, 4, 0, 256, &mut h)?;
+/// assert_eq!(h.to_vec()?, [5, 0, 0, 2]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
+pub fn histogram_even_u8(
+    queue: &impl AsStream,
+    samples: &Buffer<u8>,
+    bins: u32,
+    lower: u32,
+    upper: u32,
+    hist: &mut Buffer<u32>,
+) -> Result<()> {
+    const OP: &str = "histogram_even_u8";
+    let n = check(OP, samples.len(), bins, hist.len())?;
+    let (width, shift) = byte_width(OP, bins, lower, upper)?;
+    if n == 0 {
+        return queue.fill_buffer(hist, 0);
+    }
+    // Each thread's four words cover 16 samples: the launch counts groups by words.
+    let words = n.div_ceil(4);
+    tuned(queue, OP, "u8", words, hist, |hist, l| {
+        histogram_bytes::launch(
+            queue,
+            l,
+            &samples.as_words(),
+            hist,
+            n,
+            bins,
+            lower,
+            upper,
+            width,
+            shift,
+        )
+    })
+}
+
+/// The bin of every byte sample (the bins of [`histogram_even_u8`]), or [`NO_BIN`].
+pub fn bin_indices_even_u8(
+    queue: &impl AsStream,
+    samples: &Buffer<u8>,
+    bins: u32,
+    lower: u32,
+    upper: u32,
+    out: &mut Buffer<u32>,
+) -> Result<()> {
+    const OP: &str = "bin_indices_even_u8";
+    check_indices(OP, samples.len(), bins, out.len())?;
+    let (width, shift) = byte_width(OP, bins, lower, upper)?;
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let threads = Launch::threads(samples.len());
+    bins_bytes::launch(
+        queue,
+        threads,
+        &samples.as_words(),
+        out,
+        lower,
+        upper,
+        width,
+        shift,
+    )
 }
 
 /// `bins / (upper − lower)` in f32, or why the range cannot have `bins` bins.

@@ -57,6 +57,11 @@ impl ScalarArg for half::f16 {
         Literal::F16(self.to_bits())
     }
 }
+// Bytes: a storage type. Kernels read a byte buffer as words (`Buffer::<u8>::as_words`).
+impl sealed::Sealed for u8 {}
+impl Element for u8 {
+    const TYPE: Type = Type::scalar(ScalarType::U8);
+}
 impl sealed::Sealed for half::bf16 {}
 impl Element for half::bf16 {
     const TYPE: Type = Type::scalar(ScalarType::BF16);
@@ -155,13 +160,26 @@ impl<T: Element> Buffer<T> {
     pub(crate) fn new(device: &Device, len: usize) -> Result<Buffer<T>> {
         let bytes = byte_len::<T>(device, len)?;
         let (raw, previous_users) = device.backend().alloc(bytes)?;
-        Ok(Buffer {
+        let mut buffer = Buffer {
             device: device.clone(),
             raw: Some(raw),
             len,
             uses: Uses::new(previous_users),
             _t: PhantomData,
-        })
+        };
+        // A byte buffer's last word is read whole through `as_words`: the bytes past its
+        // end are zeroed once here (allocations are at least 256 bytes, whole words), and
+        // no transfer or fill of the buffer's elements reaches them later.
+        if T::TYPE == Type::scalar(ScalarType::U8) && len % 4 != 0 {
+            let padding = len.next_multiple_of(4) - len;
+            BufferViewMut {
+                buffer: &mut buffer,
+                offset: len,
+                len: padding,
+            }
+            .fill_on(StreamId::DEFAULT, T::zeroed())?;
+        }
+        Ok(buffer)
     }
 
     pub(crate) fn uses(&self) -> &Uses {
@@ -529,6 +547,55 @@ impl<'a> Arg<'a> {
     /// A scalar by value.
     pub fn scalar<T: ScalarArg>(v: T) -> Arg<'a> {
         Arg(ArgKind::Scalar(v.literal()))
+    }
+}
+
+/// A byte buffer read by a kernel's `&[u32]` parameter as little-endian words
+/// ([`Buffer::as_words`]).
+#[derive(Clone, Copy)]
+pub struct ByteWords<'a>(&'a Buffer<u8>);
+
+impl Buffer<u8> {
+    /// The bytes as `len.div_ceil(4)` little-endian `u32` words, for a `&[u32]` kernel
+    /// parameter (read-only): word `i` holds bytes `4i..4i + 4`, byte `4i + k` in bits
+    /// `8k..8k + 8`; the bytes of the last word past the buffer's end read as zero.
+    /// Kernels have no 8-bit type: this is how they read bytes.
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// #[kernel]
+    /// fn byte_sums(words: &[u32], sums: &mut [u32]) {
+    ///     let i = global_id().x;
+    ///     if i < words.len() {
+    ///         let w = words[i];
+    ///         sums[i] = (w & 255) + ((w >> 8) & 255) + ((w >> 16) & 255) + (w >> 24);
+    ///     }
+    /// }
+    /// let d = Device::cpu();
+    /// let bytes = d.upload(&[1u8, 2, 3, 4, 250, 6])?;
+    /// let mut sums = d.alloc::<u32>(2)?;
+    /// byte_sums::launch(&d, Launch::threads(2), &bytes.as_words(), &mut sums)?;
+    /// assert_eq!(sums.to_vec()?, [10, 256]);
+    /// # Ok::<(), dotcompute::Error>(())
+    /// ```
+    pub fn as_words(&self) -> ByteWords<'_> {
+        ByteWords(self)
+    }
+}
+
+impl KernelBuffer<u32> for ByteWords<'_> {
+    fn arg(&self) -> Arg<'_> {
+        let b = self.0;
+        Arg(ArgKind::Buffer {
+            device: &b.device,
+            raw: b.raw(),
+            offset: 0,
+            // Inside the allocation: it is whole words, the padding zeroed (Buffer::new).
+            len: b.len.div_ceil(4),
+            elem: Type::scalar(ScalarType::U32),
+            writable: false,
+            uses: &b.uses,
+        })
     }
 }
 

@@ -285,6 +285,39 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
         .target("≥ 0.9 (bytes read / copy's bytes moved)")
         .build(),
     );
+    // Histogram, 256 bins of byte samples: n bytes read, against a copy of as many bytes.
+    ctx.step(&format!("histogram {} u8, 256 bins", label(n)));
+    let x: Vec<u8> = (0..n).map(|_| rng.u8(..)).collect();
+    let mut want = vec![0u32; 256];
+    for &v in &x {
+        want[v as usize] += 1;
+    }
+    let dx = d.upload(&x).map_err(s)?;
+    drop(x);
+    let times: [Stats; 2] = versus_copy(ctx, n / 4, || {
+        histogram::histogram_even_u8(d, &dx, 256, 0, 256, &mut h).map_err(s)
+    })
+    .map(|(a, b)| [a, b])?;
+    if h.to_vec().map_err(s)? != want {
+        return Err("byte histogram counts are wrong".into());
+    }
+    drop(dx);
+    figs.push(
+        ctx.figure(
+            "ops",
+            format!("histogram {} u8, 256 bins", label(n)),
+            n as f64,
+            Unit::GBs,
+        )
+        .ours(
+            "dotcompute_ops::histogram (4 bytes per load, shared atomics)",
+            n as f64,
+            times[0].clone(),
+        )
+        .against(COPY, CopyRef::bytes(n / 4), times[1].clone())
+        .target("≥ 0.9 (bytes read / copy's bytes moved)")
+        .build(),
+    );
     // Softmax per row: the row read twice and written once (12 bytes per element).
     let shapes: &[(usize, usize)] = if big {
         &[(8192, 1000), (16384, 16384)]

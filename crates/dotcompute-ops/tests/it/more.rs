@@ -2,7 +2,8 @@
 
 use crate::common::{devices, seed, slow};
 use dotcompute_ops::histogram::{
-    bin_indices_even, bin_indices_even_f32, histogram_even, histogram_even_f32, NO_BIN,
+    bin_indices_even, bin_indices_even_f32, bin_indices_even_u8, histogram_even,
+    histogram_even_f32, histogram_even_u8, NO_BIN,
 };
 use dotcompute_ops::softmax::{log_softmax_rows, softmax_rows};
 use dotcompute_ops::transpose::transpose;
@@ -266,6 +267,98 @@ fn histograms_count_every_sample_exactly() {
             histogram_even_f32(&d, &dx, 99, 0.0, 1.0, &mut h).is_err(),
             "length mismatch"
         );
+    }
+}
+
+/// The reference bin of byte `b` over `[lower, upper)` in `bins` equal bins.
+fn byte_bin(b: u8, bins: u32, lower: u32, upper: u32) -> u32 {
+    let b = b as u32;
+    if (lower..upper).contains(&b) {
+        (b - lower) / ((upper - lower) / bins)
+    } else {
+        NO_BIN
+    }
+}
+
+#[test]
+fn byte_histograms_count_every_sample_exactly() {
+    let seed = seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let large = if slow(&d) { 200_003 } else { (1 << 24) + 3 };
+        // (bins, lower, upper): every byte in one bin each; widths of 64 (a shift); an
+        // offset range of width 83 (a division); one bin.
+        let ranges = [
+            (256u32, 0u32, 256u32),
+            (4, 0, 256),
+            (3, 1, 250),
+            (1, 0, 256),
+        ];
+        for n in [0usize, 1, 3, 255, 1001, large] {
+            // Random bytes, and (large) all equal: every count lands in one bin.
+            let kinds: &[&str] = if n == large {
+                &["random", "equal"]
+            } else {
+                &["random"]
+            };
+            for &kind in kinds {
+                let x: Vec<u8> = match kind {
+                    "random" => (0..n).map(|_| rng.u8(..)).collect(),
+                    _ => vec![255u8; n],
+                };
+                let dx = d.upload(&x).unwrap();
+                for (bins, lower, upper) in ranges {
+                    let mut h = d.alloc_filled(bins as usize, 77u32).unwrap();
+                    let t = std::time::Instant::now();
+                    histogram_even_u8(&d, &dx, bins, lower, upper, &mut h).unwrap();
+                    h.to_vec().unwrap();
+                    eprintln!("{} {kind} n={n} bins={bins}: {:?}", d.label(), t.elapsed());
+                    let mut want = vec![0u32; bins as usize];
+                    for &b in &x {
+                        let bin = byte_bin(b, bins, lower, upper);
+                        if bin != NO_BIN {
+                            want[bin as usize] += 1;
+                        }
+                    }
+                    assert_eq!(
+                        h.to_vec().unwrap(),
+                        want,
+                        "{} {kind} bytes n={n} bins {bins} over {lower}..{upper} (seed {seed})",
+                        d.label()
+                    );
+                }
+                if n > 0 && n <= 300_000 {
+                    let mut b = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+                    bin_indices_even_u8(&d, &dx, 3, 1, 250, &mut b).unwrap();
+                    let got = b.to_vec().unwrap();
+                    for (k, &v) in x.iter().enumerate() {
+                        assert_eq!(
+                            got[k],
+                            byte_bin(v, 3, 1, 250),
+                            "{} bin of byte {v} at {k} (seed {seed})",
+                            d.label()
+                        );
+                    }
+                }
+            }
+        }
+        // Bad arguments: a clear error, the histogram untouched.
+        let dx = d.upload(&[1u8, 2, 3]).unwrap();
+        let mut h = d.alloc_filled(4, 9u32).unwrap();
+        let e = histogram_even_u8(&d, &dx, 4, 0, 260, &mut h).unwrap_err();
+        assert!(e.to_string().contains("past 256"), "{e}");
+        let e = histogram_even_u8(&d, &dx, 4, 0, 255, &mut h).unwrap_err();
+        assert!(e.to_string().contains("equal integer bins"), "{e}");
+        let e = histogram_even_u8(&d, &dx, 4, 8, 8, &mut h).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        let e = histogram_even_u8(&d, &dx, 8, 0, 256, &mut h).unwrap_err();
+        assert!(e.to_string().contains("elements for 8 bins"), "{e}");
+        let mut short = d.alloc::<u32>(2).unwrap();
+        assert!(bin_indices_even_u8(&d, &dx, 4, 0, 256, &mut short).is_err());
+        assert_eq!(h.to_vec().unwrap(), [9; 4], "{}", d.label());
+        // The device keeps working.
+        histogram_even_u8(&d, &dx, 4, 0, 4, &mut h).unwrap();
+        assert_eq!(h.to_vec().unwrap(), [0, 1, 1, 1], "{}", d.label());
     }
 }
 

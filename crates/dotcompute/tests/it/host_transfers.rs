@@ -235,3 +235,61 @@ fn sixteen_bit_floats_are_storage_types_on_every_backend() {
         }
     }
 }
+
+/// Copies a byte buffer's words (`Buffer::<u8>::as_words`).
+#[kernel]
+fn copy_words(words: &[u32], out: &mut [u32]) {
+    let i = global_id().x;
+    if i < words.len() {
+        out[i] = words[i];
+    }
+}
+
+#[test]
+fn bytes_are_a_storage_type_and_kernels_read_them_as_words() {
+    let seed = common::seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in [1usize, 2, 3, 5, 1001, (1 << 20) + 3] {
+            // The pool's block was last a whole-word buffer of 0xff: the new buffer's
+            // padding must still read as zero.
+            drop(d.alloc_filled(n.next_multiple_of(4), 0xffu8).unwrap());
+            let data: Vec<u8> = (0..n).map(|_| rng.u8(..)).collect();
+            let mut buf = d.alloc_filled(n, 0xabu8).unwrap();
+            assert!(
+                buf.to_vec().unwrap().iter().all(|&b| b == 0xab),
+                "{d:?} fill n={n}"
+            );
+            buf.write(&data).unwrap();
+            let mut want = data.clone();
+            assert_eq!(buf.to_vec().unwrap(), want, "{d:?} n={n} (seed {seed})");
+            if n >= 3 {
+                // Odd offsets: writes and fills inside words, leaving their neighbours.
+                let part: Vec<u8> = (0..n - 2).map(|_| rng.u8(..)).collect();
+                buf.slice_mut(1..n - 1).unwrap().write(&part).unwrap();
+                want[1..n - 1].copy_from_slice(&part);
+                assert_eq!(buf.to_vec().unwrap(), want, "{d:?} view write n={n}");
+                buf.slice_mut(2..n).unwrap().fill(7).unwrap();
+                want[2..].fill(7);
+                assert_eq!(buf.to_vec().unwrap(), want, "{d:?} view fill n={n}");
+            }
+            let mut copy = d.alloc_filled(n, 0x5au8).unwrap();
+            copy.copy_from(&buf).unwrap();
+            assert_eq!(copy.to_vec().unwrap(), want, "{d:?} copy n={n}");
+            // Kernels read the bytes as little-endian words, the padding as zero.
+            let words = n.div_ceil(4);
+            let mut out = d.alloc_filled(words, 0xdead_beefu32).unwrap();
+            copy_words::launch(&d, Launch::threads(words), &copy.as_words(), &mut out).unwrap();
+            let mut padded = want.clone();
+            padded.resize(words * 4, 0);
+            let expected: Vec<u32> = padded
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let got = out.to_vec().unwrap();
+            for i in 0..words {
+                assert_eq!(got[i], expected[i], "{d:?} n={n} word {i} (seed {seed})");
+            }
+        }
+    }
+}
