@@ -2,7 +2,9 @@
 //!
 //! Each group counts its share of the samples in a shared histogram (atomic adds in
 //! shared memory, `bins ≤ 4096`), then adds it into the output with one global atomic
-//! per bin: exact, whatever the order. Samples outside `[lower, upper)`, and NaN, are not
+//! per bin: exact, whatever the order. Where room allows (up to 256 bins), the group
+//! keeps 16 copies of each bin, thread `t` counting into copy `t % 16` (see
+//! [`copies_for`]: one copy was bound by shared-memory bank conflicts). Samples outside `[lower, upper)`, and NaN, are not
 //! counted.
 //!
 //! The bin of a sample is computed without division, so it is the same on every backend
@@ -38,18 +40,32 @@ fn clear_bins(local: &mut [u32], bins: u32) {
     barrier();
 }
 
-/// Waits for the group, then adds its counters into the output (one atomic per bin).
+/// Waits for the group, then adds its counters into the output: the `copies` copies of
+/// each bin summed, one atomic per bin.
 #[kernel_fn]
-fn add_bins(local: &mut [u32], hist: &mut [u32], bins: u32) {
+fn add_bins(local: &mut [u32], hist: &mut [u32], bins: u32, copies: u32) {
     barrier();
     let mut b = local_id().x;
     while b < bins {
-        let c = local[b];
+        let mut c = 0u32;
+        let mut k = 0u32;
+        while k < copies {
+            c += local[b * copies + k];
+            k += 1;
+        }
         if c != 0 {
             atomic_add(&hist[b], c);
         }
         b += GROUP;
     }
+}
+
+/// How many copies of each of `bins` bins a group keeps (thread `t` counts into copy
+/// `t % copies`): up to 16, as many as [`MAX_BINS`] counters hold. With one copy, a
+/// warp's atomics on random samples were bound by shared-memory bank conflicts; with 16,
+/// a warp's 32 lanes fall in different banks but for pairs.
+fn copies_for(bins: u32) -> u32 {
+    (MAX_BINS / bins).clamp(1, 16)
 }
 
 /// The bin index of a sample outside `[lower, upper)` (or NaN) in [`bin_indices_even_f32`]
@@ -78,12 +94,22 @@ fn bin_of_int<T: Int>(v: T, lower: T, upper: T, width: u32) -> u32 {
     bin
 }
 
-/// Counts `v` in its bin of the group's counters, when it is in `[lower, upper)`.
+/// Counts `v` in copy `copy` of its bin of the group's counters, when it is in
+/// `[lower, upper)`.
 #[kernel_fn]
-fn count_f32(local: &mut [u32], v: f32, lower: f32, upper: f32, scale: f32, bins: u32) {
+fn count_f32(
+    local: &mut [u32],
+    v: f32,
+    lower: f32,
+    upper: f32,
+    scale: f32,
+    bins: u32,
+    copies: u32,
+    copy: u32,
+) {
     let bin = bin_of_f32(v, lower, upper, scale, bins);
     if bin != NO_BIN {
-        atomic_add(&local[bin], 1u32);
+        atomic_add(&local[bin * copies + copy], 1u32);
     }
 }
 
@@ -114,9 +140,11 @@ fn histogram_f32(
     lower: f32,
     upper: f32,
     scale: f32,
+    copies: u32,
 ) {
     let local = shared::<u32, MAX_BINS>();
-    clear_bins(local, bins);
+    clear_bins(local, bins * copies);
+    let copy = local_id().x % copies;
     let stride = GROUP * num_groups().x;
     let mut i = global_id().x;
     // Four loads in flight per step.
@@ -125,17 +153,17 @@ fn histogram_f32(
         let v1 = x[i + stride];
         let v2 = x[i + 2 * stride];
         let v3 = x[i + 3 * stride];
-        count_f32(local, v0, lower, upper, scale, bins);
-        count_f32(local, v1, lower, upper, scale, bins);
-        count_f32(local, v2, lower, upper, scale, bins);
-        count_f32(local, v3, lower, upper, scale, bins);
+        count_f32(local, v0, lower, upper, scale, bins, copies, copy);
+        count_f32(local, v1, lower, upper, scale, bins, copies, copy);
+        count_f32(local, v2, lower, upper, scale, bins, copies, copy);
+        count_f32(local, v3, lower, upper, scale, bins, copies, copy);
         i += 4 * stride;
     }
     while i < n {
-        count_f32(local, x[i], lower, upper, scale, bins);
+        count_f32(local, x[i], lower, upper, scale, bins, copies, copy);
         i += stride;
     }
-    add_bins(local, hist, bins);
+    add_bins(local, hist, bins, copies);
 }
 
 #[kernel]
@@ -147,19 +175,21 @@ fn histogram_int<T: Int>(
     lower: T,
     upper: T,
     width: u32,
+    copies: u32,
 ) {
     let local = shared::<u32, MAX_BINS>();
-    clear_bins(local, bins);
+    clear_bins(local, bins * copies);
+    let copy = local_id().x % copies;
     let stride = GROUP * num_groups().x;
     let mut i = global_id().x;
     while i < n {
         let bin = bin_of_int(x[i], lower, upper, width);
         if bin != NO_BIN {
-            atomic_add(&local[bin], 1u32);
+            atomic_add(&local[bin * copies + copy], 1u32);
         }
         i += stride;
     }
-    add_bins(local, hist, bins);
+    add_bins(local, hist, bins, copies);
 }
 
 /// The bin of byte `b` (`0..=255`), or [`NO_BIN`] outside `[lower, upper)`: a shift for
@@ -177,7 +207,8 @@ fn bin_of_byte(b: u32, lower: u32, upper: u32, width: u32, shift: u32) -> u32 {
     bin
 }
 
-/// Counts the first `count` bytes of word `w` (little-endian).
+/// Counts the first `count` bytes of word `w` (little-endian), into copy `copy` of
+/// their bins.
 #[kernel_fn]
 fn count_bytes(
     local: &mut [u32],
@@ -187,13 +218,20 @@ fn count_bytes(
     upper: u32,
     width: u32,
     shift: u32,
+    copies: u32,
+    copy: u32,
 ) {
     let mut k = 0u32;
     while k < count {
         let bin = bin_of_byte((w >> (8 * k)) & 255, lower, upper, width, shift);
-        if bin != NO_BIN {
-            atomic_add(&local[bin], 1u32);
-        }
+        // Branch-free: a sample outside the range adds 0 (see `count_word_direct`).
+        let slot = if bin != NO_BIN {
+            bin * copies + copy
+        } else {
+            copy
+        };
+        let one = if bin != NO_BIN { 1u32 } else { 0u32 };
+        atomic_add(&local[slot], one);
         k += 1;
     }
 }
@@ -209,30 +247,89 @@ fn histogram_bytes(
     upper: u32,
     width: u32,
     shift: u32,
+    copies: u32,
 ) {
     let local = shared::<u32, MAX_BINS>();
-    clear_bins(local, bins);
+    clear_bins(local, bins * copies);
+    let copy = local_id().x % copies;
+    let stride = GROUP * num_groups().x;
+    let whole = n / 4;
+    // One word per step, its bytes in a loop: lavapipe took minutes to compile four
+    // words unrolled (each byte's atomic behind a branch).
+    let mut i = global_id().x;
+    while i < words.len() {
+        let count = if i < whole { 4u32 } else { n - 4 * i };
+        count_bytes(
+            local, words[i], count, lower, upper, width, shift, copies, copy,
+        );
+        i += stride;
+    }
+    add_bins(local, hist, bins, copies);
+}
+
+/// Counts the four bytes of word `w` where each byte value has its own bin (width 1):
+/// the bin is `b − lower`, kept when below `bins` (one wrapping compare, no division),
+/// into copy `copy` of that bin.
+#[kernel_fn]
+fn count_word_direct(local: &mut [u32], w: u32, lower: u32, bins: u32, copies: u32, copy: u32) {
+    let mut k = 0u32;
+    while k < 4 {
+        let b = ((w >> (8 * k)) & 255).wrapping_sub(lower);
+        // Branch-free (a byte outside the range adds 0 to a valid counter): lavapipe
+        // took minutes to compile sixteen atomics each behind its own branch.
+        let slot = if b < bins { b * copies + copy } else { copy };
+        let one = if b < bins { 1u32 } else { 0u32 };
+        atomic_add(&local[slot], one);
+        k += 1;
+    }
+}
+
+/// [`histogram_bytes`] where every bin is one byte value wide (256 bins over `0..256`,
+/// the common case): `copies` copies of each bin in shared memory ([`copies_for`]), whole words counted
+/// by [`count_word_direct`], the copies summed into the output at the end.
+#[kernel]
+fn histogram_bytes_direct(
+    words: &[u32],
+    hist: &mut [u32],
+    n: u32,
+    bins: u32,
+    lower: u32,
+    copies: u32,
+) {
+    let local = shared::<u32, MAX_BINS>();
+    clear_bins(local, bins * copies);
+    let copy = local_id().x % copies;
     let stride = GROUP * num_groups().x;
     let whole = n / 4;
     let mut i = global_id().x;
-    // Four words (16 bytes) in flight per step.
     while i + 3 * stride < whole {
         let w0 = words[i];
         let w1 = words[i + stride];
         let w2 = words[i + 2 * stride];
         let w3 = words[i + 3 * stride];
-        count_bytes(local, w0, 4, lower, upper, width, shift);
-        count_bytes(local, w1, 4, lower, upper, width, shift);
-        count_bytes(local, w2, 4, lower, upper, width, shift);
-        count_bytes(local, w3, 4, lower, upper, width, shift);
+        count_word_direct(local, w0, lower, bins, copies, copy);
+        count_word_direct(local, w1, lower, bins, copies, copy);
+        count_word_direct(local, w2, lower, bins, copies, copy);
+        count_word_direct(local, w3, lower, bins, copies, copy);
         i += 4 * stride;
     }
-    while i < words.len() {
-        let count = if i < whole { 4u32 } else { n - 4 * i };
-        count_bytes(local, words[i], count, lower, upper, width, shift);
+    while i < whole {
+        count_word_direct(local, words[i], lower, bins, copies, copy);
         i += stride;
     }
-    add_bins(local, hist, bins);
+    // The last, partial word: one thread (its bytes past `n` are not samples).
+    if global_id().x == 0 && whole < words.len() {
+        let w = words[whole];
+        let mut k = 0u32;
+        while k < n - 4 * whole {
+            let b = ((w >> (8 * k)) & 255).wrapping_sub(lower);
+            if b < bins {
+                atomic_add(&local[b * copies + copy], 1u32);
+            }
+            k += 1;
+        }
+    }
+    add_bins(local, hist, bins, copies);
 }
 
 /// The bin of every byte sample (`n` bytes read as words).
@@ -320,7 +417,18 @@ pub fn histogram_even_f32(
         return queue.fill_buffer(hist, 0);
     }
     tuned(queue, OP, "f32", n, hist, |hist, l| {
-        histogram_f32::launch(queue, l, samples, hist, n, bins, lower, upper, scale)
+        histogram_f32::launch(
+            queue,
+            l,
+            samples,
+            hist,
+            n,
+            bins,
+            lower,
+            upper,
+            scale,
+            copies_for(bins),
+        )
     })
 }
 
@@ -358,7 +466,18 @@ pub fn histogram_even<T: HistogramInt>(
     }
     let ty = format!("{:?}", <T as dotcompute::Element>::TYPE);
     tuned(queue, OP, &ty, n, hist, |hist, l| {
-        histogram_int::launch::<T>(queue, l, samples, hist, n, bins, lower, upper, width)
+        histogram_int::launch::<T>(
+            queue,
+            l,
+            samples,
+            hist,
+            n,
+            bins,
+            lower,
+            upper,
+            width,
+            copies_for(bins),
+        )
     })
 }
 
@@ -411,6 +530,18 @@ pub fn histogram_even_u8(
     // Each thread's four words cover 16 samples: the launch counts groups by words.
     let words = n.div_ceil(4);
     tuned(queue, OP, "u8", words, hist, |hist, l| {
+        if width == 1 {
+            return histogram_bytes_direct::launch(
+                queue,
+                l,
+                &samples.as_words(),
+                hist,
+                n,
+                bins,
+                lower,
+                copies_for(bins),
+            );
+        }
         histogram_bytes::launch(
             queue,
             l,
@@ -422,6 +553,7 @@ pub fn histogram_even_u8(
             upper,
             width,
             shift,
+            copies_for(bins),
         )
     })
 }

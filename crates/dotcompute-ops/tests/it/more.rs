@@ -286,10 +286,12 @@ fn byte_histograms_count_every_sample_exactly() {
     for d in devices() {
         let mut rng = fastrand::Rng::with_seed(seed);
         let large = if slow(&d) { 200_003 } else { (1 << 24) + 3 };
-        // (bins, lower, upper): every byte in one bin each; widths of 64 (a shift); an
-        // offset range of width 83 (a division); one bin.
+        // (bins, lower, upper): every byte in one bin each; one bin per byte value over
+        // an offset range; widths of 64 (a shift); an offset range of width 83 (a
+        // division); one bin.
         let ranges = [
             (256u32, 0u32, 256u32),
+            (10, 100, 110),
             (4, 0, 256),
             (3, 1, 250),
             (1, 0, 256),
