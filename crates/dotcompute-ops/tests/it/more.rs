@@ -7,6 +7,7 @@ use dotcompute_ops::histogram::{
 };
 use dotcompute_ops::softmax::{log_softmax_rows, softmax_rows};
 use dotcompute_ops::transpose::transpose;
+use dotcompute_ops::tune;
 
 #[test]
 fn softmax_and_log_softmax_of_any_row_length() {
@@ -154,6 +155,9 @@ fn transposes_of_any_shape_and_width() {
     }
 }
 
+/// The histogram forms every test runs (pinned): one copy of each bin, and copies.
+const HISTOGRAM_FORMS: [&str; 2] = ["1024 groups", "1024 groups, 16 copies"];
+
 #[test]
 fn histograms_count_every_sample_exactly() {
     let seed = seed();
@@ -182,15 +186,6 @@ fn histograms_count_every_sample_exactly() {
             .collect();
         for bins in [1u32, 7, 256, 4096] {
             let dx = d.upload(&x).unwrap();
-            let mut h = d.alloc_filled(bins as usize, 77u32).unwrap();
-            let t = std::time::Instant::now();
-            histogram_even_f32(&d, &dx, bins, 0.0, 10.0, &mut h).unwrap();
-            h.to_vec().unwrap();
-            eprintln!(
-                "{} f32 histogram of {n} in {bins} bins: {:?}",
-                d.label(),
-                t.elapsed()
-            );
             let scale = bins as f32 / 10.0;
             let mut want = vec![0u32; bins as usize];
             for &v in &x {
@@ -198,24 +193,48 @@ fn histograms_count_every_sample_exactly() {
                     want[(((v - 0.0) * scale).floor() as u32).min(bins - 1) as usize] += 1;
                 }
             }
-            assert_eq!(
-                h.to_vec().unwrap(),
-                want,
-                "{} f32 bins {bins} seed {seed}",
-                d.label()
-            );
+            // One copy of each bin, and the tuner's copies candidate.
+            for form in HISTOGRAM_FORMS {
+                let mut h = d.alloc_filled(bins as usize, 77u32).unwrap();
+                let t = std::time::Instant::now();
+                tune::with_candidate(form, || {
+                    histogram_even_f32(&d, &dx, bins, 0.0, 10.0, &mut h)
+                })
+                .unwrap();
+                h.to_vec().unwrap();
+                eprintln!(
+                    "{} f32 histogram of {n} in {bins} bins ({form}): {:?}",
+                    d.label(),
+                    t.elapsed()
+                );
+                assert_eq!(
+                    h.to_vec().unwrap(),
+                    want,
+                    "{} f32 bins {bins} ({form}) seed {seed}",
+                    d.label()
+                );
+            }
         }
         let xi: Vec<i32> = (0..n).map(|_| rng.i32(-300..300)).collect();
         let dxi = d.upload(&xi).unwrap();
-        let mut h = d.alloc_filled(100, 5u32).unwrap();
-        histogram_even(&d, &dxi, 100, -200, 200, &mut h).unwrap();
         let mut want = vec![0u32; 100];
         for &v in &xi {
             if (-200..200).contains(&v) {
                 want[((v + 200) / 4) as usize] += 1;
             }
         }
-        assert_eq!(h.to_vec().unwrap(), want, "{} i32 seed {seed}", d.label());
+        let mut h = d.alloc_filled(100, 5u32).unwrap();
+        for form in HISTOGRAM_FORMS {
+            h.fill(5).unwrap();
+            tune::with_candidate(form, || histogram_even(&d, &dxi, 100, -200, 200, &mut h))
+                .unwrap();
+            assert_eq!(
+                h.to_vec().unwrap(),
+                want,
+                "{} i32 ({form}) seed {seed}",
+                d.label()
+            );
+        }
         // Bad arguments.
         assert!(
             histogram_even(&d, &dxi, 7, -200, 200, &mut h).is_err(),
@@ -310,11 +329,6 @@ fn byte_histograms_count_every_sample_exactly() {
                 };
                 let dx = d.upload(&x).unwrap();
                 for (bins, lower, upper) in ranges {
-                    let mut h = d.alloc_filled(bins as usize, 77u32).unwrap();
-                    let t = std::time::Instant::now();
-                    histogram_even_u8(&d, &dx, bins, lower, upper, &mut h).unwrap();
-                    h.to_vec().unwrap();
-                    eprintln!("{} {kind} n={n} bins={bins}: {:?}", d.label(), t.elapsed());
                     let mut want = vec![0u32; bins as usize];
                     for &b in &x {
                         let bin = byte_bin(b, bins, lower, upper);
@@ -322,12 +336,20 @@ fn byte_histograms_count_every_sample_exactly() {
                             want[bin as usize] += 1;
                         }
                     }
-                    assert_eq!(
-                        h.to_vec().unwrap(),
-                        want,
-                        "{} {kind} bytes n={n} bins {bins} over {lower}..{upper} (seed {seed})",
-                        d.label()
-                    );
+                    for form in HISTOGRAM_FORMS {
+                        let mut h = d.alloc_filled(bins as usize, 77u32).unwrap();
+                        tune::with_candidate(form, || {
+                            histogram_even_u8(&d, &dx, bins, lower, upper, &mut h)
+                        })
+                        .unwrap();
+                        assert_eq!(
+                            h.to_vec().unwrap(),
+                            want,
+                            "{} {kind} bytes n={n} bins {bins} over {lower}..{upper} ({form}) \
+                             (seed {seed})",
+                            d.label()
+                        );
+                    }
                 }
                 if n > 0 && n <= 300_000 {
                     let mut b = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
