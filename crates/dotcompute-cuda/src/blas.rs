@@ -20,6 +20,7 @@ pub(crate) struct BlasHandle(pub blas_sys::cublasHandle_t);
 // SAFETY: a cuBLAS handle may be used from any thread, one call at a time; the backend
 // serialises calls with a mutex (the handle's stream is set per call).
 unsafe impl Send for BlasHandle {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for BlasHandle {}
 
 impl CudaBackend {

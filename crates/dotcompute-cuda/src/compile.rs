@@ -196,11 +196,17 @@ impl Compiler {
 }
 
 /// Reads the CUBIN of a compiled program.
+///
+/// # Safety
+///
+/// `prog` is a live NVRTC program that compiled successfully.
 unsafe fn cubin(prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>, nvrtc::NvrtcError> {
     let mut size = 0usize;
-    nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size).result()?;
+    // SAFETY: `prog` is live and compiled (the caller's contract); `size` is writable.
+    unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) }.result()?;
     let mut buf = vec![0u8; size];
-    nvrtc_sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast()).result()?;
+    // SAFETY: `buf` holds the `size` bytes the program's CUBIN has.
+    unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast()) }.result()?;
     Ok(buf)
 }
 

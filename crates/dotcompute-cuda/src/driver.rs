@@ -17,6 +17,7 @@ pub fn probe() -> Result<(), String> {
             if !unsafe { sys::is_culib_present() } {
                 return Err("CUDA driver library (libcuda.so) not found".into());
             }
+            // SAFETY: as above, a dlopen and a drop.
             if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
                 return Err(
                     "NVRTC library (libnvrtc.so) not found; install the CUDA runtime compiler"
@@ -206,6 +207,7 @@ impl CaptureGate {
 
 // SAFETY: a context handle may be made current on any thread.
 unsafe impl Send for Context {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for Context {}
 
 /// The live contexts, by device ordinal (weak: a context lives as long as its users).

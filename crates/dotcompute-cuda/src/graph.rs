@@ -30,6 +30,7 @@ pub(crate) struct CaptureLog(
 
 // SAFETY: node handles are plain driver handles, used only with the context bound.
 unsafe impl Send for CaptureLog {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for CaptureLog {}
 
 /// The capture id of a capturing stream, and its one current dependency (the node
@@ -66,6 +67,7 @@ fn capture_info(stream: sys::CUstream) -> Option<(u64, Option<sys::CUgraphNode>)
 // SAFETY: a graph executable is a driver handle usable from any thread with the context
 // bound; launches of one executable are serialised by the facade (`&mut` replays).
 unsafe impl Send for CudaGraph {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for CudaGraph {}
 
 impl GraphExec for CudaGraph {
@@ -183,6 +185,7 @@ impl CudaBackend {
                 .ok_or_else(not_ours)?;
             // SAFETY: both handles are live; on failure the executable is unchanged.
             let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
             let r = unsafe { sys::cuGraphExecUpdate_v2(exec.exec, graph.0, &mut info) };
             if r == sys::CUresult::CUDA_SUCCESS {
                 return Ok(None);

@@ -286,8 +286,8 @@ impl<'b> ViolationRecord<'b> {
         let ptr = match spare {
             Some(ptr) => ptr,
             // Not while another thread captures (`driver::CaptureGate`).
-            // SAFETY: a plain allocation; freed by Drop or by the backend.
             None => gate
+                // SAFETY: a plain allocation; freed by Drop or by the backend.
                 .exclusive(|| unsafe { cu::malloc_sync(Self::BYTES) })
                 .map_err(|e| driver_error("allocating a violation record", e))?,
         };

@@ -129,6 +129,7 @@ pub struct CudaBackend {
 // plain handles the driver lets any thread use once the context is current, which every
 // entry point ensures with `bind`. Mutable state is behind mutexes and atomics.
 unsafe impl Send for CudaBackend {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for CudaBackend {}
 
 impl CudaBackend {

@@ -117,6 +117,7 @@ struct PinnedMemory {
 
 // SAFETY: plain memory; the facade serialises access to it.
 unsafe impl Send for PinnedMemory {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for PinnedMemory {}
 
 impl HostMemory for PinnedMemory {

@@ -31,6 +31,7 @@ pub(crate) struct Function {
 
 // SAFETY: a CUfunction is a driver handle usable from any thread with the context bound.
 unsafe impl Send for Function {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for Function {}
 
 /// What `load` needs to know about a module's entry points.
@@ -181,10 +182,10 @@ impl CudaBackend {
                 ),
             }
         })?;
-        // SAFETY: module is loaded; a missing twin only means no such form.
         let twin = |name: &str| {
             CString::new(name)
                 .ok()
+                // SAFETY: module is loaded; a missing twin only means no such form.
                 .and_then(|s| unsafe { cu::module::get_function(module, s) }.ok())
         };
         Ok(Arc::new(Function {

@@ -57,6 +57,7 @@ impl CudaBackend {
         // SAFETY: events and stream are live.
         unsafe { cu::event::record(start, stream) }.during("cuEventRecord")?;
         let out = op();
+        // SAFETY: as above.
         unsafe { cu::event::record(end, stream) }.during("cuEventRecord")?;
         lock(&self.profiler).pending.push(Pending {
             label: label.to_string(),
@@ -122,8 +123,11 @@ impl CudaBackend {
             .filter_map(|p| {
                 // SAFETY: both events were recorded and have completed.
                 let ms = unsafe { cu::event::elapsed(p.start, p.end) };
+                // SAFETY: the origin event is live (destroyed only with the backend); an
+                // unrecorded or incomplete one is an error, not undefined behaviour.
                 let from_origin =
                     origin.and_then(|o| unsafe { cu::event::elapsed(o, p.start) }.ok());
+                // SAFETY: neither event is used again.
                 unsafe {
                     let _ = cu::event::destroy(p.start);
                     let _ = cu::event::destroy(p.end);

@@ -210,6 +210,7 @@ pub(crate) struct CudaFence {
 
 // SAFETY: events are driver handles usable from any thread with the context bound.
 unsafe impl Send for CudaFence {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for CudaFence {}
 
 impl Fence for CudaFence {

@@ -1549,13 +1549,17 @@ impl Queue for WgpuBackend {
             // (pool blocks are whole words, so the widened range is inside the block).
             let (start, end) = widen(offset, data.len());
             let mut words = vec![0u8; end - start];
-            self.read(s, dst, start, &mut words[..COPY_ALIGN])?;
-            let last = words.len() - COPY_ALIGN;
-            if last > 0 {
-                self.read(s, dst, end - COPY_ALIGN, &mut words[last..])?;
+            // SAFETY: the widened words are inside the block (the caller's range is, and
+            // blocks are whole words), and the caller's ordering contract covers them.
+            unsafe {
+                self.read(s, dst, start, &mut words[..COPY_ALIGN])?;
+                let last = words.len() - COPY_ALIGN;
+                if last > 0 {
+                    self.read(s, dst, end - COPY_ALIGN, &mut words[last..])?;
+                }
+                words[offset - start..offset - start + data.len()].copy_from_slice(data);
+                return self.write(s, dst, start, &words);
             }
-            words[offset - start..offset - start + data.len()].copy_from_slice(data);
-            return self.write(s, dst, start, &words);
         }
         // A queue write runs before the next submission: recorded launches go first.
         self.with_queue(|queue| queue.write_buffer(&dst.buffer, offset as u64, data));
@@ -1575,7 +1579,8 @@ impl Queue for WgpuBackend {
         if !word_aligned(offset, out.len()) {
             let (start, end) = widen(offset, out.len());
             let mut words = vec![0u8; end - start];
-            self.read(StreamId::DEFAULT, src, start, &mut words)?;
+            // SAFETY: the widened words are inside the block, as in `write`.
+            unsafe { self.read(StreamId::DEFAULT, src, start, &mut words)? };
             out.copy_from_slice(&words[offset - start..offset - start + out.len()]);
             return Ok(());
         }
@@ -1621,8 +1626,11 @@ impl Queue for WgpuBackend {
         if !word_aligned(src_offset, bytes) || !word_aligned(dst_offset, bytes) {
             // Buffer copies move whole words: 16-bit ranges go through the host.
             let mut data = vec![0u8; bytes];
-            self.read(s, src, src_offset, &mut data)?;
-            return self.write(s, dst, dst_offset, &data);
+            // SAFETY: the caller's ranges and ordering, moved through the host.
+            unsafe {
+                self.read(s, src, src_offset, &mut data)?;
+                return self.write(s, dst, dst_offset, &data);
+            }
         }
         if self.transfer_kernels && bytes >= transfer::KERNEL_MIN_BYTES && src.buffer != dst.buffer
         {
@@ -1679,7 +1687,8 @@ impl Queue for WgpuBackend {
         self.check_lost()?;
         if !word_aligned(offset, bytes) {
             let data: Vec<u8> = pattern.iter().copied().cycle().take(bytes).collect();
-            return self.write(s, dst, offset, &data);
+            // SAFETY: the caller's range and ordering.
+            return unsafe { self.write(s, dst, offset, &data) };
         }
         if let Some(words) = transfer::fill_pattern(pattern)
             .filter(|_| self.transfer_kernels && bytes >= transfer::KERNEL_MIN_BYTES)
@@ -1707,7 +1716,8 @@ impl Queue for WgpuBackend {
     }
 
     unsafe fn launch(&self, s: StreamId, request: &LaunchRequest<'_, WgpuBuffer>) -> Result<()> {
-        self.launch_batch(s, std::slice::from_ref(request))
+        // SAFETY: the caller's request, as a batch of one.
+        unsafe { self.launch_batch(s, std::slice::from_ref(request)) }
     }
 
     /// One command encoder and one compute pass for all of `requests`: wgpu orders the

@@ -17,6 +17,7 @@ pub struct MetalBuffer {
 // SAFETY: MTLBuffer objects may be used from any thread (Apple's Metal threading rules:
 // resources are thread-safe; their contents are ordered by our stream discipline).
 unsafe impl Send for MetalBuffer {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for MetalBuffer {}
 
 impl MetalBuffer {

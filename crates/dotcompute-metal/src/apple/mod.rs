@@ -119,6 +119,7 @@ pub struct MetalBackend {
 // SAFETY: the device, queues and pipeline states are thread-safe Metal objects; command
 // buffers are only touched under the `streams` lock.
 unsafe impl Send for MetalBackend {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for MetalBackend {}
 
 impl MetalBackend {
@@ -628,7 +629,8 @@ impl Queue for MetalBackend {
         // Wider patterns: written on the host (the facade's fills are rare and small
         // next to kernels; a fill kernel can replace this later).
         let data: Vec<u8> = pattern.iter().copied().cycle().take(bytes).collect();
-        self.write(stream, dst, offset, &data)
+        // SAFETY: the caller's range and ordering.
+        unsafe { self.write(stream, dst, offset, &data) }
     }
 
     unsafe fn launch(

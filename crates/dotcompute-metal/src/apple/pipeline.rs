@@ -29,6 +29,7 @@ pub(crate) struct Pipeline {
 
 // SAFETY: pipeline states are immutable and thread-safe (Metal threading rules).
 unsafe impl Send for Pipeline {}
+// SAFETY: shared use is sound for the reason above (Send).
 unsafe impl Sync for Pipeline {}
 
 impl Pipeline {

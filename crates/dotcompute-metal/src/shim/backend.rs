@@ -128,7 +128,8 @@ impl Backend for ShimBackend {
 
 impl Queue for ShimBackend {
     unsafe fn write(&self, s: StreamId, dst: &CpuBuffer, offset: usize, data: &[u8]) -> Result<()> {
-        self.cpu.write(s, dst, offset, data)
+        // SAFETY: the caller's contract, passed on to the CPU backend that owns the memory.
+        unsafe { self.cpu.write(s, dst, offset, data) }
     }
     unsafe fn read(
         &self,
@@ -137,7 +138,8 @@ impl Queue for ShimBackend {
         offset: usize,
         out: &mut [u8],
     ) -> Result<()> {
-        self.cpu.read(s, src, offset, out)
+        // SAFETY: as for `write`.
+        unsafe { self.cpu.read(s, src, offset, out) }
     }
     unsafe fn copy(
         &self,
@@ -148,7 +150,8 @@ impl Queue for ShimBackend {
         dst_offset: usize,
         bytes: usize,
     ) -> Result<()> {
-        self.cpu.copy(s, src, src_offset, dst, dst_offset, bytes)
+        // SAFETY: as for `write`.
+        unsafe { self.cpu.copy(s, src, src_offset, dst, dst_offset, bytes) }
     }
     unsafe fn fill(
         &self,
@@ -158,7 +161,8 @@ impl Queue for ShimBackend {
         bytes: usize,
         pattern: &[u8],
     ) -> Result<()> {
-        self.cpu.fill(s, dst, offset, bytes, pattern)
+        // SAFETY: as for `write`.
+        unsafe { self.cpu.fill(s, dst, offset, bytes, pattern) }
     }
     unsafe fn launch(&self, _: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
         let library = self.library(request)?;

@@ -449,6 +449,7 @@ struct Slots(Vec<*mut c_void>);
 // SAFETY: the pointers are only read; the memory behind them is the launch's buffers,
 // which kernels access as a GPU would (races are the kernel author's).
 unsafe impl Sync for Slots {}
+// SAFETY: as for Sync: plain pointers into the launch's buffers.
 unsafe impl Send for Slots {}
 
 fn unflatten(i: u64, dims: [u32; 3]) -> [u32; 3] {
