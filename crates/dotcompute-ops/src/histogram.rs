@@ -229,7 +229,7 @@ fn count_bytes(
     let mut k = 0u32;
     while k < count {
         let bin = bin_of_byte((w >> (8 * k)) & 255, lower, upper, width, shift);
-        // Branch-free: a sample outside the range adds 0 (see `count_word_direct`).
+        // Branch-free: a sample outside the range adds 0 to a valid counter.
         let slot = if bin != NO_BIN {
             bin * copies + copy
         } else {
@@ -259,8 +259,8 @@ fn histogram_bytes(
     let copy = local_id().x % copies;
     let stride = GROUP * num_groups().x;
     let whole = n / 4;
-    // One word per step, its bytes in a loop: lavapipe took minutes to compile four
-    // words unrolled (each byte's atomic behind a branch).
+    // One word per step, its bytes in a loop: this general form (bins wider than one
+    // byte value) is the rarer one; `histogram_bytes_direct` has four words in flight.
     let mut i = global_id().x;
     while i < words.len() {
         let count = if i < whole { 4u32 } else { n - 4 * i };
@@ -280,8 +280,7 @@ fn count_word_direct(local: &mut [u32], w: u32, lower: u32, bins: u32, copies: u
     let mut k = 0u32;
     while k < 4 {
         let b = ((w >> (8 * k)) & 255).wrapping_sub(lower);
-        // Branch-free (a byte outside the range adds 0 to a valid counter): lavapipe
-        // took minutes to compile sixteen atomics each behind its own branch.
+        // Branch-free: a byte outside the range adds 0 to a valid counter.
         let slot = if b < bins { b * copies + copy } else { copy };
         let one = if b < bins { 1u32 } else { 0u32 };
         atomic_add(&local[slot], one);

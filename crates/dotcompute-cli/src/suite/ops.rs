@@ -243,6 +243,17 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     Ok(figs)
 }
 
+/// The tuner's recorded winner for `key` (`tune::key`), or `default` where it did not
+/// tune (autotune off, a small input, no cache file).
+fn tuner_choice(key: &str) -> String {
+    let winner = || -> Option<String> {
+        let text = std::fs::read_to_string(dotcompute_ops::tune::file()?).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(v.get(key)?.get("winner")?.as_str()?.to_string())
+    };
+    winner().unwrap_or_else(|| "default".into())
+}
+
 /// Histogram, softmax and transpose, each against a copy of the same bytes moved.
 fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let d = ctx.device;
@@ -277,7 +288,15 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             Unit::GBs,
         )
         .ours(
-            "dotcompute_ops::histogram (shared atomics)",
+            &format!(
+                "dotcompute_ops::histogram (shared atomics; tuner: {})",
+                tuner_choice(&dotcompute_ops::tune::key(
+                    d,
+                    "histogram_even_f32",
+                    "f32",
+                    n
+                ))
+            ),
             4.0 * n as f64,
             times[0].clone(),
         )
@@ -310,7 +329,15 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             Unit::GBs,
         )
         .ours(
-            "dotcompute_ops::histogram (4 bytes per load, shared atomics)",
+            &format!(
+                "dotcompute_ops::histogram (4 bytes per load, shared atomics; tuner: {})",
+                tuner_choice(&dotcompute_ops::tune::key(
+                    d,
+                    "histogram_even_u8",
+                    "u8",
+                    n / 4
+                ))
+            ),
             n as f64,
             times[0].clone(),
         )
