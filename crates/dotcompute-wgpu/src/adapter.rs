@@ -1,0 +1,228 @@
+//! Adapters: the process's one wgpu instance, ranking and describing adapters, and what
+//! a device is opened with (features, SPIR-V passthrough, the strict float mode).
+
+use super::*;
+
+/// The process's one wgpu instance. On the GPU machine's NVIDIA driver (580), creating
+/// a fresh `VkInstance` for each probe and each device made adapter enumeration come
+/// back empty after a few dozen (2026-11-22, H100: in a test binary opening ~15 devices,
+/// each probed and opened through its own instance); one shared instance avoids it.
+pub(crate) fn instance() -> &'static wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+        // WGPU_VALIDATION=1 turns on the Vulkan validation layers (where installed),
+        // WGPU_DEBUG=1 debug labels and checks, and so on (wgpu's InstanceFlags::with_env).
+        desc.flags = desc.flags.with_env();
+        wgpu::Instance::new(desc)
+    })
+}
+
+pub(crate) fn rank(info: &wgpu::AdapterInfo) -> u8 {
+    match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+/// Every compute-capable adapter, best first (discrete, integrated, virtual, other, CPU).
+/// Enumerated once per process (adapters do not come and go while it runs).
+pub fn adapters() -> Vec<wgpu::Adapter> {
+    static ADAPTERS: std::sync::OnceLock<Vec<wgpu::Adapter>> = std::sync::OnceLock::new();
+    ADAPTERS
+        .get_or_init(|| {
+            let mut list = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()));
+            list.retain(|a| {
+                a.get_downlevel_capabilities()
+                    .flags
+                    .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+            });
+            list.sort_by_key(|a| rank(&a.get_info()));
+            list
+        })
+        .clone()
+}
+
+/// Descriptions of every adapter, or why there is none.
+pub fn devices() -> std::result::Result<Vec<DeviceInfo>, String> {
+    let list = adapters();
+    if list.is_empty() {
+        return Err("no Vulkan, Metal or DX12 adapter with compute shaders was found (on Linux without a GPU, install mesa-vulkan-drivers for lavapipe)".into());
+    }
+    Ok(list
+        .iter()
+        .enumerate()
+        .map(|(ordinal, a)| DeviceInfo {
+            ordinal,
+            ..describe(a, &a.limits())
+        })
+        .collect())
+}
+
+pub(crate) fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> DeviceInfo {
+    let ai = adapter.get_info();
+    let features = usable_features(adapter);
+    // A bad DOTCOMPUTE_WGPU_FLOAT is reported when the device opens; a listing shows the
+    // default.
+    let strict = float_mode()
+        .unwrap_or(true)
+        .then(|| strict_spirv(adapter))
+        .flatten();
+    DeviceInfo {
+        backend: BackendKind::Wgpu,
+        ordinal: 0, // set by `devices` and `open`, which know the adapter's place
+        name: ai.name.clone(),
+        device_type: match ai.device_type {
+            wgpu::DeviceType::DiscreteGpu => DeviceType::DiscreteGpu,
+            wgpu::DeviceType::IntegratedGpu => DeviceType::IntegratedGpu,
+            wgpu::DeviceType::VirtualGpu => DeviceType::VirtualGpu,
+            // lavapipe, SwiftShader, WARP: Vulkan / DX12 emulated on the CPU.
+            wgpu::DeviceType::Cpu => DeviceType::SoftwareGpu,
+            wgpu::DeviceType::Other => DeviceType::Other,
+        },
+        memory_bytes: limits.max_buffer_size,
+        compute_units: 0,
+        limits: Limits {
+            max_group_threads: limits.max_compute_invocations_per_workgroup,
+            max_group_size: [
+                limits.max_compute_workgroup_size_x,
+                limits.max_compute_workgroup_size_y,
+                limits.max_compute_workgroup_size_z,
+            ],
+            // Dispatches are folded (see dotcompute_codegen::wgsl), so only the product of
+            // the group counts is limited; launch() checks it.
+            max_groups: [u32::MAX; 3],
+            max_shared_bytes: limits.max_compute_workgroup_storage_size as u64,
+            max_static_shared_bytes: limits.max_compute_workgroup_storage_size as u64,
+            max_buffer_bytes: limits.max_buffer_size,
+        },
+        driver: format!(
+            "{:?} {:?}, driver {} {}",
+            ai.backend, ai.device_type, ai.driver, ai.driver_info
+        ),
+        caps: Capabilities {
+            f64: false,
+            i64: false,
+            f16: features.contains(wgpu::Features::SHADER_F16),
+            // VK_EXT_shader_atomic_float (and Metal 3): one instruction; otherwise a
+            // compare-exchange loop on the bits.
+            atomic_f32_add: if features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC) {
+                AtomicF32Add::Native
+            } else {
+                AtomicF32Add::CompareExchangeLoop
+            },
+            timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            raw_languages: if spirv_passthrough(adapter) {
+                vec![RawLanguage::Wgsl, RawLanguage::Spirv]
+            } else {
+                vec![RawLanguage::Wgsl]
+            },
+            concurrent_streams: false,
+            native_graphs: false,
+            blas: Vec::new(),
+            subgroup_size: features
+                .contains(wgpu::Features::SUBGROUP)
+                .then_some([ai.subgroup_min_size, ai.subgroup_max_size]),
+            tensor_cores: false,
+            // Exact only through strict SPIR-V; subnormals where the device keeps them.
+            exact_float: strict.is_some(),
+            subnormals: strict.is_some_and(|o| o.denorm_preserve),
+            time_limits: true,
+        },
+    }
+}
+
+/// The environment variable listing optional adapter features not to use, comma
+/// separated: `subgroups`, `f16`, `float-atomics`, `timestamps`, `passthrough`. The device then lacks them as a device without
+/// them would (capabilities, errors), which tests code meant to run everywhere.
+pub const DISABLE_ENV: &str = "DOTCOMPUTE_WGPU_DISABLE";
+
+/// The adapter's features minus those [`DISABLE_ENV`] names.
+pub(crate) fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
+    let mut features = adapter.features();
+    if let Ok(list) = std::env::var(DISABLE_ENV) {
+        for name in list.split(',').map(str::trim) {
+            match name {
+                "subgroups" => features.remove(wgpu::Features::SUBGROUP),
+                "f16" => features.remove(wgpu::Features::SHADER_F16),
+                "float-atomics" => features.remove(wgpu::Features::SHADER_FLOAT32_ATOMIC),
+                "timestamps" => features.remove(
+                    wgpu::Features::TIMESTAMP_QUERY
+                        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
+                ),
+                // Raw SPIR-V kernels and the strict SPIR-V of generated ones.
+                "passthrough" => features.remove(wgpu::Features::PASSTHROUGH_SHADERS),
+                _ => {}
+            }
+        }
+    }
+    features
+}
+
+/// Whether the adapter takes SPIR-V as it is (Vulkan with wgpu's passthrough, not
+/// turned off through [`DISABLE_ENV`]): raw SPIR-V kernels, and the strict SPIR-V of
+/// generated ones.
+pub(crate) fn spirv_passthrough(adapter: &wgpu::Adapter) -> bool {
+    adapter.get_info().backend == wgpu::Backend::Vulkan
+        && usable_features(adapter).contains(wgpu::Features::PASSTHROUGH_SHADERS)
+}
+
+/// `DOTCOMPUTE_WGPU_FLOAT`: `strict` (the default) compiles generated kernels for Vulkan
+/// as SPIR-V that keeps the IR's floating-point meaning; `relaxed` hands WGSL to wgpu as
+/// it is (the driver may then fuse `a * b + c` and reassociate sums, for comparisons).
+pub const FLOAT_ENV: &str = "DOTCOMPUTE_WGPU_FLOAT";
+
+/// Whether generated kernels get strict SPIR-V ([`FLOAT_ENV`]); another value is an error.
+pub(crate) fn float_mode() -> Result<bool> {
+    let mode = dotcompute_hal::settings::choice(
+        FLOAT_ENV,
+        &["strict", "relaxed"],
+        "`strict` (the default) or `relaxed`",
+    )?;
+    Ok(mode != Some("relaxed"))
+}
+
+/// The strict SPIR-V options for a Vulkan adapter with SPIR-V passthrough: the SPIR-V
+/// version its Vulkan version takes, and whether it keeps 32-bit subnormals
+/// (`shaderDenormPreserveFloat32`). `None` for other adapters.
+#[cfg(not(any(target_arch = "wasm32", target_vendor = "apple")))]
+pub(crate) fn strict_spirv(
+    adapter: &wgpu::Adapter,
+) -> Option<dotcompute_codegen::spirv::StrictSpirv> {
+    use ash::vk;
+    if !spirv_passthrough(adapter) {
+        return None;
+    }
+    // SAFETY: the hal adapter is only read (its instance and physical device handles).
+    let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
+    let api = hal.physical_device_capabilities().properties().api_version;
+    let version = match (vk::api_version_major(api), vk::api_version_minor(api)) {
+        (1, 0) => return None, // no subgroups, no float controls: leave it to wgpu
+        (1, 1) => (1, 3),
+        (1, 2) => (1, 5),
+        _ => (1, 6),
+    };
+    let mut controls = vk::PhysicalDeviceFloatControlsProperties::default();
+    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut controls);
+    // SAFETY: a valid physical device of this instance; Vulkan 1.1 has the query, and a
+    // 1.1 device that lacks float controls leaves the chained struct zeroed.
+    unsafe {
+        hal.shared_instance()
+            .raw_instance()
+            .get_physical_device_properties2(hal.raw_physical_device(), &mut props)
+    };
+    Some(dotcompute_codegen::spirv::StrictSpirv {
+        version,
+        denorm_preserve: api >= vk::API_VERSION_1_2
+            && controls.shader_denorm_preserve_float32 == vk::TRUE,
+    })
+}
+
+#[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
+pub(crate) fn strict_spirv(_: &wgpu::Adapter) -> Option<dotcompute_codegen::spirv::StrictSpirv> {
+    None
+}

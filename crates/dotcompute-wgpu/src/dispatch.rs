@@ -1,0 +1,267 @@
+//! Dispatches: the pipeline, bind group and group counts of one launch, with the grid
+//! folded into the adapter's per-dimension limits.
+
+use super::*;
+
+impl WgpuBackend {
+    /// The pipeline, bind group and dispatch of one launch.
+    pub(crate) fn prepare_dispatch(
+        &self,
+        request: &LaunchRequest<'_, WgpuBuffer>,
+    ) -> Result<Dispatch> {
+        let program = request.program;
+        let kernel = &*program.kernel;
+        let g = request.geometry;
+        let scalars: Vec<_> = request
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                BoundArg::Scalar(l) => Some(*l),
+                BoundArg::Buffer { .. } => None,
+            })
+            .collect();
+        // A view at an offset the adapter cannot bind at is bound from the aligned offset
+        // below it; the kernel variant with view offsets adds the rest (in elements).
+        let align = self.limits.min_storage_buffer_offset_alignment.max(1) as usize;
+        let unaligned = request
+            .args
+            .iter()
+            .any(|a| matches!(a, BoundArg::Buffer { offset, .. } if offset % align != 0));
+        let (pipeline, dispatch, uniform_bytes, view_offsets) = match program.raw_source() {
+            Some(_) if unaligned => {
+                return Err(Error::Unsupported {
+                    op: "launch_raw",
+                    detail: format!(
+                        "a raw kernel's buffer views must start at a multiple of {align} \
+                         bytes on this adapter (min_storage_buffer_offset_alignment)"
+                    ),
+                })
+            }
+            Some(raw) => {
+                let (pipeline, dispatch, uniforms) =
+                    self.raw_pipeline(program, raw, g.groups, &scalars)?;
+                (pipeline, dispatch, uniforms, false)
+            }
+            None => {
+                // The uniform words after the scalars: the view-offset variant's element
+                // offsets, then the lengths of the f16 buffers (see dotcompute_codegen::wgsl).
+                let buffers = request.args.iter().filter_map(|a| match a {
+                    BoundArg::Buffer {
+                        offset, len, elem, ..
+                    } => Some((*offset, *len, *elem)),
+                    BoundArg::Scalar(_) => None,
+                });
+                let element_offsets: Vec<u32> = if unaligned {
+                    buffers
+                        .clone()
+                        .map(|(offset, _, elem)| ((offset % align) / elem.size_bytes()) as u32)
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                let half_lens: Vec<u32> = buffers
+                    .clone()
+                    .filter(|&(_, _, elem)| elem == ScalarType::F16)
+                    .map(|(_, len, _)| len as u32)
+                    .collect();
+                // The grid-stride form where it cannot be observed (see WgslOptions::strided).
+                let strided = self.strided
+                    && !g.checked
+                    && g.grid[1] == 1
+                    && g.grid[2] == 1
+                    && g.group[1] == 1
+                    && g.group[2] == 1
+                    && program.grid_stride;
+                // The vector form binds each buffer as 16-byte vectors: every one must
+                // start on 16 bytes and hold whole vectors.
+                let vector = strided
+                    && self.vectors
+                    && !unaligned
+                    && program.vector_form
+                    && buffers
+                        .clone()
+                        .all(|(offset, len, _)| offset % 16 == 0 && len % 4 == 0);
+                let form = match (strided, vector) {
+                    (_, true) => {
+                        VECTOR_LAUNCHES.with(|c| c.set(c.get() + 1));
+                        Form::Vector
+                    }
+                    (true, false) => Form::Strided,
+                    _ => Form::Plain,
+                };
+                let dispatch = match form {
+                    Form::Plain => self.dispatch_for(&kernel.name, g.groups)?,
+                    Form::Strided | Form::Vector => {
+                        // Logical threads per invocation and trip.
+                        let lanes = if form == Form::Vector { 4 } else { 1 };
+                        let per_group = lanes * g.group[0] as u64;
+                        let groups = (g.grid[0] as u64).div_ceil(per_group).max(1);
+                        [groups.min(wgsl::STRIDED_GROUPS as u64) as u32, 1, 1]
+                    }
+                };
+                (
+                    self.pipeline(
+                        program,
+                        g.group,
+                        g.dynamic_shared_len,
+                        unaligned,
+                        g.checked,
+                        form,
+                    )?,
+                    dispatch,
+                    wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets, &half_lens),
+                    unaligned,
+                )
+            }
+        };
+        let max_binding = self.limits.max_storage_buffer_binding_size;
+        // (binding, buffer, offset, size) of every buffer parameter.
+        let mut ranges = Vec::with_capacity(pipeline.module.buffers.len());
+        for &(param, binding, _) in &pipeline.module.buffers {
+            let BoundArg::Buffer {
+                buffer,
+                offset,
+                len,
+                elem,
+                ..
+            } = &request.args[param as usize]
+            else {
+                return Err(backend_err("internal: a buffer parameter got a scalar"));
+            };
+            // With view offsets the binding starts at the aligned offset below the view.
+            let skipped = if view_offsets { offset % align } else { 0 };
+            // Storage bindings are sized in whole words (an f16 buffer's last word may
+            // hold one element past its end; the kernel takes its length from the
+            // uniform block, and pool blocks are larger than that).
+            let size = ((skipped + *len * elem.size_bytes()) as u64)
+                .next_multiple_of(4)
+                .min(buffer.buffer.size() - (offset - skipped) as u64);
+            if size > max_binding {
+                return Err(Error::ArgumentType {
+                    kernel: kernel.name.clone(),
+                    arg: kernel.params[param as usize].name().to_string(),
+                    expected: format!(
+                        "at most {max_binding} bytes (this adapter's largest storage binding)"
+                    ),
+                    found: format!("{size} bytes"),
+                });
+            }
+            ranges.push((binding, &buffer.buffer, (offset - skipped) as u64, size));
+        }
+        // Checked launches: a zeroed violation record, read after the launch.
+        let record = pipeline.module.violation_binding.map(|binding| {
+            let buffer = self
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("dotcompute violation record"),
+                    contents: &[0u8; dotcompute_hal::VIOLATION_WORDS * 4],
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                });
+            (binding, buffer)
+        });
+        // A launch like an earlier one (same pipeline, bindings and uniform bytes) reuses
+        // its bind group and uniform buffer: both are immutable once made.
+        let key = BindKey {
+            pipeline: Arc::as_ptr(&pipeline) as usize,
+            ranges: ranges
+                .iter()
+                .map(|&(b, buf, off, size)| (b, buf.clone(), off, size))
+                .collect(),
+            uniforms: uniform_bytes.clone(),
+        };
+        if record.is_none() {
+            let cache = self.bind_groups.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(hit) = cache.get(&key) {
+                return Ok(Dispatch {
+                    pipeline,
+                    bind_group: hit.bind_group.clone(),
+                    groups: dispatch,
+                    record: None,
+                });
+            }
+        }
+        let uniforms = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("dotcompute launch parameters"),
+                contents: &uniform_bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let mut entries: Vec<wgpu::BindGroupEntry> = ranges
+            .iter()
+            .map(|&(binding, buffer, offset, size)| wgpu::BindGroupEntry {
+                binding,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset,
+                    size: NonZeroU64::new(size),
+                }),
+            })
+            .collect();
+        if pipeline.module.uniform_size > 0 {
+            entries.push(wgpu::BindGroupEntry {
+                binding: pipeline.module.uniform_binding,
+                resource: uniforms.as_entire_binding(),
+            });
+        }
+        if let Some((binding, buffer)) = &record {
+            entries.push(wgpu::BindGroupEntry {
+                binding: *binding,
+                resource: buffer.as_entire_binding(),
+            });
+        }
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&kernel.name),
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
+        if record.is_none() {
+            let mut cache = self.bind_groups.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.len() >= BIND_GROUP_CACHE {
+                cache.clear();
+            }
+            cache.insert(
+                key,
+                CachedBinding {
+                    _pipeline: pipeline.clone(),
+                    bind_group: bind_group.clone(),
+                    _uniforms: uniforms,
+                },
+            );
+        }
+        Ok(Dispatch {
+            pipeline,
+            bind_group,
+            groups: dispatch,
+            record: record.map(|(_, buffer)| (buffer, program.kernel.clone())),
+        })
+    }
+
+    /// The dispatch of a generated kernel's `groups`: as they are when every dimension
+    /// fits the adapter's limit (the shader then takes its group id as is), else folded.
+    pub(crate) fn dispatch_for(&self, kernel: &str, groups: [u32; 3]) -> Result<[u32; 3]> {
+        let max = self.limits.max_compute_workgroups_per_dimension.max(1);
+        if groups.iter().all(|&g| g <= max) {
+            return Ok(groups);
+        }
+        self.fold(kernel, groups.iter().map(|&g| g as u64).product())
+    }
+
+    /// Splits `total` groups into a dispatch of at most `max` per dimension.
+    pub(crate) fn fold(&self, kernel: &str, total: u64) -> Result<[u32; 3]> {
+        let max = self.limits.max_compute_workgroups_per_dimension.max(1) as u64;
+        let x = total.min(max);
+        let y = total.div_ceil(x).min(max);
+        let z = total.div_ceil(x * y);
+        if z > max || total > u32::MAX as u64 {
+            return Err(Error::GridTooLarge {
+                kernel: kernel.into(),
+                detail: format!(
+                    "{total} groups; this adapter dispatches at most {} groups in all",
+                    (max * max * max).min(u32::MAX as u64)
+                ),
+            });
+        }
+        Ok([x as u32, y as u32, z as u32])
+    }
+}
