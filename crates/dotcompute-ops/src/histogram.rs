@@ -424,6 +424,17 @@ pub fn histogram_even_f32(
     if n == 0 {
         return queue.fill_buffer(hist, 0);
     }
+    if crate::host::is_cpu(queue) {
+        // The kernel's bin, in the same two roundings (no fused multiply-add).
+        let x = queue.read_buffer(samples)?;
+        return hist.write(&crate::host::histogram(&x, bins, |v: f32| {
+            if v >= lower && v < upper {
+                (((v - lower) * scale).floor() as u32).min(bins - 1)
+            } else {
+                NO_BIN
+            }
+        }));
+    }
     tuned(queue, OP, "f32", n, bins, hist, |hist, l, copies| {
         histogram_f32::launch(
             queue, l, samples, hist, n, bins, lower, upper, scale, copies,
@@ -462,6 +473,18 @@ pub fn histogram_even<T: HistogramInt>(
     let width = int_width(OP, bins, lower, upper)?;
     if n == 0 {
         return queue.fill_buffer(hist, 0);
+    }
+    if crate::host::is_cpu(queue) {
+        let x = queue.read_buffer(samples)?;
+        return hist.write(&crate::host::histogram(&x, bins, |v: T| {
+            if v >= lower && v < upper {
+                // The offset fits u32 (the range is at most 2^32 wide), as in the
+                // kernel; `span` is `None` for `v == lower`, offset 0.
+                T::span(lower, v).map_or(0, |d| d as u32) / width
+            } else {
+                NO_BIN
+            }
+        }));
     }
     let ty = format!("{:?}", <T as dotcompute::Element>::TYPE);
     tuned(queue, OP, &ty, n, bins, hist, |hist, l, copies| {
@@ -516,6 +539,17 @@ pub fn histogram_even_u8(
     let (width, shift) = byte_width(OP, bins, lower, upper)?;
     if n == 0 {
         return queue.fill_buffer(hist, 0);
+    }
+    if crate::host::is_cpu(queue) {
+        let x = queue.read_buffer(samples)?;
+        return hist.write(&crate::host::histogram(&x, bins, |b: u8| {
+            let b = b as u32;
+            if b >= lower && b < upper {
+                (b - lower) / width
+            } else {
+                NO_BIN
+            }
+        }));
     }
     // The launch counts groups by words.
     let words = n.div_ceil(4);

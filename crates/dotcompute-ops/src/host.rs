@@ -124,3 +124,30 @@ pub(crate) fn scan<T: HostArith>(
             }
         });
 }
+
+/// Counts of `bins` bins over `x`, each sample's bin given by `bin_of` (`u32::MAX`: no
+/// bin): one histogram per fixed chunk, added in order (exact).
+pub(crate) fn histogram<T: Copy + Send + Sync>(
+    x: &[T],
+    bins: u32,
+    bin_of: impl Fn(T) -> u32 + Sync,
+) -> Vec<u32> {
+    x.par_chunks(CHUNK)
+        .map(|chunk| {
+            let mut counts = vec![0u32; bins as usize];
+            for &v in chunk {
+                let b = bin_of(v);
+                if b != u32::MAX {
+                    counts[b as usize] += 1;
+                }
+            }
+            counts
+        })
+        .reduce(
+            || vec![0u32; bins as usize],
+            |mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                a
+            },
+        )
+}
