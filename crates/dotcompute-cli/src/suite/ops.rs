@@ -254,6 +254,18 @@ fn tuner_choice(key: &str) -> String {
     winner().unwrap_or_else(|| "default".into())
 }
 
+/// A histogram row's label: the kernels and the tuner's choice on GPUs; the CPU device
+/// counts on host memory instead (`dotcompute_ops::host`).
+fn histogram_label(ctx: &Ctx, kernel: &str, key: &str) -> String {
+    if ctx.kind() == BackendKind::Cpu {
+        return "dotcompute_ops::histogram (host memory, rayon chunks)".into();
+    }
+    format!(
+        "dotcompute_ops::histogram ({kernel}; tuner: {})",
+        tuner_choice(key)
+    )
+}
+
 /// Histogram, softmax and transpose, each against a copy of the same bytes moved.
 fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let d = ctx.device;
@@ -288,14 +300,10 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             Unit::GBs,
         )
         .ours(
-            &format!(
-                "dotcompute_ops::histogram (shared atomics; tuner: {})",
-                tuner_choice(&dotcompute_ops::tune::key(
-                    d,
-                    "histogram_even_f32",
-                    "f32",
-                    n
-                ))
+            &histogram_label(
+                ctx,
+                "shared atomics",
+                &dotcompute_ops::tune::key(d, "histogram_even_f32", "f32", n),
             ),
             4.0 * n as f64,
             times[0].clone(),
@@ -329,14 +337,10 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             Unit::GBs,
         )
         .ours(
-            &format!(
-                "dotcompute_ops::histogram (4 bytes per load, shared atomics; tuner: {})",
-                tuner_choice(&dotcompute_ops::tune::key(
-                    d,
-                    "histogram_even_u8",
-                    "u8",
-                    n / 4
-                ))
+            &histogram_label(
+                ctx,
+                "4 bytes per load, shared atomics",
+                &dotcompute_ops::tune::key(d, "histogram_even_u8", "u8", n / 4),
             ),
             n as f64,
             times[0].clone(),
