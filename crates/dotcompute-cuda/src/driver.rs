@@ -145,8 +145,9 @@ pub(crate) struct Context {
 /// included (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, seen in the 16-thread stress run on
 /// an H100; the same behaviour is recorded in ROCm/rocm-systems#4508 and
 /// llama.cpp#14033). Captures count themselves in and out; the gated calls (the pool's
-/// allocations and frees, page-locked host memory, the profiler's synchronisations) wait
-/// until none runs and keep new ones from starting meanwhile. A thread inside its own
+/// allocations and frees, page-locked host memory, module loads, violation records, the
+/// profiler's synchronisations, a dropped backend's release) wait until none runs and
+/// keep new ones from starting meanwhile. A thread inside its own
 /// capture is not held back (it would wait for itself).
 #[derive(Default)]
 pub(crate) struct CaptureGate {

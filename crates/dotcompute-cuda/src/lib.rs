@@ -261,10 +261,9 @@ impl Drop for CudaBackend {
         // freeing memory, unloading modules and destroying streams may synchronise the
         // device and invalidate their captures (`driver::CaptureGate`), so this waits for
         // them, and drains this backend's own streams rather than the whole context.
-        let ctx = self.ctx.clone();
         // SAFETY: nothing uses these handles after the backend; its streams are drained
         // before memory, modules and the streams are released.
-        ctx.capture_gate.exclusive(|| unsafe {
+        self.ctx.capture_gate.exclusive(|| unsafe {
             for s in self.streams.all() {
                 let _ = cu::stream::synchronize(s);
             }

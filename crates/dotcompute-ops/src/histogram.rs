@@ -321,17 +321,20 @@ fn histogram_bytes_direct(
         count_word_direct(local, words[i], lower, bins, copies, copy);
         i += stride;
     }
-    // The last, partial word: one thread (its bytes past `n` are not samples).
+    // The last, partial word: one thread (its bytes past `n` are not samples), through
+    // the general form's counter (width 1: shift 0).
     if global_id().x == 0 && whole < words.len() {
-        let w = words[whole];
-        let mut k = 0u32;
-        while k < n - 4 * whole {
-            let b = ((w >> (8 * k)) & 255).wrapping_sub(lower);
-            if b < bins {
-                atomic_add(&local[b * copies + copy], 1u32);
-            }
-            k += 1;
-        }
+        count_bytes(
+            local,
+            words[whole],
+            n - 4 * whole,
+            lower,
+            lower + bins,
+            1,
+            0,
+            copies,
+            copy,
+        );
     }
     add_bins(local, hist, bins, copies);
 }

@@ -518,12 +518,17 @@ impl<'a> Arg<'a> {
     /// every vector is 16-byte aligned. For the library's own kernels.
     pub(crate) fn buffer_as_vec4<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
         debug_assert_eq!(T::TYPE.size_bytes(), 4, "Vec4 lanes are 4-byte elements");
+        Arg::read_only_as(b, b.len / 4, dotcompute_ir::Type::vector(T::TYPE.scalar, 4))
+    }
+    /// The whole of `b` bound read-only as `len` elements of type `elem`, from its first
+    /// byte. The callers keep `len` elements of `elem` inside the allocation.
+    fn read_only_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type) -> Arg<'a> {
         Arg(ArgKind::Buffer {
             device: &b.device,
             raw: b.raw(),
             offset: 0,
-            len: b.len / 4,
-            elem: dotcompute_ir::Type::vector(T::TYPE.scalar, 4),
+            len,
+            elem,
             writable: false,
             uses: &b.uses,
         })
@@ -585,17 +590,12 @@ impl Buffer<u8> {
 
 impl KernelBuffer<u32> for ByteWords<'_> {
     fn arg(&self) -> Arg<'_> {
-        let b = self.0;
-        Arg(ArgKind::Buffer {
-            device: &b.device,
-            raw: b.raw(),
-            offset: 0,
-            // Inside the allocation: it is whole words, the padding zeroed (Buffer::new).
-            len: b.len.div_ceil(4),
-            elem: Type::scalar(ScalarType::U32),
-            writable: false,
-            uses: &b.uses,
-        })
+        // Inside the allocation: it is whole words, the padding zeroed (Buffer::new).
+        Arg::read_only_as(
+            self.0,
+            self.0.len.div_ceil(4),
+            Type::scalar(ScalarType::U32),
+        )
     }
 }
 
