@@ -254,7 +254,7 @@ impl Gen<'_> {
                 then,
                 otherwise,
             } => {
-                let text = format!("if ({}) {{", self.expr(cond));
+                let text = format!("if ({}) {{", unwrapped(&self.expr(cond)));
                 self.line(d, &text);
                 self.block(then, d + 1);
                 if otherwise.is_empty() {
@@ -719,3 +719,47 @@ pub(crate) fn small_constant_range(
 /// accumulators of a 64×64 tensor-core warp tile, which must stay in registers (a loop
 /// left rolled indexes its array dynamically and moves it to local memory).
 const UNROLL_TRIPS: i128 = 128;
+
+/// `expr` without the parentheses around the whole of it, if it has them: a condition is
+/// printed inside `if (...)` already, and `if ((a == b))` is clang's
+/// `-Wparentheses-equality` warning (the MSL shim compiles with warnings as errors, as
+/// Apple's compiler would show them).
+fn unwrapped(expr: &str) -> &str {
+    let Some(inner) = expr.strip_prefix('(').and_then(|e| e.strip_suffix(')')) else {
+        return expr;
+    };
+    // The first `(` must close at the very end: `(a) && (b)` is not wrapped.
+    let mut depth = 0i32;
+    for c in inner.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return expr;
+                }
+            }
+            _ => {}
+        }
+    }
+    if depth == 0 {
+        inner
+    } else {
+        expr
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unwrapped;
+
+    #[test]
+    fn only_parentheses_around_the_whole_condition_are_dropped() {
+        assert_eq!(unwrapped("(a == b)"), "a == b");
+        assert_eq!(unwrapped("((a == b) && (c < d))"), "(a == b) && (c < d)");
+        assert_eq!(unwrapped("(a == b) && (c < d)"), "(a == b) && (c < d)");
+        assert_eq!(unwrapped("(a) + (b)"), "(a) + (b)");
+        assert_eq!(unwrapped("f(x)"), "f(x)");
+        assert_eq!(unwrapped("x"), "x");
+    }
+}

@@ -18,6 +18,7 @@
 //! one lane.
 
 mod backend;
+pub mod rules;
 
 pub use backend::ShimBackend;
 
@@ -34,6 +35,26 @@ use std::path::PathBuf;
 
 /// The shim header, written next to each compiled library as `metal_stdlib`.
 const SHIM_HEADER: &str = include_str!("metal_stdlib");
+
+/// How the shim compiles a library: C++14 (the language MSL is based on) without
+/// exceptions or run-time type information (which MSL lacks), warnings as errors (Apple's
+/// compiler is clang too, and its warnings on our own text are defects), and every symbol
+/// resolved at link time (a missing runtime function is a compile error, not a failure
+/// in the middle of a dispatch).
+const COMPILE_FLAGS: &[&str] = &[
+    "-std=c++14",
+    "-O2",
+    "-fPIC",
+    "-shared",
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-Werror",
+    // Warnings a user's own kernel can earn (`x < x`, `2 ^ 32`: the random-kernel test
+    // writes both): Apple's compiler would warn, not refuse, so neither does the shim.
+    "-Wno-tautological-compare",
+    "-Wno-xor-used-as-pow",
+    "-Wl,-z,defs",
+];
 
 /// The compiler: `DOTCOMPUTE_MSL_SHIM_CXX`, or `clang++`.
 pub fn compiler() -> String {
@@ -174,6 +195,13 @@ impl ShimLibrary {
         // C++ reads `[[threadgroup(0)]]` through the shim's `threadgroup` macro, so the
         // attributes are taken out, after checking that each names the index the binding
         // list (and so the plan) uses for its parameter.
+        let broken = rules::violations(&module.source);
+        if !broken.is_empty() {
+            return Err(fail(format!(
+                "the generated MSL uses what Metal's language lacks:\n{}",
+                broken.join("\n")
+            )));
+        }
         let (source, found) = strip_attributes(&module.source);
         let expected = expected_attributes(module);
         if found != expected {
@@ -182,11 +210,13 @@ impl ShimLibrary {
             )));
         }
         let unit = format!("{source}{}", trampoline(module));
-        let hash: String = Sha256::digest(format!("{SHIM_HEADER}\n{unit}").as_bytes())
-            .iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hash: String = Sha256::digest(
+            format!("{SHIM_HEADER}\n{}\n{unit}", COMPILE_FLAGS.join(" ")).as_bytes(),
+        )
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect();
         let dir = cache_dir();
         let library_path = dir.join(format!("{hash}.so"));
         if !library_path.exists() {
@@ -207,7 +237,7 @@ impl ShimLibrary {
                 .map_err(|e| fail(format!("cannot write {}: {e}", source_path.display())))?;
             let partial = dir.join(format!("{hash}.{pid}.partial"));
             let output = std::process::Command::new(compiler())
-                .args(["-std=c++17", "-O2", "-fPIC", "-shared", "-w"])
+                .args(COMPILE_FLAGS)
                 .arg(format!("-I{}", header_dir.display()))
                 .arg("-o")
                 .arg(&partial)
