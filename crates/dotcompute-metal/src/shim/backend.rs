@@ -4,7 +4,7 @@
 //! `dotcompute-metal`'s tests and handed to the conformance suite with
 //! `Device::from_backend`.
 
-use super::ShimLibrary;
+use super::{ShimLibrary, ThreadOrder, SIMD_WIDTH};
 use crate::plan::{encode, plan_args, EncodingPlan, PipelineLimits};
 use dotcompute_cpu::{CpuBackend, CpuBuffer};
 use dotcompute_hal::{
@@ -30,6 +30,11 @@ pub struct ShimBackend {
     /// Applied to every plan before it runs: only for demonstrating that a wrong plan
     /// fails (see `tests/it`).
     tamper: Option<fn(&mut EncodingPlan)>,
+    /// Applied to every generated MSL text before it compiles: only for demonstrating
+    /// that the shim refuses or catches wrong MSL (see `tests/it`).
+    tamper_msl: Option<fn(&mut String)>,
+    /// The order of threads between meeting points (see [`ThreadOrder`]).
+    order: ThreadOrder,
 }
 
 impl ShimBackend {
@@ -63,19 +68,40 @@ impl ShimBackend {
             concurrent_streams: false,
             native_graphs: false,
             blas: Vec::new(),
-            // SIMD-groups of one lane in the shim.
-            subgroup_size: Some([1, 1]),
+            // SIMD-groups of 32 lanes in lock-step (`lockstep`), an Apple GPU's width.
+            subgroup_size: Some([SIMD_WIDTH, SIMD_WIDTH]),
             tensor_cores: false,
             exact_float: false,
             subnormals: false,
             time_limits: false,
         };
+        let order = ThreadOrder::from_env().map_err(|reason| Error::BackendUnavailable {
+            backend: "msl-shim".into(),
+            reason,
+        })?;
         Ok(ShimBackend {
             cpu,
             info,
             libraries: Mutex::new(HashMap::new()),
             tamper: None,
+            tamper_msl: None,
+            order,
         })
+    }
+
+    /// A shim device that applies `tamper` to every generated MSL text before compiling
+    /// it, to show that the shim refuses or catches a wrong kernel.
+    pub fn with_tampered_msl(tamper: fn(&mut String)) -> Result<ShimBackend> {
+        let mut backend = ShimBackend::new()?;
+        backend.tamper_msl = Some(tamper);
+        Ok(backend)
+    }
+
+    /// This device, running the threads of each group in `order` between meeting points
+    /// (`ThreadOrder::Shuffled` shows a missing barrier as a wrong result).
+    pub fn with_thread_order(mut self, order: ThreadOrder) -> ShimBackend {
+        self.order = order;
+        self
     }
 
     /// A shim device that applies `tamper` to every encoding plan before running it, to
@@ -93,7 +119,10 @@ impl ShimBackend {
         if let Some(l) = libraries.get(&key) {
             return Ok(l.clone());
         }
-        let module = crate::msl_module(program, key.1)?;
+        let mut module = crate::msl_module(program, key.1)?;
+        if let Some(tamper) = self.tamper_msl {
+            tamper(&mut module.source);
+        }
         let library = Arc::new(ShimLibrary::compile(&module, &program.kernel)?);
         libraries.insert(key, library.clone());
         Ok(library)
@@ -181,7 +210,7 @@ impl Queue for ShimBackend {
         if let Some(tamper) = self.tamper {
             tamper(&mut plan);
         }
-        library.dispatch(&plan, &bases)
+        library.dispatch(&plan, &bases, self.order)
     }
     fn synchronize(&self, _: StreamId) -> Result<()> {
         Ok(()) // every operation completes before it returns

@@ -1,34 +1,45 @@
-//! Generated MSL executed on Linux: the library is compiled as C++17 by clang against a
-//! shim of `<metal_stdlib>` (the file `metal_stdlib` beside this module), loaded with
-//! `dlopen`, and run on the CPU by a runner that does what a Metal driver does with an
+//! Generated MSL executed on Linux: the library is compiled by clang against a shim of
+//! `<metal_stdlib>` (the file `metal_stdlib` beside this module) under Metal's rules, loaded
+//! with `dlopen`, and run on the CPU by a runner that does what a Metal driver does with an
 //! [`EncodingPlan`]: binds buffers and bytes at their indices, allocates each
 //! threadgroup's memory at the planned lengths, and dispatches exactly the planned grid.
-//! Threads of a kernel with barriers are coroutines (corosensei) that the barrier
-//! suspends until their whole group has arrived, so barrier semantics are exact.
+//!
+//! *Metal's rules at compile time*: address spaces are clang address spaces (no pointer
+//! converts between `device`, `threadgroup`, `constant` and `thread`; `constant` is
+//! read-only), the language is C++14 without exceptions or RTTI, warnings are errors, and
+//! [`rules`] refuses what MSL lacks that C++ has (`long long`, `double`, `goto`, …).
+//!
+//! *Metal's execution model at run time* ([`lockstep`]): SIMD-groups of 32 lanes that meet
+//! at every `simd_*` call (ballots, masks, shuffles, partial SIMD-groups and prefix sums
+//! as on the GPU), threads that meet at every barrier, and between those points an order
+//! that can be shuffled per seed ([`ThreadOrder`], `DOTCOMPUTE_MSL_SHIM_ORDER`), so a
+//! missing barrier gives a wrong result. A barrier or SIMD-group function that not every
+//! thread reaches is an error.
 //!
 //! Like Metal's API validation layer, the runner refuses a dispatch with an argument the
 //! kernel declares but the plan never bound, or threadgroup memory it never sized; a
 //! wrong grid or a wrong length is not refused, it gives wrong output, which the
 //! conformance checks catch.
 //!
-//! What a pass here proves: our MSL text means what the IR means (compiled by a real C++
-//! compiler, every output element checked), and the encoding plan binds and sizes what
-//! that text reads. What it cannot prove: that Apple's Metal compiler accepts the text,
-//! that the driver executes it the same way, or anything about SIMD-groups wider than
-//! one lane.
+//! What a pass here proves: our MSL text means what the IR means (compiled by a real
+//! clang under Metal's typing rules, every output element checked), and the encoding
+//! plan binds and sizes what that text reads. What it cannot prove: that Apple's Metal
+//! compiler accepts the text (its front end is stricter still in places this header does
+//! not model, such as vector constructors), that the driver executes it the same way, or
+//! races that every thread order resolves alike.
 
 mod backend;
+mod lockstep;
 pub mod rules;
+
+pub use lockstep::{ThreadOrder, SIMD_WIDTH};
 
 pub use backend::ShimBackend;
 
 use crate::plan::{Dispatch, EncodingPlan};
-use corosensei::stack::DefaultStack;
-use corosensei::{Coroutine, CoroutineResult, Yielder};
 use dotcompute_codegen::msl::{MslAttribute, MslBinding, MslModule};
 use dotcompute_hal::{Error, Result};
 use rayon::prelude::*;
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -98,7 +109,8 @@ pub struct ShimLibrary {
     _library: libloading::Library,
     entry: EntryFn,
     module: MslModule,
-    uses_barrier: bool,
+    /// Whether threads meet (barriers, SIMD-group functions): they run as coroutines.
+    meets: bool,
     kernel: dotcompute_ir::Kernel,
 }
 
@@ -263,7 +275,13 @@ impl ShimLibrary {
             let hook = library
                 .get::<*mut Option<unsafe extern "C" fn(u32)>>(b"dc_shim_barrier_hook")
                 .map_err(|e| fail(format!("no barrier hook: {e}")))?;
-            **hook = Some(barrier_hook);
+            **hook = Some(lockstep::barrier_hook);
+            let hook = library
+                .get::<*mut Option<unsafe extern "C" fn(u32, u32, u64, u32) -> u64>>(
+                    b"dc_shim_simd_hook",
+                )
+                .map_err(|e| fail(format!("no SIMD-group hook: {e}")))?;
+            **hook = Some(lockstep::simd_hook);
             *library
                 .get::<EntryFn>(b"dc_shim_entry")
                 .map_err(|e| fail(format!("no entry point: {e}")))?
@@ -272,7 +290,7 @@ impl ShimLibrary {
             _library: library,
             entry,
             module: module.clone(),
-            uses_barrier: kernel.uses_barrier(),
+            meets: kernel.uses_barrier() || kernel.uses_subgroups(),
             kernel: kernel.clone(),
         })
     }
@@ -284,7 +302,12 @@ impl ShimLibrary {
 
     /// Carries out `plan` with the buffers of the launch (`buffers[arg]` is the start of
     /// argument `arg`'s buffer; the plan adds the offset).
-    pub fn dispatch(&self, plan: &EncodingPlan, buffers: &[*mut u8]) -> Result<()> {
+    pub fn dispatch(
+        &self,
+        plan: &EncodingPlan,
+        buffers: &[*mut u8],
+        order: ThreadOrder,
+    ) -> Result<()> {
         let refuse = |message: String| Error::Backend {
             backend: "msl-shim".into(),
             message: format!(
@@ -400,7 +423,7 @@ impl ShimLibrary {
                         .collect();
                     let group = unflatten(g as u64, groups);
                     let result =
-                        self.run_group(&slots, &tg, group, groups, grid, per_group, partial);
+                        self.run_group(&slots, &tg, group, groups, grid, per_group, partial, order);
                     if let Err(e) = result {
                         errors.raise(e);
                     }
@@ -432,6 +455,7 @@ impl ShimLibrary {
         grid: [u32; 3],
         per_group: [u32; 3],
         partial: bool,
+        order: ThreadOrder,
     ) -> Result<()> {
         // The threads this group has: with dispatchThreads the last group of a dimension
         // holds only the threads inside the grid.
@@ -444,13 +468,15 @@ impl ShimLibrary {
                     if partial && (0..3).any(|d| global[d] >= grid[d]) {
                         continue;
                     }
+                    // Lanes by linear index in the group, as Metal numbers them.
+                    let linear = x + per_group[0] * (y + per_group[1] * z);
                     threads.push(ShimThread {
                         global,
                         local,
                         group,
                         groups,
-                        simd_size: 1,
-                        simd_lane: 0,
+                        simd_size: SIMD_WIDTH,
+                        simd_lane: linear % SIMD_WIDTH,
                     });
                 }
             }
@@ -458,16 +484,21 @@ impl ShimLibrary {
         let entry = self.entry;
         let slots_ptr = slots.0.as_ptr();
         let tg_ptr = tg.as_ptr();
-        if !self.uses_barrier {
-            for t in &threads {
+        if !self.meets {
+            // No meeting points: each thread runs whole, in the chosen order.
+            let mut sequence: Vec<usize> = (0..threads.len()).collect();
+            if let Some(mut rng) = order.rng(group) {
+                rng.shuffle(&mut sequence);
+            }
+            for t in sequence {
                 // SAFETY: every slot the kernel reads is bound (checked above) to memory
                 // the facade sized for the arguments, and the threadgroup regions are the
                 // planned lengths.
-                unsafe { entry(slots_ptr, tg_ptr, t) };
+                unsafe { entry(slots_ptr, tg_ptr, &threads[t]) };
             }
             return Ok(());
         }
-        run_with_barriers(&self.kernel.name, group, &threads, |t| {
+        lockstep::run_in_lockstep(&self.kernel.name, group, &threads, order, |t| {
             // SAFETY: as above.
             unsafe { entry(slots_ptr, tg_ptr, t) }
         })
@@ -490,115 +521,4 @@ fn unflatten(i: u64, dims: [u32; 3]) -> [u32; 3] {
         (rest % dims[1] as u64) as u32,
         (rest / dims[1] as u64) as u32,
     ]
-}
-
-thread_local! {
-    /// The yielder of the coroutine running on this host thread, for the barrier hook.
-    static YIELDER: Cell<*const Yielder<(), u32>> = const { Cell::new(std::ptr::null()) };
-    /// Coroutine stacks kept per worker thread: mapping them costs more than a group.
-    static STACKS: std::cell::RefCell<Vec<DefaultStack>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Called by `threadgroup_barrier` in the library: suspends the calling kernel thread.
-unsafe extern "C" fn barrier_hook(site: u32) {
-    let y = YIELDER.with(|c| c.get());
-    if !y.is_null() {
-        // SAFETY: set by the coroutine that is running now, for its own lifetime.
-        unsafe { (*y).suspend(site) };
-        // Other threads ran meanwhile and set their own: this one is running again.
-        YIELDER.with(|c| c.set(y));
-    }
-}
-
-/// Stack of one kernel thread (generated kernels keep at most 1024 locals of 8 bytes).
-const THREAD_STACK_BYTES: usize = 64 * 1024;
-
-/// Runs the group's threads as coroutines, round-robin, each until its next barrier; a
-/// thread that waits at another barrier than the rest, or ends while others wait, is
-/// barrier divergence.
-fn run_with_barriers(
-    kernel: &str,
-    group: [u32; 3],
-    threads: &[ShimThread],
-    run: impl Fn(&ShimThread),
-) -> Result<()> {
-    let run: &dyn Fn(&ShimThread) = &run;
-    // SAFETY: corosensei needs 'static closures; every coroutine below finishes or is
-    // reset before this function returns, and nothing borrowed outlives it.
-    let run: &'static dyn Fn(&ShimThread) = unsafe { std::mem::transmute(run) };
-    let mut live: Vec<Option<Coroutine<(), u32, (), DefaultStack>>> = Vec::new();
-    for &t in threads {
-        let stack = match STACKS.with(|s| s.borrow_mut().pop()) {
-            Some(stack) => stack,
-            None => DefaultStack::new(THREAD_STACK_BYTES).map_err(|e| Error::OutOfMemory {
-                device: "msl-shim".into(),
-                requested: THREAD_STACK_BYTES as u64,
-                detail: format!("a kernel thread's stack could not be mapped: {e}"),
-            })?,
-        };
-        live.push(Some(Coroutine::with_stack(
-            stack,
-            move |y: &Yielder<(), u32>, ()| {
-                YIELDER.with(|c| c.set(y as *const _));
-                run(&t);
-            },
-        )));
-    }
-    let divergence = |detail: String| Error::BarrierDivergence {
-        kernel: kernel.to_string(),
-        group,
-        detail,
-    };
-    let mut result = Ok(());
-    let mut remaining = live.len();
-    'rounds: while remaining > 0 {
-        let mut site = None;
-        let (mut waiting, mut finished) = (0, 0);
-        for slot in live.iter_mut() {
-            let Some(co) = slot else { continue };
-            let outcome = co.resume(());
-            // The coroutine set YIELDER for itself; clear it between threads.
-            YIELDER.with(|c| c.set(std::ptr::null()));
-            match outcome {
-                CoroutineResult::Yield(s) => {
-                    waiting += 1;
-                    if site.is_some_and(|p| p != s) {
-                        result = Err(divergence(format!(
-                            "threads wait at different barriers (lines {} and {s} of the MSL)",
-                            site.unwrap_or(0)
-                        )));
-                        break 'rounds;
-                    }
-                    site = Some(s);
-                    // Resumed next round, after every thread has arrived.
-                }
-                CoroutineResult::Return(()) => {
-                    finished += 1;
-                    remaining -= 1;
-                    if let Some(co) = slot.take() {
-                        let stack = co.into_stack();
-                        STACKS.with(|s| s.borrow_mut().push(stack));
-                    }
-                }
-            }
-        }
-        if waiting > 0 && finished > 0 {
-            result = Err(divergence(format!(
-                "{finished} thread(s) finished while {waiting} waited at the barrier on \
-                 line {} of the MSL",
-                site.unwrap_or(0)
-            )));
-            break;
-        }
-    }
-    // Suspended threads hold C++ frames, which must not be unwound: drop them without
-    // unwinding (the kernel's frames own no resources).
-    for co in live.iter_mut().flatten() {
-        if !co.done() {
-            // SAFETY: nothing on the coroutine's stack needs dropping (plain C++ frames
-            // and the closure's Copy captures).
-            unsafe { co.force_reset() };
-        }
-    }
-    result
 }

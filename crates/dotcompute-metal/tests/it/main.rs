@@ -3,6 +3,7 @@
 
 mod conformance;
 mod random_kernels;
+mod strict_shim;
 mod wrong_plans;
 
 use dotcompute::Device;
