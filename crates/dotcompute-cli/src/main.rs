@@ -50,6 +50,10 @@ enum Command {
         /// WGSL, which wgpu runs on Metal), spirv, hlsl.
         #[arg(long, default_value = "ir")]
         target: String,
+        /// With kernel `all`: write every built-in kernel to this directory, one file
+        /// each (`NAME.metal`, `NAME.cu`, …), instead of printing one.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
     },
     /// Runs the performance suite (or the named benchmarks) and prints every figure as a
     /// ratio against a reference measured in the same run, then a summary table.
@@ -100,7 +104,18 @@ fn main() -> ExitCode {
             cases,
             seed,
         } => validate(backend.as_deref(), &cases, seed),
-        Command::Emit { kernel, target } => emit(&kernel, &target),
+        Command::Emit {
+            kernel,
+            target,
+            out,
+        } => match out {
+            Some(dir) if kernel == "all" => emit_all(&target, &dir),
+            Some(_) => {
+                eprintln!("error: --out writes every kernel: give `all` as the kernel");
+                ExitCode::from(2)
+            }
+            None => emit(&kernel, &target),
+        },
         Command::Bench {
             names,
             backend,
@@ -221,7 +236,7 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
         "{:<18} {:<14} {:<7} {:<6} {:>11} {:>10}",
         "case", "size", "backend", "result", "max error", "time"
     );
-    let (mut passed, mut failed) = (0, 0);
+    let (mut passed, mut skipped, mut failed) = (0, 0, 0);
     let mut failures = Vec::new();
     let start = std::time::Instant::now();
     for device in &devices {
@@ -238,11 +253,13 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
                     r.case,
                     r.size,
                     r.backend.name(),
-                    if r.passed { "PASS" } else { "FAIL" },
+                    r.verdict(),
                     err,
                     r.time.as_secs_f64() * 1e3
                 );
-                if r.passed {
+                if r.skipped.is_some() {
+                    skipped += 1;
+                } else if r.passed {
                     passed += 1;
                 } else {
                     failed += 1;
@@ -295,11 +312,82 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
         "seed {seed} (replay with --seed {seed}), {:.1} s",
         start.elapsed().as_secs_f64()
     );
-    println!("{passed} passed, {failed} failed");
+    if skipped > 0 {
+        println!(
+            "{passed} passed, {skipped} skipped (the device lacks what they need), {failed} failed"
+        );
+    } else {
+        println!("{passed} passed, {failed} failed");
+    }
     if failed > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Every built-in kernel in `target`'s language, one file each in `dir`.
+fn emit_all(target: &str, dir: &std::path::Path) -> ExitCode {
+    let extension = match target {
+        "msl" | "naga-msl" => "metal",
+        "cuda" => "cu",
+        "wgsl" => "wgsl",
+        "spirv" => "spvasm",
+        "hlsl" => "hlsl",
+        "json" => "json",
+        _ => "ir",
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("error: cannot create {}: {e}", dir.display());
+        return ExitCode::FAILURE;
+    }
+    let mut kernels = conformance::seed_kernels();
+    kernels.extend(dotcompute::library_kernels());
+    let mut written = 0;
+    for def in &kernels {
+        // Metal has no tensor-core products (the device refuses them with this error).
+        if let Ok(ir) = def.ir() {
+            if target == "msl" && ir.uses_tensor_cores() {
+                let why = emitted(ir, target).err().unwrap_or_default();
+                println!("skipped `{}`: {why}", def.name());
+                continue;
+            }
+        }
+        let text = match def
+            .ir()
+            .map_err(|e| e.to_string())
+            .and_then(|ir| emitted(ir, target))
+        {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("error: kernel `{}`: {e}", def.name());
+                return ExitCode::FAILURE;
+            }
+        };
+        let path = dir.join(format!("{}.{extension}", def.name()));
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        written += 1;
+    }
+    println!("{written} kernels written to {}", dir.display());
+    ExitCode::SUCCESS
+}
+
+/// One kernel's text in `target`'s language.
+fn emitted(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String, String> {
+    match target {
+        "ir" => Ok(dotcompute_codegen::IrText.generate(ir)),
+        "json" => Ok(format!("{}\n", ir.to_json())),
+        "msl" => dotcompute_codegen::msl::generate(ir)
+            .map(|m| m.source)
+            .map_err(|e| e.to_string()),
+        "wgsl" | "naga-msl" | "spirv" | "hlsl" => emit_through_wgsl(ir, target),
+        "cuda" => Ok(dotcompute_codegen::cuda::generate(ir).source),
+        other => Err(format!(
+            "unknown target `{other}`; available: ir, json, cuda, msl, wgsl, naga-msl, spirv, hlsl"
+        )),
     }
 }
 
@@ -328,29 +416,15 @@ fn emit(kernel: &str, target: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match target {
-        "ir" => print!("{}", dotcompute_codegen::IrText.generate(ir)),
-        "json" => println!("{}", ir.to_json()),
-        "msl" => match dotcompute_codegen::msl::generate(ir) {
-            Ok(module) => print!("{}", module.source),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
-        "wgsl" | "naga-msl" | "spirv" | "hlsl" => match emit_through_wgsl(ir, target) {
-            Ok(text) => print!("{text}"),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
-        "cuda" => print!("{}", dotcompute_codegen::cuda::generate(ir).source),
-        other => {
-            eprintln!(
-                "error: unknown target `{other}`; available: ir, json, cuda, msl, wgsl, naga-msl, spirv, hlsl"
-            );
-            return ExitCode::from(2);
+    match emitted(ir, target) {
+        Ok(text) => print!("{text}"),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(if e.starts_with("unknown target") {
+                2
+            } else {
+                1
+            });
         }
     }
     ExitCode::SUCCESS

@@ -51,6 +51,27 @@ impl Size {
 pub struct Outcome {
     /// Largest error seen (absolute, relative or ulp, as the case defines; 0 when exact).
     pub max_error: f64,
+    /// Why nothing was checked: the device lacks what the case needs (subgroups, f16).
+    /// A skip passes, and is reported as a skip, never as a pass.
+    pub skipped: Option<&'static str>,
+}
+
+impl Outcome {
+    /// A case that checked within `max_error`.
+    pub fn within(max_error: f64) -> Outcome {
+        Outcome {
+            max_error,
+            skipped: None,
+        }
+    }
+
+    /// A case the device cannot run, and why.
+    pub fn skipped(reason: &'static str) -> Outcome {
+        Outcome {
+            max_error: 0.0,
+            skipped: Some(reason),
+        }
+    }
 }
 
 /// Why a case failed.
@@ -129,6 +150,19 @@ pub struct Report {
     pub time: Duration,
     pub seed: u64,
     pub message: String,
+    /// Why the case checked nothing on this device (see [`Outcome::skipped`]).
+    pub skipped: Option<&'static str>,
+}
+
+impl Report {
+    /// `PASS`, `SKIP` or `FAIL`, as reports print it.
+    pub fn verdict(&self) -> &'static str {
+        match (self.passed, self.skipped) {
+            (false, _) => "FAIL",
+            (true, Some(_)) => "SKIP",
+            (true, None) => "PASS",
+        }
+    }
 }
 
 mod cases;
@@ -155,10 +189,15 @@ pub fn run_case_on(target: &Target<'_>, case: &Case, size: Size, seed: u64) -> R
         (case.run)(target, size, &mut rng)
     }));
     let time = start.elapsed();
-    let (passed, max_error, message) = match result {
-        Ok(Ok(o)) => (true, o.max_error, String::new()),
-        Ok(Err(f)) => (false, f.max_error, f.message),
-        Err(_) => (false, f64::NAN, "the case panicked".to_string()),
+    let (passed, max_error, message, skipped) = match result {
+        Ok(Ok(o)) => (
+            true,
+            o.max_error,
+            o.skipped.map(str::to_string).unwrap_or_default(),
+            o.skipped,
+        ),
+        Ok(Err(f)) => (false, f.max_error, f.message, None),
+        Err(_) => (false, f64::NAN, "the case panicked".to_string(), None),
     };
     Report {
         case: case.name,
@@ -169,6 +208,7 @@ pub fn run_case_on(target: &Target<'_>, case: &Case, size: Size, seed: u64) -> R
         time,
         seed,
         message,
+        skipped,
     }
 }
 
@@ -182,15 +222,20 @@ pub fn seed_from_env() -> u64 {
 
 /// Backends listed in `DOTCOMPUTE_REQUIRE` (comma-separated). Unknown names are an error.
 pub fn required_backends() -> Result<Vec<BackendKind>, String> {
-    match std::env::var("DOTCOMPUTE_REQUIRE") {
+    backends_in("DOTCOMPUTE_REQUIRE")
+}
+
+/// The backends a comma-separated variable names (none when unset); unknown names are an
+/// error.
+fn backends_in(variable: &str) -> Result<Vec<BackendKind>, String> {
+    match std::env::var(variable) {
         Err(_) => Ok(Vec::new()),
         Ok(list) => list
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(|s| {
-                BackendKind::parse(s)
-                    .ok_or_else(|| format!("unknown backend `{s}` in DOTCOMPUTE_REQUIRE"))
+                BackendKind::parse(s).ok_or_else(|| format!("unknown backend `{s}` in {variable}"))
             })
             .collect(),
     }
@@ -198,9 +243,17 @@ pub fn required_backends() -> Result<Vec<BackendKind>, String> {
 
 /// The backends the suite runs on: every backend in `dotcompute::registry()`, plus the
 /// required ones this binary lacks (so that their absence fails).
+/// `DOTCOMPUTE_ONLY` (comma-separated, e.g. `metal`) keeps only the backends it names, so
+/// that a job runs one backend alone (the macOS workflow runs Metal and wgpu-on-Metal in
+/// separate jobs).
 pub fn suite_backends() -> Vec<BackendKind> {
     let required = required_backends().unwrap_or_else(|e| panic!("{e}"));
-    let mut kinds: Vec<BackendKind> = dotcompute::registry().iter().map(|d| d.kind).collect();
+    let only = backends_in("DOTCOMPUTE_ONLY").unwrap_or_else(|e| panic!("{e}"));
+    let mut kinds: Vec<BackendKind> = dotcompute::registry()
+        .iter()
+        .map(|d| d.kind)
+        .filter(|k| only.is_empty() || only.contains(k))
+        .collect();
     for k in required {
         if !kinds.contains(&k) {
             kinds.push(k);
@@ -268,6 +321,9 @@ pub fn run_test_requiring(
     let seed = seed_from_env();
     for &size in &case.sizes {
         let r = run_case_on(&target, &case, size, seed);
+        if let Some(why) = r.skipped {
+            eprintln!("SKIP {name} on {kind} at size {}: {why}", r.size);
+        }
         assert!(
             r.passed,
             "{name} failed on {kind}{} at size {} (replay with DOTCOMPUTE_SEED={seed}): {}",
@@ -295,6 +351,7 @@ macro_rules! conformance_tests {
             reduction_sum, reduction_sum_on_stream => "ReductionSum",
             matrix_multiply, matrix_multiply_on_stream => "MatrixMultiply",
             generated_matmul, generated_matmul_on_stream => "GeneratedMatmul",
+            vendor_matmul, vendor_matmul_on_stream => "VendorMatmul",
             unified_memory, unified_memory_on_stream => "UnifiedMemory",
             grid_ids_3d, grid_ids_3d_on_stream => "GridIds3D",
             shared_atomics, shared_atomics_on_stream => "SharedAtomics",

@@ -64,8 +64,14 @@ const COMPILE_FLAGS: &[&str] = &[
     // writes both): Apple's compiler would warn, not refuse, so neither does the shim.
     "-Wno-tautological-compare",
     "-Wno-xor-used-as-pow",
-    "-Wl,-z,defs",
 ];
+
+/// Every symbol resolved when the library links: GNU ld's `-z defs`; Apple's ld refuses
+/// undefined symbols in a dynamic library by default.
+#[cfg(not(target_os = "macos"))]
+const LINK_FLAGS: &[&str] = &["-Wl,-z,defs"];
+#[cfg(target_os = "macos")]
+const LINK_FLAGS: &[&str] = &[];
 
 /// The compiler: `DOTCOMPUTE_MSL_SHIM_CXX`, or `clang++`.
 pub fn compiler() -> String {
@@ -223,7 +229,12 @@ impl ShimLibrary {
         }
         let unit = format!("{source}{}", trampoline(module));
         let hash: String = Sha256::digest(
-            format!("{SHIM_HEADER}\n{}\n{unit}", COMPILE_FLAGS.join(" ")).as_bytes(),
+            format!(
+                "{SHIM_HEADER}\n{} {}\n{unit}",
+                COMPILE_FLAGS.join(" "),
+                LINK_FLAGS.join(" ")
+            )
+            .as_bytes(),
         )
         .iter()
         .take(16)
@@ -250,6 +261,7 @@ impl ShimLibrary {
             let partial = dir.join(format!("{hash}.{pid}.partial"));
             let output = std::process::Command::new(compiler())
                 .args(COMPILE_FLAGS)
+                .args(LINK_FLAGS)
                 .arg(format!("-I{}", header_dir.display()))
                 .arg("-o")
                 .arg(&partial)

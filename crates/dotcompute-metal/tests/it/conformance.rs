@@ -17,7 +17,7 @@ fn every_case_passes(device: &Device, what: &str) {
                 "{:<20} {:>12} {} {:>8.1} ms {}",
                 r.case,
                 r.size,
-                if r.passed { "pass" } else { "FAIL" },
+                r.verdict(),
                 r.time.as_secs_f64() * 1e3,
                 r.message
             );

@@ -10,11 +10,22 @@ pub fn required(kind: BackendKind) -> bool {
         .any(|b| BackendKind::parse(b) == Some(kind))
 }
 
-/// One device of every backend present, and the Metal path: the generated MSL run on the
-/// CPU through clang (the shim; required where `DOTCOMPUTE_REQUIRE_MSL_SHIM=1`).
+/// Whether `DOTCOMPUTE_ONLY` (when set) lists `kind`: the conformance suite's filter, so a
+/// job can run one backend alone.
+fn wanted(kind: BackendKind) -> bool {
+    std::env::var("DOTCOMPUTE_ONLY").map_or(true, |only| {
+        only.split(',')
+            .any(|b| BackendKind::parse(b.trim()) == Some(kind))
+    })
+}
+
+/// One device of every backend present (those `DOTCOMPUTE_ONLY` lists, when set), and the
+/// Metal path: the generated MSL run on the CPU through clang (the shim; required where
+/// `DOTCOMPUTE_REQUIRE_MSL_SHIM=1`).
 pub fn devices() -> Vec<Device> {
     let mut devices: Vec<Device> = dotcompute::registry()
         .iter()
+        .filter(|d| wanted(d.kind))
         .filter_map(|d| match Device::with_backend(d.kind) {
             Ok(dev) => Some(dev),
             Err(e) => {
