@@ -146,6 +146,13 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Where `buffer`'s first byte is in the host's address space, for a backend whose
+    /// device memory is host memory (the CPU backend); `None` where the host cannot
+    /// address it. The caller orders host access after the work that uses the buffer.
+    fn host_address(&self, _buffer: &Self::Buffer) -> Option<*mut u8> {
+        None
+    }
+
     /// The device's time limit (one launch on the CPU, one wait on a GPU), where the
     /// backend enforces one (`Capabilities::time_limits`). A backend that has one also
     /// honours `ResolvedLaunch::time_limit`: it waits for the stream's earlier work

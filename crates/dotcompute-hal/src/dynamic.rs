@@ -27,6 +27,8 @@ pub trait DynBackend: Send + Sync {
     fn memory_stats(&self) -> MemoryStats;
     fn trim(&self);
     fn alloc_host(&self, bytes: usize) -> Result<Option<Box<dyn HostMemory>>>;
+    /// See [`Backend::host_address`] (`None` for a buffer of another backend).
+    fn host_address(&self, buffer: &RawBuffer) -> Option<*mut u8>;
     fn prepare(&self, program: &Program) -> Result<()>;
     fn open_stream(&self, id: StreamId) -> Result<()>;
     fn close_stream(&self, id: StreamId);
@@ -185,6 +187,9 @@ impl<B: Backend + Queue> DynBackend for B {
     }
     fn alloc_host(&self, bytes: usize) -> Result<Option<Box<dyn HostMemory>>> {
         Backend::alloc_host(self, bytes)
+    }
+    fn host_address(&self, buffer: &RawBuffer) -> Option<*mut u8> {
+        Backend::host_address(self, buffer.downcast_ref::<B::Buffer>()?)
     }
     fn prepare(&self, program: &Program) -> Result<()> {
         Backend::prepare(self, program)

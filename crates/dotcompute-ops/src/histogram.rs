@@ -429,7 +429,7 @@ pub fn histogram_even_f32(
     }
     if crate::host::is_cpu(queue) {
         // The kernel's bin, in the same two roundings (no fused multiply-add).
-        let x = queue.read_buffer(samples)?;
+        let x = crate::host::elements(queue, samples)?;
         return hist.write(&crate::host::histogram(&x, bins, |v: f32| {
             if v >= lower && v < upper {
                 (((v - lower) * scale).floor() as u32).min(bins - 1)
@@ -478,7 +478,7 @@ pub fn histogram_even<T: HistogramInt>(
         return queue.fill_buffer(hist, 0);
     }
     if crate::host::is_cpu(queue) {
-        let x = queue.read_buffer(samples)?;
+        let x = crate::host::elements(queue, samples)?;
         return hist.write(&crate::host::histogram(&x, bins, |v: T| {
             if v >= lower && v < upper {
                 // The offset fits u32 (the range is at most 2^32 wide), as in the
@@ -544,7 +544,7 @@ pub fn histogram_even_u8(
         return queue.fill_buffer(hist, 0);
     }
     if crate::host::is_cpu(queue) {
-        let x = queue.read_buffer(samples)?;
+        let x = crate::host::elements(queue, samples)?;
         return hist.write(&crate::host::histogram(&x, bins, |b: u8| {
             let b = b as u32;
             if b >= lower && b < upper {

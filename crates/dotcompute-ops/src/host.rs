@@ -8,8 +8,9 @@
 //! thread count or on work stealing), and write it back. The GPU kernels are still run on
 //! the CPU by the Metal shim's tests and on lavapipe.
 
-use dotcompute::{AsStream, Element};
+use dotcompute::{AsStream, Buffer, Element, Result};
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// Elements per chunk: the unit of parallel work and of the fixed summation tree.
 pub(crate) const CHUNK: usize = 1 << 16;
@@ -17,6 +18,32 @@ pub(crate) const CHUNK: usize = 1 << 16;
 /// Whether `queue` is the CPU device (or one of its streams).
 pub(crate) fn is_cpu(queue: &impl AsStream) -> bool {
     queue.device().backend_kind() == dotcompute::BackendKind::Cpu
+}
+
+/// The elements of `b` on the host: in place on the CPU device (no copy), else read.
+pub(crate) fn elements<'b, T: Element>(
+    queue: &impl AsStream,
+    b: &'b Buffer<T>,
+) -> Result<Cow<'b, [T]>> {
+    Ok(match b.host_slice()? {
+        Some(x) => Cow::Borrowed(x),
+        None => Cow::Owned(queue.read_buffer(b)?),
+    })
+}
+
+/// Runs `fill` on `out`'s elements: in place on the CPU device, else on a host array
+/// written back afterwards.
+pub(crate) fn fill_output<T: Element>(
+    out: &mut Buffer<T>,
+    fill: impl FnOnce(&mut [T]),
+) -> Result<()> {
+    if let Some(y) = out.host_slice_mut()? {
+        fill(y);
+        return Ok(());
+    }
+    let mut y = vec![T::zeroed(); out.len()];
+    fill(&mut y);
+    out.write(&y)
 }
 
 /// Host arithmetic of the element types (integers wrap, as in kernels).
@@ -51,18 +78,45 @@ macro_rules! float_arith {
 }
 float_arith!(f32, f64);
 
-/// Combines `x` pairwise (halves down to 8 elements, folded in order): for sums, an
-/// error of at most (log2(len / 8) + 8) unit roundoffs of Σ|x|.
-pub(crate) fn pairwise<T: HostArith>(x: &[T], identity: T, f: fn(T, T) -> T) -> T {
-    if x.len() <= 8 {
-        return x.iter().fold(identity, |a, &b| f(a, b));
+/// Elements of the leaves of [`pairwise`]: 8 lanes of 8.
+const LEAF: usize = 64;
+
+/// Combines `x` pairwise (halves down to leaves of at most 64 elements; a leaf folds its
+/// elements into 8 lanes in order, element `i` into lane `i % 8`, and joins the lanes in
+/// a tree): for sums, an error of at most (log2(len / 64) + 11) unit roundoffs of Σ|x|.
+/// `f` is a function item (not a pointer) wherever speed matters, so that the lanes
+/// become vector instructions.
+pub(crate) fn pairwise<T: HostArith, F: Fn(T, T) -> T + Copy>(x: &[T], identity: T, f: F) -> T {
+    if x.len() <= LEAF {
+        return leaf(x, identity, f);
     }
     let (l, r) = x.split_at(x.len() / 2);
     f(pairwise(l, identity, f), pairwise(r, identity, f))
 }
 
+/// One leaf of [`pairwise`]: 8 independent lanes (what a vector register holds), then a
+/// tree of 3 levels.
+fn leaf<T: HostArith, F: Fn(T, T) -> T + Copy>(x: &[T], identity: T, f: F) -> T {
+    let mut lanes = [identity; 8];
+    let mut rows = x.chunks_exact(8);
+    for row in &mut rows {
+        for (lane, &v) in lanes.iter_mut().zip(row) {
+            *lane = f(*lane, v);
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(rows.remainder()) {
+        *lane = f(*lane, v);
+    }
+    let [a, b, c, d, e, g, h, k] = lanes;
+    f(f(f(a, b), f(c, d)), f(f(e, g), f(h, k)))
+}
+
 /// Combines all of `x`: chunks pairwise in parallel, then the chunks' results in order.
-pub(crate) fn combine_all<T: HostArith>(x: &[T], identity: T, f: fn(T, T) -> T) -> T {
+pub(crate) fn combine_all<T: HostArith, F: Fn(T, T) -> T + Copy + Send + Sync>(
+    x: &[T],
+    identity: T,
+    f: F,
+) -> T {
     let parts: Vec<T> = x
         .par_chunks(CHUNK)
         .map(|c| pairwise(c, identity, f))
@@ -80,7 +134,7 @@ pub(crate) fn scan<T: HostArith>(
     y: &mut [T],
     inclusive: bool,
     identity: T,
-    f: fn(T, T) -> T,
+    f: impl Fn(T, T) -> T + Copy + Send + Sync,
 ) {
     let head = |k: usize| heads.is_some_and(|h| h[k] != 0);
     let aggregates: Vec<(bool, T)> = x

@@ -64,13 +64,28 @@ reducible! {
     f64: f64::NEG_INFINITY, f64::INFINITY;
 }
 
-pub(crate) fn host_fn<T: Reducible>(op: ReduceOp) -> fn(T, T) -> T {
-    match op {
-        ReduceOp::Sum => T::add,
-        ReduceOp::Min => T::min,
-        ReduceOp::Max => T::max,
-    }
+/// Evaluates `$body` with `$f` bound to `op`'s host function as a function item of
+/// `HostArith` (each arm its own type), so the host loops inline it and vectorise; a
+/// `fn` pointer chosen at run time would be an indirect call per element.
+macro_rules! with_host_fn {
+    ($t:ty, $op:expr, |$f:ident| $body:expr) => {
+        match $op {
+            $crate::reduce::ReduceOp::Sum => {
+                let $f = <$t as $crate::host::HostArith>::add;
+                $body
+            }
+            $crate::reduce::ReduceOp::Min => {
+                let $f = <$t as $crate::host::HostArith>::min;
+                $body
+            }
+            $crate::reduce::ReduceOp::Max => {
+                let $f = <$t as $crate::host::HostArith>::max;
+                $body
+            }
+        }
+    };
 }
+pub(crate) use with_host_fn;
 
 pub(crate) fn identity<T: Reducible>(op: ReduceOp) -> T {
     match op {
@@ -231,8 +246,9 @@ pub fn reduce_into<T: Reducible>(
         return queue.fill_buffer(output, id);
     }
     if host::is_cpu(queue) {
-        let x = queue.read_buffer(input)?;
-        return output.write(&[host::combine_all(&x, id, host_fn::<T>(op))]);
+        let x = host::elements(queue, input)?;
+        let total = with_host_fn!(T, op, |f| host::combine_all(&x, id, f));
+        return output.write(&[total]);
     }
     let def = strided_kernel::<T>(op);
     let mut run = |i: usize| {
@@ -324,13 +340,14 @@ pub fn reduce_rows<T: Reducible>(
     }
     if host::is_cpu(queue) {
         use rayon::prelude::*;
-        let x = queue.read_buffer(input)?;
-        let (id, f) = (identity::<T>(op), host_fn::<T>(op));
-        let r: Vec<T> = x
-            .par_chunks(cols)
-            .map(|row| host::pairwise(row, id, f))
-            .collect();
-        return output.write(&r);
+        let x = host::elements(queue, input)?;
+        let id = identity::<T>(op);
+        return host::fill_output(output, |r| {
+            with_host_fn!(T, op, |f| r
+                .par_iter_mut()
+                .zip(x.par_chunks(cols))
+                .for_each(|(o, row)| *o = host::pairwise(row, id, f)))
+        });
     }
     queue.launch_kernel(
         rows_kernel::<T>(op),
@@ -387,13 +404,14 @@ pub fn reduce_segments<T: Reducible>(
     let id = identity::<T>(op);
     if host::is_cpu(queue) {
         use rayon::prelude::*;
-        let x = queue.read_buffer(input)?;
-        let f = host_fn::<T>(op);
-        let r: Vec<T> = (0..segments)
-            .into_par_iter()
-            .map(|s| host::pairwise(&x[bounds[s] as usize..bounds[s + 1] as usize], id, f))
-            .collect();
-        return output.write(&r);
+        let x = host::elements(queue, input)?;
+        return host::fill_output(output, |r| {
+            with_host_fn!(T, op, |f| r.par_iter_mut().enumerate().for_each(
+                |(s, o)| {
+                    *o = host::pairwise(&x[bounds[s] as usize..bounds[s + 1] as usize], id, f)
+                }
+            ))
+        });
     }
     queue.launch_kernel(
         segments_kernel::<T>(op),

@@ -11,7 +11,7 @@
 //! so the same three passes scan segments that cross tiles. Integer sums wrap; float
 //! sums add each tile in a fixed tree, so a device gives the same bits on every run.
 
-use crate::reduce::{combine, group_combine, host_fn, identity, Reducible};
+use crate::reduce::{combine, group_combine, identity, Reducible};
 use crate::{fixed_or, index_len, padded, ReduceOp, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
@@ -763,11 +763,18 @@ fn scan<T: Reducible>(
     }
     let id = identity::<T>(op);
     if crate::host::is_cpu(queue) {
-        let x = queue.read_buffer(input)?;
-        let h = heads.map(|h| queue.read_buffer(h)).transpose()?;
-        let mut y = x.clone();
-        crate::host::scan(&x, h.as_deref(), &mut y, inclusive, id, host_fn::<T>(op));
-        return output.write(&y);
+        let x = crate::host::elements(queue, input)?;
+        let h = heads.map(|h| crate::host::elements(queue, h)).transpose()?;
+        return crate::host::fill_output(output, |y| {
+            crate::reduce::with_host_fn!(T, op, |f| crate::host::scan(
+                &x,
+                h.as_deref(),
+                y,
+                inclusive,
+                id,
+                f
+            ))
+        });
     }
     scan_on_device(queue, input, heads, output, op, inclusive, id)
 }

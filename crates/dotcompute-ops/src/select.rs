@@ -359,10 +359,13 @@ pub fn copy_if<T: Num>(
         return Ok(0);
     }
     if crate::host::is_cpu(queue) {
-        let (x, f) = (queue.read_buffer(input)?, queue.read_buffer(flags)?);
+        let (x, f) = (
+            crate::host::elements(queue, input)?,
+            crate::host::elements(queue, flags)?,
+        );
         let kept: Vec<T> = x
             .iter()
-            .zip(&f)
+            .zip(f.iter())
             .filter(|(_, &f)| f != 0)
             .map(|(&v, _)| v)
             .collect();
@@ -397,16 +400,19 @@ pub fn partition<T: Num>(
         return Ok(0);
     }
     if crate::host::is_cpu(queue) {
-        let (x, f) = (queue.read_buffer(input)?, queue.read_buffer(flags)?);
+        let (x, f) = (
+            crate::host::elements(queue, input)?,
+            crate::host::elements(queue, flags)?,
+        );
         let selected: Vec<T> = x
             .iter()
-            .zip(&f)
+            .zip(f.iter())
             .filter(|p| *p.1 != 0)
             .map(|p| *p.0)
             .collect();
         let count = selected.len();
         let mut all = selected;
-        all.extend(x.iter().zip(&f).filter(|p| *p.1 == 0).map(|p| *p.0));
+        all.extend(x.iter().zip(f.iter()).filter(|p| *p.1 == 0).map(|p| *p.0));
         output.write(&all)?;
         return Ok(count);
     }

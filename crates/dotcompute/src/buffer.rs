@@ -209,6 +209,73 @@ impl<T: Element> Buffer<T> {
     pub fn to_vec(&self) -> Result<Vec<T>> {
         self.view().to_vec()
     }
+
+    /// The elements in place, without a copy, on a device whose memory is the host's
+    /// (the CPU backend), once the work enqueued so far that writes the buffer is done;
+    /// `None` on a device the host cannot address (copy with [`Buffer::to_vec`] there).
+    /// The borrow keeps the buffer from being written while the slice lives.
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// let device = Device::cpu();
+    /// let b = device.upload(&[1u32, 2, 3])?;
+    /// if let Some(elements) = b.host_slice()? {
+    ///     assert_eq!(elements.iter().sum::<u32>(), 6); // read where the device keeps them
+    /// }
+    /// # Ok::<(), dotcompute::Error>(())
+    /// ```
+    pub fn host_slice(&self) -> Result<Option<&[T]>> {
+        let Some(start) = self.host_ready(false)? else {
+            return Ok(None);
+        };
+        // SAFETY: `start` is the buffer's first element in host memory (len elements,
+        // aligned: buffers are 64-byte aligned), every write enqueued before is done
+        // (host_ready), and no write can be enqueued while `&self` is borrowed.
+        Ok(Some(unsafe {
+            std::slice::from_raw_parts(start as *const T, self.len)
+        }))
+    }
+
+    /// [`Buffer::host_slice`] for writing in place: once the work enqueued so far that
+    /// reads or writes the buffer is done. The `&mut` borrow keeps every other use away.
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// let device = Device::cpu();
+    /// let mut b = device.alloc_filled(3, 0u32)?;
+    /// if let Some(elements) = b.host_slice_mut()? {
+    ///     elements[1] = 7;
+    /// }
+    /// assert_eq!(b.to_vec()?, [0, 7, 0]);
+    /// # Ok::<(), dotcompute::Error>(())
+    /// ```
+    pub fn host_slice_mut(&mut self) -> Result<Option<&mut [T]>> {
+        let Some(start) = self.host_ready(true)? else {
+            return Ok(None);
+        };
+        // SAFETY: as in host_slice, and `&mut self` excludes every other access.
+        Ok(Some(unsafe {
+            std::slice::from_raw_parts_mut(start as *mut T, self.len)
+        }))
+    }
+
+    /// The buffer's host address once the work enqueued so far that conflicts with a host
+    /// read (or, with `write`, a host write) is done; `None` where the host cannot
+    /// address the device's memory.
+    fn host_ready(&self, write: bool) -> Result<Option<*mut u8>> {
+        if self.len == 0 {
+            return Ok(Some(std::ptr::NonNull::<T>::dangling().as_ptr() as *mut u8));
+        }
+        let backend = self.device.backend();
+        let Some(start) = backend.host_address(self.raw()) else {
+            return Ok(None);
+        };
+        // Other streams' conflicting work first, then the host waits for all of it.
+        self.device
+            .before_use(&self.uses, StreamId::DEFAULT, write)?;
+        backend.synchronize(StreamId::DEFAULT)?;
+        Ok(Some(start))
+    }
     /// Copies the whole buffer into `out` (same length).
     pub fn read_into(&self, out: &mut [T]) -> Result<()> {
         self.view().read_into(out)

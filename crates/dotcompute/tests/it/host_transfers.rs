@@ -293,3 +293,51 @@ fn bytes_are_a_storage_type_and_kernels_read_them_as_words() {
         }
     }
 }
+
+/// `+1` on every element (writes the buffer a later host slice reads).
+#[kernel]
+fn bump(x: &mut [u32]) {
+    let i = global_id().x;
+    if i < x.len() {
+        x[i] += 1;
+    }
+}
+
+#[test]
+fn host_slices_are_the_cpu_buffers_memory_after_earlier_work_and_none_elsewhere() {
+    use dotcompute::Stream;
+    let seed = common::seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for d in common::devices() {
+        let n = (1 << 20) + 3;
+        let data: Vec<u32> = (0..n).map(|_| rng.u32(..u32::MAX - 1)).collect();
+        let mut b = d.upload(&data).unwrap();
+        // A kernel on another stream writes first: the slice must see its result.
+        let s: Stream = d.stream().unwrap();
+        bump::launch(&s, Launch::threads(n), &mut b).unwrap();
+        match b.host_slice().unwrap() {
+            Some(x) => {
+                assert_eq!(d.backend_kind(), BackendKind::Cpu, "{}", d.label());
+                let wrong = (0..n).filter(|&i| x[i] != data[i] + 1).count();
+                assert_eq!(wrong, 0, "{wrong} stale elements (seed {seed})");
+            }
+            None => {
+                // GPU memory is not the host's: the same data through a copy.
+                assert_ne!(d.backend_kind(), BackendKind::Cpu);
+                assert!(b.host_slice_mut().unwrap().is_none());
+                continue;
+            }
+        }
+        // Written in place, seen by the device (a kernel, then a copy back).
+        let y = b.host_slice_mut().unwrap().unwrap();
+        y[0] = 7;
+        y[n - 1] = 9;
+        bump::launch(&d, Launch::threads(n), &mut b).unwrap();
+        let back = b.to_vec().unwrap();
+        assert_eq!((back[0], back[n - 1], back[1]), (8, 10, data[1] + 2));
+        // Empty buffers give empty slices.
+        let mut e = d.alloc::<f32>(0).unwrap();
+        assert_eq!(e.host_slice().unwrap().map(<[f32]>::len), Some(0));
+        assert_eq!(e.host_slice_mut().unwrap().map(|s| s.len()), Some(0));
+    }
+}
