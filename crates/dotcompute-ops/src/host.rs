@@ -46,6 +46,22 @@ pub(crate) fn fill_output<T: Element>(
     out.write(&y)
 }
 
+/// Runs `f` on `b`'s elements to change them: in place on the CPU device, else on a copy
+/// read first and written back.
+pub(crate) fn update<T: Element, R>(
+    queue: &impl AsStream,
+    b: &mut Buffer<T>,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> Result<R> {
+    if let Some(x) = b.host_slice_mut()? {
+        return Ok(f(x));
+    }
+    let mut x = queue.read_buffer(b)?;
+    let r = f(&mut x);
+    b.write(&x)?;
+    Ok(r)
+}
+
 /// Host arithmetic of the element types (integers wrap, as in kernels).
 pub trait HostArith: Element + Send + Sync {
     /// Zero: the identity of `add`.
@@ -204,4 +220,114 @@ pub(crate) fn histogram<T: Copy + Send + Sync>(
                 a
             },
         )
+}
+
+/// A pointer that parallel chunks write through at positions no other chunk writes.
+#[derive(Clone, Copy)]
+struct Scatter<T>(*mut T);
+// SAFETY: each position is written by exactly one chunk (see `radix_sort`), and the
+// writes finish before the slice behind the pointer is used again (rayon joins).
+unsafe impl<T: Send> Send for Scatter<T> {}
+// SAFETY: as for Send.
+unsafe impl<T: Send> Sync for Scatter<T> {}
+
+impl<T> Scatter<T> {
+    /// Writes `value` at `index`. (A method, so that closures capture the whole `Scatter`,
+    /// which is Sync, not its pointer field.)
+    ///
+    /// # Safety
+    /// `index` is inside the slice behind the pointer and no other thread writes it.
+    unsafe fn write(self, index: usize, value: T) {
+        // SAFETY: the caller's contract.
+        unsafe { self.0.add(index).write(value) }
+    }
+}
+
+/// A stable LSD radix sort of `keys` (and `values` with them, where given) by bits
+/// `bits` of `key_bits(key)` (the key's ordered bits, flipped for descending order), 8 bits
+/// a pass. Each pass counts digits per chunk in parallel, gives each chunk's elements of a
+/// digit the places after the earlier chunks' (so equal digits keep their order), and
+/// scatters the chunks in parallel; a pass whose digit is the same for every key moves
+/// nothing. The passes ping-pong between the slices and one scratch copy.
+pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    bits: std::ops::Range<u32>,
+    key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
+) {
+    const DIGITS: usize = 256;
+    let n = keys.len();
+    let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(1 << 14);
+    let mut key_scratch = keys.to_vec();
+    let (mut src_k, mut dst_k): (&mut [K], &mut [K]) = (keys, &mut key_scratch);
+    let mut value_scratch = values.as_deref().map(<[V]>::to_vec);
+    let (mut src_v, mut dst_v): (Option<&mut [V]>, Option<&mut [V]>) =
+        (values, value_scratch.as_deref_mut());
+    let mut moved = false; // whether the sorted data is in the scratch copies
+    let mut shift = bits.start;
+    while shift < bits.end {
+        let (at_bit, mask) = (shift, (1u64 << (bits.end - shift).min(8)) - 1);
+        shift += 8;
+        // A `move` closure of copies: the loops below keep its values in registers (the
+        // scatter's stores through a raw pointer would otherwise make the compiler reload
+        // captured references after every element).
+        let digit = move |k: K| ((key_bits(k) >> at_bit) & mask) as usize;
+        let counts: Vec<[usize; DIGITS]> = src_k
+            .par_chunks(chunk)
+            .map(|c| {
+                let mut count = [0usize; DIGITS];
+                for &k in c {
+                    count[digit(k)] += 1;
+                }
+                count
+            })
+            .collect();
+        let totals: Vec<usize> = (0..DIGITS)
+            .map(|d| counts.iter().map(|c| c[d]).sum())
+            .collect();
+        if totals.contains(&n) {
+            continue; // one digit for every key: this pass would move nothing
+        }
+        // Chunk c's first place for digit d: every smaller digit, then d's earlier chunks.
+        let mut starts = vec![[0usize; DIGITS]; counts.len()];
+        let mut at = 0;
+        for d in 0..DIGITS {
+            for (c, count) in counts.iter().enumerate() {
+                starts[c][d] = at;
+                at += count[d];
+            }
+        }
+        let out_k = Scatter(dst_k.as_mut_ptr());
+        let out_v = dst_v.as_deref_mut().map(|v| Scatter(v.as_mut_ptr()));
+        let src_v_ref = src_v.as_deref();
+        src_k
+            .par_chunks(chunk)
+            .zip(starts)
+            .enumerate()
+            .for_each(move |(c, (ks, mut next))| {
+                let base = c * chunk;
+                for (j, &k) in ks.iter().enumerate() {
+                    let d = digit(k);
+                    let to = next[d];
+                    next[d] += 1;
+                    // SAFETY: `to` < n, and the places of (chunk, digit) pairs are disjoint
+                    // ranges covering 0..n once (the prefix above).
+                    unsafe { out_k.write(to, k) };
+                    if let (Some(out), Some(vs)) = (out_v, src_v_ref) {
+                        // SAFETY: as for the key.
+                        unsafe { out.write(to, vs[base + j]) };
+                    }
+                }
+            });
+        std::mem::swap(&mut src_k, &mut dst_k);
+        std::mem::swap(&mut src_v, &mut dst_v);
+        moved = !moved;
+    }
+    if moved {
+        // The sorted data is in the scratch copies: back into the caller's slices.
+        dst_k.copy_from_slice(src_k);
+        if let (Some(dst), Some(src)) = (dst_v, src_v) {
+            dst.copy_from_slice(src);
+        }
+    }
 }

@@ -667,8 +667,8 @@ fn radix_passes<K: RadixKey, V: Num, const PAIRS: u32, const ROUNDS: u32>(
     )
 }
 
-/// The CPU device's sort: rayon's on the compared bits (stable where equal compared bits
-/// can differ: pairs, floats' NaNs, a bit range).
+/// The CPU device's sort: a stable LSD radix sort on the host (`host::radix_sort`) over
+/// the compared bits, on the buffers' memory in place.
 fn host_sort<K: RadixKey, V: Num>(
     queue: &impl AsStream,
     keys: &mut Buffer<K>,
@@ -676,24 +676,13 @@ fn host_sort<K: RadixKey, V: Num>(
     flip: u64,
     bits: Range<u32>,
 ) -> Result<()> {
-    use rayon::prelude::*;
-    let width = bits.end - bits.start;
-    let mask = u64::MAX >> (64 - width);
-    let compared = move |k: K| ((k.ordered_bits() ^ flip) >> bits.start) & mask;
-    let mut k = queue.read_buffer(keys)?;
-    let Some(values) = values else {
-        // Integer keys compared whole are equal only when identical: an unstable sort on
-        // the type gives the stable sort's output, 3× faster here than through a key.
-        let sorted = width == K::WIDTH && K::host_sort_whole(&mut k, flip != 0);
-        if !sorted {
-            k.par_sort_by_key(|&x| compared(x));
+    use crate::host::{radix_sort, update};
+    let key_bits = move |k: K| k.ordered_bits() ^ flip;
+    update(queue, keys, |k| match values {
+        None => {
+            radix_sort::<K, V>(k, None, bits, key_bits);
+            Ok(())
         }
-        return keys.write(&k);
-    };
-    let v = queue.read_buffer(values)?;
-    let mut pairs: Vec<(K, V)> = k.into_iter().zip(v).collect();
-    pairs.par_sort_by_key(|p| compared(p.0));
-    let (k, v): (Vec<K>, Vec<V>) = pairs.into_iter().unzip();
-    keys.write(&k)?;
-    values.write(&v)
+        Some(values) => update(queue, values, |v| radix_sort(k, Some(v), bits, key_bits)),
+    })?
 }
