@@ -23,6 +23,7 @@ use crate::scan::{
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
+use rayon::prelude::*;
 
 /// Elements per thread of a tile.
 const ITEMS: u32 = 8;
@@ -363,9 +364,10 @@ pub fn copy_if<T: Num>(
             crate::host::elements(queue, input)?,
             crate::host::elements(queue, flags)?,
         );
+        // rayon's collect keeps the input's order (each split's results joined in turn).
         let kept: Vec<T> = x
-            .iter()
-            .zip(f.iter())
+            .par_iter()
+            .zip(f.par_iter())
             .filter(|(_, &f)| f != 0)
             .map(|(&v, _)| v)
             .collect();
@@ -404,16 +406,20 @@ pub fn partition<T: Num>(
             crate::host::elements(queue, input)?,
             crate::host::elements(queue, flags)?,
         );
-        let selected: Vec<T> = x
-            .iter()
-            .zip(f.iter())
-            .filter(|p| *p.1 != 0)
-            .map(|p| *p.0)
-            .collect();
+        // rayon's collect keeps the input's order (each split's results joined in turn).
+        let pick = |keep: bool| -> Vec<T> {
+            x.par_iter()
+                .zip(f.par_iter())
+                .filter(|p| (*p.1 != 0) == keep)
+                .map(|p| *p.0)
+                .collect()
+        };
+        let selected = pick(true);
         let count = selected.len();
-        let mut all = selected;
-        all.extend(x.iter().zip(f.iter()).filter(|p| *p.1 == 0).map(|p| *p.0));
-        output.write(&all)?;
+        crate::host::fill_output(output, |y| {
+            y[..count].copy_from_slice(&selected);
+            y[count..].copy_from_slice(&pick(false));
+        })?;
         return Ok(count);
     }
     select_on_device::<T, PARTITION, 0>(queue, OP, input, Some(flags), output, None)
