@@ -258,9 +258,15 @@ pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     const DIGITS: usize = 256;
     let n = keys.len();
     let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(1 << 14);
-    let mut key_scratch = keys.to_vec();
+    // The scratch copies in parallel (their pages are first touched by many threads).
+    let mut key_scratch = Vec::with_capacity(n);
+    keys.par_iter().copied().collect_into_vec(&mut key_scratch);
     let (mut src_k, mut dst_k): (&mut [K], &mut [K]) = (keys, &mut key_scratch);
-    let mut value_scratch = values.as_deref().map(<[V]>::to_vec);
+    let mut value_scratch = values.as_deref().map(|v| {
+        let mut scratch = Vec::with_capacity(n);
+        v.par_iter().copied().collect_into_vec(&mut scratch);
+        scratch
+    });
     let (mut src_v, mut dst_v): (Option<&mut [V]>, Option<&mut [V]>) =
         (values, value_scratch.as_deref_mut());
     let mut moved = false; // whether the sorted data is in the scratch copies
