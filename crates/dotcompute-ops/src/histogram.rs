@@ -545,18 +545,17 @@ pub fn histogram_even_u8(
     }
     if crate::host::is_cpu(queue) {
         let x = crate::host::elements(queue, samples)?;
-        // Every byte's bin, once: a table read per sample instead of a division.
+        // Every byte's bin, once: a table read per sample instead of a division (`bins`:
+        // outside the range, a slot the count drops).
         let bin_of: [u32; 256] = std::array::from_fn(|b| {
             let b = b as u32;
             if b >= lower && b < upper {
                 (b - lower) / width
             } else {
-                NO_BIN
+                bins
             }
         });
-        return hist.write(&crate::host::histogram(&x, bins, |b: u8| {
-            bin_of[b as usize]
-        }));
+        return hist.write(&crate::host::byte_histogram(&x, bins, &bin_of));
     }
     // The launch counts groups by words.
     let words = n.div_ceil(4);

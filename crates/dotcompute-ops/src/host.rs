@@ -152,6 +152,9 @@ pub(crate) fn scan<T: HostArith>(
     identity: T,
     f: impl Fn(T, T) -> T + Copy + Send + Sync,
 ) {
+    if heads.is_none() {
+        return scan_whole(x, y, inclusive, identity, f);
+    }
     let head = |k: usize| heads.is_some_and(|h| h[k] != 0);
     let aggregates: Vec<(bool, T)> = x
         .par_chunks(CHUNK)
@@ -193,6 +196,76 @@ pub(crate) fn scan<T: HostArith>(
                 }
             }
         });
+}
+
+/// [`scan`] without head flags: the same chunks and carries, with loops the compiler can
+/// keep tight (no flag test per element).
+fn scan_whole<T: HostArith>(
+    x: &[T],
+    y: &mut [T],
+    inclusive: bool,
+    identity: T,
+    f: impl Fn(T, T) -> T + Copy + Send + Sync,
+) {
+    let totals: Vec<T> = x
+        .par_chunks(CHUNK)
+        .map(|xs| xs.iter().fold(identity, |a, &b| f(a, b)))
+        .collect();
+    let mut carries = Vec::with_capacity(totals.len());
+    let mut carry = identity;
+    for total in totals {
+        carries.push(carry);
+        carry = f(carry, total);
+    }
+    y.par_chunks_mut(CHUNK)
+        .zip(x.par_chunks(CHUNK))
+        .zip(carries)
+        .for_each(|((yc, xc), mut running)| {
+            for (o, &v) in yc.iter_mut().zip(xc) {
+                if inclusive {
+                    running = f(running, v);
+                    *o = running;
+                } else {
+                    *o = running;
+                    running = f(running, v);
+                }
+            }
+        });
+}
+
+/// Counts of the bins of byte samples: `bin_of[b]` is byte `b`'s bin, or `bins` for none
+/// (a slot counted and dropped, so the loop has no branch). Per fixed chunk, added in
+/// order (exact).
+pub(crate) fn byte_histogram(x: &[u8], bins: u32, bin_of: &[u32; 256]) -> Vec<u32> {
+    let counts = x
+        .par_chunks(CHUNK)
+        .map(|chunk| {
+            // Four tables, one per byte of each group of four: consecutive equal bins then
+            // update different counters instead of waiting on one another's stores.
+            let mut tables = [[0u32; 257]; 4];
+            let mut quads = chunk.chunks_exact(4);
+            for q in &mut quads {
+                for (table, &b) in tables.iter_mut().zip(q) {
+                    table[bin_of[b as usize] as usize] += 1;
+                }
+            }
+            for &b in quads.remainder() {
+                tables[0][bin_of[b as usize] as usize] += 1;
+            }
+            let mut counts = tables[0];
+            for table in &tables[1..] {
+                counts.iter_mut().zip(table).for_each(|(a, b)| *a += b);
+            }
+            counts
+        })
+        .reduce(
+            || [0u32; 257],
+            |mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                a
+            },
+        );
+    counts[..bins as usize].to_vec()
 }
 
 /// Counts of `bins` bins over `x`, each sample's bin given by `bin_of` (`u32::MAX`: no

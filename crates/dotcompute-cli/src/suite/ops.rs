@@ -416,8 +416,10 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
 }
 
 /// The CPU device against plain rayon on a host `Vec` (the CPU references): a
-/// `par_iter().sum()`, a two-pass chunked scan, `par_sort_unstable`. Ours includes the
-/// copies between the device buffer and the host that its CPU path makes.
+/// `par_iter().sum()`, a two-pass chunked scan, a chunked fold of byte counts,
+/// `par_sort_unstable` and `par_sort_unstable_by_key`. Ours works on the device buffers in
+/// place (the CPU device's memory is the host's); the sorts copy their input afresh on
+/// both sides every run.
 fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
     use rayon::prelude::*;
     let d = ctx.device;
@@ -453,7 +455,7 @@ fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
             Unit::GBs,
         )
         .ours(
-            "dotcompute_ops::reduce (with its copy out)",
+            "dotcompute_ops::reduce (in place)",
             4.0 * n as f64,
             times[0].clone(),
         )
@@ -494,7 +496,7 @@ fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
             Unit::GBs,
         )
         .ours(
-            "dotcompute_ops::sort (with its copies)",
+            "dotcompute_ops::sort (in place, after a copy of the input)",
             4.0 * n as f64,
             times[0].clone(),
         )
@@ -506,5 +508,176 @@ fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
         .target("≥ 1.5")
         .build(),
     );
+    // Pairs: u32 keys with their positions as values.
+    let positions: Vec<u32> = (0..n as u32).collect();
+    let dv0 = d.upload(&positions).map_err(s)?;
+    let mut dv = d.alloc_filled(n, 0u32).map_err(s)?;
+    let host_pairs: Vec<(u32, u32)> = keys.iter().copied().zip(0..).collect();
+    let mut hp = host_pairs.clone();
+    let times = measure_all(
+        ctx,
+        &mut [
+            &mut || {
+                dk.copy_from(&dk0).map_err(s)?;
+                dv.copy_from(&dv0).map_err(s)?;
+                sort::sort_pairs(d, &mut dk, &mut dv, Order::Ascending).map_err(s)
+            },
+            &mut || {
+                hp.copy_from_slice(&host_pairs);
+                hp.par_sort_unstable_by_key(|p| p.0);
+                Ok(())
+            },
+        ],
+    )?;
+    let (got_k, got_v) = (dk.to_vec().map_err(s)?, dv.to_vec().map_err(s)?);
+    if got_k.iter().zip(&hp).any(|(k, p)| *k != p.0)
+        || got_v
+            .iter()
+            .zip(&got_k)
+            .any(|(&v, &k)| keys[v as usize] != k)
+    {
+        return Err("pair sort against rayon: different orders".into());
+    }
+    figs.push(
+        ctx.figure(
+            "ops (CPU vs rayon)",
+            format!("radix sort {} u32 pairs", label(n)),
+            n as f64,
+            Unit::GBs,
+        )
+        .ours(
+            "dotcompute_ops::sort_pairs (in place, after a copy of the input)",
+            8.0 * n as f64,
+            times[0].clone(),
+        )
+        .against(
+            "rayon par_sort_unstable_by_key on a Vec of pairs",
+            8.0 * n as f64,
+            times[1].clone(),
+        )
+        .target("≥ 1.5")
+        .build(),
+    );
+    // Exclusive scan of u32 against a two-pass chunked rayon scan.
+    let v: Vec<u32> = (0..n).map(|_| rng.u32(..1000)).collect();
+    let dvals = d.upload(&v).map_err(s)?;
+    let mut dout = d.alloc_filled(n, 0u32).map_err(s)?;
+    let mut host_out = vec![0u32; n];
+    let times = measure_all(
+        ctx,
+        &mut [
+            &mut || scan::exclusive_sum(d, &dvals, &mut dout).map_err(s),
+            &mut || {
+                rayon_exclusive_sum(&v, &mut host_out);
+                Ok(())
+            },
+        ],
+    )?;
+    let mut running = 0u32;
+    for (i, (&x, (&a, &b))) in v
+        .iter()
+        .zip(dout.to_vec().map_err(s)?.iter().zip(&host_out))
+        .enumerate()
+    {
+        if a != running || b != running {
+            return Err(format!("scan at {i}: {a} and {b}, expected {running}"));
+        }
+        running = running.wrapping_add(x);
+    }
+    figs.push(
+        ctx.figure(
+            "ops (CPU vs rayon)",
+            format!("exclusive scan {} u32", label(n)),
+            n as f64,
+            Unit::GBs,
+        )
+        .ours(
+            "dotcompute_ops::scan (in place)",
+            8.0 * n as f64,
+            times[0].clone(),
+        )
+        .against(
+            "a two-pass chunked rayon scan on a Vec",
+            8.0 * n as f64,
+            times[1].clone(),
+        )
+        .target("≥ 1.0")
+        .build(),
+    );
+    // Byte histogram, 256 bins, against a chunked rayon fold.
+    let bytes: Vec<u8> = (0..n).map(|_| rng.u8(..)).collect();
+    let db = d.upload(&bytes).map_err(s)?;
+    let mut dh = d.alloc_filled(256, 0u32).map_err(s)?;
+    let mut host_h = vec![0u32; 256];
+    let times = measure_all(
+        ctx,
+        &mut [
+            &mut || histogram::histogram_even_u8(d, &db, 256, 0, 256, &mut dh).map_err(s),
+            &mut || {
+                host_h = bytes
+                    .par_chunks(1 << 16)
+                    .fold(
+                        || vec![0u32; 256],
+                        |mut h, c| {
+                            c.iter().for_each(|&b| h[b as usize] += 1);
+                            h
+                        },
+                    )
+                    .reduce(
+                        || vec![0u32; 256],
+                        |mut a, b| {
+                            a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                            a
+                        },
+                    );
+                Ok(())
+            },
+        ],
+    )?;
+    if dh.to_vec().map_err(s)? != host_h || host_h.iter().sum::<u32>() as usize != n {
+        return Err("byte histogram against rayon: different counts".into());
+    }
+    figs.push(
+        ctx.figure(
+            "ops (CPU vs rayon)",
+            format!("histogram {} u8, 256 bins", label(n)),
+            n as f64,
+            Unit::GBs,
+        )
+        .ours(
+            "dotcompute_ops::histogram (in place)",
+            n as f64,
+            times[0].clone(),
+        )
+        .against("a chunked rayon fold on a Vec", n as f64, times[1].clone())
+        .target("≥ 1.0")
+        .build(),
+    );
     Ok(figs)
+}
+
+/// The CPU scan reference: chunk sums in parallel, their prefix in order, then
+/// each chunk scanned from its carry in parallel.
+fn rayon_exclusive_sum(x: &[u32], y: &mut [u32]) {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 16;
+    let sums: Vec<u32> = x
+        .par_chunks(CHUNK)
+        .map(|c| c.iter().fold(0u32, |a, &b| a.wrapping_add(b)))
+        .collect();
+    let mut carries = Vec::with_capacity(sums.len());
+    let mut carry = 0u32;
+    for s in sums {
+        carries.push(carry);
+        carry = carry.wrapping_add(s);
+    }
+    y.par_chunks_mut(CHUNK)
+        .zip(x.par_chunks(CHUNK))
+        .zip(carries)
+        .for_each(|((yc, xc), mut running)| {
+            for (o, &v) in yc.iter_mut().zip(xc) {
+                *o = running;
+                running = running.wrapping_add(v);
+            }
+        });
 }
