@@ -120,9 +120,9 @@ impl ShimBackend {
             return Ok(l.clone());
         }
         let mut module = crate::msl_module(program, key.1)?;
-        match self.tamper_msl {
-            Some(tamper) => tamper(&mut module.source),
-            None => dump(&module.entry, &module.source),
+        // `msl_module` already wrote the untampered text where DOTCOMPUTE_DUMP asks.
+        if let Some(tamper) = self.tamper_msl {
+            tamper(&mut module.source);
         }
         let library = Arc::new(ShimLibrary::compile(&module, &program.kernel)?);
         libraries.insert(key, library.clone());
@@ -221,26 +221,5 @@ impl Queue for ShimBackend {
     }
     fn wait_stream(&self, _: StreamId, _: StreamId) -> Result<()> {
         Ok(())
-    }
-}
-
-/// With `DOTCOMPUTE_MSL_DUMP=DIR`, writes each generated MSL text the shim compiles to
-/// `DIR/ENTRY-HASH.metal`, exactly as the Metal backend hands it to Apple's compiler: the
-/// macOS workflow compiles every one with `xcrun metal`. Best effort: a failed write is
-/// reported on stderr and the launch goes on.
-fn dump(entry: &str, source: &str) {
-    use sha2::{Digest, Sha256};
-    let Some(dir) = std::env::var_os("DOTCOMPUTE_MSL_DUMP") else {
-        return;
-    };
-    let dir = std::path::PathBuf::from(dir);
-    let hash: String = Sha256::digest(source.as_bytes())
-        .iter()
-        .take(6)
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let path = dir.join(format!("{entry}-{hash}.metal"));
-    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, source)) {
-        eprintln!("DOTCOMPUTE_MSL_DUMP: cannot write {}: {e}", path.display());
     }
 }
