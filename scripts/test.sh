@@ -7,7 +7,7 @@
 #    (Debian's mesa-vulkan-drivers, software Vulkan on the CPU) for the wgpu backend,
 #    clang (Debian's package) for the run of generated MSL on the CPU, and Rust's std for
 #    aarch64-apple-darwin;
-# 2. checks formatting and clippy, also of the Metal crate and the facade's `metal`
+# 2. checks formatting and clippy, also of the Metal crate (with and without its shim) and the facade's `metal`
 #    feature for aarch64-apple-darwin (type-checked only: no Apple hardware here);
 # 3. runs every test (cargo nextest if present, else cargo test) and the doctests;
 # 4. runs the main job, `dotcompute validate --backend all`, in release, and checks that
@@ -61,6 +61,8 @@ apple=aarch64-apple-darwin
 if rustup target list --installed | grep -qx "$apple" || rustup target add "$apple"; then
   cargo clippy -p dotcompute-metal -p dotcompute --target "$apple" --no-default-features \
     --features dotcompute/metal -j "$jobs" -- -D warnings
+  # The shim and its tests as the macOS workflow builds them (default features).
+  cargo clippy -p dotcompute-metal --target "$apple" --all-targets -j "$jobs" -- -D warnings
 else
   # Only the download can fail here (no route to Rust's servers); a type error fails above.
   echo "WARNING: Rust's std for $apple could not be installed; the Metal type check was NOT run" >&2
