@@ -4,9 +4,10 @@
 //! group at a time, and grid-strided loops a thread at a time: right, but the reduce-then-
 //! scan and radix kernels written for GPUs ran at 0.02× (reduce) to 0.0005× (sort) of a
 //! copy there (2026-11-26, 2 cores). On the CPU device a buffer is host memory, so the
-//! operations read it, compute with rayon in fixed chunks (results do not depend on the
-//! thread count or on work stealing), and write it back. The GPU kernels are still run on
-//! the CPU by the Metal shim's tests and on lavapipe.
+//! operations work on it in place ([`elements`], [`fill_output`], [`update`], through
+//! `Buffer::host_slice`), with rayon in fixed chunks (results do not depend on the thread
+//! count or on work stealing). The GPU kernels are still run on the CPU by the Metal
+//! shim's tests and on lavapipe.
 
 use dotcompute::{AsStream, Buffer, Element, Result};
 use rayon::prelude::*;
@@ -254,14 +255,14 @@ pub(crate) fn byte_histogram(x: &[u8], bins: u32, bin_of: &[u32; 256]) -> Vec<u3
             }
             let mut counts = tables[0];
             for table in &tables[1..] {
-                counts.iter_mut().zip(table).for_each(|(a, b)| *a += b);
+                add_counts(&mut counts, table);
             }
             counts
         })
         .reduce(
             || [0u32; 257],
             |mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                add_counts(&mut a, &b);
                 a
             },
         );
@@ -289,10 +290,15 @@ pub(crate) fn histogram<T: Copy + Send + Sync>(
         .reduce(
             || vec![0u32; bins as usize],
             |mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                add_counts(&mut a, &b);
                 a
             },
         )
+}
+
+/// `a[i] += b[i]`: one chunk's histogram added into another's.
+fn add_counts(a: &mut [u32], b: &[u32]) {
+    a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
 }
 
 /// A pointer that parallel chunks write through at positions no other chunk writes.

@@ -109,14 +109,28 @@ pub(super) fn matrix_multiply(
     size: Size,
     rng: &mut fastrand::Rng,
 ) -> Result<Outcome, Failure> {
+    random_product(d, size, rng, |a, b, c, [m, k, n]| {
+        let tile = kernels::TILE;
+        let launch = Launch::grid2d(n, m).group2d(tile, tile);
+        kernels::matmul_tiled::launch(d, launch, a, b, c, m as u32, n as u32, k as u32)
+    })
+}
+
+/// A product of a random m×k by a random k×n matrix (entries in [-1, 1)) made by
+/// `multiply(a, b, c, [m, k, n])` into a C poisoned with NaN, every element checked
+/// against f64 ([`check_product`]).
+fn random_product(
+    d: &Target,
+    size: Size,
+    rng: &mut fastrand::Rng,
+    multiply: impl FnOnce(&Buffer<f32>, &Buffer<f32>, &mut Buffer<f32>, [usize; 3]) -> Result<(), Error>,
+) -> Result<Outcome, Failure> {
     let [m, k, n] = size.dims;
     let a: Vec<f32> = (0..m * k).map(|_| rng.f32() * 2.0 - 1.0).collect();
     let b: Vec<f32> = (0..k * n).map(|_| rng.f32() * 2.0 - 1.0).collect();
     let (da, db) = (d.upload(&a)?, d.upload(&b)?);
     let mut dc = poisoned_f32(d, m * n)?;
-    let tile = kernels::TILE;
-    let launch = Launch::grid2d(n, m).group2d(tile, tile);
-    kernels::matmul_tiled::launch(d, launch, &da, &db, &mut dc, m as u32, n as u32, k as u32)?;
+    multiply(&da, &db, &mut dc, [m, k, n])?;
     check_product(&a, &b, &dc.to_vec()?, [m, k, n])
 }
 
@@ -127,13 +141,9 @@ pub(super) fn generated_matmul(
     size: Size,
     rng: &mut fastrand::Rng,
 ) -> Result<Outcome, Failure> {
-    let [m, k, n] = size.dims;
-    let a: Vec<f32> = (0..m * k).map(|_| rng.f32() * 2.0 - 1.0).collect();
-    let b: Vec<f32> = (0..k * n).map(|_| rng.f32() * 2.0 - 1.0).collect();
-    let (da, db) = (d.upload(&a)?, d.upload(&b)?);
-    let mut dc = poisoned_f32(d, m * n)?;
-    d.matmul_generated(&da, &db, &mut dc, m, n, k)?;
-    check_product(&a, &b, &dc.to_vec()?, [m, k, n])
+    random_product(d, size, rng, |a, b, c, [m, k, n]| {
+        d.matmul_generated(a, b, c, m, n, k).map(drop)
+    })
 }
 
 /// `Device::matmul` (the vendor path where the backend has one: cuBLAS, MPS,
@@ -148,14 +158,11 @@ pub(super) fn vendor_matmul(
     rng: &mut fastrand::Rng,
 ) -> Result<Outcome, Failure> {
     use dotcompute::f16;
-    let [m, k, n] = size.dims;
-    let a: Vec<f32> = (0..m * k).map(|_| rng.f32() * 2.0 - 1.0).collect();
-    let b: Vec<f32> = (0..k * n).map(|_| rng.f32() * 2.0 - 1.0).collect();
-    let (da, db) = (d.upload(&a)?, d.upload(&b)?);
-    let mut dc = poisoned_f32(d, m * n)?;
-    d.matmul(&da, &db, &mut dc, m, n, k)?;
-    let outcome = check_product(&a, &b, &dc.to_vec()?, [m, k, n])?;
+    let outcome = random_product(d, size, rng, |a, b, c, [m, k, n]| {
+        d.matmul(a, b, c, m, n, k).map(drop)
+    })?;
     // f16: a few rows and columns are enough to see the accumulation.
+    let [m, _, n] = size.dims;
     let (m, n, k) = (m.min(33), n.min(17), 4096);
     let ones = d.upload(&vec![f16::ONE; k * m.max(n)])?;
     let mut c = d.alloc_filled(m * n, f16::NAN)?;

@@ -22,3 +22,27 @@ pub fn shim_device() -> Option<Device> {
         }
     }
 }
+
+/// Runs conformance case `name` at `size` on the shim device `broken()` makes (one that
+/// breaks `what` on purpose); the report must say the case failed, and the same case must
+/// pass on a sound shim device afterwards (the device keeps working). `None`: the shim is
+/// unavailable here (skipped, like every shim test).
+pub fn fails_on(
+    broken: impl FnOnce() -> dotcompute::Result<ShimBackend>,
+    what: &str,
+    name: &str,
+    size: dotcompute_conformance::Size,
+) -> Option<dotcompute_conformance::Report> {
+    use dotcompute_conformance::{cases, run_case};
+    let good = shim_device()?;
+    let device = Device::from_backend(Box::new(broken().expect("the shim is available")));
+    let case = cases().into_iter().find(|c| c.name == name).unwrap();
+    let report = run_case(&device, &case, size, 7);
+    assert!(!report.passed, "{name} passed with {what}");
+    eprintln!("{name} with {what}: {}", report.message);
+    assert!(
+        run_case(&good, &case, size, 7).passed,
+        "{name} fails when sound"
+    );
+    Some(report)
+}

@@ -10,25 +10,18 @@
 
 use dotcompute::prelude::*;
 use dotcompute::Device;
-use dotcompute_conformance::{cases, run_case, Report, Size};
+use dotcompute_conformance::{Report, Size};
 use dotcompute_metal::shim::{ShimBackend, ThreadOrder};
 
-/// Runs conformance case `name` at `size` on a shim device whose MSL passes through
-/// `tamper`; the report must say the case failed, and the untampered case must pass.
+/// Conformance case `name` at `size` on a shim device whose MSL passes through `tamper`
+/// fails, and passes untampered afterwards ([`crate::fails_on`]).
 fn fails_with(tamper: fn(&mut String), name: &str, size: Size) -> Option<Report> {
-    let good = crate::shim_device()?; // skips without a compiler, like every shim test
-    let device = Device::from_backend(Box::new(
-        ShimBackend::with_tampered_msl(tamper).expect("the shim is available"),
-    ));
-    let case = cases().into_iter().find(|c| c.name == name).unwrap();
-    let report = run_case(&device, &case, size, 7);
-    assert!(!report.passed, "{name} passed with tampered MSL");
-    eprintln!("{name} with tampered MSL: {}", report.message);
-    assert!(
-        run_case(&good, &case, size, 7).passed,
-        "{name} fails untampered"
-    );
-    Some(report)
+    crate::fails_on(
+        || ShimBackend::with_tampered_msl(tamper),
+        "tampered MSL",
+        name,
+        size,
+    )
 }
 
 /// `source` with `line` inserted as the first statement of the kernel's body.

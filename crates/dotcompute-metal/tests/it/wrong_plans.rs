@@ -2,26 +2,19 @@
 //! the kernel's assumptions. Each test breaks one thing DotCompute's Metal backend got
 //! wrong and shows the conformance case that catches it.
 
-use dotcompute::Device;
-use dotcompute_conformance::{cases, run_case, Report, Size};
+use dotcompute_conformance::{Report, Size};
 use dotcompute_metal::plan::{Dispatch, EncodingPlan};
 use dotcompute_metal::shim::ShimBackend;
 
-/// Runs conformance case `name` at `size` on a shim device whose plans pass through
-/// `tamper`; the report must say the case failed.
+/// Conformance case `name` at `size` on a shim device whose plans pass through `tamper`
+/// fails, and passes with sound plans afterwards ([`crate::fails_on`]).
 fn fails_with(tamper: fn(&mut EncodingPlan), name: &str, size: Size) -> Option<Report> {
-    crate::shim_device()?; // skips without a compiler, like every shim test
-    let device = Device::from_backend(Box::new(
-        ShimBackend::with_tampered_plans(tamper).expect("the shim is available"),
-    ));
-    let case = cases().into_iter().find(|c| c.name == name).unwrap();
-    let report = run_case(&device, &case, size, 7);
-    assert!(!report.passed, "{name} passed with a wrong plan");
-    eprintln!("{name} with a wrong plan: {}", report.message);
-    // The device is still usable: the same case passes with a correct plan afterwards.
-    let good = crate::shim_device()?;
-    assert!(run_case(&good, &case, size, 7).passed);
-    Some(report)
+    crate::fails_on(
+        || ShimBackend::with_tampered_plans(tamper),
+        "a wrong plan",
+        name,
+        size,
+    )
 }
 
 #[test]

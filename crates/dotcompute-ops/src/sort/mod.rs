@@ -67,9 +67,6 @@ pub trait RadixKey: Num + Send + Sync {
     fn ordered_bits(self) -> u64;
     /// The low `WIDTH` bits of `raw` as [`RadixKey::Bits`].
     fn bits_from(raw: u64) -> Self::Bits;
-    /// Sorts `keys` on the host by their own order when equal keys are identical (the
-    /// integers), which is rayon's fastest sort; `false` (untouched) for floats.
-    fn host_sort_whole(keys: &mut [Self], descending: bool) -> bool;
 }
 
 /// How a key's bits become its ordered bits (a kernel uniform: one kernel per bit width).
@@ -87,21 +84,7 @@ macro_rules! radix_key {
 }
 
 macro_rules! impl_radix_key {
-    ($t:ty, $bits:ty, Float, $inf:expr, |$k:ident| $raw:expr) => {
-        impl_radix_key!(@impl $t, $bits, Float, $inf, |$k| $raw, |_keys, _descending| false);
-    };
     ($t:ty, $bits:ty, $kind:ident, $inf:expr, |$k:ident| $raw:expr) => {
-        impl_radix_key!(@impl $t, $bits, $kind, $inf, |$k| $raw, |keys, descending| {
-            use rayon::prelude::*;
-            if descending {
-                keys.par_sort_unstable_by(|a, b| b.cmp(a));
-            } else {
-                keys.par_sort_unstable();
-            }
-            true
-        });
-    };
-    (@impl $t:ty, $bits:ty, $kind:ident, $inf:expr, |$k:ident| $raw:expr, |$keys:ident, $desc:ident| $whole:expr) => {
         impl RadixKey for $t {
             type Bits = $bits;
             const KIND: KeyKind = KeyKind::$kind;
@@ -113,9 +96,6 @@ macro_rules! impl_radix_key {
             }
             fn bits_from(raw: u64) -> $bits {
                 raw as $bits
-            }
-            fn host_sort_whole($keys: &mut [Self], $desc: bool) -> bool {
-                $whole
             }
         }
     };
