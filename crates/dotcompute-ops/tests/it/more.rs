@@ -9,70 +9,98 @@ use dotcompute_ops::softmax::{log_softmax_rows, softmax_rows};
 use dotcompute_ops::transpose::transpose;
 use dotcompute_ops::tune;
 
+/// Every form ([`dotcompute_ops::softmax`]: a subgroup per row, a group per row held,
+/// read twice) at the edges of its row lengths, against f64 on the host.
 #[test]
 fn softmax_and_log_softmax_of_any_row_length() {
     let seed = seed();
     for d in devices() {
         let mut rng = fastrand::Rng::with_seed(seed);
         let shapes: &[(usize, usize)] = if slow(&d) {
-            &[(1, 1), (3, 255), (5, 257), (64, 1000), (2, 40_000)]
+            &[
+                (1, 1),
+                (3, 255),
+                (5, 257),
+                (64, 1000),
+                (9, 33),
+                (3, 1025),
+                (2, 9000),
+                (2, 40_000),
+            ]
         } else {
             &[
                 (1, 1),
                 (3, 255),
                 (5, 257),
                 (8192, 1000),
+                (1000, 33),
+                (7, 1025),
+                (3, 2049),
+                (5, 8192),
                 (64, 16_384),
+                (2, 16_385),
                 (2, 1_000_003),
             ]
         };
-        for &(rows, cols) in shapes {
-            let x: Vec<f32> = (0..rows * cols).map(|_| (rng.f32() - 0.5) * 40.0).collect();
-            let dx = d.upload(&x).unwrap();
-            let mut y = d.alloc_filled(rows * cols, f32::NAN).unwrap();
-            let mut ly = d.alloc_filled(rows * cols, f32::NAN).unwrap();
-            softmax_rows(&d, &dx, cols, &mut y).unwrap();
-            log_softmax_rows(&d, &dx, cols, &mut ly).unwrap();
-            let (y, ly) = (y.to_vec().unwrap(), ly.to_vec().unwrap());
-            for (r, row) in x.chunks(cols).enumerate() {
-                let top = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-                let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
-                for c in 0..cols {
-                    let k = r * cols + c;
-                    let want = (x[k] as f64 - top).exp() / sum;
-                    let err = (y[k] as f64 - want).abs();
-                    assert!(
-                        err <= 2e-5 * want + 1e-30,
-                        "{} {rows}x{cols} ({r}, {c}): {} want {want} seed {seed}",
-                        d.label(),
-                        y[k]
-                    );
-                    let lwant = x[k] as f64 - top - sum.ln();
-                    assert!(
-                        (ly[k] as f64 - lwant).abs() <= 2e-5 * (1.0 + lwant.abs()),
-                        "{} log ({r}, {c}): {} want {lwant}",
-                        d.label(),
-                        ly[k]
-                    );
+        for form in ["held", "read-twice"] {
+            for &(rows, cols) in shapes {
+                let x: Vec<f32> = (0..rows * cols).map(|_| (rng.f32() - 0.5) * 40.0).collect();
+                let dx = d.upload(&x).unwrap();
+                let mut y = d.alloc_filled(rows * cols, f32::NAN).unwrap();
+                let mut ly = d.alloc_filled(rows * cols, f32::NAN).unwrap();
+                tune::with_candidate(form, || {
+                    softmax_rows(&d, &dx, cols, &mut y).unwrap();
+                    log_softmax_rows(&d, &dx, cols, &mut ly).unwrap();
+                });
+                let (y, ly) = (y.to_vec().unwrap(), ly.to_vec().unwrap());
+                for (r, row) in x.chunks(cols).enumerate() {
+                    let top = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+                    let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
+                    for c in 0..cols {
+                        let k = r * cols + c;
+                        let want = (x[k] as f64 - top).exp() / sum;
+                        let err = (y[k] as f64 - want).abs();
+                        assert!(
+                            err <= 2e-5 * want + 1e-30,
+                            "{} {form} {rows}x{cols} ({r}, {c}): {} want {want} seed {seed}",
+                            d.label(),
+                            y[k]
+                        );
+                        let lwant = x[k] as f64 - top - sum.ln();
+                        assert!(
+                            (ly[k] as f64 - lwant).abs() <= 2e-5 * (1.0 + lwant.abs()),
+                            "{} {form} log {rows}x{cols} ({r}, {c}): {} want {lwant} seed {seed}",
+                            d.label(),
+                            ly[k]
+                        );
+                    }
                 }
             }
+            // Huge values do not overflow; a row of -inf or with a NaN is NaN.
+            let inf = f32::INFINITY;
+            let dx = d
+                .upload(&[1000.0f32, 999.0, -1000.0, -inf, -inf, -inf, f32::NAN, 1.0])
+                .unwrap();
+            let mut y = d.alloc_filled(8, 7.0f32).unwrap();
+            tune::with_candidate(form, || softmax_rows(&d, &dx, 2, &mut y)).unwrap();
+            let y = y.to_vec().unwrap();
+            assert!(
+                (y[0] - 0.731_058_6).abs() < 1e-6
+                    && (y[1] - 0.268_941_4).abs() < 1e-6
+                    && y[2] == 1.0
+                    && y[3] == 0.0
+                    && y[4..].iter().all(|v| v.is_nan()),
+                "{} {form}: {y:?}",
+                d.label()
+            );
         }
-        // Huge values do not overflow; bad shapes are errors.
-        let dx = d
-            .upload(&[1000.0f32, 999.0, -1000.0, f32::NEG_INFINITY])
-            .unwrap();
-        let mut y = d.alloc_filled(4, f32::NAN).unwrap();
-        softmax_rows(&d, &dx, 2, &mut y).unwrap();
-        let y = y.to_vec().unwrap();
-        assert!(
-            (y[0] - 0.731_058_6).abs() < 1e-6 && y[3] == 0.0,
-            "{}: {y:?}",
-            d.label()
-        );
+        // Bad shapes are errors.
+        let dx = d.upload(&[1.0f32; 4]).unwrap();
         let mut short = d.alloc::<f32>(3).unwrap();
         assert!(softmax_rows(&d, &dx, 2, &mut short).is_err());
         let mut ok = d.alloc::<f32>(4).unwrap();
         assert!(softmax_rows(&d, &dx, 3, &mut ok).is_err());
+        assert!(softmax_rows(&d, &dx, 0, &mut ok).is_err());
     }
 }
 
@@ -91,22 +119,26 @@ fn transposes_of_any_shape_and_width() {
                 (31, 65),
                 (4096, 4095),
                 (8191, 8193),
+                // More column tiles than a grid's `y` takes: the row order only.
+                (1, 2_100_001),
             ]
         };
         for &(rows, cols) in shapes {
             let x: Vec<u32> = (0..rows * cols).map(|_| rng.u32(..)).collect();
             let dx = d.upload(&x).unwrap();
-            let mut y = d.alloc_filled(rows * cols, 0xDEAD_BEEFu32).unwrap();
-            transpose(&d, &dx, rows, cols, &mut y).unwrap();
-            let y = y.to_vec().unwrap();
-            for r in 0..rows {
-                for c in 0..cols {
-                    assert_eq!(
-                        y[c * rows + r],
-                        x[r * cols + c],
-                        "{} {rows}x{cols} ({r}, {c})",
-                        d.label()
-                    );
+            for order in ["row-raster", "column-raster"] {
+                let mut y = d.alloc_filled(rows * cols, 0xDEAD_BEEFu32).unwrap();
+                tune::with_candidate(order, || transpose(&d, &dx, rows, cols, &mut y)).unwrap();
+                let y = y.to_vec().unwrap();
+                for r in 0..rows {
+                    for c in 0..cols {
+                        assert_eq!(
+                            y[c * rows + r],
+                            x[r * cols + c],
+                            "{} {order} {rows}x{cols} ({r}, {c})",
+                            d.label()
+                        );
+                    }
                 }
             }
             if d.info().caps.f64 && rows * cols < 1 << 22 {

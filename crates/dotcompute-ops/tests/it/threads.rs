@@ -2,12 +2,15 @@ use crate::common::{devices, seed};
 use dotcompute_ops::reduce::reduce;
 use dotcompute_ops::scan::exclusive_sum;
 use dotcompute_ops::select::copy_if;
+use dotcompute_ops::softmax::softmax_rows;
 use dotcompute_ops::sort::sort_pairs;
+use dotcompute_ops::transpose::transpose;
 use dotcompute_ops::{tune, Order, ReduceOp};
 
 /// 16 threads share one device, each sorting (every algorithm in turn), scanning,
-/// reducing and compacting its own data on the device or on its own stream, dropping
-/// buffers as it goes: every result is checked.
+/// reducing, compacting, transposing (both tile orders) and taking row softmaxes of its
+/// own data on the device or on its own stream, dropping buffers as it goes: every
+/// result is checked.
 #[test]
 fn sixteen_threads_share_a_device_with_no_wrong_result() {
     let seed = seed();
@@ -73,6 +76,43 @@ fn sixteen_threads_share_a_device_with_no_wrong_result() {
                             "{} thread {t} round {round}",
                             d.label()
                         );
+                        // A matrix of the sorted keys: transposed on the stream, then
+                        // its rows' softmax (rows of up to 600 take the held forms).
+                        let cols = 1 + rng.usize(..n.min(600));
+                        let rows = n / cols;
+                        let m: Vec<u32> = want[..rows * cols].iter().map(|p| p.0).collect();
+                        let dm = d.upload(&m).unwrap();
+                        let mut mt = d.alloc_filled(rows * cols, u32::MAX).unwrap();
+                        let order = ["row-raster", "column-raster"][round % 2];
+                        tune::with_candidate(order, || {
+                            transpose(&stream, &dm, rows, cols, &mut mt)
+                        })
+                        .unwrap();
+                        let mt = mt.to_vec().unwrap();
+                        let transposed =
+                            (0..rows * cols).all(|k| mt[(k % cols) * rows + k / cols] == m[k]);
+                        assert!(
+                            transposed,
+                            "{} thread {t} round {round} {rows}x{cols}",
+                            d.label()
+                        );
+                        let x: Vec<f32> = m.iter().map(|&k| k as f32 / 100.0).collect();
+                        let dx = d.upload(&x).unwrap();
+                        let mut y = d.alloc_filled(rows * cols, f32::NAN).unwrap();
+                        softmax_rows(&stream, &dx, cols, &mut y).unwrap();
+                        let y = y.to_vec().unwrap();
+                        for (row, got) in x.chunks(cols).zip(y.chunks(cols)) {
+                            let top = row.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v as f64));
+                            let sum: f64 = row.iter().map(|&v| (v as f64 - top).exp()).sum();
+                            for (&v, &g) in row.iter().zip(got) {
+                                let want = (v as f64 - top).exp() / sum;
+                                assert!(
+                                    (g as f64 - want).abs() <= 2e-5 * want + 1e-30,
+                                    "{} thread {t} round {round} softmax {g} want {want}",
+                                    d.label()
+                                );
+                            }
+                        }
                     }
                 });
             }
