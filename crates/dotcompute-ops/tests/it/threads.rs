@@ -164,3 +164,47 @@ fn probe_histogram() {
         }
     }
 }
+
+/// Wall-clock bandwidth of each transpose tile order over shapes that separate the
+/// alignment of rows from the size (GPUs only; prints, checks nothing).
+#[test]
+#[ignore = "timing probe"]
+fn probe_transpose() {
+    for d in crate::common::devices() {
+        if crate::common::slow(&d) {
+            continue;
+        }
+        for (rows, cols) in [
+            (4096usize, 4096usize),
+            (4096, 4095),
+            (4095, 4096),
+            (8192, 8192),
+            (8191, 8193),
+            (8192, 8193),
+            (8193, 8192),
+            (16384, 16384),
+            (16383, 16385),
+        ] {
+            let x = d.alloc_filled(rows * cols, 1u32).unwrap();
+            let mut y = d.alloc::<u32>(rows * cols).unwrap();
+            for order in ["row-raster", "column-raster"] {
+                let mut best = f64::MAX;
+                for _ in 0..3 {
+                    let t = std::time::Instant::now();
+                    for _ in 0..20 {
+                        tune::with_candidate(order, || transpose(&d, &x, rows, cols, &mut y))
+                            .unwrap();
+                    }
+                    d.synchronize().unwrap();
+                    best = best.min(t.elapsed().as_secs_f64() / 20.0);
+                }
+                eprintln!(
+                    "{} transpose {rows}x{cols} {order}: {:.1} us, {:.0} GB/s",
+                    d.label(),
+                    best * 1e6,
+                    (8 * rows * cols) as f64 / best / 1e9
+                );
+            }
+        }
+    }
+}
