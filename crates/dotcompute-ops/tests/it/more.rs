@@ -110,13 +110,14 @@ fn transposes_of_any_shape_and_width() {
     for d in devices() {
         let mut rng = fastrand::Rng::with_seed(seed);
         let shapes: &[(usize, usize)] = if slow(&d) {
-            &[(1, 1), (1, 33), (33, 1), (31, 65), (257, 1023)]
+            &[(1, 1), (1, 33), (33, 1), (31, 65), (129, 97), (257, 1023)]
         } else {
             &[
                 (1, 1),
                 (1, 33),
                 (33, 1),
                 (31, 65),
+                (129, 97),
                 (4096, 4095),
                 (8191, 8193),
                 // More column tiles than a grid's `y` takes: the row order only.
@@ -126,7 +127,14 @@ fn transposes_of_any_shape_and_width() {
         for &(rows, cols) in shapes {
             let x: Vec<u32> = (0..rows * cols).map(|_| rng.u32(..)).collect();
             let dx = d.upload(&x).unwrap();
-            for order in ["row-raster", "column-raster"] {
+            for order in [
+                "row-raster",
+                "column-raster",
+                "row-raster-64",
+                "column-raster-64",
+                "row-raster-128",
+                "column-raster-128",
+            ] {
                 let mut y = d.alloc_filled(rows * cols, 0xDEAD_BEEFu32).unwrap();
                 tune::with_candidate(order, || transpose(&d, &dx, rows, cols, &mut y)).unwrap();
                 let y = y.to_vec().unwrap();

@@ -83,7 +83,8 @@ fn sixteen_threads_share_a_device_with_no_wrong_result() {
                         let m: Vec<u32> = want[..rows * cols].iter().map(|p| p.0).collect();
                         let dm = d.upload(&m).unwrap();
                         let mut mt = d.alloc_filled(rows * cols, u32::MAX).unwrap();
-                        let order = ["row-raster", "column-raster"][round % 2];
+                        let order =
+                            ["row-raster", "column-raster-64", "column-raster-128"][round % 3];
                         tune::with_candidate(order, || {
                             transpose(&stream, &dm, rows, cols, &mut mt)
                         })
@@ -187,7 +188,14 @@ fn probe_transpose() {
         ] {
             let x = d.alloc_filled(rows * cols, 1u32).unwrap();
             let mut y = d.alloc::<u32>(rows * cols).unwrap();
-            for order in ["row-raster", "column-raster"] {
+            for order in [
+                "row-raster",
+                "column-raster",
+                "row-raster-64",
+                "column-raster-64",
+                "row-raster-128",
+                "column-raster-128",
+            ] {
                 let mut best = f64::MAX;
                 for _ in 0..3 {
                     let t = std::time::Instant::now();
