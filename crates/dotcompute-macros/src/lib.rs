@@ -22,7 +22,7 @@
 //!
 //! [`KernelDef`]: https://docs.rs/dotcompute-hal
 
-mod translate;
+use dotcompute_translate as translate;
 
 /// Parses an item and runs one translator on it.
 fn expand(

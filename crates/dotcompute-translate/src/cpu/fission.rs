@@ -75,7 +75,7 @@ struct Splitter {
 /// The group body of a kernel whose own body is `stmts`, translated from `tx` (the
 /// translator's state just before the body), or `None` where the body cannot be split.
 /// Also returns how many of its regions have a lane form.
-pub(super) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<(TokenStream, usize)> {
+pub(crate) fn group_body(tx: Tx, stmts: &[Stmt]) -> Option<(TokenStream, usize)> {
     let mut finder = Finder::default();
     for st in stmts {
         finder.visit_stmt(st);
