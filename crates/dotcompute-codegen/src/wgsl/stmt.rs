@@ -1,0 +1,374 @@
+//! Statements: lines, blocks, memory accesses with their checks, loops (written out
+//! where small and constant), atomics.
+
+use super::*;
+
+impl Gen<'_> {
+    pub(super) fn line(&mut self, depth: usize, text: &str) {
+        for _ in 0..depth {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    pub(super) fn block(&mut self, stmts: &[Stmt], d: usize) {
+        for s in stmts {
+            self.stmt(s, d);
+        }
+    }
+
+    pub(super) fn fresh(&mut self) -> String {
+        self.tmp += 1;
+        format!("dc_t{}", self.tmp)
+    }
+
+    /// `mem[index]`; with view offsets a buffer's index starts at its view.
+    pub(super) fn element(&self, mem: Memory, index: &str) -> String {
+        match mem {
+            Memory::Buffer(i) if self.view_offsets => format!(
+                "{}[dc_params.off_{} + {index}]",
+                self.mem_name(mem),
+                self.k.params[i as usize].name()
+            ),
+            _ => format!("{}[{index}]", self.mem_name(mem)),
+        }
+    }
+
+    /// The length of `mem` in elements, as an expression.
+    pub(super) fn len_of(&self, mem: Memory) -> String {
+        match mem {
+            Memory::Buffer(i) if self.k.memory_elem(mem) == Some(ScalarType::F16.into()) => {
+                format!("dc_params.len_{}", self.k.params[i as usize].name())
+            }
+            Memory::Buffer(i) if self.is_vector_buffer(i) => {
+                format!("(arrayLength(&{}) * 4u)", self.mem_name(mem))
+            }
+            Memory::Buffer(i) if self.view_offsets => format!(
+                "(arrayLength(&{}) - dc_params.off_{})",
+                self.mem_name(mem),
+                self.k.params[i as usize].name()
+            ),
+            Memory::Buffer(_) => format!("arrayLength(&{})", self.mem_name(mem)),
+            // Shared lengths are constants of this specialisation.
+            Memory::Shared(i) => match self.k.shared[i as usize].len {
+                SharedLen::Static(n) => format!("{n}u"),
+                SharedLen::Dynamic => format!("{}u", self.dynamic_shared_len),
+            },
+            Memory::Local(i) => format!("{}u", self.k.local_arrays[i as usize].len),
+        }
+    }
+
+    /// In checked mode, the condition under which `mem[index]` is in bounds; it records
+    /// the launch's first violation (`dc_in`).
+    pub(super) fn bounds_check(&self, mem: Memory, index: &str) -> Option<String> {
+        self.checked
+            .then(|| format!("dc_in(u32({index}), {}, {}u)", self.len_of(mem), mem.code()))
+    }
+
+    /// `&mem[index]` for atomics.
+    pub(super) fn addr(&self, mem: Memory, index: &Expr) -> String {
+        format!("&{}", self.element(mem, &self.expr(index)))
+    }
+
+    pub(super) fn stmt(&mut self, s: &Stmt, d: usize) {
+        match s {
+            Stmt::Let { local, init } => {
+                let l = &self.k.locals[*local as usize];
+                let t = self.type_name(l.ty);
+                let init = match init {
+                    Some(e) => self.expr(e),
+                    None => format!("{t}()"),
+                };
+                let text = format!("var {}: {t} = {init};", self.local(*local));
+                self.line(d, &text);
+            }
+            Stmt::Assign { local, value } => {
+                let text = format!("{} = {};", self.local(*local), self.expr(value));
+                self.line(d, &text);
+            }
+            Stmt::Store {
+                mem: Memory::Buffer(b),
+                value,
+                ..
+            } if self.lane => {
+                // The lane's own element (the vector form's plan indexes every access by
+                // the global id).
+                let name = self.k.params[*b as usize].name();
+                let store = format!("*r_{name} = {};", self.expr(value));
+                self.line(d, &store);
+                self.line(d, &format!("*m_{name} = true;"));
+            }
+            Stmt::Store { mem, index, value } => {
+                let text = if self.atomic.contains(mem) {
+                    let v = self.expr(value);
+                    let v = if self.f32_as_bits(value.ty) {
+                        format!("bitcast<u32>({v})")
+                    } else {
+                        v
+                    };
+                    format!("atomicStore({}, {v});", self.addr(*mem, index))
+                } else {
+                    format!(
+                        "{} = {};",
+                        self.element(*mem, &self.expr(index)),
+                        self.expr(value)
+                    )
+                };
+                let text = match self.bounds_check(*mem, &self.expr(index)) {
+                    Some(check) => format!("if ({check}) {{ {text} }}"),
+                    None => text,
+                };
+                self.line(d, &text);
+            }
+            Stmt::Atomic {
+                op,
+                mem,
+                index,
+                args,
+                result,
+            } => match self.bounds_check(*mem, &self.expr(index)) {
+                Some(check) => {
+                    self.line(d, &format!("if ({check}) {{"));
+                    self.atomic_stmt(*op, *mem, index, args, *result, d + 1);
+                    self.line(d, "}");
+                }
+                None => self.atomic_stmt(*op, *mem, index, args, *result, d),
+            },
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let text = format!("if ({}) {{", self.expr(cond));
+                self.line(d, &text);
+                self.block(then, d + 1);
+                if otherwise.is_empty() {
+                    self.line(d, "}");
+                } else {
+                    self.line(d, "} else {");
+                    self.block(otherwise, d + 1);
+                    self.line(d, "}");
+                }
+            }
+            Stmt::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let v = self.local(*var);
+                let scalar = self.k.locals[*var as usize].ty.scalar;
+                let t = self.ty(scalar);
+                let constant = crate::cfamily::small_constant_range(start, end, step, scalar);
+                if let Some(trips) = constant.and_then(|r| unrollable(r, body)) {
+                    // Constant bounds, a few trips, no jumps: the body once per value of
+                    // the counter. WGSL has no unroll hint; unrolled, thread-private
+                    // arrays indexed by the counter stay in registers, and drivers that
+                    // bound loop iterations (llvmpipe ends a loop after 65,535) count
+                    // only the loops that remain.
+                    // Each trip binds the counter with `let`: a constant expression, so
+                    // array indices built from it are constant in naga's output too.
+                    for value in trips {
+                        self.line(d, "{");
+                        self.line(d + 1, &format!("let {v}: {t} = {t}({value});"));
+                        self.block(body, d + 1);
+                        self.line(d, "}");
+                    }
+                    return;
+                }
+                let (e, st) = (self.fresh(), self.fresh());
+                self.line(d, "{");
+                let lines = [
+                    format!("var {v}: {t} = {};", self.expr(start)),
+                    format!("let {e}: {t} = {};", self.expr(end)),
+                    format!("let {st}: {t} = {};", self.expr(step)),
+                    format!("if ({st} > {t}(0) && {v} < {e}) {{"),
+                ];
+                for l in &lines {
+                    self.line(d + 1, l);
+                }
+                self.line(d + 2, "loop {");
+                self.count_trip(d + 3);
+                self.block(body, d + 3);
+                self.line(d + 3, "continuing {");
+                // Stop at the end or when the counter would overflow (Rust's ranges do).
+                let next = self.fresh();
+                let cont = [
+                    format!("let {next}: {t} = {v} + {st};"),
+                    format!("let {next}_stop = {next} <= {v} || {next} >= {e};"),
+                    format!("{v} = {next};"),
+                    format!("break if {next}_stop;"),
+                ];
+                for l in &cont {
+                    self.line(d + 4, l);
+                }
+                self.line(d + 3, "}");
+                self.line(d + 2, "}");
+                self.line(d + 1, "}");
+                self.line(d, "}");
+            }
+            Stmt::Loop { body } => {
+                self.line(d, "loop {");
+                self.count_trip(d + 1);
+                self.block(body, d + 1);
+                self.line(d, "}");
+            }
+            Stmt::Break => self.line(d, "break;"),
+            Stmt::Continue => self.line(d, "continue;"),
+            Stmt::Return => {
+                self.check_trips(d);
+                self.line(d, "return;")
+            }
+            // The IR's barrier orders shared and global memory within the group.
+            // Refused by `generate` before any statement is printed.
+            Stmt::Mma { .. } => unreachable!("tensor-core kernels are refused for WGSL"),
+            Stmt::Barrier => {
+                if self.storage_barriers {
+                    self.line(d, "storageBarrier();");
+                }
+                self.line(d, "workgroupBarrier();");
+            }
+        }
+    }
+
+    pub(super) fn atomic_stmt(
+        &mut self,
+        op: AtomicOp,
+        mem: Memory,
+        index: &Expr,
+        args: &[Expr],
+        result: Option<u32>,
+        d: usize,
+    ) {
+        // Atomics are on scalar elements only (validated).
+        let elem = self.k.memory_elem(mem).expect("validated").scalar;
+        let addr = self.addr(mem, index);
+        let a0 = self.expr(&args[0]);
+        let old = self.fresh();
+        let assign = |g: &Self, v: &str| match result {
+            Some(r) => format!("{} = {v};", g.local(r)),
+            None => String::new(),
+        };
+        // With the adapter's f32 atomics, an f32 add is the plain `atomicAdd` below.
+        if self.f32_as_bits(elem.into()) {
+            // Float add: compare-exchange on the bits until no other thread intervened.
+            let ptr = self.fresh();
+            let r = self.fresh();
+            let lines = [
+                format!("let {ptr} = {addr};"),
+                format!("var {old}: u32 = atomicLoad({ptr});"),
+                "loop {".to_string(),
+                format!("    let {r} = atomicCompareExchangeWeak({ptr}, {old}, bitcast<u32>(bitcast<f32>({old}) + {a0}));"),
+                format!("    if ({r}.exchanged) {{ break; }}"),
+                format!("    {old} = {r}.old_value;"),
+                "}".to_string(),
+                assign(self, &format!("bitcast<f32>({old})")),
+            ];
+            for l in &lines {
+                if !l.is_empty() {
+                    self.line(d, l);
+                }
+            }
+            return;
+        }
+        let text = match op {
+            AtomicOp::CompareExchange => {
+                // atomicCompareExchangeWeak may fail spuriously; retry until it either
+                // exchanged or saw a different value (a strong compare-exchange).
+                let a1 = self.expr(&args[1]);
+                let (ptr, r) = (self.fresh(), self.fresh());
+                let t = self.ty(elem);
+                let lines = [
+                    format!("let {ptr} = {addr};"),
+                    format!("var {old}: {t};"),
+                    "loop {".to_string(),
+                    format!("    let {r} = atomicCompareExchangeWeak({ptr}, {a0}, {a1});"),
+                    format!("    if ({r}.exchanged || {r}.old_value != {a0}) {{ {old} = {r}.old_value; break; }}"),
+                    "}".to_string(),
+                    assign(self, &old),
+                ];
+                for l in &lines {
+                    if !l.is_empty() {
+                        self.line(d, l);
+                    }
+                }
+                return;
+            }
+            _ => {
+                let f = match op {
+                    AtomicOp::Add => "atomicAdd",
+                    AtomicOp::Sub => "atomicSub",
+                    AtomicOp::Min => "atomicMin",
+                    AtomicOp::Max => "atomicMax",
+                    AtomicOp::And => "atomicAnd",
+                    AtomicOp::Or => "atomicOr",
+                    AtomicOp::Xor => "atomicXor",
+                    AtomicOp::Exchange => "atomicExchange",
+                    AtomicOp::CompareExchange => unreachable!(),
+                };
+                let call = format!("{f}({addr}, {a0})");
+                match result {
+                    Some(r) => format!("{} = {call};", self.local(r)),
+                    None => format!("{call};"),
+                }
+            }
+        };
+        self.line(d, &text);
+    }
+}
+
+/// The counter's values of a constant loop the WGSL printer writes out: at most
+/// [`UNROLL_TRIPS`] trips, a body (nested loops included) that neither breaks, continues
+/// nor returns, and at most [`UNROLL_STATEMENTS`] statements once written out.
+pub(super) fn unrollable(
+    (start, end, step): (i128, i128, i128),
+    body: &[Stmt],
+) -> Option<Vec<i128>> {
+    let values: Vec<i128> = (start..end).step_by(step as usize).collect();
+    let mut jumps = false;
+    walk_stmts(body, &mut |x| {
+        jumps |= matches!(x, Stmt::Break | Stmt::Continue | Stmt::Return);
+    });
+    let small = values.len() <= UNROLL_TRIPS
+        && unrolled_size(body).saturating_mul(values.len()) <= UNROLL_STATEMENTS;
+    (small && !jumps).then_some(values)
+}
+
+/// Statements `body` prints as, with the loops the printer writes out counted once per
+/// trip (a loop it keeps counts its body once).
+pub(super) fn unrolled_size(body: &[Stmt]) -> usize {
+    body.iter()
+        .map(|s| match s {
+            Stmt::For {
+                start,
+                end,
+                step,
+                body,
+                ..
+            } => {
+                let trips = crate::cfamily::small_constant_range(start, end, step, ScalarType::I64)
+                    .and_then(|r| unrollable(r, body))
+                    .map_or(1, |v| v.len());
+                1 + trips.saturating_mul(unrolled_size(body))
+            }
+            Stmt::If {
+                then, otherwise, ..
+            } => 1 + unrolled_size(then) + unrolled_size(otherwise),
+            Stmt::Loop { body } => 1 + unrolled_size(body),
+            _ => 1,
+        })
+        .fold(0, usize::saturating_add)
+}
+
+/// The most trips of a loop the WGSL printer writes out. 64: a register-blocked
+/// product's 8×8 accumulators are set in one 64-trip loop, which must be written out for
+/// drivers to keep them in registers.
+pub(super) const UNROLL_TRIPS: usize = 64;
+
+/// The most statements a written-out loop may print as. Writing out every loop of a
+/// register-blocked product (16 steps × 80 statements) made a module NVIDIA's Vulkan
+/// compiler took 161 s to build; keeping the outermost loop keeps it to a few seconds
+/// while the accumulators stay in registers.
+pub(super) const UNROLL_STATEMENTS: usize = 1024;
