@@ -93,6 +93,7 @@
 pub mod analysis;
 mod build;
 mod kernel;
+mod ops;
 mod types;
 pub mod unroll;
 mod validate;

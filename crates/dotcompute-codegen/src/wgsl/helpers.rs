@@ -27,72 +27,72 @@ pub(super) const CHECKED_HELPER: &str = "fn dc_in(i: u32, n: u32, what: u32) -> 
 /// bits: drivers may fold `x != x` to false (lavapipe does), integer tests they must keep.
 pub(super) const HELPERS: &str = "
 // Identities that make an operation on constants a runtime one (see `runtime`).
-pub(super) fn dc_rt_i32(x: i32) -> i32 {
+fn dc_rt_i32(x: i32) -> i32 {
     return x;
 }
 
-pub(super) fn dc_rt_u32(x: u32) -> u32 {
+fn dc_rt_u32(x: u32) -> u32 {
     return x;
 }
 
-pub(super) fn dc_rt_f32(x: f32) -> f32 {
+fn dc_rt_f32(x: f32) -> f32 {
     return x;
 }
 
-pub(super) fn dc_abs_i32(x: i32) -> i32 {
+fn dc_abs_i32(x: i32) -> i32 {
     if (x < 0i && x != (-2147483647i - 1i)) {
         return -x;
     }
     return x;
 }
 
-pub(super) fn dc_is_nan(x: f32) -> bool {
+fn dc_is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 }
 
-pub(super) fn dc_is_finite(x: f32) -> bool {
+fn dc_is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
 }
 
-pub(super) fn dc_feq(x: f32, y: f32) -> bool {
+fn dc_feq(x: f32, y: f32) -> bool {
     return !dc_is_nan(x) && !dc_is_nan(y) && x == y;
 }
 
-pub(super) fn dc_sat_add_u32(a: u32, b: u32) -> u32 {
+fn dc_sat_add_u32(a: u32, b: u32) -> u32 {
     let r = a + b;
     return select(r, 0xffffffffu, r < a);
 }
 
-pub(super) fn dc_sat_sub_u32(a: u32, b: u32) -> u32 {
+fn dc_sat_sub_u32(a: u32, b: u32) -> u32 {
     return select(0u, a - b, a > b);
 }
 
-pub(super) fn dc_sat_add_i32(a: i32, b: i32) -> i32 {
+fn dc_sat_add_i32(a: i32, b: i32) -> i32 {
     let r = a + b;
     let overflow = ((a ^ r) & (b ^ r)) < 0i;
     return select(r, select(2147483647i, i32(-2147483648), a < 0i), overflow);
 }
 
-pub(super) fn dc_sat_sub_i32(a: i32, b: i32) -> i32 {
+fn dc_sat_sub_i32(a: i32, b: i32) -> i32 {
     let r = a - b;
     let overflow = ((a ^ b) & (a ^ r)) < 0i;
     return select(r, select(2147483647i, i32(-2147483648), a < 0i), overflow);
 }
 
-pub(super) fn dc_round(x: f32) -> f32 {
+fn dc_round(x: f32) -> f32 {
     let t = trunc(x);
     if (abs(x - t) >= 0.5f) { return t + sign(x); }
     return t;
 }
 
-pub(super) fn dc_f32_to_i32(x: f32) -> i32 {
+fn dc_f32_to_i32(x: f32) -> i32 {
     if (dc_is_nan(x)) { return 0i; }
     if (x >= 2147483648.0f) { return 2147483647i; }
     if (x <= -2147483648.0f) { return i32(-2147483648); }
     return i32(x);
 }
 
-pub(super) fn dc_f32_to_u32(x: f32) -> u32 {
+fn dc_f32_to_u32(x: f32) -> u32 {
     if (dc_is_nan(x) || x <= 0.0f) { return 0u; }
     if (x >= 4294967296.0f) { return 4294967295u; }
     return u32(x);
