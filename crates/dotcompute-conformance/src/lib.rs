@@ -225,20 +225,10 @@ pub fn required_backends() -> Result<Vec<BackendKind>, String> {
     backends_in("DOTCOMPUTE_REQUIRE")
 }
 
-/// The backends a comma-separated variable names (none when unset); unknown names are an
-/// error.
-fn backends_in(variable: &str) -> Result<Vec<BackendKind>, String> {
-    match std::env::var(variable) {
-        Err(_) => Ok(Vec::new()),
-        Ok(list) => list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                BackendKind::parse(s).ok_or_else(|| format!("unknown backend `{s}` in {variable}"))
-            })
-            .collect(),
-    }
+/// The backends a comma-separated variable names (none when unset); an unknown name is
+/// an error (`dotcompute::settings::backends`).
+fn backends_in(variable: &'static str) -> Result<Vec<BackendKind>, String> {
+    dotcompute::settings::backends(variable).map_err(|e| e.to_string())
 }
 
 /// The backends the suite runs on: every backend in `dotcompute::registry()`, plus the

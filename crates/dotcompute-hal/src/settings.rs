@@ -125,6 +125,27 @@ pub fn choice(
         })
 }
 
+/// A comma-separated list of backends (`cpu,wgpu`): empty when unset or empty, and an
+/// unknown name is `Error::Config`. The test suites read `DOTCOMPUTE_REQUIRE` (backends
+/// whose absence fails the run) and `DOTCOMPUTE_ONLY` (the only backends to run) here, so
+/// every suite reads them alike.
+pub fn backends(name: &'static str) -> Result<Vec<crate::BackendKind>> {
+    let Some(list) = value(name) else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            crate::BackendKind::parse(s).ok_or_else(|| Error::Config {
+                variable: name,
+                value: list.clone(),
+                expected: "backend names separated by commas: cpu, cuda, wgpu (or vulkan), metal",
+            })
+        })
+        .collect()
+}
+
 /// The directory for dotcompute's on-disk caches of kind `sub` (`cuda`, `ops`):
 /// `$DOTCOMPUTE_CACHE_DIR/sub`, else `$XDG_CACHE_HOME/dotcompute/sub`, else
 /// `~/.cache/dotcompute/sub`; `None` when `DOTCOMPUTE_CACHE=off` (or no home is known).
@@ -222,6 +243,23 @@ mod tests {
         assert_eq!(choice(name, &["always"], "always").unwrap(), Some("always"));
         std::env::set_var(name, "sometimes");
         assert!(choice(name, &["always"], "always").is_err());
+        std::env::remove_var(name);
+    }
+
+    #[test]
+    fn backend_lists_are_parsed_strictly() {
+        use crate::BackendKind;
+        let name = "DOTCOMPUTE_TEST_BACKENDS";
+        std::env::remove_var(name);
+        assert_eq!(backends(name).unwrap(), []);
+        std::env::set_var(name, " cpu, Wgpu ,,cuda");
+        assert_eq!(
+            backends(name).unwrap(),
+            [BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda]
+        );
+        std::env::set_var(name, "cpu,cuba");
+        let e = backends(name).unwrap_err().to_string();
+        assert!(e.contains(name) && e.contains("cpu,cuba"), "{e}");
         std::env::remove_var(name);
     }
 }

@@ -43,111 +43,12 @@ impl WgpuBackend {
                 (pipeline, dispatch, uniforms, false)
             }
             None => {
-                // The uniform words after the scalars: the view-offset variant's element
-                // offsets, then the lengths of the f16 buffers (see dotcompute_codegen::wgsl).
-                let buffers = request.args.iter().filter_map(|a| match a {
-                    BoundArg::Buffer {
-                        offset, len, elem, ..
-                    } => Some((*offset, *len, *elem)),
-                    BoundArg::Scalar(_) => None,
-                });
-                let element_offsets: Vec<u32> = if unaligned {
-                    buffers
-                        .clone()
-                        .map(|(offset, _, elem)| ((offset % align) / elem.size_bytes()) as u32)
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                let half_lens: Vec<u32> = buffers
-                    .clone()
-                    .filter(|&(_, _, elem)| elem == ScalarType::F16)
-                    .map(|(_, len, _)| len as u32)
-                    .collect();
-                // The grid-stride form where it cannot be observed (see WgslOptions::strided).
-                let strided = self.strided
-                    && !g.checked
-                    && g.grid[1] == 1
-                    && g.grid[2] == 1
-                    && g.group[1] == 1
-                    && g.group[2] == 1
-                    && program.grid_stride;
-                // The vector form binds each buffer as 16-byte vectors: every one must
-                // start on 16 bytes and hold whole vectors.
-                let vector = strided
-                    && self.vectors
-                    && !unaligned
-                    && program.vector_form
-                    && buffers
-                        .clone()
-                        .all(|(offset, len, _)| offset % 16 == 0 && len % 4 == 0);
-                let form = match (strided, vector) {
-                    (_, true) => {
-                        VECTOR_LAUNCHES.with(|c| c.set(c.get() + 1));
-                        Form::Vector
-                    }
-                    (true, false) => Form::Strided,
-                    _ => Form::Plain,
-                };
-                let dispatch = match form {
-                    Form::Plain => self.dispatch_for(&kernel.name, g.groups)?,
-                    Form::Strided | Form::Vector => {
-                        // Logical threads per invocation and trip.
-                        let lanes = if form == Form::Vector { 4 } else { 1 };
-                        let per_group = lanes * g.group[0] as u64;
-                        let groups = (g.grid[0] as u64).div_ceil(per_group).max(1);
-                        [groups.min(wgsl::STRIDED_GROUPS as u64) as u32, 1, 1]
-                    }
-                };
-                (
-                    self.pipeline(
-                        program,
-                        g.group,
-                        g.dynamic_shared_len,
-                        unaligned,
-                        g.checked,
-                        form,
-                    )?,
-                    dispatch,
-                    wgsl::pack_uniforms(g.grid, g.groups, &scalars, &element_offsets, &half_lens),
-                    unaligned,
-                )
+                let (pipeline, dispatch, uniforms) =
+                    self.generated_pipeline(request, &scalars, unaligned, align)?;
+                (pipeline, dispatch, uniforms, unaligned)
             }
         };
-        let max_binding = self.limits.max_storage_buffer_binding_size;
-        // (binding, buffer, offset, size) of every buffer parameter.
-        let mut ranges = Vec::with_capacity(pipeline.module.buffers.len());
-        for &(param, binding, _) in &pipeline.module.buffers {
-            let BoundArg::Buffer {
-                buffer,
-                offset,
-                len,
-                elem,
-                ..
-            } = &request.args[param as usize]
-            else {
-                return Err(backend_err("internal: a buffer parameter got a scalar"));
-            };
-            // With view offsets the binding starts at the aligned offset below the view.
-            let skipped = if view_offsets { offset % align } else { 0 };
-            // Storage bindings are sized in whole words (an f16 buffer's last word may
-            // hold one element past its end; the kernel takes its length from the
-            // uniform block, and pool blocks are larger than that).
-            let size = ((skipped + *len * elem.size_bytes()) as u64)
-                .next_multiple_of(4)
-                .min(buffer.buffer.size() - (offset - skipped) as u64);
-            if size > max_binding {
-                return Err(Error::ArgumentType {
-                    kernel: kernel.name.clone(),
-                    arg: kernel.params[param as usize].name().to_string(),
-                    expected: format!(
-                        "at most {max_binding} bytes (this adapter's largest storage binding)"
-                    ),
-                    found: format!("{size} bytes"),
-                });
-            }
-            ranges.push((binding, &buffer.buffer, (offset - skipped) as u64, size));
-        }
+        let ranges = self.binding_ranges(request, &pipeline, view_offsets, align)?;
         // Checked launches: a zeroed violation record, read after the launch.
         let record = pipeline.module.violation_binding.map(|binding| {
             let buffer = self
@@ -180,11 +81,168 @@ impl WgpuBackend {
                 });
             }
         }
+        let bind_group = self.bind_group(
+            &kernel.name,
+            &pipeline,
+            &ranges,
+            &uniform_bytes,
+            &record,
+            key,
+        );
+        Ok(Dispatch {
+            pipeline,
+            bind_group,
+            groups: dispatch,
+            record: record.map(|(_, buffer)| (buffer, program.kernel.clone())),
+        })
+    }
+
+    /// The pipeline, group counts and uniform bytes of a generated kernel: the form
+    /// (plain, grid-stride or vector) chosen where it cannot be observed, the uniform
+    /// block packed with the words the form and the views need.
+    fn generated_pipeline(
+        &self,
+        request: &LaunchRequest<'_, WgpuBuffer>,
+        scalars: &[dotcompute_ir::Literal],
+        unaligned: bool,
+        align: usize,
+    ) -> Result<(Arc<Pipeline>, [u32; 3], Vec<u8>)> {
+        let program = request.program;
+        let kernel = &*program.kernel;
+        let g = request.geometry;
+        // The uniform words after the scalars: the view-offset variant's element
+        // offsets, then the lengths of the f16 buffers (see dotcompute_codegen::wgsl).
+        let buffers = request.args.iter().filter_map(|a| match a {
+            BoundArg::Buffer {
+                offset, len, elem, ..
+            } => Some((*offset, *len, *elem)),
+            BoundArg::Scalar(_) => None,
+        });
+        let element_offsets: Vec<u32> = if unaligned {
+            buffers
+                .clone()
+                .map(|(offset, _, elem)| ((offset % align) / elem.size_bytes()) as u32)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let half_lens: Vec<u32> = buffers
+            .clone()
+            .filter(|&(_, _, elem)| elem == ScalarType::F16)
+            .map(|(_, len, _)| len as u32)
+            .collect();
+        // The grid-stride form where it cannot be observed (see WgslOptions::strided).
+        let strided = self.strided
+            && !g.checked
+            && g.grid[1] == 1
+            && g.grid[2] == 1
+            && g.group[1] == 1
+            && g.group[2] == 1
+            && program.grid_stride;
+        // The vector form binds each buffer as 16-byte vectors: every one must
+        // start on 16 bytes and hold whole vectors.
+        let vector = strided
+            && self.vectors
+            && !unaligned
+            && program.vector_form
+            && buffers
+                .clone()
+                .all(|(offset, len, _)| offset % 16 == 0 && len % 4 == 0);
+        let form = match (strided, vector) {
+            (_, true) => {
+                VECTOR_LAUNCHES.with(|c| c.set(c.get() + 1));
+                Form::Vector
+            }
+            (true, false) => Form::Strided,
+            _ => Form::Plain,
+        };
+        let dispatch = match form {
+            Form::Plain => self.dispatch_for(&kernel.name, g.groups)?,
+            Form::Strided | Form::Vector => {
+                // Logical threads per invocation and trip.
+                let lanes = if form == Form::Vector { 4 } else { 1 };
+                let per_group = lanes * g.group[0] as u64;
+                let groups = (g.grid[0] as u64).div_ceil(per_group).max(1);
+                [groups.min(wgsl::STRIDED_GROUPS as u64) as u32, 1, 1]
+            }
+        };
+        Ok((
+            self.pipeline(
+                program,
+                g.group,
+                g.dynamic_shared_len,
+                unaligned,
+                g.checked,
+                form,
+            )?,
+            dispatch,
+            wgsl::pack_uniforms(g.grid, g.groups, scalars, &element_offsets, &half_lens),
+        ))
+    }
+
+    /// (binding, buffer, offset, size) of every buffer parameter, each checked against
+    /// the adapter's largest storage binding. With view offsets a binding starts at the
+    /// aligned offset below its view.
+    fn binding_ranges<'r>(
+        &self,
+        request: &LaunchRequest<'r, WgpuBuffer>,
+        pipeline: &Pipeline,
+        view_offsets: bool,
+        align: usize,
+    ) -> Result<Vec<(u32, &'r wgpu::Buffer, u64, u64)>> {
+        let kernel = &*request.program.kernel;
+        let max_binding = self.limits.max_storage_buffer_binding_size;
+        let mut ranges = Vec::with_capacity(pipeline.module.buffers.len());
+        for &(param, binding, _) in &pipeline.module.buffers {
+            let BoundArg::Buffer {
+                buffer,
+                offset,
+                len,
+                elem,
+                ..
+            } = &request.args[param as usize]
+            else {
+                return Err(backend_err("internal: a buffer parameter got a scalar"));
+            };
+            // With view offsets the binding starts at the aligned offset below the view.
+            let skipped = if view_offsets { offset % align } else { 0 };
+            // Storage bindings are sized in whole words (an f16 buffer's last word may
+            // hold one element past its end; the kernel takes its length from the
+            // uniform block, and pool blocks are larger than that).
+            let size = ((skipped + *len * elem.size_bytes()) as u64)
+                .next_multiple_of(4)
+                .min(buffer.buffer.size() - (offset - skipped) as u64);
+            if size > max_binding {
+                return Err(Error::ArgumentType {
+                    kernel: kernel.name.clone(),
+                    arg: kernel.params[param as usize].name().to_string(),
+                    expected: format!(
+                        "at most {max_binding} bytes (this adapter's largest storage binding)"
+                    ),
+                    found: format!("{size} bytes"),
+                });
+            }
+            ranges.push((binding, &buffer.buffer, (offset - skipped) as u64, size));
+        }
+        Ok(ranges)
+    }
+
+    /// A new bind group for `ranges` and the uniform bytes (and the checked-mode record),
+    /// kept in the cache under `key` unless the launch is checked.
+    fn bind_group(
+        &self,
+        label: &str,
+        pipeline: &Arc<Pipeline>,
+        ranges: &[(u32, &wgpu::Buffer, u64, u64)],
+        uniform_bytes: &[u8],
+        record: &Option<(u32, wgpu::Buffer)>,
+        key: BindKey,
+    ) -> wgpu::BindGroup {
         let uniforms = self
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("dotcompute launch parameters"),
-                contents: &uniform_bytes,
+                contents: uniform_bytes,
                 usage: wgpu::BufferUsages::UNIFORM,
             });
         let mut entries: Vec<wgpu::BindGroupEntry> = ranges
@@ -211,7 +269,7 @@ impl WgpuBackend {
             });
         }
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(&kernel.name),
+            label: Some(label),
             layout: &pipeline.layout,
             entries: &entries,
         });
@@ -229,12 +287,7 @@ impl WgpuBackend {
                 },
             );
         }
-        Ok(Dispatch {
-            pipeline,
-            bind_group,
-            groups: dispatch,
-            record: record.map(|(_, buffer)| (buffer, program.kernel.clone())),
-        })
+        bind_group
     }
 
     /// The dispatch of a generated kernel's `groups`: as they are when every dimension

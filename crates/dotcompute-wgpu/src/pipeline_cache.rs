@@ -124,9 +124,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             .into_iter()
             .find(|a| a.features().contains(wgpu::Features::PIPELINE_CACHE));
         let Some(adapter) = adapter else {
-            let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
+            let required = dotcompute_hal::settings::backends("DOTCOMPUTE_REQUIRE")
+                .unwrap_or_else(|e| panic!("{e}"));
             assert!(
-                !required.contains("wgpu"),
+                !required.contains(&dotcompute_hal::BackendKind::Wgpu),
                 "no wgpu adapter with a pipeline cache"
             );
             eprintln!("skipping: no adapter with a pipeline cache");

@@ -2,21 +2,21 @@
 
 use dotcompute::{BackendKind, Device};
 
-/// Whether `DOTCOMPUTE_REQUIRE` lists `kind`.
+/// Whether `DOTCOMPUTE_REQUIRE` lists `kind` (an unknown name fails the test).
 pub fn required(kind: BackendKind) -> bool {
-    std::env::var("DOTCOMPUTE_REQUIRE")
-        .unwrap_or_default()
-        .split(',')
-        .any(|b| BackendKind::parse(b) == Some(kind))
+    listed("DOTCOMPUTE_REQUIRE").contains(&kind)
 }
 
 /// Whether `DOTCOMPUTE_ONLY` (when set) lists `kind`: the conformance suite's filter, so a
 /// job can run one backend alone.
 fn wanted(kind: BackendKind) -> bool {
-    std::env::var("DOTCOMPUTE_ONLY").map_or(true, |only| {
-        only.split(',')
-            .any(|b| BackendKind::parse(b.trim()) == Some(kind))
-    })
+    let only = listed("DOTCOMPUTE_ONLY");
+    only.is_empty() || only.contains(&kind)
+}
+
+/// The backends `variable` lists, parsed as the conformance suite parses them.
+fn listed(variable: &'static str) -> Vec<BackendKind> {
+    dotcompute::settings::backends(variable).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// One device of every backend present (those `DOTCOMPUTE_ONLY` lists, when set), and the

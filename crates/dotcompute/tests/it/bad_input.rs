@@ -385,9 +385,9 @@ pub(crate) fn run_in_child(name: &str, env: &[(&str, &str)]) {
         text.contains("1 passed"),
         "child test {name} did not run:\n{text}"
     );
-    let required = std::env::var("DOTCOMPUTE_REQUIRE").unwrap_or_default();
     assert!(
-        !(text.contains("skipping: no wgpu adapter") && required.contains("wgpu")),
+        !(text.contains("skipping: no wgpu adapter")
+            && crate::common::required(dotcompute::BackendKind::Wgpu)),
         "wgpu is required (DOTCOMPUTE_REQUIRE) but the child found no adapter:\n{text}"
     );
 }

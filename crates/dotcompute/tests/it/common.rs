@@ -19,12 +19,12 @@ pub fn device_of(kind: BackendKind) -> Option<Device> {
     }
 }
 
-/// Whether `DOTCOMPUTE_REQUIRE` lists backend `kind` (its absence then fails a test).
+/// Whether `DOTCOMPUTE_REQUIRE` lists backend `kind` (its absence then fails a test; an
+/// unknown name fails it too).
 pub fn required(kind: BackendKind) -> bool {
-    std::env::var("DOTCOMPUTE_REQUIRE")
-        .unwrap_or_default()
-        .split(',')
-        .any(|b| BackendKind::parse(b) == Some(kind))
+    dotcompute::settings::backends("DOTCOMPUTE_REQUIRE")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .contains(&kind)
 }
 
 /// How a child run of one of this binary's ignored tests ended, and what it printed.
