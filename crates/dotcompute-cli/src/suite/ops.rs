@@ -268,14 +268,22 @@ fn histogram_label(ctx: &Ctx, kernel: &str, key: &str) -> String {
 
 /// Histogram, softmax and transpose, each against a copy of the same bytes moved.
 fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
+    let big = !ctx.quick && ctx.kind() != BackendKind::Cpu;
+    let mut rng = fastrand::Rng::with_seed(2828);
+    let mut figs = histogram_figures(ctx, &mut rng)?;
+    figs.extend(softmax_figures(ctx, &mut rng, big)?);
+    figs.extend(transpose_figures(ctx, big)?);
+    Ok(figs)
+}
+
+/// Histograms of 256 even bins: f32 samples, then bytes.
+fn histogram_figures(ctx: &Ctx, rng: &mut fastrand::Rng) -> Res<Vec<Figure>> {
     let d = ctx.device;
     let s = super::s;
     let mut figs = Vec::new();
-    let big = !ctx.quick && ctx.kind() != BackendKind::Cpu;
     // Histogram, 256 even bins of f32 samples (bytes read against the copy's moved).
     let n = size(ctx);
     ctx.step(&format!("histogram {} f32, 256 bins", label(n)));
-    let mut rng = fastrand::Rng::with_seed(2828);
     let x: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
     let mut want = vec![0u32; 256];
     for &v in &x {
@@ -349,6 +357,14 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
         .target("≥ 0.9 (bytes read / copy's bytes moved)")
         .build(),
     );
+    Ok(figs)
+}
+
+/// Row softmax in each form the device has, at the shapes (`big`) or a small one.
+fn softmax_figures(ctx: &Ctx, rng: &mut fastrand::Rng, big: bool) -> Res<Vec<Figure>> {
+    let d = ctx.device;
+    let s = super::s;
+    let mut figs = Vec::new();
     // Softmax per row, each form pinned in turn (the held forms need 32-lane subgroups;
     // elsewhere the pin falls back to the read-twice form, so it runs once).
     let shapes: &[(usize, usize)] = if big {
@@ -399,6 +415,14 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             );
         }
     }
+    Ok(figs)
+}
+
+/// Transposes at the shapes (`big`) or a small one, the tuner choosing.
+fn transpose_figures(ctx: &Ctx, big: bool) -> Res<Vec<Figure>> {
+    let d = ctx.device;
+    let s = super::s;
+    let mut figs = Vec::new();
     // Transpose: every element read once and written once, as the copy.
     let shapes: &[(usize, usize)] = if big {
         &[(4096, 4095), (8191, 8193)]
@@ -453,11 +477,20 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
 /// place (the CPU device's memory is the host's); the sorts copy their input afresh on
 /// both sides every run.
 fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
+    let n = size(ctx);
+    let mut rng = fastrand::Rng::with_seed(2929);
+    let mut figs = rayon_reduce(ctx, n)?;
+    figs.extend(rayon_sorts(ctx, n, &mut rng)?);
+    figs.extend(rayon_scan(ctx, n, &mut rng)?);
+    figs.extend(rayon_byte_histogram(ctx, n, &mut rng)?);
+    Ok(figs)
+}
+
+/// Reduce sum of f32 against `par_iter().sum()`.
+fn rayon_reduce(ctx: &Ctx, n: usize) -> Res<Vec<Figure>> {
     use rayon::prelude::*;
     let d = ctx.device;
     let s = super::s;
-    let n = size(ctx);
-    let mut rng = fastrand::Rng::with_seed(2929);
     let mut figs = Vec::new();
     let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32 * 0.25).collect();
     let dx = d.upload(&x).map_err(s)?;
@@ -499,6 +532,15 @@ fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
         .target("≥ 1.0")
         .build(),
     );
+    Ok(figs)
+}
+
+/// Keys, then pairs (positions as values), against rayon's unstable parallel sorts.
+fn rayon_sorts(ctx: &Ctx, n: usize, rng: &mut fastrand::Rng) -> Res<Vec<Figure>> {
+    use rayon::prelude::*;
+    let d = ctx.device;
+    let s = super::s;
+    let mut figs = Vec::new();
     let keys: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
     let dk0 = d.upload(&keys).map_err(s)?;
     let mut dk = d.alloc_filled(n, 0u32).map_err(s)?;
@@ -590,7 +632,14 @@ fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
         .target("≥ 1.5")
         .build(),
     );
-    // Exclusive scan of u32 against a two-pass chunked rayon scan.
+    Ok(figs)
+}
+
+/// Exclusive scan of u32 against a two-pass chunked rayon scan.
+fn rayon_scan(ctx: &Ctx, n: usize, rng: &mut fastrand::Rng) -> Res<Vec<Figure>> {
+    let d = ctx.device;
+    let s = super::s;
+    let mut figs = Vec::new();
     let v: Vec<u32> = (0..n).map(|_| rng.u32(..1000)).collect();
     let dvals = d.upload(&v).map_err(s)?;
     let mut dout = d.alloc_filled(n, 0u32).map_err(s)?;
@@ -636,7 +685,15 @@ fn against_rayon(ctx: &Ctx) -> Res<Vec<Figure>> {
         .target("≥ 1.0")
         .build(),
     );
-    // Byte histogram, 256 bins, against a chunked rayon fold.
+    Ok(figs)
+}
+
+/// Byte histogram, 256 bins, against a chunked rayon fold.
+fn rayon_byte_histogram(ctx: &Ctx, n: usize, rng: &mut fastrand::Rng) -> Res<Vec<Figure>> {
+    use rayon::prelude::*;
+    let d = ctx.device;
+    let s = super::s;
+    let mut figs = Vec::new();
     let bytes: Vec<u8> = (0..n).map(|_| rng.u8(..)).collect();
     let db = d.upload(&bytes).map_err(s)?;
     let mut dh = d.alloc_filled(256, 0u32).map_err(s)?;
