@@ -216,3 +216,35 @@ fn probe_transpose() {
         }
     }
 }
+
+/// 2^26 elements through CUDA's single passes (copy-if with half kept, the exclusive
+/// scan) a few times, for a profiler to attach to (`ncu -k regex:single_pass`); prints
+/// wall times, checks nothing.
+#[test]
+#[ignore = "profiling probe"]
+fn probe_single_passes() {
+    for d in crate::common::devices() {
+        if d.backend_kind() != dotcompute::BackendKind::Cuda {
+            continue;
+        }
+        let n = 1usize << 26;
+        let mut rng = fastrand::Rng::with_seed(7);
+        let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+        let flags: Vec<u32> = (0..n).map(|_| rng.u32(..2)).collect();
+        let (dx, df) = (d.upload(&x).unwrap(), d.upload(&flags).unwrap());
+        let mut out = d.alloc::<u32>(n).unwrap();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let kept = copy_if(&d, &dx, &df, &mut out).unwrap();
+            let copy_if_time = t.elapsed();
+            let t = std::time::Instant::now();
+            exclusive_sum(&d, &dx, &mut out).unwrap();
+            d.synchronize().unwrap();
+            eprintln!(
+                "{}: copy-if kept {kept} in {copy_if_time:?}, scan {:?}",
+                d.label(),
+                t.elapsed()
+            );
+        }
+    }
+}
