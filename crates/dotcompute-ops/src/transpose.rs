@@ -114,17 +114,13 @@ pub fn transpose<T: Num>(
     let tiles_x = cols.div_ceil(TILE as usize);
     // The column order puts the column tiles in the grid's `y`, which devices limit to
     // 65,535 (CUDA): wider matrices keep the row order.
-    let names: Vec<&str> = CANDIDATES
-        .iter()
+    let candidates: Vec<(&str, u32, u32)> = CANDIDATES
+        .into_iter()
         .filter(|c| c.1 == 0 || tiles_x <= 65_535)
-        .map(|c| c.0)
         .collect();
+    let names: Vec<&str> = candidates.iter().map(|c| c.0).collect();
     let run = |i: usize, output: &mut Buffer<T>| {
-        let (_, column_first, tall) = CANDIDATES
-            .iter()
-            .copied()
-            .find(|c| c.0 == names[i])
-            .expect("a candidate's name is in the table");
+        let (_, column_first, tall) = candidates[i];
         let tiles_y = rows.div_ceil(tall as usize);
         let (gx, gy) = match column_first {
             0 => (tiles_x, tiles_y),
