@@ -447,9 +447,6 @@ fn scan_tiles<T: Num, const ITEMS: u32>(
 /// Status word flags of the single pass (bits 30 and 31 of both of a tile's words).
 const AGGREGATE: u32 = 1;
 const PREFIX: u32 = 2;
-/// Earlier tiles' words a look-back reads at once (their latencies overlap).
-pub(crate) const WINDOW: u32 = 4;
-
 /// Publishes `v`'s 32 bits (as `u32::cast`: an `i32`'s bits) under `flag` in tile
 /// `tile`'s two status words, 16 bits in each beside the flag: one 32-bit atomic cannot
 /// carry a flag and a whole value, and without a fence two stores may be seen in either
@@ -479,111 +476,189 @@ pub(crate) fn take_tile(number: &mut [u32], counter: &mut [u32], at: u32) -> u32
 }
 
 /// The decoupled look-back of tile `t` (tiles numbered in the order groups start), run by
-/// one thread of its group: publishes the tile's `aggregate`, combines the values of
-/// earlier tiles back to one that carries an inclusive prefix (`WINDOW` tiles read at
-/// once), publishes the tile's own inclusive prefix, and returns the exclusive one (what
-/// all earlier tiles combine to). `status` holds two zeroed words per tile. Waits on
-/// earlier tiles, so only for CUDA (see `sort/onesweep.rs`). `hi` and `lo` are the
-/// caller's `[u32; WINDOW]` (kernel functions cannot declare arrays).
+/// one whole warp of its group (all 32 lanes must call it, together): publishes the tile's
+/// `aggregate` (lane 0's), combines the values of earlier tiles back to the nearest one
+/// that carries an inclusive prefix, publishes the tile's own inclusive prefix, and
+/// returns the exclusive one (what all earlier tiles combine to) in every lane.
+/// `status` holds two zeroed words per tile. Waits on earlier tiles, so only for CUDA
+/// (see `sort/onesweep.rs`).
+///
+/// Each lane reads one of the 32 tiles before the window's end, so one round of memory
+/// latency covers 32 predecessors: with one thread reading 4 at a time, two thirds of the
+/// group's cycles were spent waiting at the barrier after the look-back (Nsight Compute,
+/// H200, 2026-11-27). A round waits (re-reads) until every lane up to the nearest
+/// prefix has a value; with no prefix among the 32, their aggregates are combined and the
+/// window moves 32 tiles back. Lanes before tile 0 count as a prefix of `identity`.
 #[kernel_fn]
-pub(crate) fn look_back<T: Num>(
+pub(crate) fn warp_look_back<T: Num>(
     status: &mut [u32],
-    hi: &mut [u32],
-    lo: &mut [u32],
     t: u32,
     aggregate: T,
     identity: T,
     op: u32,
+    loads: u32,
 ) -> T {
-    let mut flag = AGGREGATE;
-    if t == 0u32 {
-        flag = PREFIX;
+    let lane = subgroup_lane();
+    if lane == 0u32 {
+        let mut flag = AGGREGATE;
+        if t == 0u32 {
+            flag = PREFIX;
+        }
+        publish(status, t, aggregate, flag);
     }
-    publish(status, t, aggregate, flag);
     let mut before = identity;
+    // The window is tiles `look - 32 .. look`; lane `k` reads tile `look - 1 - k`.
     let mut look = t;
     while look > 0u32 {
-        for k in 0..WINDOW {
-            if look > k {
-                let at = 2u32 * (look - 1u32 - k);
-                hi[k] = atomic_or(&status[at], 0u32);
-                lo[k] = atomic_or(&status[at + 1u32], 0u32);
+        let mut flag = PREFIX;
+        let mut bits = u32::cast(identity);
+        let mut prefixes = 0u32;
+        let mut waiting = 1u32;
+        while waiting == 1u32 {
+            if look > lane {
+                let at = 2u32 * (look - 1u32 - lane);
+                // Plain reads of memory the kernel uses atomically are volatile loads on
+                // CUDA (never cached in L1), not read-modify-writes.
+                let hi = if loads == 1u32 {
+                    status[at]
+                } else {
+                    atomic_or(&status[at], 0u32)
+                };
+                let lo = if loads == 1u32 {
+                    status[at + 1u32]
+                } else {
+                    atomic_or(&status[at + 1u32], 0u32)
+                };
+                flag = hi >> 30u32;
+                if flag != lo >> 30u32 {
+                    // The two halves are of different values: not ready yet.
+                    flag = 0;
+                }
+                bits = ((hi & 0xFFFFu32) << 16u32) | (lo & 0xFFFFu32);
+            }
+            prefixes = subgroup_ballot(flag == PREFIX);
+            let unready = subgroup_ballot(flag == 0u32);
+            // Lanes up to and including the nearest prefix must have their values.
+            let mut needed = 0xFFFF_FFFFu32;
+            if prefixes != 0u32 {
+                needed = 0xFFFF_FFFFu32 >> (31u32 - prefixes.trailing_zeros());
+            }
+            if (unready & needed) == 0u32 {
+                waiting = 0;
             }
         }
-        let mut taking = 1u32;
-        for k in 0..WINDOW {
-            let f = hi[k] >> 30u32;
-            if taking == 1u32 && look > 0u32 {
-                if f == 0u32 || f != lo[k] >> 30u32 {
-                    taking = 0;
-                } else {
-                    let bits = ((hi[k] & 0xFFFFu32) << 16u32) | (lo[k] & 0xFFFFu32);
-                    before = combine(T::cast(bits), before, op);
-                    look -= 1u32;
-                    if f == PREFIX {
-                        look = 0;
-                    }
-                }
-            }
+        let mut v = identity;
+        if prefixes == 0u32 || lane <= prefixes.trailing_zeros() {
+            v = T::cast(bits);
+        }
+        // Every lane ends with all lanes' combination (an exact operation: the order of a
+        // butterfly does not change a bit).
+        v = combine(v, subgroup_shuffle_xor(v, 16u32), op);
+        v = combine(v, subgroup_shuffle_xor(v, 8u32), op);
+        v = combine(v, subgroup_shuffle_xor(v, 4u32), op);
+        v = combine(v, subgroup_shuffle_xor(v, 2u32), op);
+        v = combine(v, subgroup_shuffle_xor(v, 1u32), op);
+        before = combine(v, before, op);
+        if prefixes != 0u32 {
+            look = 0;
+        } else {
+            look -= 32u32;
         }
     }
-    if t > 0u32 {
+    if lane == 0u32 && t > 0u32 {
         publish(status, t, combine(before, aggregate, op), PREFIX);
     }
     before
 }
 
+/// Exclusive scan of `v` over the group with `op` by 32-lane subgroups (CUDA's warps:
+/// the single passes that use it run only there): each warp scans its lanes by
+/// shuffles, and each thread combines the totals of the warps before its own. One
+/// barrier, where the raking [`group_scan`] takes four with most threads idle. `s`
+/// holds the `GROUP / 32` warp totals until the caller's next barrier
+/// ([`warp_totals`] combines them); every thread must call it.
+#[kernel_fn]
+fn warp_group_exclusive<T: Num>(s: &mut [T], v: T, identity: T, op: u32) -> T {
+    let lid = local_id().x;
+    let lane = subgroup_lane();
+    let mut x = v;
+    let mut d = 1u32;
+    while d < 32u32 {
+        let y = subgroup_shuffle_up(x, d);
+        if lane >= d {
+            x = combine(y, x, op);
+        }
+        d *= 2u32;
+    }
+    if lane == 31u32 {
+        s[lid / 32u32] = x;
+    }
+    let mut before = subgroup_shuffle_up(x, 1u32);
+    if lane == 0u32 {
+        before = identity;
+    }
+    barrier();
+    let mut warps_before = identity;
+    for w in 0..GROUP / 32 {
+        if w < lid / 32u32 {
+            warps_before = combine(warps_before, s[w], op);
+        }
+    }
+    combine(warps_before, before, op)
+}
+
+/// The group's total after [`warp_group_exclusive`] (before the caller's next barrier).
+#[kernel_fn]
+fn warp_totals<T: Num>(s: &[T], identity: T, op: u32) -> T {
+    let mut total = identity;
+    for w in 0..GROUP / 32 {
+        total = combine(total, s[w], op);
+    }
+    total
+}
+
 /// The single pass of a scan (CUDA, 32-bit integers, no segments; see
-/// [`single_pass_applies`]): tiles numbered in the order groups start, each scanned in
-/// shared memory and offset by the combination of all earlier tiles, found by a
-/// decoupled look-back over their status words (as in `sort/onesweep.rs`, which explains
-/// why this needs CUDA's forward progress). Reads the input once and writes the output
-/// once, where the three passes read it twice.
+/// [`single_pass_applies`]): tiles of `GROUP × ITEMS` numbered in the order groups
+/// start, each scanned in shared memory and offset by the combination of all earlier
+/// tiles, found by a decoupled look-back over their status words (as in
+/// `sort/onesweep.rs`, which explains why this needs CUDA's forward progress). Reads the
+/// input once and writes the output once, where the three passes read it twice.
 #[kernel]
-fn scan_single_pass<T: Num>(
+fn scan_single_pass<T: Num, const ITEMS: u32>(
     x: &[T],
     y: &mut [T],
     status: &mut [u32],
     counter: &mut [u32],
-    unused_heads: &[u32],
     n: u32,
     identity: T,
     op: u32,
     inclusive: u32,
+    loads: u32,
 ) {
-    let tile = shared::<T, TILE_PADDED>();
-    let s = shared::<T, GROUP>();
-    let sf = shared::<u32, GROUP>();
+    let tile = shared::<T, { GROUP * ITEMS + GROUP * ITEMS / 32 }>();
+    let s = shared::<T, { GROUP / 32 }>();
     let number = shared::<u32, 1>();
     let carry = shared::<T, 1>();
     let lid = local_id().x;
     let t = take_tile(number, counter, 0);
-    let base = t * TILE;
-    scan_tile_runs(
-        tile,
-        s,
-        sf,
-        x,
-        unused_heads,
-        base,
-        n,
-        identity,
-        op,
-        0,
-        GPU_ITEMS,
-    );
-    let within = carried_in(s, sf, identity, op, 0);
-    let aggregate = s[GROUP - 1];
-    if lid == 0u32 {
-        let mut hi = [0u32; WINDOW as usize];
-        let mut lo = [0u32; WINDOW as usize];
-        carry[0] = look_back(status, hi, lo, t, aggregate, identity, op);
+    let base = t * GROUP * ITEMS;
+    load_tile(tile, x, base, n, identity, ITEMS);
+    let mut acc = identity;
+    for j in 0..ITEMS {
+        acc = combine(acc, tile[padded(lid * ITEMS + j)], op);
+    }
+    let within = warp_group_exclusive(s, acc, identity, op);
+    if lid < 32u32 {
+        let aggregate = warp_totals(s, identity, op);
+        let before = warp_look_back(status, t, aggregate, identity, op, loads);
+        if lid == 0u32 {
+            carry[0] = before;
+        }
     }
     barrier();
     let mut running = combine(carry[0], within, op);
-    for j in 0..GPU_ITEMS {
-        let e = lid * GPU_ITEMS + j;
-        let at = padded(e);
+    for j in 0..ITEMS {
+        let at = padded(lid * ITEMS + j);
         let v = tile[at];
         if inclusive == 1u32 {
             running = combine(running, v, op);
@@ -594,7 +669,7 @@ fn scan_single_pass<T: Num>(
         }
     }
     barrier();
-    for r in 0..GPU_ITEMS {
+    for r in 0..ITEMS {
         let e = r * GROUP + lid;
         let i = base + e;
         if i < n {
@@ -840,7 +915,7 @@ pub(crate) fn single_pass_allowed(queue: &impl AsStream) -> bool {
 }
 
 /// A single pass's look-back state for `tiles` tiles, zeroed on `queue`: two status words
-/// per tile ([`look_back`]) and the tile counter ([`take_tile`]).
+/// per tile ([`warp_look_back`]) and the tile counter ([`take_tile`]).
 pub(crate) fn look_back_state(
     queue: &impl AsStream,
     tiles: u32,
@@ -853,6 +928,22 @@ pub(crate) fn look_back_state(
     Ok((status, counter))
 }
 
+/// The single pass's forms, pinned by name (`tune::with_candidate`): elements per thread,
+/// and whether the look-back reads status words with plain (volatile) loads or with
+/// `atomic_or(.., 0)`. The first is the default.
+pub(crate) const SINGLE_PASS_FORMS: [(&str, u32, u32); 4] = [
+    ("single-pass", 16, 0),
+    ("single-pass-wide", 32, 0),
+    ("single-pass-loads", 16, 1),
+    ("single-pass-wide-loads", 32, 1),
+];
+
+/// The pinned single-pass form's index in [`SINGLE_PASS_FORMS`] (0 when none is pinned).
+pub(crate) fn single_pass_form() -> usize {
+    let names = SINGLE_PASS_FORMS.map(|f| f.0);
+    crate::tune::pinned(&names).unwrap_or(0)
+}
+
 /// The single pass: zeroed status words (two per tile) and tile counter, then one launch.
 fn single_pass<T: Reducible>(
     queue: &impl AsStream,
@@ -863,23 +954,40 @@ fn single_pass<T: Reducible>(
     id: T,
 ) -> Result<()> {
     let n = input.len() as u32;
-    let device = queue.device();
-    let tiles = n.div_ceil(TILE);
+    let (_, items, loads) = SINGLE_PASS_FORMS[single_pass_form()];
+    let tiles = n.div_ceil(GROUP * items);
     let (mut status, mut counter) = look_back_state(queue, tiles)?;
-    let unused_heads = device.alloc::<u32>(1)?;
-    scan_single_pass::launch::<T>(
-        queue,
-        Launch::threads(tiles as usize * GROUP as usize).group(GROUP),
-        input,
-        output,
-        &mut status,
-        &mut counter,
-        &unused_heads,
-        n,
-        id,
-        op_code(op),
-        inclusive as u32,
-    )
+    let launch = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
+    let (op, inclusive) = (op_code(op), inclusive as u32);
+    if items == 32 {
+        scan_single_pass::launch::<T, 32>(
+            queue,
+            launch,
+            input,
+            output,
+            &mut status,
+            &mut counter,
+            n,
+            id,
+            op,
+            inclusive,
+            loads,
+        )
+    } else {
+        scan_single_pass::launch::<T, 16>(
+            queue,
+            launch,
+            input,
+            output,
+            &mut status,
+            &mut counter,
+            n,
+            id,
+            op,
+            inclusive,
+            loads,
+        )
+    }
 }
 
 /// The passes with `items` per thread (`ITEMS` is `items`, or 0 when the kernels take
@@ -979,7 +1087,15 @@ mod tests {
     /// CUDA, so this is what a machine without it can check).
     #[test]
     fn the_single_pass_builds_for_32_bit_integers() {
-        scan_single_pass::ir::<u32>().unwrap();
-        scan_single_pass::ir::<i32>().unwrap();
+        scan_single_pass::ir::<u32, 16>().unwrap();
+        scan_single_pass::ir::<i32, 32>().unwrap();
+        use dotcompute::{KernelSource, Target};
+        let cuda = scan_single_pass::kernel::<u32, 32>()
+            .source(Target::Cuda)
+            .unwrap();
+        if std::env::var_os("DC_PRINT_SOURCE").is_some() {
+            println!("{cuda}");
+        }
+        assert!(cuda.contains("__ballot_sync"), "{cuda}");
     }
 }

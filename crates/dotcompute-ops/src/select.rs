@@ -17,8 +17,8 @@
 //! written, and a short output is `Error::Range` with both numbers.
 
 use crate::scan::{
-    group_inclusive_sum, look_back, look_back_state, scan_in_place, single_pass_allowed, take_tile,
-    warp_inclusive_sum, WINDOW,
+    group_inclusive_sum, look_back_state, scan_in_place, single_pass_allowed, single_pass_form,
+    take_tile, warp_inclusive_sum, warp_look_back, SINGLE_PASS_FORMS,
 };
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
@@ -74,8 +74,9 @@ fn count_kept<T: Num, const MODE: u32>(x: &[T], flags: &[u32], counts: &mut [u32
     }
 }
 
-/// The keep marks of tile `base..` in `dest` (`TILE_PADDED`), for every thread of the
-/// group; returns how many of the thread's run of `ITEMS` consecutive elements are kept.
+/// The keep marks of tile `base..` (`GROUP × items`) in `dest` (padded), for every
+/// thread of the group; returns how many of the thread's run of `items` consecutive
+/// elements are kept.
 #[kernel_fn]
 fn tile_marks<T: Num>(
     dest: &mut [u32],
@@ -84,9 +85,10 @@ fn tile_marks<T: Num>(
     base: u32,
     n: u32,
     mode: u32,
+    items: u32,
 ) -> u32 {
     let lid = local_id().x;
-    for r in 0..ITEMS {
+    for r in 0..items {
         let e = r * GROUP + lid;
         let i = base + e;
         let mut keep = 0u32;
@@ -97,8 +99,8 @@ fn tile_marks<T: Num>(
     }
     barrier();
     let mut local = 0u32;
-    for j in 0..ITEMS {
-        local += dest[padded(lid * ITEMS + j)];
+    for j in 0..items {
+        local += dest[padded(lid * items + j)];
     }
     local
 }
@@ -108,11 +110,11 @@ fn tile_marks<T: Num>(
 /// among the rejected (`REJECTED |` it); returns the kept count to the run's end (in the
 /// last thread: the tile's). `dest` is ready after the caller's next barrier.
 #[kernel_fn]
-fn tile_places(dest: &mut [u32], kept_before: u32) -> u32 {
+fn tile_places(dest: &mut [u32], kept_before: u32, items: u32) -> u32 {
     let lid = local_id().x;
     let mut running = kept_before;
-    for j in 0..ITEMS {
-        let e = lid * ITEMS + j;
+    for j in 0..items {
+        let e = lid * items + j;
         let at = padded(e);
         if dest[at] != 0 {
             dest[at] = running;
@@ -142,8 +144,8 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
     let lid = local_id().x;
     let tile = group_id().x;
     let base = tile * TILE;
-    let local = tile_marks(dest, x, flags, base, n, MODE);
-    tile_places(dest, group_inclusive_sum(s, local) - local);
+    let local = tile_marks(dest, x, flags, base, n, MODE, ITEMS);
+    tile_places(dest, group_inclusive_sum(s, local) - local, ITEMS);
     barrier();
     let kept_before = offsets[tile];
     let total = offsets[tiles];
@@ -166,11 +168,11 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
 
 /// The single pass of copy-if and unique (CUDA; chosen in `select_on_device`): tiles
 /// numbered in the order groups start find their first output position by a decoupled
-/// look-back over earlier tiles' kept counts (`scan::look_back`), so flags are read once
+/// look-back over earlier tiles' kept counts (`scan::warp_look_back`), so flags are read once
 /// and nothing waits for a count pass. The last tile writes the total kept to
 /// `total[0]`.
 #[kernel]
-fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32>(
+fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
     x: &[T],
     flags: &[u32],
     out: &mut [T],
@@ -179,37 +181,40 @@ fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     counter: &mut [u32],
     total: &mut [u32],
     n: u32,
+    loads: u32,
 ) {
-    let dest = shared::<u32, TILE_PADDED>();
+    let dest = shared::<u32, { GROUP * SPAN + GROUP * SPAN / 32 }>();
     let s = shared::<u32, GROUP>();
     let number = shared::<u32, 1>();
     let first = shared::<u32, 1>();
     let lid = local_id().x;
     let t = take_tile(number, counter, 0);
-    let base = t * TILE;
+    let base = t * GROUP * SPAN;
     // The tile's elements are loaded before its flags are ranked, so that their loads
     // are in flight during the ranking's barriers instead of after them.
-    let mut held = [T::zero(); ITEMS as usize];
-    for r in 0..ITEMS {
+    let mut held = [T::zero(); SPAN as usize];
+    for r in 0..SPAN {
         let i = base + r * GROUP + lid;
         if i < n {
             held[r] = x[i];
         }
     }
-    let local = tile_marks(dest, x, flags, base, n, MODE);
-    let running = tile_places(dest, warp_inclusive_sum(s, local) - local);
-    if lid == GROUP - 1 {
-        let mut hi = [0u32; WINDOW as usize];
-        let mut lo = [0u32; WINDOW as usize];
-        let before = look_back(status, hi, lo, t, running, 0u32, 0u32);
-        first[0] = before;
-        if t == num_groups().x - 1u32 {
-            total[0] = before + running;
+    let local = tile_marks(dest, x, flags, base, n, MODE, SPAN);
+    let running = tile_places(dest, warp_inclusive_sum(s, local) - local, SPAN);
+    // The last warp looks back: its last lane holds the tile's kept count.
+    if lid >= GROUP - 32u32 {
+        let kept = subgroup_shuffle(running, 31u32);
+        let before = warp_look_back(status, t, kept, 0u32, 0u32, loads);
+        if lid == GROUP - 1 {
+            first[0] = before;
+            if t == num_groups().x - 1u32 {
+                total[0] = before + running;
+            }
         }
     }
     barrier();
     let kept_before = first[0];
-    for r in 0..ITEMS {
+    for r in 0..SPAN {
         let e = r * GROUP + lid;
         let i = base + e;
         if i < n {
@@ -285,7 +290,7 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     // three passes, which refuse them before anything is written.
     let room_for_all = out.len() >= input.len() && (!indices_given || idx.len() >= input.len());
     if MODE != PARTITION && room_for_all && single_pass_allowed(queue) {
-        return single_pass::<T, MODE, INDICES>(queue, groups, input, flags, out, idx, n);
+        return single_pass::<T, MODE, INDICES>(queue, input, flags, out, idx, n);
     }
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
     let mut offsets = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
@@ -310,27 +315,49 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
 /// The single pass: zeroed status words and tile counter, one launch, then the total.
 fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     queue: &impl AsStream,
-    groups: Launch,
     input: &Buffer<T>,
     flags: &Buffer<u32>,
     out: &mut Buffer<T>,
     idx: &mut Buffer<u32>,
     n: u32,
 ) -> Result<usize> {
-    let (mut status, mut counter) = look_back_state(queue, n.div_ceil(TILE))?;
+    // The scan's forms: "wide" doubles the tile (`ITEMS` → 16 per thread).
+    let (_, scan_items, loads) = SINGLE_PASS_FORMS[single_pass_form()];
+    let wide = scan_items == 32;
+    let span = if wide { 2 * ITEMS } else { ITEMS };
+    let tiles = n.div_ceil(GROUP * span);
+    let (mut status, mut counter) = look_back_state(queue, tiles)?;
     let mut total = queue.device().alloc::<u32>(1)?;
-    select_single_pass::launch::<T, MODE, INDICES>(
-        queue,
-        groups,
-        input,
-        flags,
-        out,
-        idx,
-        &mut status,
-        &mut counter,
-        &mut total,
-        n,
-    )?;
+    let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
+    if wide {
+        select_single_pass::launch::<T, MODE, INDICES, { 2 * ITEMS }>(
+            queue,
+            groups,
+            input,
+            flags,
+            out,
+            idx,
+            &mut status,
+            &mut counter,
+            &mut total,
+            n,
+            loads,
+        )?;
+    } else {
+        select_single_pass::launch::<T, MODE, INDICES, ITEMS>(
+            queue,
+            groups,
+            input,
+            flags,
+            out,
+            idx,
+            &mut status,
+            &mut counter,
+            &mut total,
+            n,
+            loads,
+        )?;
+    }
     Ok(queue.read_buffer(&total)?[0] as usize)
 }
 
@@ -545,8 +572,8 @@ mod tests {
     /// CUDA, so this is what a machine without it can check).
     #[test]
     fn the_single_pass_builds_for_copy_if_and_unique() {
-        select_single_pass::ir::<u32, COPY_IF, 0>().unwrap();
-        select_single_pass::ir::<f64, COPY_IF, 1>().unwrap();
-        select_single_pass::ir::<i32, UNIQUE, 0>().unwrap();
+        select_single_pass::ir::<u32, COPY_IF, 0, ITEMS>().unwrap();
+        select_single_pass::ir::<f64, COPY_IF, 1, { 2 * ITEMS }>().unwrap();
+        select_single_pass::ir::<i32, UNIQUE, 0, ITEMS>().unwrap();
     }
 }

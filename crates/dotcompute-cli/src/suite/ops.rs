@@ -75,6 +75,12 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let forms: &[(&str, &str)] = if ctx.kind() == BackendKind::Cuda {
         &[
             ("single-pass", "single pass, decoupled look-back"),
+            ("single-pass-wide", "single pass, tiles twice as long"),
+            ("single-pass-loads", "single pass, look-back by loads"),
+            (
+                "single-pass-wide-loads",
+                "single pass, wide tiles, look-back by loads",
+            ),
             ("three-pass", "reduce-then-scan"),
         ]
     } else {

@@ -67,12 +67,13 @@ pub fn slow(d: &Device) -> bool {
         || d.info().name.contains("llvmpipe")
 }
 
-/// Sizes to test on `d`: edges around the group (256) and the tiles (2,048 and 4,096),
+/// Sizes to test on `d`: edges around the group (256) and the tiles (2,048, 4,096 and 8,192),
 /// powers of two ± 1, a prime, and one large size (≥ 2^24 on GPUs, 300,007 elsewhere).
 pub fn sizes(d: &Device) -> Vec<usize> {
     let large = if slow(d) { 300_007 } else { (1 << 24) + 5 };
     vec![
-        0, 1, 2, 255, 256, 257, 2047, 2048, 2049, 4095, 4097, 65535, 65537, 100_003, large,
+        0, 1, 2, 255, 256, 257, 2047, 2048, 2049, 4095, 4097, 8191, 8193, 65535, 65537, 100_003,
+        large,
     ]
 }
 
@@ -81,7 +82,13 @@ pub fn sizes(d: &Device) -> Vec<usize> {
 /// tests run every form (pinned with `tune::with_candidate`).
 pub fn pass_forms(d: &dotcompute::Device) -> &'static [&'static str] {
     if d.backend_kind() == dotcompute::BackendKind::Cuda {
-        &["single-pass", "three-pass"]
+        &[
+            "single-pass",
+            "single-pass-wide",
+            "single-pass-loads",
+            "single-pass-wide-loads",
+            "three-pass",
+        ]
     } else {
         &["three-pass"]
     }

@@ -240,8 +240,14 @@ fn probe_single_passes() {
             let t = std::time::Instant::now();
             exclusive_sum(&d, &dx, &mut out).unwrap();
             d.synchronize().unwrap();
+            let scan_time = t.elapsed();
+            let mut keys = d.upload(&x).unwrap();
+            let mut values = d.upload(&x).unwrap();
+            let t = std::time::Instant::now();
+            sort_pairs(&d, &mut keys, &mut values, Order::Ascending).unwrap();
+            d.synchronize().unwrap();
             eprintln!(
-                "{}: copy-if kept {kept} in {copy_if_time:?}, scan {:?}",
+                "{}: copy-if kept {kept} in {copy_if_time:?}, scan {scan_time:?}, sort pairs {:?}",
                 d.label(),
                 t.elapsed()
             );
