@@ -162,6 +162,11 @@ impl Dialect for CudaDialect {
                 args[0]
             );
         }
+        if op == AtomicOp::Load {
+            // A volatile load: read from the coherence point every time (never an
+            // earlier read's value kept in L1 or a register), without a read-modify-write.
+            return format!("(*(volatile {}*)&{element})", cuda_type(elem));
+        }
         let f = match op {
             AtomicOp::Add => "atomicAdd",
             AtomicOp::Sub => "atomicSub",
@@ -172,6 +177,7 @@ impl Dialect for CudaDialect {
             AtomicOp::Xor => "atomicXor",
             AtomicOp::Exchange => "atomicExch",
             AtomicOp::CompareExchange => "atomicCAS",
+            AtomicOp::Load => unreachable!("returned above"),
         };
         let mut call_args = vec![format!("&{element}")];
         call_args.extend(args);

@@ -151,13 +151,12 @@ impl Printer<'_> {
                 args,
                 result,
             } => {
-                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                let operands: String = args.iter().map(|a| format!(", {}", self.expr(a))).collect();
                 let call = format!(
-                    "atomic_{}(&{}[{}], {})",
+                    "atomic_{}(&{}[{}]{operands})",
                     op.name(),
                     self.k.memory_name(*mem),
                     self.expr(index),
-                    args.join(", ")
                 );
                 let text = match result {
                     Some(r) => format!("{} = {call};", self.local(*r)),

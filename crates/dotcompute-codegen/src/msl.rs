@@ -289,6 +289,9 @@ impl Dialect for MslDialect {
             // The IR allows add (and nothing else) on f32.
             return format!("dc_atomic_add_f32({ptr}, {})", args[0]);
         }
+        if op == AtomicOp::Load {
+            return format!("atomic_load_explicit({ptr}, memory_order_relaxed)");
+        }
         let f = match op {
             AtomicOp::Add => "atomic_fetch_add_explicit",
             AtomicOp::Sub => "atomic_fetch_sub_explicit",
@@ -301,6 +304,7 @@ impl Dialect for MslDialect {
             AtomicOp::CompareExchange => {
                 return format!("dc_atomic_cas({ptr}, {}, {})", args[0], args[1])
             }
+            AtomicOp::Load => unreachable!("returned above"),
         };
         format!("{f}({ptr}, {}, memory_order_relaxed)", args[0])
     }

@@ -410,6 +410,29 @@ pub fn atomic_ops(v: &[u32], uc: &mut [u32], ic: &mut [i32], old: &mut [u32]) {
     }
 }
 
+/// Threads per group of [`atomic_loads`].
+pub const ATOMIC_LOAD_GROUP: u32 = 64;
+
+/// `atomic_load` on a buffer and a shared array: each thread adds `v[i]` to its own
+/// counter and reads it back by a load (`out[3i]`), reads the shared slot its neighbour
+/// in the group wrote before the barrier (`out[3i + 1]`: the neighbour's global index
+/// × 3 + 1), and loads its `i32` (`out[3i + 2]`, unchanged). Every thread of a group
+/// reaches the barrier, those past the end too.
+#[kernel]
+pub fn atomic_loads(v: &[u32], counts: &mut [u32], signed: &mut [i32], out: &mut [u32]) {
+    let s = shared::<u32, ATOMIC_LOAD_GROUP>();
+    let i = global_id().x;
+    let lid = local_id().x;
+    atomic_exchange(&s[lid], i * 3u32 + 1u32);
+    barrier();
+    if i < v.len() {
+        atomic_add(&counts[i], v[i]);
+        out[i * 3] = atomic_load(&counts[i]);
+        out[i * 3 + 1] = atomic_load(&s[(lid + 1u32) % ATOMIC_LOAD_GROUP]);
+        out[i * 3 + 2] = atomic_load(&signed[i]) as u32;
+    }
+}
+
 /// The math functions on `f32`, one output each per input.
 #[kernel]
 pub fn math_f32(x: &[f32], y: &[f32], out: &mut [f32]) {

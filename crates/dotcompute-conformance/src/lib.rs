@@ -364,6 +364,7 @@ macro_rules! conformance_tests {
             literal_inference, literal_inference_on_stream => "LiteralInference",
             half_floats, half_floats_on_stream => "HalfFloats",
             atomic_ops, atomic_ops_on_stream => "AtomicOps",
+            atomic_loads, atomic_loads_on_stream => "AtomicLoad",
             math_functions, math_functions_on_stream => "MathFunctions",
             control_flow, control_flow_on_stream => "ControlFlow",
             elementwise_masked, elementwise_masked_on_stream => "ElementwiseMasked",
@@ -376,7 +377,7 @@ macro_rules! conformance_tests {
             checked_mode, checked_mode_on_stream => "CheckedMode");
         #[test]
         fn every_case_is_instantiated() {
-            assert_eq!($crate::cases().len(), 39, "add new cases to conformance_tests!");
+            assert_eq!($crate::cases().len(), 40, "add new cases to conformance_tests!");
         }
     };
     (@each $($test:ident, $on_stream:ident => $name:literal),*) => {
@@ -407,6 +408,7 @@ pub fn seed_kernels() -> Vec<&'static dotcompute::KernelDef> {
         &histogram64::KERNEL,
         &int_semantics::KERNEL,
         &atomic_ops::KERNEL,
+        &atomic_loads::KERNEL,
         &math_f32::KERNEL,
         &control_flow::KERNEL,
         &elementwise_masked::KERNEL,

@@ -401,6 +401,9 @@ pub trait AtomicInt: KernelScalar {
     /// # Safety
     /// See the trait documentation.
     unsafe fn atomic_cas(p: *mut Self, expected: Self, new: Self) -> Self;
+    /// # Safety
+    /// See the trait documentation.
+    unsafe fn atomic_load(p: *mut Self) -> Self;
 }
 
 /// Element types with atomic add (integers and `f32`).
@@ -442,6 +445,11 @@ macro_rules! atomic_int {
                     AtomicKind::Xor => a.fetch_xor(v, o),
                     AtomicKind::Exchange => a.swap(v, o),
                 }
+            }
+            #[inline(always)]
+            unsafe fn atomic_load(p: *mut Self) -> Self {
+                // SAFETY: the caller passes a valid, aligned pointer.
+                unsafe { <$a>::from_ptr(p) }.load(Ordering::Relaxed)
             }
             #[inline(always)]
             unsafe fn atomic_cas(p: *mut Self, expected: Self, new: Self) -> Self {
@@ -501,6 +509,11 @@ macro_rules! atomic_methods {
                 self.slot(index).map_or(T::default(), |p| unsafe { T::atomic_rmw(p, AtomicKind::$kind, v) })
             }
             )*
+            #[inline(always)]
+            pub fn atomic_load<I: KernelIndex>(&self, index: I) -> T {
+                // SAFETY: as in `atomic_add`.
+                self.slot(index).map_or(T::default(), |p| unsafe { T::atomic_load(p) })
+            }
             #[inline(always)]
             pub fn atomic_compare_exchange<I: KernelIndex>(&self, index: I, expected: T, new: T) -> T {
                 // SAFETY: as in `atomic_add`.

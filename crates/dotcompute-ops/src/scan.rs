@@ -489,6 +489,9 @@ pub(crate) fn take_tile(number: &mut [u32], counter: &mut [u32], at: u32) -> u32
 /// H200, 2026-11-27). A round waits (re-reads) until every lane up to the nearest
 /// prefix has a value; with no prefix among the 32, their aggregates are combined and the
 /// window moves 32 tiles back. Lanes before tile 0 count as a prefix of `identity`.
+/// Status words are read with `atomic_load`, not `atomic_or(.., 0)`: a read-modify-write
+/// makes every poller of a word wait its turn (the scan at 0.79× of a copy with it, 0.87×
+/// with loads; copy-if 0.48× and 0.63×; H200, 2026-11-27).
 #[kernel_fn]
 pub(crate) fn warp_look_back<T: Num>(
     status: &mut [u32],
@@ -496,7 +499,6 @@ pub(crate) fn warp_look_back<T: Num>(
     aggregate: T,
     identity: T,
     op: u32,
-    loads: u32,
 ) -> T {
     let lane = subgroup_lane();
     if lane == 0u32 {
@@ -517,18 +519,8 @@ pub(crate) fn warp_look_back<T: Num>(
         while waiting == 1u32 {
             if look > lane {
                 let at = 2u32 * (look - 1u32 - lane);
-                // Plain reads of memory the kernel uses atomically are volatile loads on
-                // CUDA (never cached in L1), not read-modify-writes.
-                let hi = if loads == 1u32 {
-                    status[at]
-                } else {
-                    atomic_or(&status[at], 0u32)
-                };
-                let lo = if loads == 1u32 {
-                    status[at + 1u32]
-                } else {
-                    atomic_or(&status[at + 1u32], 0u32)
-                };
+                let hi = atomic_load(&status[at]);
+                let lo = atomic_load(&status[at + 1u32]);
                 flag = hi >> 30u32;
                 if flag != lo >> 30u32 {
                     // The two halves are of different values: not ready yet.
@@ -633,7 +625,6 @@ fn scan_single_pass<T: Num, const ITEMS: u32>(
     identity: T,
     op: u32,
     inclusive: u32,
-    loads: u32,
 ) {
     let tile = shared::<T, { GROUP * ITEMS + GROUP * ITEMS / 32 }>();
     let s = shared::<T, { GROUP / 32 }>();
@@ -650,7 +641,7 @@ fn scan_single_pass<T: Num, const ITEMS: u32>(
     let within = warp_group_exclusive(s, acc, identity, op);
     if lid < 32u32 {
         let aggregate = warp_totals(s, identity, op);
-        let before = warp_look_back(status, t, aggregate, identity, op, loads);
+        let before = warp_look_back(status, t, aggregate, identity, op);
         if lid == 0u32 {
             carry[0] = before;
         }
@@ -928,23 +919,30 @@ pub(crate) fn look_back_state(
     Ok((status, counter))
 }
 
-/// The single pass's forms, pinned by name (`tune::with_candidate`): elements per thread,
-/// and whether the look-back reads status words with plain (volatile) loads or with
-/// `atomic_or(.., 0)`. The first is the default.
-pub(crate) const SINGLE_PASS_FORMS: [(&str, u32, u32); 4] = [
-    ("single-pass", 16, 0),
-    ("single-pass-wide", 32, 0),
-    ("single-pass-loads", 16, 1),
-    ("single-pass-wide-loads", 32, 1),
-];
+/// The single pass's forms, by name, and the elements per thread of the scan's tiles:
+/// wide tiles (0.87× of a copy against 0.85× for 2^28 `u32`, H200, 2026-11-27: half the
+/// tiles, so half the look-backs) and narrow ones (twice the groups, for inputs that wide
+/// tiles leave the device short of groups). The tuner chooses per size class (the first
+/// when it is off); `tune::with_candidate` pins one.
+pub(crate) const SINGLE_PASS_FORMS: [(&str, u32); 2] =
+    [("single-pass", 32), ("single-pass-narrow", 16)];
 
-/// The pinned single-pass form's index in [`SINGLE_PASS_FORMS`] (0 when none is pinned).
-pub(crate) fn single_pass_form() -> usize {
+/// The index in [`SINGLE_PASS_FORMS`] of the form to run for operation `op` on `n`
+/// elements of `T`, with `run(i)` running form `i` (see [`crate::tune::choose`]).
+pub(crate) fn choose_single_pass<T: dotcompute::Element>(
+    queue: &impl AsStream,
+    op: &str,
+    n: usize,
+    run: impl FnMut(usize) -> Result<()>,
+) -> Result<usize> {
     let names = SINGLE_PASS_FORMS.map(|f| f.0);
-    crate::tune::pinned(&names).unwrap_or(0)
+    let what = format!("{:?}", T::TYPE);
+    let key = crate::tune::key(queue, op, &what, n);
+    crate::tune::choose(&key, n, &names, run, || queue.device().synchronize())
 }
 
-/// The single pass: zeroed status words (two per tile) and tile counter, then one launch.
+/// The single pass: zeroed status words (two per tile) and tile counter, then one
+/// launch, in the form the tuner chooses.
 fn single_pass<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,
@@ -954,40 +952,42 @@ fn single_pass<T: Reducible>(
     id: T,
 ) -> Result<()> {
     let n = input.len() as u32;
-    let (_, items, loads) = SINGLE_PASS_FORMS[single_pass_form()];
-    let tiles = n.div_ceil(GROUP * items);
-    let (mut status, mut counter) = look_back_state(queue, tiles)?;
-    let launch = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
     let (op, inclusive) = (op_code(op), inclusive as u32);
-    if items == 32 {
-        scan_single_pass::launch::<T, 32>(
-            queue,
-            launch,
-            input,
-            output,
-            &mut status,
-            &mut counter,
-            n,
-            id,
-            op,
-            inclusive,
-            loads,
-        )
-    } else {
-        scan_single_pass::launch::<T, 16>(
-            queue,
-            launch,
-            input,
-            output,
-            &mut status,
-            &mut counter,
-            n,
-            id,
-            op,
-            inclusive,
-            loads,
-        )
-    }
+    let run = |form: usize, output: &mut Buffer<T>| {
+        let items = SINGLE_PASS_FORMS[form].1;
+        let tiles = n.div_ceil(GROUP * items);
+        let (mut status, mut counter) = look_back_state(queue, tiles)?;
+        let launch = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
+        if items == 32 {
+            scan_single_pass::launch::<T, 32>(
+                queue,
+                launch,
+                input,
+                output,
+                &mut status,
+                &mut counter,
+                n,
+                id,
+                op,
+                inclusive,
+            )
+        } else {
+            scan_single_pass::launch::<T, 16>(
+                queue,
+                launch,
+                input,
+                output,
+                &mut status,
+                &mut counter,
+                n,
+                id,
+                op,
+                inclusive,
+            )
+        }
+    };
+    let form = choose_single_pass::<T>(queue, "scan", n as usize, |i| run(i, output))?;
+    run(form, output)
 }
 
 /// The passes with `items` per thread (`ITEMS` is `items`, or 0 when the kernels take

@@ -46,14 +46,16 @@ impl Tx {
         if self.short_circuit > 0 {
             return self.fail(c.span(), format!("`{fname}` on the right of `&&` or `||` is not supported: its side effect would not be conditional on every backend; use an `if`"));
         }
-        let arity = if op == "CompareExchange" { 3 } else { 2 };
+        let (arity, operands) = match op.as_str() {
+            "CompareExchange" => (3, "&array[index], expected, new"),
+            "Load" => (1, "&array[index]"),
+            _ => (2, "&array[index], value"),
+        };
         if c.args.len() != arity {
+            let plural = if arity == 1 { "" } else { "s" };
             return self.fail(
                 c.span(),
-                format!(
-                    "`{fname}` takes {arity} arguments: `{fname}(&array[index], {})`",
-                    if arity == 3 { "expected, new" } else { "value" }
-                ),
+                format!("`{fname}` takes {arity} argument{plural}: `{fname}({operands})`"),
             );
         }
         let Some(ix) = element_address(&c.args[0], false) else {

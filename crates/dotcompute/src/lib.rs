@@ -62,7 +62,8 @@
 //! * **Atomics** on buffers and shared arrays: `atomic_add(&a[i], v)` and `atomic_sub`,
 //!   `atomic_min`, `atomic_max`, `atomic_and`, `atomic_or`, `atomic_xor`,
 //!   `atomic_exchange`, `atomic_compare_exchange(&a[i], expected, new)` on `u32`/`i32`;
-//!   `atomic_add` also on `f32`. Each returns the previous value.
+//!   `atomic_add` also on `f32`. Each returns the previous value. `atomic_load(&a[i])`
+//!   reads an element atomically without writing it (what a waiting thread polls).
 //! * **Math**: `sqrt rsqrt sin cos tan tanh exp exp2 ln log2 powf powi atan2 floor ceil trunc round
 //!   recip mul_add` on floats (`round` sends halves away from zero, as Rust does), and the
 //!   tests `is_nan()` / `is_finite()` (`bool`); `abs min max clamp` on every numeric type;

@@ -245,6 +245,13 @@ impl Gen<'_> {
         // Atomics are on scalar elements only (validated).
         let elem = self.k.memory_elem(mem).expect("validated").scalar;
         let addr = self.addr(mem, index);
+        if op == AtomicOp::Load {
+            // f32 elements support add only (validated), so a load is never on bits.
+            if let Some(r) = result {
+                self.line(d, &format!("{} = atomicLoad({addr});", self.local(r)));
+            }
+            return;
+        }
         let a0 = self.expr(&args[0]);
         let old = self.fresh();
         let assign = |g: &Self, v: &str| match result {
@@ -306,7 +313,7 @@ impl Gen<'_> {
                     AtomicOp::Or => "atomicOr",
                     AtomicOp::Xor => "atomicXor",
                     AtomicOp::Exchange => "atomicExchange",
-                    AtomicOp::CompareExchange => unreachable!(),
+                    AtomicOp::CompareExchange | AtomicOp::Load => unreachable!(),
                 };
                 let call = format!("{f}({addr}, {a0})");
                 match result {

@@ -183,6 +183,12 @@ pub fn cases() -> Vec<Case> {
             atomic_ops,
         ),
         c(
+            "AtomicLoad",
+            "semantics",
+            vec![Size::n(1), Size::n(1000), Size::n(1_000_003)],
+            atomic_loads,
+        ),
+        c(
             "MathFunctions",
             "semantics",
             vec![Size::n(4099)],

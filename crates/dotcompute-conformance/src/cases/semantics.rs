@@ -395,6 +395,46 @@ pub(super) fn atomic_ops(
     Ok(Outcome::default())
 }
 
+pub(super) fn atomic_loads(
+    d: &Target,
+    size: Size,
+    rng: &mut fastrand::Rng,
+) -> Result<Outcome, Failure> {
+    let n = size.dims[0];
+    let group = kernels::ATOMIC_LOAD_GROUP as usize;
+    let v: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let counts: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let signed: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
+    let dv = d.upload(&v)?;
+    let mut dc = d.upload(&counts)?;
+    let mut ds = d.upload(&signed)?;
+    let mut out = d.alloc_filled(n * 3, POISON_U32)?;
+    // Whole groups: the threads past the end write their shared slot too.
+    let threads = n.div_ceil(group) * group;
+    kernels::atomic_loads::launch(
+        d,
+        Launch::threads(threads).group(group as u32),
+        &dv,
+        &mut dc,
+        &mut ds,
+        &mut out,
+    )?;
+    let (got, final_counts) = (out.to_vec()?, dc.to_vec()?);
+    for i in 0..n {
+        let added = counts[i].wrapping_add(v[i]);
+        let neighbour = (i / group) * group + (i % group + 1) % group;
+        let want = [added, neighbour as u32 * 3 + 1, signed[i] as u32];
+        if got[i * 3..i * 3 + 3] != want || final_counts[i] != added {
+            return fail(format!(
+                "thread {i}: loads {:?} and counter {}, expected {want:?} and {added}",
+                &got[i * 3..i * 3 + 3],
+                final_counts[i]
+            ));
+        }
+    }
+    Ok(Outcome::default())
+}
+
 pub(super) fn math_functions(
     d: &Target,
     size: Size,

@@ -82,13 +82,7 @@ pub fn sizes(d: &Device) -> Vec<usize> {
 /// tests run every form (pinned with `tune::with_candidate`).
 pub fn pass_forms(d: &dotcompute::Device) -> &'static [&'static str] {
     if d.backend_kind() == dotcompute::BackendKind::Cuda {
-        &[
-            "single-pass",
-            "single-pass-wide",
-            "single-pass-loads",
-            "single-pass-wide-loads",
-            "three-pass",
-        ]
+        &["single-pass", "single-pass-narrow", "three-pass"]
     } else {
         &["three-pass"]
     }
