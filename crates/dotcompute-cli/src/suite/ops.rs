@@ -74,13 +74,11 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
     let forms: &[(&str, &str)] = if ctx.kind() == BackendKind::Cuda {
         &[
-            ("single-pass", "single pass, decoupled look-back"),
-            ("single-pass-wide", "single pass, tiles twice as long"),
-            ("single-pass-loads", "single pass, look-back by loads"),
             (
-                "single-pass-wide-loads",
-                "single pass, wide tiles, look-back by loads",
+                "single-pass",
+                "single pass, decoupled look-back, wide tiles",
             ),
+            ("single-pass-narrow", "single pass, half-length tiles"),
             ("three-pass", "reduce-then-scan"),
         ]
     } else {
