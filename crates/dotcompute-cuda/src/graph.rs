@@ -87,11 +87,13 @@ impl Drop for CudaGraph {
     }
 }
 
+/// An executable graph of another backend: the facade refuses another device's graphs
+/// (`Error::ForeignObject`) before they reach a backend.
 fn not_ours() -> Error {
-    Error::Backend {
-        backend: "cuda".into(),
-        message: "an executable graph of another backend was passed to a CUDA device".into(),
-    }
+    Error::internal(
+        "cuda",
+        "an executable graph of another backend reached this device",
+    )
 }
 
 impl CudaBackend {

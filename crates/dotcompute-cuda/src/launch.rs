@@ -172,12 +172,13 @@ impl CudaBackend {
         let g = request.geometry;
         let function = self.function(program, checked)?.0;
         if function.params.len() > MAX_PARAMS {
-            return Err(Error::Backend {
-                backend: BACKEND.into(),
-                message: format!(
-                    "kernel `{}` has more than {MAX_PARAMS} parameters",
+            return Err(Error::TooLarge {
+                what: format!(
+                    "kernel `{}`: parameters of the CUDA entry point (arguments, lengths and launch sizes)",
                     kernel.name
                 ),
+                limit: MAX_PARAMS as u64,
+                found: function.params.len() as u64,
             });
         }
         // One u64 slot per parameter, filled as the program's layout says.
@@ -191,10 +192,7 @@ impl CudaBackend {
                 ParamSlot::BufferLen(i) => match &request.args[i as usize] {
                     BoundArg::Buffer { len, .. } => *len as u64,
                     BoundArg::Scalar(_) => {
-                        return Err(Error::Backend {
-                            backend: BACKEND.into(),
-                            message: "internal: a length slot names a scalar".into(),
-                        })
+                        return Err(Error::internal(BACKEND, "a length slot names a scalar"))
                     }
                 },
                 ParamSlot::Grid(d) => g.grid[d as usize] as u64,

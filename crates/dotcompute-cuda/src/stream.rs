@@ -87,10 +87,10 @@ fn create_event() -> Result<sys::CUevent> {
 impl CudaBackend {
     /// The CUDA stream behind `s`.
     pub(crate) fn stream(&self, s: StreamId) -> Result<sys::CUstream> {
-        self.streams.get(s).ok_or_else(|| Error::Backend {
-            backend: BACKEND.into(),
-            message: format!("stream {} is not open on this device", s.0),
-        })
+        // The facade hands backends only the streams it opened on them.
+        self.streams
+            .get(s)
+            .ok_or_else(|| Error::internal(BACKEND, format!("stream {} is not open", s.0)))
     }
 
     pub(crate) fn open_stream_slot(&self, s: StreamId) -> Result<()> {

@@ -134,9 +134,12 @@ pub trait DynBackend: Send + Sync {
 
 fn downcast<'a, B: Backend>(backend: &B, raw: &'a RawBuffer) -> Result<&'a B::Buffer> {
     raw.downcast_ref::<B::Buffer>()
-        .ok_or_else(|| Error::Backend {
-            backend: backend.info().backend.name().into(),
-            message: "a buffer of another backend was passed to this device".into(),
+        // The facade refuses buffers of other devices (`Error::WrongDevice`) first.
+        .ok_or_else(|| {
+            Error::internal(
+                backend.info().backend.name(),
+                "a buffer of another backend reached this device",
+            )
         })
 }
 

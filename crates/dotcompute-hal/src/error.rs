@@ -177,6 +177,31 @@ pub enum Error {
     /// vendor library).
     #[error("{op} is not supported here: {detail}")]
     Unsupported { op: &'static str, detail: String },
+
+    /// A size beyond a limit of the device or of dotcompute: `what` names what was
+    /// measured and its unit, `limit` the most allowed, `found` what was asked for.
+    /// Nothing was launched or changed.
+    #[error("{what}: {found} is beyond the limit of {limit}")]
+    TooLarge {
+        what: String,
+        limit: u64,
+        found: u64,
+    },
+
+    /// An invariant of dotcompute itself was broken: a bug in dotcompute, not in the
+    /// caller's code or the input. `place` names the component.
+    #[error("internal error in {place}: {detail} (a bug in dotcompute; please report it with this message)")]
+    Internal { place: String, detail: String },
+}
+
+impl Error {
+    /// [`Error::Internal`] in `place`.
+    pub fn internal(place: impl Into<String>, detail: impl Into<String>) -> Error {
+        Error::Internal {
+            place: place.into(),
+            detail: detail.into(),
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -145,10 +145,8 @@ pub fn encode(
     args: &[PlanArg],
     limits: PipelineLimits,
 ) -> Result<EncodingPlan> {
-    let internal = |detail: String| Error::Backend {
-        backend: "metal".into(),
-        message: format!("kernel `{}`: {detail}", kernel.name),
-    };
+    let internal =
+        |detail: String| Error::internal("metal", format!("kernel `{}`: {detail}", kernel.name));
     if args.len() != kernel.params.len() {
         return Err(internal(format!(
             "{} arguments for {} parameters",

@@ -202,7 +202,7 @@ impl WgpuBackend {
                 ..
             } = &request.args[param as usize]
             else {
-                return Err(backend_err("internal: a buffer parameter got a scalar"));
+                return Err(Error::internal(BACKEND, "a buffer parameter got a scalar"));
             };
             // With view offsets the binding starts at the aligned offset below the view.
             let skipped = if view_offsets { offset % align } else { 0 };
@@ -213,13 +213,14 @@ impl WgpuBackend {
                 .next_multiple_of(4)
                 .min(buffer.buffer.size() - (offset - skipped) as u64);
             if size > max_binding {
-                return Err(Error::ArgumentType {
-                    kernel: kernel.name.clone(),
-                    arg: kernel.params[param as usize].name().to_string(),
-                    expected: format!(
-                        "at most {max_binding} bytes (this adapter's largest storage binding)"
+                return Err(Error::TooLarge {
+                    what: format!(
+                        "kernel `{}`, argument `{}`: bytes bound (this adapter's largest storage binding)",
+                        kernel.name,
+                        kernel.params[param as usize].name()
                     ),
-                    found: format!("{size} bytes"),
+                    limit: max_binding,
+                    found: size,
                 });
             }
             ranges.push((binding, &buffer.buffer, (offset - skipped) as u64, size));
