@@ -8,7 +8,8 @@
 #    clang (Debian's package) for the run of generated MSL on the CPU, and Rust's std for
 #    aarch64-apple-darwin;
 # 2. checks formatting and clippy, also of the Metal crate (with and without its shim) and the facade's `metal`
-#    feature for aarch64-apple-darwin (type-checked only: no Apple hardware here);
+#    feature for aarch64-apple-darwin (type-checked only: no Apple hardware here), and that
+#    a CUDA-only build of the facade compiles without naga;
 # 3. runs every test (cargo nextest if present, else cargo test) and the doctests;
 # 4. runs the main job, `dotcompute validate --backend all`, in release, and checks that
 #    `validate --backend cuda` fails with a one-line reason where no CUDA driver exists.
@@ -55,6 +56,13 @@ cargo fmt --all -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets -j "$jobs" -- -D warnings
+
+step "a CUDA-only build: it compiles and leaves naga out"
+cargo check -p dotcompute --no-default-features --features cuda -j "$jobs"
+if cargo tree -p dotcompute --no-default-features --features cuda -e normal | grep -q 'naga v'; then
+  echo "FAIL: dotcompute with only the cuda feature depends on naga" >&2
+  exit 1
+fi
 
 step "Metal for aarch64-apple-darwin: check and clippy (type-checked, never run here)"
 apple=aarch64-apple-darwin

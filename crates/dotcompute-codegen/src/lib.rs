@@ -1,9 +1,12 @@
 //! # dotcompute-codegen: from IR to target source
 //!
-//! Targets implement [`Target`]. Today there is one: [`IrText`], a readable, Rust-like
-//! listing of a kernel's IR with every value's type, which `dotcompute emit --target ir`
-//! prints. WGSL (issue #3) and CUDA C++ (issue #4) are the next targets; MSL, SPIR-V and
-//! HLSL will come from the WGSL module through naga.
+//! Generators, one module each: [`cuda`] (CUDA C++ for NVRTC), [`wgsl`] (the wgpu
+//! backend), [`msl`] (the Metal backend and its Linux shim), and [`IrText`], a readable,
+//! Rust-like listing of a kernel's IR with every value's type (`dotcompute emit --target
+//! ir`). With the `naga` feature (on by default), [`naga_out`] validates WGSL and writes
+//! naga's MSL, SPIR-V and HLSL from it, and [`spirv`] writes the strict SPIR-V the wgpu
+//! backend hands Vulkan: a build for CUDA or native Metal alone leaves naga out
+//! (`dotcompute` without its `wgpu` feature).
 //!
 //! ## Contract
 //!
@@ -14,7 +17,9 @@
 mod cfamily;
 pub mod cuda;
 pub mod msl;
+#[cfg(feature = "naga")]
 pub mod naga_out;
+#[cfg(feature = "naga")]
 pub mod spirv;
 pub mod wgsl;
 
