@@ -230,14 +230,16 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     atomic_exchange(&status[word], (flag << 30u32) | count);
     // 3. The look-back: earlier tiles' keys of this digit, back to an inclusive prefix.
     // `WINDOW` earlier words are read at once (their latencies overlap) and taken in
-    // order up to the first not yet written, which the next round reads again.
+    // order up to the first not yet written, which the next round reads again. Reads are
+    // `atomic_load`s: as read-modify-writes they would queue every poller of a word (see
+    // `scan::warp_look_back`).
     let mut before = 0u32;
     let mut look = tile;
     while look > 0u32 {
         let mut seen = [0u32; WINDOW as usize];
         for k in 0..WINDOW {
             if look > k {
-                seen[k] = atomic_or(&status[(look - 1u32 - k) * RADIX + lid], 0u32);
+                seen[k] = atomic_load(&status[(look - 1u32 - k) * RADIX + lid]);
             }
         }
         let mut taking = 1u32;
