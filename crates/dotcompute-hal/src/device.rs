@@ -1,6 +1,6 @@
 //! Backend kinds, device descriptions, typed capabilities and limits.
 
-use dotcompute_ir::ScalarType;
+use dotcompute_ir::{Features, ScalarType};
 use std::fmt;
 
 /// The backends dotcompute knows about (built into this binary or not). A backend crate
@@ -158,6 +158,17 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// The kernel features this device offers, in the vocabulary kernels state their
+    /// needs in ([`Features::required_by`]).
+    pub fn features(&self) -> Features {
+        Features::SUBGROUPS
+            .when(self.subgroup_size.is_some())
+            .with(Features::F16.when(self.f16))
+            .with(Features::F64.when(self.f64))
+            .with(Features::I64.when(self.i64))
+            .with(Features::TENSOR_CORES.when(self.tensor_cores))
+    }
+
     /// The capabilities as short words, for `dotcompute devices`.
     pub fn words(&self) -> Vec<String> {
         let mut w = Vec::new();

@@ -9,7 +9,7 @@
 use crate::device::RawLanguage;
 use crate::error::{Error, Result};
 use crate::native::NativeFn;
-use dotcompute_ir::{BuildError, Kernel};
+use dotcompute_ir::{BuildError, Features, Kernel};
 use std::sync::{Arc, OnceLock};
 
 /// A program's content key.
@@ -61,13 +61,10 @@ pub struct Program {
     pub kernel: Arc<Kernel>,
     pub key: ProgramKey,
     pub source: ProgramSource,
-    /// Whether the kernel uses subgroup operations (a device capability).
-    pub uses_subgroups: bool,
-    /// Whether the kernel computes with `f16` (a device capability).
-    pub uses_f16: bool,
-    /// Whether the kernel uses tensor-core operations (a device capability, and groups
-    /// of whole subgroups).
-    pub uses_tensor_cores: bool,
+    /// What the kernel needs of a device beyond the core language, computed once
+    /// ([`Features::required_by`]); checked against [`crate::Capabilities::features`]
+    /// before a launch. Tensor cores also need groups of whole subgroups.
+    pub features: Features,
     /// Whether the kernel may run in grid-stride form
     /// ([`dotcompute_ir::analysis::grid_stride_eligible`]), computed once.
     pub grid_stride: bool,
@@ -81,9 +78,7 @@ impl Program {
     pub fn from_ir(kernel: Arc<Kernel>, native: Option<NativeFn>) -> Program {
         Program {
             key: ProgramKey(kernel.content_hash()),
-            uses_subgroups: kernel.uses_subgroups(),
-            uses_f16: dotcompute_ir::analysis::uses_f16(&kernel),
-            uses_tensor_cores: kernel.uses_tensor_cores(),
+            features: Features::required_by(&kernel),
             grid_stride: dotcompute_ir::analysis::grid_stride_eligible(&kernel),
             vector_form: dotcompute_ir::analysis::vector_plan_32bit(&kernel).is_some(),
             kernel,
@@ -103,9 +98,8 @@ impl Program {
             kernel: signature,
             key,
             source: ProgramSource::Raw(source),
-            uses_subgroups: false,
-            uses_f16: false,
-            uses_tensor_cores: false,
+            // A hand-written kernel's needs are the driver's to check.
+            features: Features::NONE,
             grid_stride: false,
             vector_form: false,
         }

@@ -92,6 +92,7 @@
 
 pub mod analysis;
 mod build;
+mod features;
 mod kernel;
 mod ops;
 mod types;
@@ -100,6 +101,7 @@ mod validate;
 pub mod vector;
 
 pub use build::{BuildError, Builder, HostValue, Mem, Slot, Var, LOCAL_ARRAY_MAX, V};
+pub use features::Features;
 pub use kernel::*;
 pub use types::{Literal, ScalarType, Type};
 pub use validate::{validate, ValidationError};

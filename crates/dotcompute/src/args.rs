@@ -3,7 +3,7 @@
 
 use crate::Device;
 use dotcompute_hal::{Error, Program, Result};
-use dotcompute_ir::{Access, Kernel, Literal, Param, Type};
+use dotcompute_ir::{Access, Features, Kernel, Literal, Param, Type};
 
 /// What a caller passes for one parameter, as far as the signature cares.
 pub(crate) enum ArgView {
@@ -94,7 +94,7 @@ pub(crate) fn check_geometry(
     program: &Program,
     geometry: &dotcompute_hal::ResolvedLaunch,
 ) -> Result<()> {
-    if !program.uses_tensor_cores {
+    if !program.features.contains(Features::TENSOR_CORES) {
         return Ok(());
     }
     let threads: u32 = geometry.group.iter().product();
@@ -112,37 +112,22 @@ pub(crate) fn check_geometry(
 }
 
 /// A hand-written program runs only on devices that take its language; a generated one
-/// on devices with the capabilities it uses (tensor cores, subgroup operations, f16).
+/// on devices that offer every feature it needs ([`Features`]: the kernel's, computed
+/// once, against the device's). One error names all that is missing; its `op` is the
+/// first missing feature's name.
 pub(crate) fn check_program(program: &Program, device: &Device) -> Result<()> {
-    if program.uses_tensor_cores && !device.info().caps.tensor_cores {
+    let missing = program.features.missing_from(device.info().caps.features());
+    if let Some((_, first, _)) = missing.entries().next() {
+        let what: Vec<String> = missing
+            .entries()
+            .map(|(_, name, shown)| format!("{name} ({shown})"))
+            .collect();
         return Err(Error::Unsupported {
-            op: "tensor cores",
+            op: first,
             detail: format!(
-                "kernel `{}` uses tensor-core operations, and {} has no tensor cores (capability \
-                 `tensor_cores`: CUDA devices of compute capability 8.0 or later)",
+                "kernel `{}` needs {}, which {} does not offer",
                 program.name(),
-                device.label()
-            ),
-        });
-    }
-    if program.uses_subgroups && device.info().caps.subgroup_size.is_none() {
-        return Err(Error::Unsupported {
-            op: "subgroup operations",
-            detail: format!(
-                "kernel `{}` uses subgroup operations, and {} has no subgroup support \
-                 (capability `subgroup_size`; on wgpu the adapter feature SUBGROUP)",
-                program.name(),
-                device.label()
-            ),
-        });
-    }
-    if program.uses_f16 && !device.info().caps.f16 {
-        return Err(Error::Unsupported {
-            op: "f16 arithmetic",
-            detail: format!(
-                "kernel `{}` computes with f16, and {} cannot (capability `f16`; on wgpu \
-                 the adapter feature SHADER_F16)",
-                program.name(),
+                what.join(" and "),
                 device.label()
             ),
         });

@@ -56,12 +56,49 @@ fn a_buffer_beyond_the_binding_limit_is_a_clear_error() {
 }
 
 #[test]
-fn a_64_bit_kernel_is_a_compile_error_naming_the_type() {
+fn a_64_bit_kernel_is_refused_naming_the_missing_features() {
     let Some(d) = wgpu_device() else { return };
+    assert!(
+        !d.info().caps.f64 && !d.info().caps.i64,
+        "{:?}",
+        d.info().caps
+    );
     let mut x = d.upload(&[1.0f64, 2.0]).unwrap();
     let e = double_f64::launch(&d, Launch::threads(2), &mut x).unwrap_err();
-    assert!(matches!(e, Error::Compile { .. }), "{e:?}");
-    assert!(e.to_string().contains("f64"), "{e}");
+    assert!(
+        matches!(&e, Error::Unsupported { op, .. } if *op == "f64 arithmetic"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("double_f64"), "{e}");
+    assert!(e.to_string().contains(&d.label()), "{e}");
+    // Nothing ran.
+    assert_eq!(x.to_vec().unwrap(), [1.0, 2.0]);
+    // Two missing features, one error naming both.
+    let mut wide = d.upload(&[3u64, 4]).unwrap();
+    let e = widen_f64::launch(&d, Launch::threads(2), &mut wide, &mut x).unwrap_err();
+    assert!(
+        matches!(&e, Error::Unsupported { op, .. } if *op == "f64 arithmetic"),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("f64 arithmetic") && text.contains("64-bit integers"),
+        "{text}"
+    );
+    assert_eq!(wide.to_vec().unwrap(), [3, 4]);
+    // The device keeps working.
+    let mut small = d.alloc_filled(10, 7u32).unwrap();
+    touch::launch(&d, Launch::threads(10), &mut small).unwrap();
+}
+
+/// `x[i] += n[i]` over `u64` counts into `f64`: needs both 64-bit features.
+#[kernel]
+fn widen_f64(n: &mut [u64], x: &mut [f64]) {
+    let i = global_id().x;
+    if i < x.len() {
+        x[i] += n[i] as f64;
+        n[i] += 1;
+    }
 }
 
 /// Each thread writes its global id, and a group's first thread also its group id, with
