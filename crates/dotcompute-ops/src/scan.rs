@@ -941,8 +941,7 @@ pub(crate) fn choose_single_pass<T: dotcompute::Element>(
     crate::tune::choose(&key, n, &names, run, || queue.device().synchronize())
 }
 
-/// The single pass: zeroed status words (two per tile) and tile counter, then one
-/// launch, in the form the tuner chooses.
+/// The single pass in the form the tuner chooses.
 fn single_pass<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,
@@ -951,43 +950,40 @@ fn single_pass<T: Reducible>(
     inclusive: bool,
     id: T,
 ) -> Result<()> {
-    let n = input.len() as u32;
-    let (op, inclusive) = (op_code(op), inclusive as u32);
-    let run = |form: usize, output: &mut Buffer<T>| {
-        let items = SINGLE_PASS_FORMS[form].1;
-        let tiles = n.div_ceil(GROUP * items);
-        let (mut status, mut counter) = look_back_state(queue, tiles)?;
-        let launch = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
-        if items == 32 {
-            scan_single_pass::launch::<T, 32>(
-                queue,
-                launch,
-                input,
-                output,
-                &mut status,
-                &mut counter,
-                n,
-                id,
-                op,
-                inclusive,
-            )
-        } else {
-            scan_single_pass::launch::<T, 16>(
-                queue,
-                launch,
-                input,
-                output,
-                &mut status,
-                &mut counter,
-                n,
-                id,
-                op,
-                inclusive,
-            )
-        }
+    let how = (op_code(op), inclusive as u32, id);
+    let run = |form: usize, output: &mut Buffer<T>| match SINGLE_PASS_FORMS[form].1 {
+        32 => single_pass_with::<T, 32>(queue, input, output, how),
+        _ => single_pass_with::<T, 16>(queue, input, output, how),
     };
-    let form = choose_single_pass::<T>(queue, "scan", n as usize, |i| run(i, output))?;
+    let n = input.len();
+    let form = choose_single_pass::<T>(queue, "scan", n, |i| run(i, output))?;
     run(form, output)
+}
+
+/// The single pass with `ITEMS` per thread: zeroed status words (two per tile) and tile
+/// counter, then one launch; `how` is the operation's code, inclusiveness and identity.
+fn single_pass_with<T: Reducible, const ITEMS: u32>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    output: &mut Buffer<T>,
+    (op, inclusive, id): (u32, u32, T),
+) -> Result<()> {
+    let n = input.len() as u32;
+    let tiles = n.div_ceil(GROUP * ITEMS);
+    let (mut status, mut counter) = look_back_state(queue, tiles)?;
+    let launch = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
+    scan_single_pass::launch::<T, ITEMS>(
+        queue,
+        launch,
+        input,
+        output,
+        &mut status,
+        &mut counter,
+        n,
+        id,
+        op,
+        inclusive,
+    )
 }
 
 /// The passes with `items` per thread (`ITEMS` is `items`, or 0 when the kernels take

@@ -289,7 +289,7 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     // three passes, which refuse them before anything is written.
     let room_for_all = out.len() >= input.len() && (!indices_given || idx.len() >= input.len());
     if MODE != PARTITION && room_for_all && single_pass_allowed(queue) {
-        return single_pass::<T, MODE, INDICES>(queue, op, input, flags, out, idx, n);
+        return single_pass::<T, MODE, INDICES>(queue, op, input, flags, out, idx);
     }
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
     let mut offsets = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
@@ -311,7 +311,9 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     Ok(kept)
 }
 
-/// The single pass: zeroed status words and tile counter, one launch, then the total.
+/// The single pass in the form the tuner chooses (the scan's forms: wide tiles hold
+/// twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28 `u32` on an H200,
+/// 2026-11-27; narrow ones `ITEMS`), then the total kept.
 fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     queue: &impl AsStream,
     op: &str,
@@ -319,49 +321,47 @@ fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     flags: &Buffer<u32>,
     out: &mut Buffer<T>,
     idx: &mut Buffer<u32>,
-    n: u32,
 ) -> Result<usize> {
-    // The scan's forms: wide tiles hold twice `ITEMS` per thread (0.63× of a copy against
-    // 0.52× for 2^28 `u32` on an H200, 2026-11-27), narrow ones `ITEMS`.
-    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| {
-        let wide = SINGLE_PASS_FORMS[form].1 == 32;
-        let span = if wide { 2 * ITEMS } else { ITEMS };
-        let tiles = n.div_ceil(GROUP * span);
-        let (mut status, mut counter) = look_back_state(queue, tiles)?;
-        let mut total = queue.device().alloc::<u32>(1)?;
-        let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
-        if wide {
-            select_single_pass::launch::<T, MODE, INDICES, { 2 * ITEMS }>(
-                queue,
-                groups,
-                input,
-                flags,
-                out,
-                idx,
-                &mut status,
-                &mut counter,
-                &mut total,
-                n,
-            )?;
-        } else {
-            select_single_pass::launch::<T, MODE, INDICES, ITEMS>(
-                queue,
-                groups,
-                input,
-                flags,
-                out,
-                idx,
-                &mut status,
-                &mut counter,
-                &mut total,
-                n,
-            )?;
-        }
-        Ok(total)
+    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| match SINGLE_PASS_FORMS
+        [form]
+        .1
+    {
+        32 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }>(queue, input, flags, out, idx),
+        _ => single_pass_with::<T, MODE, INDICES, ITEMS>(queue, input, flags, out, idx),
     };
-    let form = choose_single_pass::<T>(queue, op, n as usize, |i| run(i, out, idx).map(drop))?;
+    let n = input.len();
+    let form = choose_single_pass::<T>(queue, op, n, |i| run(i, out, idx).map(drop))?;
     let total = run(form, out, idx)?;
     Ok(queue.read_buffer(&total)?[0] as usize)
+}
+
+/// The single pass with `SPAN` elements per thread: zeroed status words and tile
+/// counter, one launch; returns the buffer the last tile writes the total kept to.
+fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    flags: &Buffer<u32>,
+    out: &mut Buffer<T>,
+    idx: &mut Buffer<u32>,
+) -> Result<Buffer<u32>> {
+    let n = input.len() as u32;
+    let tiles = n.div_ceil(GROUP * SPAN);
+    let (mut status, mut counter) = look_back_state(queue, tiles)?;
+    let mut total = queue.device().alloc::<u32>(1)?;
+    let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
+    select_single_pass::launch::<T, MODE, INDICES, SPAN>(
+        queue,
+        groups,
+        input,
+        flags,
+        out,
+        idx,
+        &mut status,
+        &mut counter,
+        &mut total,
+        n,
+    )?;
+    Ok(total)
 }
 
 /// Copies the elements of `input` whose flag is not zero to the start of `output`, in
