@@ -110,11 +110,9 @@ pub fn library_kernels() -> Vec<&'static KernelDef> {
 /// the tiled one's speed on an H200, from 1024² at 1.9–3.8×), and always on software
 /// adapters (lavapipe's LLVM took about a minute to build the blocked kernel cold).
 /// Elsewhere the register-blocked kernel. `DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled`
-/// picks one (comparisons), read once.
+/// picks one (comparisons).
 fn fp32_tiled(device: &Device, m: usize, n: usize) -> bool {
-    static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_MATMUL_KERNEL").ok());
-    match choice.as_deref() {
+    match kernel_choice(MATMUL_KERNEL) {
         Some("tiled") => true,
         Some(_) => false,
         None if device.backend_kind() == crate::BackendKind::Wgpu => {
@@ -124,6 +122,54 @@ fn fp32_tiled(device: &Device, m: usize, n: usize) -> bool {
         }
         None => false,
     }
+}
+
+/// The settings that pick a generated product's kernel for comparisons: the variable,
+/// the values it accepts, and how an error lists them.
+type KernelSetting = (&'static str, &'static [&'static str], &'static str);
+
+const MATMUL_KERNEL: KernelSetting = (
+    "DOTCOMPUTE_MATMUL_KERNEL",
+    &["pipelined", "tiled"],
+    "pipelined or tiled",
+);
+const TF32_KERNEL: KernelSetting = (
+    "DOTCOMPUTE_TF32_KERNEL",
+    &[
+        "w32d32",
+        "w32d16",
+        "w64d16",
+        "w64d32",
+        "w64d16n256",
+        "w32d32-scalar",
+        "w32d16-scalar",
+        "w64d16-scalar",
+        "w64d32-scalar",
+        "w64d16n256-scalar",
+    ],
+    "w32d32, w32d16, w64d16, w64d32 or w64d16n256, each also with -scalar",
+);
+const F16_KERNEL: KernelSetting = (
+    "DOTCOMPUTE_F16_KERNEL",
+    &["n128d16", "n128d32", "n256d16"],
+    "n128d16, n128d32 or n256d16",
+);
+
+/// `Error::Config` when any kernel setting has a value it does not accept: a misspelt
+/// choice would otherwise measure the default while claiming another kernel. Checked
+/// before every generated product.
+fn check_kernel_settings() -> Result<()> {
+    for (variable, accepted, expected) in [MATMUL_KERNEL, TF32_KERNEL, F16_KERNEL] {
+        dotcompute_hal::settings::choice(variable, accepted, expected)?;
+    }
+    Ok(())
+}
+
+/// The value of a kernel setting ([`check_kernel_settings`] has refused bad ones).
+fn kernel_choice((variable, accepted, expected): KernelSetting) -> Option<&'static str> {
+    dotcompute_hal::settings::choice(variable, accepted, expected)
+        .ok()
+        .flatten()
 }
 
 /// The fewest 128×128 blocks for which wgpu takes the register-blocked product.
@@ -531,9 +577,7 @@ fn tf32_shape<const WARP_N: u32, const DEPTH: u32, const BN: u32>() -> TensorKer
 /// `w64d16n256`, each with a `-scalar` form that never takes 16-byte loads) picks one
 /// for comparisons.
 fn tf32_variant() -> TensorKernels {
-    static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_TF32_KERNEL").ok());
-    let name = choice.as_deref().unwrap_or("w64d32");
+    let name = kernel_choice(TF32_KERNEL).unwrap_or("w64d32");
     let (shape, scalar_only) = match name.strip_suffix("-scalar") {
         Some(shape) => (shape, true),
         None => (name, false),
@@ -556,9 +600,7 @@ fn tf32_variant() -> TensorKernels {
 /// and 117 for 128×256 blocks, same run); `DOTCOMPUTE_F16_KERNEL` (`n128d16`,
 /// `n128d32`, `n256d16`) picks one for comparisons.
 fn f16_variant() -> TensorKernels {
-    static CHOICE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let choice = CHOICE.get_or_init(|| std::env::var("DOTCOMPUTE_F16_KERNEL").ok());
-    let (kernel, block_n) = match choice.as_deref() {
+    let (kernel, block_n) = match kernel_choice(F16_KERNEL) {
         Some("n128d16") => (matmul_f16::kernel::<128, 16>(), 128),
         Some("n256d16") => (matmul_f16::kernel::<256, 16>(), 256),
         _ => (matmul_f16::kernel::<128, 32>(), 128),
@@ -834,6 +876,7 @@ impl Device {
     ) -> Result<()> {
         self.check_matmul(a, b, c, m, n, k)?;
         check_precision::<T>(precision)?;
+        check_kernel_settings()?;
         let kernels = T::generated().ok_or_else(|| no_half_kernel::<T>(self))?;
         let tensor = kernels
             .tensor

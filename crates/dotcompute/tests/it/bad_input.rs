@@ -590,6 +590,9 @@ fn bad_settings_are_errors_naming_the_variable_not_silent_defaults() {
         ("DOTCOMPUTE_CUDA_VECTORIZE", "sometimes"),
         ("DOTCOMPUTE_CPU_TIMEOUT_S", "0"),
         ("DOTCOMPUTE_CPU_TIMEOUT_S", "forever"),
+        ("DOTCOMPUTE_MATMUL_KERNEL", "fastest"),
+        ("DOTCOMPUTE_TF32_KERNEL", "w64d31"),
+        ("DOTCOMPUTE_F16_KERNEL", "n512"),
     ] {
         run_in_child(
             "bad_input::bad_setting_child",
@@ -612,6 +615,16 @@ fn bad_setting_child() {
         assert!(e.to_string().contains(&variable), "{e}");
         eprintln!("refused as expected: {e}");
     };
+    if variable.ends_with("_KERNEL") {
+        // A generated matrix product reads the kernel choices; a misspelt one used to
+        // run the default kernel under the chosen name.
+        let d = Device::cpu();
+        let a = d.upload(&[1.0f32; 4]).unwrap();
+        let mut c = d.alloc_filled(4, -1.0f32).unwrap();
+        check(d.matmul_generated(&a, &a, &mut c, 2, 2, 2).unwrap_err());
+        assert_eq!(c.to_vec().unwrap(), [-1.0; 4], "nothing ran");
+        return;
+    }
     let kind = if variable.starts_with("DOTCOMPUTE_WGPU") {
         BackendKind::Wgpu
     } else if variable.starts_with("DOTCOMPUTE_CUDA") {
