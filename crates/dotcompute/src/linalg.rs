@@ -112,7 +112,7 @@ pub fn library_kernels() -> Vec<&'static KernelDef> {
 /// Elsewhere the register-blocked kernel. `DOTCOMPUTE_MATMUL_KERNEL=pipelined|tiled`
 /// picks one (comparisons).
 fn fp32_tiled(device: &Device, m: usize, n: usize) -> bool {
-    match kernel_choice(MATMUL_KERNEL) {
+    match kernel_choices().ok().and_then(|c| c.matmul) {
         Some("tiled") => true,
         Some(_) => false,
         None if device.backend_kind() == crate::BackendKind::Wgpu => {
@@ -155,21 +155,33 @@ const F16_KERNEL: KernelSetting = (
     "n128d16, n128d32 or n256d16",
 );
 
-/// `Error::Config` when any kernel setting has a value it does not accept: a misspelt
-/// choice would otherwise measure the default while claiming another kernel. Checked
-/// before every generated product.
-fn check_kernel_settings() -> Result<()> {
-    for (variable, accepted, expected) in [MATMUL_KERNEL, TF32_KERNEL, F16_KERNEL] {
-        dotcompute_hal::settings::choice(variable, accepted, expected)?;
-    }
-    Ok(())
+/// The accepted values of the kernel settings (`None`: unset, the default kernel).
+#[derive(Clone, Copy)]
+struct KernelChoices {
+    matmul: Option<&'static str>,
+    tf32: Option<&'static str>,
+    f16: Option<&'static str>,
 }
 
-/// The value of a kernel setting ([`check_kernel_settings`] has refused bad ones).
-fn kernel_choice((variable, accepted, expected): KernelSetting) -> Option<&'static str> {
-    dotcompute_hal::settings::choice(variable, accepted, expected)
-        .ok()
-        .flatten()
+/// The kernel settings, or `Error::Config` when one has a value it does not accept: a
+/// misspelt choice would otherwise measure the default while claiming another kernel.
+/// Checked before every generated product; valid settings are read once per process
+/// (products are a hot path), refused ones again on each call.
+fn kernel_choices() -> Result<KernelChoices> {
+    static READ: std::sync::OnceLock<KernelChoices> = std::sync::OnceLock::new();
+    if let Some(choices) = READ.get() {
+        return Ok(*choices);
+    }
+    let [matmul, tf32, f16] =
+        [MATMUL_KERNEL, TF32_KERNEL, F16_KERNEL].map(|(variable, accepted, expected)| {
+            dotcompute_hal::settings::choice(variable, accepted, expected)
+        });
+    let choices = KernelChoices {
+        matmul: matmul?,
+        tf32: tf32?,
+        f16: f16?,
+    };
+    Ok(*READ.get_or_init(|| choices))
 }
 
 /// The fewest 128×128 blocks for which wgpu takes the register-blocked product.
@@ -577,7 +589,10 @@ fn tf32_shape<const WARP_N: u32, const DEPTH: u32, const BN: u32>() -> TensorKer
 /// `w64d16n256`, each with a `-scalar` form that never takes 16-byte loads) picks one
 /// for comparisons.
 fn tf32_variant() -> TensorKernels {
-    let name = kernel_choice(TF32_KERNEL).unwrap_or("w64d32");
+    let name = kernel_choices()
+        .ok()
+        .and_then(|c| c.tf32)
+        .unwrap_or("w64d32");
     let (shape, scalar_only) = match name.strip_suffix("-scalar") {
         Some(shape) => (shape, true),
         None => (name, false),
@@ -600,7 +615,7 @@ fn tf32_variant() -> TensorKernels {
 /// and 117 for 128×256 blocks, same run); `DOTCOMPUTE_F16_KERNEL` (`n128d16`,
 /// `n128d32`, `n256d16`) picks one for comparisons.
 fn f16_variant() -> TensorKernels {
-    let (kernel, block_n) = match kernel_choice(F16_KERNEL) {
+    let (kernel, block_n) = match kernel_choices().ok().and_then(|c| c.f16) {
         Some("n128d16") => (matmul_f16::kernel::<128, 16>(), 128),
         Some("n256d16") => (matmul_f16::kernel::<256, 16>(), 256),
         _ => (matmul_f16::kernel::<128, 32>(), 128),
@@ -876,7 +891,7 @@ impl Device {
     ) -> Result<()> {
         self.check_matmul(a, b, c, m, n, k)?;
         check_precision::<T>(precision)?;
-        check_kernel_settings()?;
+        kernel_choices()?;
         let kernels = T::generated().ok_or_else(|| no_half_kernel::<T>(self))?;
         let tensor = kernels
             .tensor
