@@ -378,7 +378,7 @@ impl Gen<'_> {
         if k.uses_subgroups() {
             self.out.push_str(SUBGROUP_PRELUDE);
         }
-        if dotcompute_ir::analysis::uses_f16(k) {
+        if dotcompute_ir::Features::required_by(k).contains(dotcompute_ir::Features::F16) {
             self.out.push_str(F16_PRELUDE);
         }
         if k.uses_tensor_cores() {

@@ -34,25 +34,6 @@ pub fn uses_tensor_cores(k: &Kernel) -> bool {
     found
 }
 
-/// Whether the kernel uses `f16` anywhere: a parameter, a shared, local or private array,
-/// a local, or any expression (a device capability).
-pub fn uses_f16(k: &Kernel) -> bool {
-    let f16 = crate::ScalarType::F16;
-    let declared = k.params.iter().any(|p| match p {
-        Param::Buffer { elem, .. } => *elem == f16,
-        Param::Scalar { ty, .. } => *ty == f16,
-    }) || k.shared.iter().any(|s| s.elem == f16)
-        || k.locals.iter().any(|l| l.ty == f16)
-        || k.local_arrays.iter().any(|a| a.elem == f16);
-    let mut found = declared;
-    walk_stmts(&k.body, &mut |s| {
-        for e in s.exprs() {
-            e.walk(&mut |e| found |= e.ty == f16);
-        }
-    });
-    found
-}
-
 /// The memories (buffers and shared arrays) that any atomic statement in `stmts` touches:
 /// generators give them atomic or volatile access everywhere.
 pub fn atomic_memories(stmts: &[Stmt]) -> BTreeSet<Memory> {

@@ -82,7 +82,7 @@ impl Features {
     pub fn entries(self) -> impl Iterator<Item = (Features, &'static str, &'static str)> {
         Features::ALL
             .into_iter()
-            .filter(move |(f, _, _)| self.contains(*f) && !f.is_empty())
+            .filter(move |(f, _, _)| self.contains(*f))
     }
 
     /// What `kernel` needs: its subgroup and tensor-core operations, and the types that

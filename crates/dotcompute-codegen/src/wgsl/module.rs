@@ -14,7 +14,7 @@ impl Gen<'_> {
         // naga 30 takes the subgroup builtins without WGSL's `enable subgroups;` (and
         // rejects the directive); the device feature SUBGROUP gates them.
         let subgroups = k.uses_subgroups();
-        if dotcompute_ir::analysis::uses_f16(k) {
+        if dotcompute_ir::Features::required_by(k).contains(dotcompute_ir::Features::F16) {
             self.out.push_str("enable f16;\n");
         }
         // Uniform block.
