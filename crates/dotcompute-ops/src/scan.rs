@@ -919,13 +919,13 @@ pub(crate) fn look_back_state(
     Ok((status, counter))
 }
 
-/// The single pass's forms, by name, and the elements per thread of the scan's tiles:
-/// wide tiles (0.87× of a copy against 0.85× for 2^28 `u32`, H200, 2026-11-27: half the
-/// tiles, so half the look-backs) and narrow ones (twice the groups, for inputs that wide
-/// tiles leave the device short of groups). The tuner chooses per size class (the first
-/// when it is off); `tune::with_candidate` pins one.
-pub(crate) const SINGLE_PASS_FORMS: [(&str, u32); 2] =
-    [("single-pass", 32), ("single-pass-narrow", 16)];
+/// The single pass's forms, by name: wide tiles, the default (the scan at 0.87× of a copy
+/// against 0.85× for 2^28 `u32`, H200, 2026-11-27: half the tiles, so half the
+/// look-backs), and narrow ones (twice the groups, for inputs that wide tiles leave the
+/// device short of groups). Each operation sets its own lengths: the scan 32 or 16
+/// elements per thread, copy-if and unique 16 or 8. The tuner chooses per size class (the
+/// first when it is off); `tune::with_candidate` pins one.
+pub(crate) const SINGLE_PASS_FORMS: [&str; 2] = ["single-pass", "single-pass-narrow"];
 
 /// The index in [`SINGLE_PASS_FORMS`] of the form to run for operation `op` on `n`
 /// elements of `T`, with `run(i)` running form `i` (see [`crate::tune::choose`]).
@@ -935,10 +935,11 @@ pub(crate) fn choose_single_pass<T: dotcompute::Element>(
     n: usize,
     run: impl FnMut(usize) -> Result<()>,
 ) -> Result<usize> {
-    let names = SINGLE_PASS_FORMS.map(|f| f.0);
     let what = format!("{:?}", T::TYPE);
     let key = crate::tune::key(queue, op, &what, n);
-    crate::tune::choose(&key, n, &names, run, || queue.device().synchronize())
+    crate::tune::choose(&key, n, &SINGLE_PASS_FORMS, run, || {
+        queue.device().synchronize()
+    })
 }
 
 /// The single pass in the form the tuner chooses.
@@ -951,8 +952,8 @@ fn single_pass<T: Reducible>(
     id: T,
 ) -> Result<()> {
     let how = (op_code(op), inclusive as u32, id);
-    let run = |form: usize, output: &mut Buffer<T>| match SINGLE_PASS_FORMS[form].1 {
-        32 => single_pass_with::<T, 32>(queue, input, output, how),
+    let run = |form: usize, output: &mut Buffer<T>| match form {
+        0 => single_pass_with::<T, 32>(queue, input, output, how),
         _ => single_pass_with::<T, 16>(queue, input, output, how),
     };
     let n = input.len();
@@ -1089,9 +1090,6 @@ mod tests {
         let cuda = scan_single_pass::kernel::<u32, 32>()
             .source(Target::Cuda)
             .unwrap();
-        if std::env::var_os("DC_PRINT_SOURCE").is_some() {
-            println!("{cuda}");
-        }
         assert!(cuda.contains("__ballot_sync"), "{cuda}");
     }
 }

@@ -18,7 +18,7 @@
 
 use crate::scan::{
     choose_single_pass, group_inclusive_sum, look_back_state, scan_in_place, single_pass_allowed,
-    take_tile, warp_inclusive_sum, warp_look_back, SINGLE_PASS_FORMS,
+    take_tile, warp_inclusive_sum, warp_look_back,
 };
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
@@ -322,11 +322,8 @@ fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     out: &mut Buffer<T>,
     idx: &mut Buffer<u32>,
 ) -> Result<usize> {
-    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| match SINGLE_PASS_FORMS
-        [form]
-        .1
-    {
-        32 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }>(queue, input, flags, out, idx),
+    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| match form {
+        0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }>(queue, input, flags, out, idx),
         _ => single_pass_with::<T, MODE, INDICES, ITEMS>(queue, input, flags, out, idx),
     };
     let n = input.len();

@@ -218,8 +218,8 @@ fn probe_transpose() {
 }
 
 /// 2^26 elements through CUDA's single passes (copy-if with half kept, the exclusive
-/// scan) a few times, for a profiler to attach to (`ncu -k regex:single_pass`); prints
-/// wall times, checks nothing.
+/// scan) and the Onesweep sort of pairs a few times, for a profiler to attach to (`ncu
+/// -k regex:single_pass`, `regex:onesweep_pass`); prints wall times, checks nothing.
 #[test]
 #[ignore = "profiling probe"]
 fn probe_single_passes() {
