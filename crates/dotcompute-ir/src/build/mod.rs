@@ -40,6 +40,37 @@ fn fold_u32(op: BinaryOp, a: &Expr, b: &Expr) -> Option<u32> {
     }
 }
 
+/// `a op b` for two integer literals of one type and a comparison `op`, or two boolean
+/// literals and a logical `op`: the condition of `if FUSED == 1` in a generic kernel is
+/// then a constant, and the builder keeps only the arm it takes.
+fn fold_condition(op: BinaryOp, a: &Expr, b: &Expr) -> Option<bool> {
+    let (ExprKind::Literal(x), ExprKind::Literal(y)) = (&a.kind, &b.kind) else {
+        return None;
+    };
+    if x.ty() != y.ty() {
+        return None;
+    }
+    if let (Literal::Bool(p), Literal::Bool(q)) = (x, y) {
+        return match op {
+            BinaryOp::LogicalAnd => Some(*p && *q),
+            BinaryOp::LogicalOr => Some(*p || *q),
+            BinaryOp::Eq => Some(p == q),
+            BinaryOp::Ne => Some(p != q),
+            _ => None,
+        };
+    }
+    let (x, y) = (x.as_i128()?, y.as_i128()?);
+    match op {
+        BinaryOp::Eq => Some(x == y),
+        BinaryOp::Ne => Some(x != y),
+        BinaryOp::Lt => Some(x < y),
+        BinaryOp::Le => Some(x <= y),
+        BinaryOp::Gt => Some(x > y),
+        BinaryOp::Ge => Some(x >= y),
+        _ => None,
+    }
+}
+
 /// A kernel could not be built from its Rust source.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("kernel `{kernel}`{}: {message}", if *.line > 0 { format!(", line {}", .line) } else { String::new() })]
