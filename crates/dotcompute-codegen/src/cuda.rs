@@ -409,7 +409,15 @@ impl Gen<'_> {
             let t = cuda_mem_type(s.elem);
             match s.len {
                 SharedLen::Static(n) => {
-                    let _ = writeln!(self.out, "    __shared__ {t} s_{}[{}];", s.name, n.max(1));
+                    // 16-byte aligned, as the dynamic array is: four consecutive elements
+                    // at an index the compiler knows is a multiple of four can then be
+                    // read as one vector (the register-blocked product's runs of four).
+                    let _ = writeln!(
+                        self.out,
+                        "    __shared__ __align__(16) {t} s_{}[{}];",
+                        s.name,
+                        n.max(1)
+                    );
                 }
                 SharedLen::Dynamic => {
                     let _ = writeln!(

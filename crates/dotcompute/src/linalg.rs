@@ -44,6 +44,9 @@ pub type TensorVariant = fn() -> TensorKernels;
 pub struct CoreKernels {
     /// Register-blocked, the next tiles loaded while multiplying, fused multiply-adds.
     pub pipelined: &'static KernelDef,
+    /// The same with each thread's rows and columns in runs of four
+    /// (`DOTCOMPUTE_MATMUL_KERNEL=quads`, a comparison).
+    pub quads: &'static KernelDef,
     /// The same without fusing (the CPU's).
     pub unfused: &'static KernelDef,
     /// 16×16 shared tiles (wgpu's choice).
@@ -54,8 +57,9 @@ impl MatmulElement for f32 {
     fn generated() -> Option<GeneratedMatmul> {
         Some(GeneratedMatmul {
             cores: Some(CoreKernels {
-                pipelined: matmul_pipelined::kernel::<f32, 1>(),
-                unfused: matmul_pipelined::kernel::<f32, 0>(),
+                pipelined: matmul_pipelined::kernel::<f32, 1, 0>(),
+                quads: matmul_pipelined::kernel::<f32, 1, 1>(),
+                unfused: matmul_pipelined::kernel::<f32, 0, 0>(),
                 tiled: matmul_tiled::kernel::<f32>(),
             }),
             tensor: Some((tf32_variant, true)),
@@ -66,8 +70,9 @@ impl MatmulElement for f64 {
     fn generated() -> Option<GeneratedMatmul> {
         Some(GeneratedMatmul {
             cores: Some(CoreKernels {
-                pipelined: matmul_pipelined::kernel::<f64, 1>(),
-                unfused: matmul_pipelined::kernel::<f64, 0>(),
+                pipelined: matmul_pipelined::kernel::<f64, 1, 0>(),
+                quads: matmul_pipelined::kernel::<f64, 1, 1>(),
+                unfused: matmul_pipelined::kernel::<f64, 0, 0>(),
                 tiled: matmul_tiled::kernel::<f64>(),
             }),
             tensor: None,
@@ -94,7 +99,8 @@ impl MatmulElement for half::bf16 {
 pub fn library_kernels() -> Vec<&'static KernelDef> {
     let tf32 = tf32_variant();
     let mut kernels = vec![
-        matmul_pipelined::kernel::<f32, 1>(),
+        matmul_pipelined::kernel::<f32, 1, 0>(),
+        matmul_pipelined::kernel::<f32, 1, 1>(),
         matmul_tiled::kernel::<f32>(),
         tf32.kernel,
     ];
@@ -130,8 +136,8 @@ type KernelSetting = (&'static str, &'static [&'static str], &'static str);
 
 const MATMUL_KERNEL: KernelSetting = (
     "DOTCOMPUTE_MATMUL_KERNEL",
-    &["pipelined", "tiled"],
-    "pipelined or tiled",
+    &["pipelined", "quads", "tiled"],
+    "pipelined, quads or tiled",
 );
 const TF32_KERNEL: KernelSetting = (
     "DOTCOMPUTE_TF32_KERNEL",
@@ -269,6 +275,9 @@ const DEPTH: u32 = 16;
 /// Row stride of the staged `a` tile (transposed, `[DEPTH][BLOCK]`): padded by
 /// 32 / DEPTH so that the DEPTH rows a warp stores land in different banks.
 const A_STRIDE: u32 = BLOCK + 32 / DEPTH;
+/// Row stride of the staged `a` tile in the `QUADS` layout: a multiple of four, so a run
+/// of four rows starts 16-byte aligned (a warp's transposed stores then meet in pairs).
+const QUAD_A_STRIDE: u32 = BLOCK + 4;
 /// Elements of each staged tile every thread loads (the group has 256 threads).
 const LOADS: u32 = DEPTH * BLOCK / 256;
 
@@ -324,8 +333,14 @@ fn load_step<T: Float>(
 /// every backend): on an H100 this took the kernel from 0.47× to 0.77× cuBLAS FP32.
 /// `FUSED = 0` keeps `a * b + c` for the CPU, where `mul_add` is a library call without
 /// the FMA target feature (the condition is a host constant: each instance has one arm).
+///
+/// `QUADS = 1` places a thread's rows and columns in two runs of four instead
+/// (rows `4 ty + i % 4 + 64 (i / 4)`, likewise columns), with the staged `a` tile's rows
+/// padded to a multiple of four: each run is four consecutive shared elements at an
+/// offset divisible by four, which a compiler may read as one 16-byte load (4 shared
+/// reads per step of `kk` instead of 16).
 #[kernel]
-fn matmul_pipelined<T: Float, const FUSED: u32>(
+fn matmul_pipelined<T: Float, const FUSED: u32, const QUADS: u32>(
     a: &[T],
     b: &[T],
     c: &mut [T],
@@ -333,11 +348,12 @@ fn matmul_pipelined<T: Float, const FUSED: u32>(
     n: u32,
     k: u32,
 ) {
-    let ta = shared::<T, { DEPTH * A_STRIDE }>();
+    let ta = shared::<T, { DEPTH * QUAD_A_STRIDE }>();
     let tb = shared::<T, { DEPTH * BLOCK }>();
     let tx = local_id().x;
     let ty = local_id().y;
     let tid = ty * GROUP_EDGE + tx;
+    let a_stride = if QUADS == 1 { QUAD_A_STRIDE } else { A_STRIDE };
     let row0 = group_id().y * BLOCK;
     let col0 = group_id().x * BLOCK;
     let mut acc = [T::zero(); 64];
@@ -352,7 +368,7 @@ fn matmul_pipelined<T: Float, const FUSED: u32>(
     while k0 < k {
         for q in 0..LOADS {
             let e = tid + 256 * q;
-            ta[(e % DEPTH) * A_STRIDE + e / DEPTH] = next_a[q];
+            ta[(e % DEPTH) * a_stride + e / DEPTH] = next_a[q];
             tb[e] = next_b[q];
         }
         barrier();
@@ -361,11 +377,22 @@ fn matmul_pipelined<T: Float, const FUSED: u32>(
             load_step(a, b, next_a, next_b, tid, row0, col0, k1, m, n, k);
         }
         for kk in 0..DEPTH {
+            // Row (column) `i` of the thread's 8 within the block (see `QUADS`).
             for i in 0..8u32 {
-                a_reg[i] = ta[kk * A_STRIDE + ty + GROUP_EDGE * i];
+                let line = if QUADS == 1 {
+                    4 * ty + i % 4 + 64 * (i / 4)
+                } else {
+                    ty + GROUP_EDGE * i
+                };
+                a_reg[i] = ta[kk * a_stride + line];
             }
             for j in 0..8u32 {
-                b_reg[j] = tb[kk * BLOCK + tx + GROUP_EDGE * j];
+                let line = if QUADS == 1 {
+                    4 * tx + j % 4 + 64 * (j / 4)
+                } else {
+                    tx + GROUP_EDGE * j
+                };
+                b_reg[j] = tb[kk * BLOCK + line];
             }
             for i in 0..8u32 {
                 for j in 0..8u32 {
@@ -382,8 +409,18 @@ fn matmul_pipelined<T: Float, const FUSED: u32>(
     }
     for i in 0..8u32 {
         for j in 0..8u32 {
-            let r = row0 + ty + GROUP_EDGE * i;
-            let cc = col0 + tx + GROUP_EDGE * j;
+            let r = row0
+                + if QUADS == 1 {
+                    4 * ty + i % 4 + 64 * (i / 4)
+                } else {
+                    ty + GROUP_EDGE * i
+                };
+            let cc = col0
+                + if QUADS == 1 {
+                    4 * tx + j % 4 + 64 * (j / 4)
+                } else {
+                    tx + GROUP_EDGE * j
+                };
             if r < m && cc < n {
                 c[r * n + cc] = acc[i * REG + j];
             }
@@ -920,7 +957,11 @@ impl Device {
             } else {
                 let cpu = self.backend_kind() == crate::BackendKind::Cpu;
                 (
-                    if cpu { cores.unfused } else { cores.pipelined },
+                    match (cpu, kernel_choices()?.matmul) {
+                        (true, _) => cores.unfused,
+                        (false, Some("quads")) => cores.quads,
+                        (false, _) => cores.pipelined,
+                    },
                     Launch::grid2d(
                         n.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
                         m.div_ceil(BLOCK as usize) * GROUP_EDGE as usize,
