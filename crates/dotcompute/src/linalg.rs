@@ -42,10 +42,12 @@ pub type TensorVariant = fn() -> TensorKernels;
 /// The generated products on the ordinary arithmetic units.
 #[doc(hidden)]
 pub struct CoreKernels {
-    /// Register-blocked, the next tiles loaded while multiplying, fused multiply-adds.
+    /// Register-blocked, the next tiles loaded while multiplying, fused multiply-adds;
+    /// a thread's rows and columns strided by 16 (wgpu's and Metal's).
     pub pipelined: &'static KernelDef,
-    /// The same with each thread's rows and columns in runs of four
-    /// (`DOTCOMPUTE_MATMUL_KERNEL=quads`, a comparison).
+    /// The same with each thread's rows and columns in runs of four (CUDA's: NVRTC reads
+    /// each run from shared memory as one vector; NVIDIA's Vulkan compiler does not, and
+    /// there it ran 8 % slower, H100, 2026-11-27).
     pub quads: &'static KernelDef,
     /// The same without fusing (the CPU's).
     pub unfused: &'static KernelDef,
@@ -137,7 +139,7 @@ type KernelSetting = (&'static str, &'static [&'static str], &'static str);
 const MATMUL_KERNEL: KernelSetting = (
     "DOTCOMPUTE_MATMUL_KERNEL",
     &["pipelined", "quads", "tiled"],
-    "pipelined, quads or tiled",
+    "pipelined (strided rows), quads (rows in runs of four) or tiled",
 );
 const TF32_KERNEL: KernelSetting = (
     "DOTCOMPUTE_TF32_KERNEL",
@@ -960,6 +962,10 @@ impl Device {
                     match (cpu, kernel_choices()?.matmul) {
                         (true, _) => cores.unfused,
                         (false, Some("quads")) => cores.quads,
+                        (false, Some("pipelined")) => cores.pipelined,
+                        (false, _) if self.backend_kind() == crate::BackendKind::Cuda => {
+                            cores.quads
+                        }
                         (false, _) => cores.pipelined,
                     },
                     Launch::grid2d(
