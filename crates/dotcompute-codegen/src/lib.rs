@@ -17,6 +17,7 @@
 mod cfamily;
 pub mod cuda;
 pub mod msl;
+pub mod msl_raw;
 #[cfg(feature = "naga")]
 pub mod naga_out;
 #[cfg(feature = "naga")]
@@ -25,6 +26,20 @@ pub mod wgsl;
 
 use dotcompute_ir::*;
 use std::fmt::Write;
+
+/// What a hand-written kernel's entry point expects: read from naga's IR for WGSL and
+/// SPIR-V (`naga_out`), from the signature for MSL ([`msl_raw`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reflection {
+    pub workgroup_size: [u32; 3],
+    /// `(binding, read_only, element type)` of each storage buffer in group 0, by binding.
+    pub storage: Vec<(u32, bool, dotcompute_ir::Type)>,
+    /// Binding and size in bytes of the uniform block in group 0, if any.
+    pub uniform: Option<(u32, u32)>,
+    /// Bytes of `var<workgroup>` memory the module declares (checked against the device's
+    /// limit at launch).
+    pub workgroup_bytes: u64,
+}
 
 /// A SPIR-V module as text: a header with the word count and SHA-256, then the words in
 /// hex, eight per line (naga has no disassembler; `spirv-dis` reads the binary form).

@@ -65,6 +65,9 @@ pub enum MslBinding {
     /// Shared array `shared` at threadgroup index `index`
     /// (`setThreadgroupMemoryLength`).
     Threadgroup { shared: u32, index: u32 },
+    /// Hand-written kernels ([`crate::msl_raw`]): every scalar parameter, 4 bytes each in
+    /// order (a `bool` as a `uint`), in one block at buffer index `index` (`setBytes`).
+    Scalars { index: u32 },
 }
 
 /// A thread-position attribute the entry point takes after its bindings, in order.
@@ -85,6 +88,14 @@ pub enum MslAttribute {
 }
 
 impl MslAttribute {
+    /// The type a generated kernel declares it with.
+    pub fn declared_type(self) -> &'static str {
+        match self {
+            MslAttribute::ThreadsPerSimdgroup | MslAttribute::ThreadIndexInSimdgroup => "uint",
+            _ => "uint3",
+        }
+    }
+
     pub fn spelling(self) -> &'static str {
         match self {
             MslAttribute::ThreadPositionInGrid => "thread_position_in_grid",
@@ -110,6 +121,12 @@ pub struct MslModule {
     pub binding_types: Vec<String>,
     /// The attributes after the bindings, in order.
     pub attributes: Vec<MslAttribute>,
+    /// The declared type of each attribute's parameter (`uint3`, `uint`), parallel to
+    /// `attributes`: a hand-written kernel may take the x component of a position alone.
+    pub attribute_types: Vec<String>,
+    /// Hand-written ([`crate::msl_raw::raw_module`]): dispatched as whole groups of its
+    /// declared size (it bounds its own accesses), with no launch words.
+    pub raw: bool,
 }
 
 /// The kernel function's name for a kernel called `name`.
@@ -168,12 +185,18 @@ pub fn generate_with(kernel: &Kernel, checked: bool) -> Result<MslModule, MslErr
     let mut g = Gen::new(&MslDialect, kernel);
     g.checked = checked;
     let (bindings, binding_types, attributes) = g.msl_module();
+    let attribute_types = attributes
+        .iter()
+        .map(|a| a.declared_type().to_string())
+        .collect();
     Ok(MslModule {
         source: g.out,
         entry: entry_name(&kernel.name),
         bindings,
         binding_types,
         attributes,
+        attribute_types,
+        raw: false,
     })
 }
 

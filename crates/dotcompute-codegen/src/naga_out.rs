@@ -54,18 +54,7 @@ pub fn to_hlsl(m: &NagaModule) -> Result<String, String> {
     Ok(out)
 }
 
-/// What a hand-written WGSL compute entry point expects, read from naga's IR.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reflection {
-    pub workgroup_size: [u32; 3],
-    /// `(binding, read_only, element type)` of each storage buffer in group 0, by binding.
-    pub storage: Vec<(u32, bool, dotcompute_ir::Type)>,
-    /// Binding and size in bytes of the uniform block in group 0, if any.
-    pub uniform: Option<(u32, u32)>,
-    /// Bytes of `var<workgroup>` memory the module declares (checked against the device's
-    /// limit at launch).
-    pub workgroup_bytes: u64,
-}
+pub use crate::Reflection;
 
 /// Parses and validates hand-written WGSL and reflects entry point `entry`. Only group 0
 /// is supported; storage buffers must be runtime-sized arrays of a 32-bit scalar type or

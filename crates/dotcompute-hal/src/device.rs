@@ -92,6 +92,9 @@ pub enum RawLanguage {
     Cuda,
     /// SPIR-V words, run as they are through wgpu's passthrough (Vulkan adapters).
     Spirv,
+    /// Metal Shading Language: the native Metal backend, and wgpu's MSL passthrough on
+    /// Metal adapters.
+    Msl,
 }
 
 impl RawLanguage {
@@ -100,6 +103,7 @@ impl RawLanguage {
             RawLanguage::Wgsl => "WGSL",
             RawLanguage::Cuda => "CUDA C++",
             RawLanguage::Spirv => "SPIR-V",
+            RawLanguage::Msl => "MSL",
         }
     }
 
@@ -109,6 +113,7 @@ impl RawLanguage {
             RawLanguage::Wgsl => "wgpu",
             RawLanguage::Cuda => "cuda",
             RawLanguage::Spirv => "wgpu devices on Vulkan adapters with SPIR-V passthrough",
+            RawLanguage::Msl => "metal, and wgpu devices on Metal adapters with passthrough",
         }
     }
 }

@@ -34,14 +34,23 @@ use dotcompute_hal::{Error, Program, Result};
 /// hand-written kernels and kernels MSL cannot express are `Error::Unsupported`.
 pub fn msl_module(program: &Program, checked: bool) -> Result<MslModule> {
     if let Some(raw) = program.raw_source() {
-        return Err(Error::Unsupported {
-            op: "raw kernel",
-            detail: format!(
-                "kernel `{}` is hand-written {}; Metal runs #[kernel] functions",
-                program.name(),
-                raw.language.name()
-            ),
-        });
+        if raw.language != dotcompute_hal::RawLanguage::Msl {
+            return Err(Error::Unsupported {
+                op: "raw kernel",
+                detail: format!(
+                    "kernel `{}` is hand-written {}; Metal runs #[kernel] functions and \
+                     hand-written MSL",
+                    program.name(),
+                    raw.language.name()
+                ),
+            });
+        }
+        return dotcompute_codegen::msl_raw::raw_module(&raw.text, &raw.entry, &program.kernel)
+            .map_err(|log| Error::Compile {
+                kernel: program.name().into(),
+                backend: "metal".into(),
+                log,
+            });
     }
     let module = dotcompute_codegen::msl::generate_with(&program.kernel, checked).map_err(|e| {
         Error::Unsupported {

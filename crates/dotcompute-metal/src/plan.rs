@@ -136,6 +136,19 @@ pub fn scalar_bytes(value: Literal) -> Vec<u8> {
     }
 }
 
+/// The scalar block of a hand-written kernel: each scalar argument in order, 4 bytes
+/// (a `bool` as a `uint`; the facade refuses 64-bit scalars for hand-written kernels).
+fn scalar_block(args: &[PlanArg]) -> Vec<u8> {
+    args.iter()
+        .filter_map(|a| match *a {
+            PlanArg::Scalar(Literal::Bool(b)) => Some((b as u32).to_le_bytes().to_vec()),
+            PlanArg::Scalar(value) => Some(scalar_bytes(value)),
+            PlanArg::Buffer { .. } => None,
+        })
+        .flatten()
+        .collect()
+}
+
 /// Plans one launch of `module` (generated from `kernel`) with `geometry` and `args` (one
 /// per kernel parameter, already checked by the facade against the signature).
 pub fn encode(
@@ -183,7 +196,8 @@ pub fn encode(
         bytes: Vec::new(),
         threadgroup_memory: Vec::new(),
         violation_record: None,
-        dispatch: if kernel.runs_whole_groups() {
+        // Hand-written kernels run whole groups of their declared size, as on wgpu.
+        dispatch: if module.raw || kernel.runs_whole_groups() {
             Dispatch::Threadgroups {
                 groups: geometry.groups,
                 per_group: geometry.group,
@@ -217,6 +231,10 @@ pub fn encode(
                 }
             }
             MslBinding::ViolationRecord { index } => plan.violation_record = Some(index),
+            MslBinding::Scalars { index } => plan.bytes.push(BytesBinding {
+                index,
+                bytes: scalar_block(args),
+            }),
             MslBinding::Info { index } => plan.bytes.push(BytesBinding {
                 index,
                 bytes: info_words(kernel, geometry, args)

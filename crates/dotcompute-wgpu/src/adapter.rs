@@ -116,11 +116,9 @@ pub(crate) fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> Device
                 AtomicF32Add::CompareExchangeLoop
             },
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
-            raw_languages: if spirv_passthrough(adapter) {
-                vec![RawLanguage::Wgsl, RawLanguage::Spirv]
-            } else {
-                vec![RawLanguage::Wgsl]
-            },
+            raw_languages: std::iter::once(RawLanguage::Wgsl)
+                .chain(passthrough_language(adapter))
+                .collect(),
             concurrent_streams: false,
             native_graphs: false,
             blas: Vec::new(),
@@ -154,7 +152,7 @@ pub(crate) fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
                     wgpu::Features::TIMESTAMP_QUERY
                         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
                 ),
-                // Raw SPIR-V kernels and the strict SPIR-V of generated ones.
+                // Raw SPIR-V and MSL kernels, and the strict SPIR-V of generated ones.
                 "passthrough" => features.remove(wgpu::Features::PASSTHROUGH_SHADERS),
                 _ => {}
             }
@@ -167,8 +165,20 @@ pub(crate) fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
 /// turned off through [`DISABLE_ENV`]): raw SPIR-V kernels, and the strict SPIR-V of
 /// generated ones.
 pub(crate) fn spirv_passthrough(adapter: &wgpu::Adapter) -> bool {
-    adapter.get_info().backend == wgpu::Backend::Vulkan
-        && usable_features(adapter).contains(wgpu::Features::PASSTHROUGH_SHADERS)
+    passthrough_language(adapter) == Some(RawLanguage::Spirv)
+}
+
+/// The language the adapter takes as it is through wgpu's passthrough (not turned off
+/// through [`DISABLE_ENV`]): SPIR-V on Vulkan, MSL on Metal; `None` elsewhere.
+pub(crate) fn passthrough_language(adapter: &wgpu::Adapter) -> Option<RawLanguage> {
+    if !usable_features(adapter).contains(wgpu::Features::PASSTHROUGH_SHADERS) {
+        return None;
+    }
+    match adapter.get_info().backend {
+        wgpu::Backend::Vulkan => Some(RawLanguage::Spirv),
+        wgpu::Backend::Metal => Some(RawLanguage::Msl),
+        _ => None,
+    }
 }
 
 /// `DOTCOMPUTE_WGPU_FLOAT`: `strict` (the default) compiles generated kernels for Vulkan

@@ -93,27 +93,54 @@ impl WgpuBackend {
             log,
         };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let entry_point = |workgroup: [u32; 3]| {
+            std::borrow::Cow::Owned(vec![wgpu::PassthroughShaderEntryPoint {
+                name: entry.to_string().into(),
+                workgroup_size: (workgroup[0], workgroup[1], workgroup[2]),
+            }])
+        };
         let passthrough =
             |words: Vec<u32>, workgroup: [u32; 3]| wgpu::ShaderModuleDescriptorPassthrough {
                 label: Some(name),
-                entry_points: std::borrow::Cow::Owned(vec![wgpu::PassthroughShaderEntryPoint {
-                    name: entry.to_string().into(),
-                    workgroup_size: (workgroup[0], workgroup[1], workgroup[2]),
-                }]),
+                entry_points: entry_point(workgroup),
                 spirv: Some(std::borrow::Cow::Owned(words)),
                 ..Default::default()
             };
+        let refuse = |language: RawLanguage| Error::Unsupported {
+            op: "launch_raw",
+            detail: format!(
+                "kernel `{name}` is {}, and this adapter does not take {} as it is (it runs \
+                 on {})",
+                language.name(),
+                language.name(),
+                language.runs_on()
+            ),
+        };
         let shader = match (code, &self.strict_spirv) {
+            (ShaderCode::Msl { workgroup }, _) => {
+                if self.passthrough != Some(RawLanguage::Msl) {
+                    return Err(refuse(RawLanguage::Msl));
+                }
+                // SAFETY: the signature was read and checked against the declared
+                // parameters when the kernel was made; the pipeline layout below numbers
+                // its buffers as its `[[buffer(i)]]` attributes do (wgpu's Metal backend
+                // assigns buffer indices in bind-group order). What it does inside its
+                // buffers is the caller's code, run as written (the documented contract
+                // of RawKernel::msl).
+                unsafe {
+                    self.device.create_shader_module_passthrough(
+                        wgpu::ShaderModuleDescriptorPassthrough {
+                            label: Some(name),
+                            entry_points: entry_point(workgroup),
+                            msl: Some(module.source.as_str().into()),
+                            ..Default::default()
+                        },
+                    )
+                }
+            }
             (ShaderCode::Spirv { words, workgroup }, _) => {
-                if !self.passthrough {
-                    return Err(Error::Unsupported {
-                        op: "launch_raw",
-                        detail: format!(
-                            "kernel `{name}` is SPIR-V, and this adapter does not take SPIR-V as \
-                             it is (it runs on {})",
-                            RawLanguage::Spirv.runs_on()
-                        ),
-                    });
+                if self.passthrough != Some(RawLanguage::Spirv) {
+                    return Err(refuse(RawLanguage::Spirv));
                 }
                 // SAFETY: the module passed naga's SPIR-V reader and validator when the
                 // kernel was made, and its interface was checked against the declared
@@ -283,12 +310,18 @@ impl WgpuBackend {
                     uniform_size: if raw.uniform_binding.is_some() { 16 } else { 0 },
                     violation_binding: None,
                 };
-                let code = match &raw.spirv {
-                    Some(words) => ShaderCode::Spirv {
+                let code = match (&raw.spirv, raw.language) {
+                    (Some(words), _) => ShaderCode::Spirv {
                         words,
                         workgroup: raw.workgroup_size.unwrap_or([1; 3]),
                     },
-                    None => {
+                    (None, RawLanguage::Msl) => {
+                        dotcompute_hal::dump::dump_source(program, "", "metal", "//", &raw.text)?;
+                        ShaderCode::Msl {
+                            workgroup: raw.workgroup_size.unwrap_or([1; 3]),
+                        }
+                    }
+                    (None, _) => {
                         dotcompute_hal::dump::dump_source(program, "", "wgsl", "//", &raw.text)?;
                         ShaderCode::Wgsl
                     }

@@ -176,6 +176,8 @@ enum ShaderCode<'a> {
         words: &'a [u32],
         workgroup: [u32; 3],
     },
+    /// Hand-written MSL (the interface's source), passed through as it is.
+    Msl { workgroup: [u32; 3] },
 }
 
 /// (program, group size, dynamic shared length, view offsets, checked, form).
@@ -265,8 +267,9 @@ pub struct WgpuBackend {
     /// `None` elsewhere (Metal, DX12, adapters without passthrough, or
     /// `DOTCOMPUTE_WGPU_FLOAT=relaxed`), where WGSL goes through wgpu as it is.
     strict_spirv: Option<dotcompute_codegen::spirv::StrictSpirv>,
-    /// Whether the device takes SPIR-V as it is (raw SPIR-V kernels).
-    passthrough: bool,
+    /// The language the device takes as it is (raw SPIR-V kernels on Vulkan, raw MSL on
+    /// Metal), if any.
+    passthrough: Option<dotcompute_hal::RawLanguage>,
     /// llvmpipe (lavapipe) ends a thread's loops after 65,535 trips in all and the loop
     /// just exits: kernels with loops count their trips there and a thread past this
     /// budget makes the launch an error ([`wgsl::WgslOptions::loop_budget`]). The margin
@@ -371,8 +374,8 @@ impl WgpuBackend {
             }
         }
         let strict_spirv = float_mode()?.then(|| strict_spirv(&adapter)).flatten();
-        let passthrough = spirv_passthrough(&adapter);
-        if passthrough {
+        let passthrough = adapter::passthrough_language(&adapter);
+        if passthrough.is_some() {
             required_features |= wgpu::Features::PASSTHROUGH_SHADERS;
         }
         let cache_path = pipeline_cache::path_for(&adapter);

@@ -104,6 +104,7 @@ impl RawKernel {
             .map_err(|log| compile_error(name, log))?;
         RawKernel::reflected(
             name,
+            "wgpu",
             &refl,
             params,
             (RawLanguage::Wgsl, source.into(), None, entry),
@@ -159,22 +160,159 @@ impl RawKernel {
         );
         RawKernel::reflected(
             name,
+            "wgpu",
             &refl,
             params,
             (RawLanguage::Spirv, summary, Some(words.into()), entry),
         )
     }
 
+    /// A Metal Shading Language kernel: `kernel void <entry>(...)` in `source`, run with
+    /// `group` threads per threadgroup (MSL declares no group size; every launch of the
+    /// kernel uses this one, a different `Launch` group is an error). It runs on the native
+    /// Metal backend, and on wgpu devices whose adapter is Metal with passthrough
+    /// ([`Capabilities::raw_languages`](crate::Capabilities) lists [`RawLanguage::Msl`]);
+    /// launching it elsewhere is an error naming where it runs.
+    ///
+    /// The conventions are those of [`RawKernel::wgsl`], in MSL's words: buffer parameter
+    /// *i* is `device T* name [[buffer(i)]]` (`const device T*` or `constant T*` when
+    /// read-only); the scalars, if any, are one `constant S& name [[buffer(n)]]` after the
+    /// last buffer, where `S` is a struct of the source whose fields are the scalars in
+    /// order (`float`, `int`, `uint`; a `bool` is a `uint`); thread positions
+    /// (`[[thread_position_in_grid]]` and the other five of `dotcompute_codegen::msl_raw`)
+    /// come after the buffers. The signature is read now (MSL has no reflection without
+    /// Apple's compiler) and every mismatch with `params` is an [`Error::Compile`] naming
+    /// the argument; the body is compiled by Metal at the first launch. Threads are
+    /// dispatched as whole groups covering the grid, and the kernel checks its own bounds
+    /// (pass lengths as scalars). What runs is the source as written.
+    ///
+    /// ```
+    /// use dotcompute::{RawKernel, RawParam, RawLanguage, ir::ScalarType};
+    /// let saxpy = RawKernel::msl("saxpy", "
+    ///     #include <metal_stdlib>
+    ///     using namespace metal;
+    ///     struct Params { float a; uint n; };
+    ///     kernel void saxpy(const device float* x [[buffer(0)]],
+    ///                       device float* y [[buffer(1)]],
+    ///                       constant Params& p [[buffer(2)]],
+    ///                       uint id [[thread_position_in_grid]]) {
+    ///         if (id < p.n) { y[id] = p.a * x[id] + y[id]; }
+    ///     }", "saxpy", [64, 1, 1], &[
+    ///     RawParam::buffer("x", ScalarType::F32),
+    ///     RawParam::buffer_mut("y", ScalarType::F32),
+    ///     RawParam::scalar("a", ScalarType::F32),
+    ///     RawParam::scalar("n", ScalarType::U32),
+    /// ]).unwrap();
+    /// assert_eq!(saxpy.language(), RawLanguage::Msl);
+    /// // A scalar the block does not hold is refused now, not at the launch.
+    /// let e = RawKernel::msl("saxpy", "struct Params { float a; };
+    ///     kernel void saxpy(constant Params& p [[buffer(0)]]) {}", "saxpy", [64, 1, 1], &[
+    ///     RawParam::scalar("a", ScalarType::F32),
+    ///     RawParam::scalar("n", ScalarType::U32),
+    /// ]).unwrap_err();
+    /// assert!(e.to_string().contains("2 scalar parameter"), "{e}");
+    /// ```
+    pub fn msl(
+        name: &str,
+        source: &str,
+        entry: &str,
+        group: [u32; 3],
+        params: &[RawParam],
+    ) -> Result<RawKernel> {
+        use dotcompute_codegen::msl_raw::{reflect, MslArg};
+        let compile = |log: String| raw_compile_error(name, "metal", log);
+        if group.contains(&0) || group.iter().map(|&g| g as u64).product::<u64>() > 1024 {
+            return Err(Error::InvalidGroupSize {
+                kernel: name.into(),
+                detail: format!(
+                    "{group:?}: a threadgroup has 1 to 1024 threads (Metal's largest), none \
+                     of its dimensions 0"
+                ),
+            });
+        }
+        let args = reflect(source, entry).map_err(compile)?;
+        if let Some(late) = args
+            .iter()
+            .skip_while(|a| !matches!(a, MslArg::Position { .. }))
+            .find(|a| !matches!(a, MslArg::Position { .. }))
+        {
+            return Err(compile(format!(
+                "`{entry}` takes {late:?} after a thread-position attribute; dotcompute's \
+                 hand-written MSL takes its buffers first"
+            )));
+        }
+        let mut refl = dotcompute_codegen::Reflection {
+            workgroup_size: group,
+            storage: Vec::new(),
+            uniform: None,
+            workgroup_bytes: 0,
+        };
+        for arg in &args {
+            match arg {
+                MslArg::Buffer {
+                    index,
+                    elem,
+                    read_only,
+                    ..
+                } => refl.storage.push((*index, *read_only, *elem)),
+                MslArg::Block { index, fields, .. } => {
+                    let scalars: Vec<ScalarType> = params
+                        .iter()
+                        .filter_map(|p| match p {
+                            RawParam::Scalar { ty, .. } => Some(*ty),
+                            RawParam::Buffer { .. } => None,
+                        })
+                        .collect();
+                    // A bool travels as a uint; the block must hold each scalar in order.
+                    let word = |t: ScalarType| {
+                        if t == ScalarType::Bool {
+                            ScalarType::U32
+                        } else {
+                            t
+                        }
+                    };
+                    if let Some(i) = (0..scalars.len().min(fields.len()))
+                        .find(|&i| word(scalars[i]) != fields[i])
+                    {
+                        return Err(compile(format!(
+                            "scalar parameter {i} is {}, but field {i} of the block at \
+                             [[buffer({index})]] is {}",
+                            scalars[i], fields[i]
+                        )));
+                    }
+                    if fields.len() != scalars.len() {
+                        return Err(compile(format!(
+                            "{} scalar parameter(s) were given; the block at \
+                             [[buffer({index})]] has {} field(s)",
+                            scalars.len(),
+                            fields.len()
+                        )));
+                    }
+                    refl.uniform = Some((*index, 4 * fields.len() as u32));
+                }
+                MslArg::Position { .. } => {}
+            }
+        }
+        refl.storage.sort_by_key(|s| s.0);
+        RawKernel::reflected(
+            name,
+            "metal",
+            &refl,
+            params,
+            (RawLanguage::Msl, source.into(), None, entry),
+        )
+    }
+
     /// A kernel whose interface was reflected from its module: `params` checked against
     /// `refl`; `code` is the language, text, SPIR-V words and entry point of its source.
-    #[cfg(feature = "wgpu")]
     fn reflected(
         name: &str,
-        refl: &dotcompute_codegen::naga_out::Reflection,
+        backend: &str,
+        refl: &dotcompute_codegen::Reflection,
         params: &[RawParam],
         code: (RawLanguage, String, Option<std::sync::Arc<[u32]>>, &str),
     ) -> Result<RawKernel> {
-        let compile = |log: String| compile_error(name, log);
+        let compile = |log: String| raw_compile_error(name, backend, log);
         let (language_kind, text, spirv, entry) = code;
         let language = language_kind.name();
         let mut ir_params = Vec::new();
@@ -404,9 +542,14 @@ impl RawKernel {
 /// A raw kernel's compile error on the wgpu backend.
 #[cfg(feature = "wgpu")]
 fn compile_error(kernel: &str, log: String) -> Error {
+    raw_compile_error(kernel, "wgpu", log)
+}
+
+/// A raw kernel's compile error on `backend`.
+fn raw_compile_error(kernel: &str, backend: &str, log: String) -> Error {
     Error::Compile {
         kernel: kernel.into(),
-        backend: "wgpu".into(),
+        backend: backend.into(),
         log,
     }
 }

@@ -114,6 +114,7 @@ pub(crate) fn program_source(
         let own = match raw.language {
             RawLanguage::Wgsl => Some(Target::Wgsl),
             RawLanguage::Cuda => Some(Target::Cuda),
+            RawLanguage::Msl => Some(Target::Msl),
             // Binary: no text form among the targets.
             RawLanguage::Spirv => None,
         };

@@ -83,7 +83,7 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             // MSL 3.0 and Apple7+).
             atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
             timestamps: true,
-            raw_languages: Vec::new(),
+            raw_languages: vec![dotcompute_hal::RawLanguage::Msl],
             concurrent_streams: true,
             native_graphs: false,
             // MPS only where it supports this device (GitHub's paravirtual GPU does not:

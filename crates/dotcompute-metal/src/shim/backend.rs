@@ -64,7 +64,7 @@ impl ShimBackend {
             f16: true,
             atomic_f32_add: AtomicF32Add::CompareExchangeLoop,
             timestamps: false,
-            raw_languages: Vec::new(),
+            raw_languages: vec![dotcompute_hal::RawLanguage::Msl],
             concurrent_streams: false,
             native_graphs: false,
             blas: Vec::new(),

@@ -128,7 +128,8 @@ fn trampoline(module: &MslModule) -> String {
         let arg = match binding {
             MslBinding::Param { index, .. }
             | MslBinding::Info { index }
-            | MslBinding::ViolationRecord { index } => {
+            | MslBinding::ViolationRecord { index }
+            | MslBinding::Scalars { index } => {
                 match ty.strip_suffix('&') {
                     // `constant T&`: setBytes memory, read through a pointer.
                     Some(value) => format!("*({value}*)dc_buffers[{index}]"),
@@ -139,18 +140,23 @@ fn trampoline(module: &MslModule) -> String {
         };
         args.push(arg);
     }
-    for a in &module.attributes {
-        args.push(
-            match a {
-                MslAttribute::ThreadPositionInGrid => "t->global",
-                MslAttribute::ThreadPositionInThreadgroup => "t->local",
-                MslAttribute::ThreadgroupPositionInGrid => "t->group",
-                MslAttribute::ThreadgroupsPerGrid => "t->groups",
-                MslAttribute::ThreadsPerSimdgroup => "t->simd_size",
-                MslAttribute::ThreadIndexInSimdgroup => "t->simd_lane",
-            }
-            .to_string(),
-        );
+    for (a, ty) in module.attributes.iter().zip(&module.attribute_types) {
+        let value = match a {
+            MslAttribute::ThreadPositionInGrid => "t->global",
+            MslAttribute::ThreadPositionInThreadgroup => "t->local",
+            MslAttribute::ThreadgroupPositionInGrid => "t->group",
+            MslAttribute::ThreadgroupsPerGrid => "t->groups",
+            MslAttribute::ThreadsPerSimdgroup => "t->simd_size",
+            MslAttribute::ThreadIndexInSimdgroup => "t->simd_lane",
+        };
+        // A position declared as a scalar (`uint id [[thread_position_in_grid]]`) is its
+        // x component, as in Metal.
+        let vector = a.declared_type() == "uint3";
+        args.push(if vector && !ty.ends_with('3') {
+            format!("{value}.x")
+        } else {
+            value.to_string()
+        });
     }
     let mut out = String::new();
     let _ = write!(
@@ -187,11 +193,21 @@ fn expected_attributes(module: &MslModule) -> Vec<String> {
         .map(|b| match b {
             MslBinding::Param { index, .. }
             | MslBinding::Info { index }
-            | MslBinding::ViolationRecord { index } => format!("buffer({index})"),
+            | MslBinding::ViolationRecord { index }
+            | MslBinding::Scalars { index } => format!("buffer({index})"),
             MslBinding::Threadgroup { index, .. } => format!("threadgroup({index})"),
         })
         .chain(module.attributes.iter().map(|a| a.spelling().to_string()))
         .collect()
+}
+
+/// Whether `source` declares anything in the `threadgroup` address space (the word on its
+/// own: not `threadgroup_barrier` or `[[threadgroup_position_in_grid]]`).
+fn uses_threadgroup_memory(source: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    source
+        .match_indices("threadgroup")
+        .any(|(at, w)| !source[..at].ends_with(word) && !source[at + w.len()..].starts_with(word))
 }
 
 fn cache_dir() -> PathBuf {
@@ -220,7 +236,32 @@ impl ShimLibrary {
                 broken.join("\n")
             )));
         }
-        let (source, found) = strip_attributes(&module.source);
+        if module.raw && uses_threadgroup_memory(&module.source) {
+            // A `threadgroup` variable declared in a function body would be one per
+            // thread here (each thread is a C++ call): refused rather than run wrongly.
+            return Err(fail(
+                "the shim cannot run a hand-written kernel that uses threadgroup memory \
+                 (Metal itself can)"
+                    .into(),
+            ));
+        }
+        let (source, mut found) = strip_attributes(&module.source);
+        if module.raw {
+            // A hand-written source may carry other attributes (`[[kernel]]`, on other
+            // functions): only the binding and position ones are compared.
+            let positions = [
+                MslAttribute::ThreadPositionInGrid,
+                MslAttribute::ThreadPositionInThreadgroup,
+                MslAttribute::ThreadgroupPositionInGrid,
+                MslAttribute::ThreadgroupsPerGrid,
+                MslAttribute::ThreadsPerSimdgroup,
+                MslAttribute::ThreadIndexInSimdgroup,
+            ];
+            found.retain(|a| {
+                let a = a.trim();
+                a.starts_with("buffer(") || positions.iter().any(|p| p.spelling() == a)
+            });
+        }
         let expected = expected_attributes(module);
         if found != expected {
             return Err(fail(format!(
@@ -302,7 +343,8 @@ impl ShimLibrary {
             _library: library,
             entry,
             module: module.clone(),
-            meets: kernel.uses_barrier() || kernel.uses_subgroups(),
+            // A hand-written kernel's body is not IR: assume it meets.
+            meets: module.raw || kernel.uses_barrier() || kernel.uses_subgroups(),
             kernel: kernel.clone(),
         })
     }
@@ -364,7 +406,8 @@ impl ShimLibrary {
             match *binding {
                 MslBinding::Param { index, .. }
                 | MslBinding::Info { index }
-                | MslBinding::ViolationRecord { index } => {
+                | MslBinding::ViolationRecord { index }
+                | MslBinding::Scalars { index } => {
                     if slots[index as usize].is_null() {
                         return Err(refuse(format!(
                             "buffer index {index} is read by the kernel but was never bound"

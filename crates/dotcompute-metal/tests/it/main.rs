@@ -3,6 +3,7 @@
 
 mod conformance;
 mod random_kernels;
+mod raw_msl;
 mod strict_shim;
 mod wrong_plans;
 

@@ -14,6 +14,7 @@ mod host_transfers;
 mod launch_reuse;
 mod long_loops;
 mod profiling;
+mod raw_msl;
 mod raw_spirv;
 mod raw_wgsl;
 mod registry;
