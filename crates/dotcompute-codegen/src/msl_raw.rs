@@ -44,7 +44,7 @@ pub enum MslArg {
 }
 
 /// The attributes a hand-written kernel may take, by spelling.
-const POSITIONS: [MslAttribute; 6] = [
+pub const POSITIONS: [MslAttribute; 6] = [
     MslAttribute::ThreadPositionInGrid,
     MslAttribute::ThreadPositionInThreadgroup,
     MslAttribute::ThreadgroupPositionInGrid,

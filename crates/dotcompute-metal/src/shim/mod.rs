@@ -249,14 +249,7 @@ impl ShimLibrary {
         if module.raw {
             // A hand-written source may carry other attributes (`[[kernel]]`, on other
             // functions): only the binding and position ones are compared.
-            let positions = [
-                MslAttribute::ThreadPositionInGrid,
-                MslAttribute::ThreadPositionInThreadgroup,
-                MslAttribute::ThreadgroupPositionInGrid,
-                MslAttribute::ThreadgroupsPerGrid,
-                MslAttribute::ThreadsPerSimdgroup,
-                MslAttribute::ThreadIndexInSimdgroup,
-            ];
+            let positions = dotcompute_codegen::msl_raw::POSITIONS;
             found.retain(|a| {
                 let a = a.trim();
                 a.starts_with("buffer(") || positions.iter().any(|p| p.spelling() == a)
