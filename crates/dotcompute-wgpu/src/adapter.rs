@@ -164,6 +164,7 @@ pub(crate) fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
 /// Whether the adapter takes SPIR-V as it is (Vulkan with wgpu's passthrough, not
 /// turned off through [`DISABLE_ENV`]): raw SPIR-V kernels, and the strict SPIR-V of
 /// generated ones.
+#[cfg(not(any(target_arch = "wasm32", target_vendor = "apple")))]
 pub(crate) fn spirv_passthrough(adapter: &wgpu::Adapter) -> bool {
     passthrough_language(adapter) == Some(RawLanguage::Spirv)
 }
