@@ -257,6 +257,14 @@ pub fn timed_run(device: &Device, f: &mut dyn FnMut() -> Res<()>) -> Res<(Durati
     device.set_profiling(false);
     let timings = device.take_timings();
     outcome?;
+    if std::env::var("DOTCOMPUTE_BENCH_KERNELS").is_ok_and(|v| v == "1") {
+        // Diagnostics: each measured run's operations and their times, in order.
+        let list: Vec<String> = timings
+            .iter()
+            .map(|t| format!("{} {:.1}", t.label, t.duration.as_secs_f64() * 1e6))
+            .collect();
+        eprintln!("kernels [{}]: {}", device.label(), list.join(" | "));
+    }
     if !timings.is_empty() && timings.iter().all(|t| t.device_time) {
         // A benchmark may reset an accumulator or read a result back inside the run (to
         // check every launch): those operations are not the work measured.
