@@ -15,6 +15,7 @@ use crate::types::{Literal, ScalarType, Type};
 use crate::validate::validate;
 use thiserror::Error;
 
+mod constants;
 mod control;
 mod ops;
 mod typing;
@@ -444,6 +445,7 @@ impl Builder {
             return self.err("internal: unclosed block");
         }
         self.kernel.body = self.frames.pop().unwrap().1;
+        constants::propagate_constants(&mut self.kernel);
         validate(&self.kernel).map_err(|e| BuildError {
             kernel: self.kernel.name.clone(),
             line: 0,

@@ -70,3 +70,88 @@ fn unrolled_grid_stride_loops_match_the_cpu_bit_for_bit() {
         }
     }
 }
+
+/// `fixed` when it is not 0, else `runtime`: how a generic kernel picks its compile-time
+/// tile size or a run-time one (`dotcompute-ops` has the same helper).
+#[kernel_fn]
+fn fixed_or(fixed: u32, runtime: u32) -> u32 {
+    let mut count = fixed;
+    if fixed == 0 {
+        count = runtime;
+    }
+    count
+}
+
+/// Sums `ITEMS` (or `items`) strided elements per thread.
+#[kernel]
+fn strided_sums<const ITEMS: u32>(x: &[u32], out: &mut [u32], n: u32, items: u32) {
+    let count = fixed_or(ITEMS, items);
+    let t = global_id().x;
+    let mut acc = 0u32;
+    for r in 0..count {
+        let i = r * 256 + t;
+        if i < n {
+            acc += x[i];
+        }
+    }
+    if t < 256 {
+        out[t] = acc;
+    }
+}
+
+/// A host constant passed through a kernel function reaches the loop as a literal bound
+/// (the builder's constant propagation), so the WGSL printer writes the loop out: the
+/// loads of a thread's items are then issued together, not one per trip (a rolled loop
+/// made `dotcompute-ops`' scan 5–21× slower on NVIDIA Vulkan than on CUDA). With 0 the
+/// bound stays the run-time parameter. Both give every element right on every backend.
+#[test]
+fn host_constants_through_kernel_functions_become_literal_loop_bounds() {
+    use dotcompute::ir::{ExprKind, Stmt};
+    let loop_end = |k: &dotcompute::ir::Kernel| {
+        let mut end = None;
+        dotcompute::ir::walk_stmts(&k.body, &mut |s| {
+            if let Stmt::For { end: e, .. } = s {
+                end = Some(e.kind.clone());
+            }
+        });
+        end.expect("one loop")
+    };
+    let fixed = strided_sums::kernel::<8>().ir().unwrap();
+    assert!(
+        matches!(loop_end(fixed), ExprKind::Literal(_)),
+        "{:?}",
+        loop_end(fixed)
+    );
+    let runtime = strided_sums::kernel::<0>().ir().unwrap();
+    assert!(!matches!(loop_end(runtime), ExprKind::Literal(_)));
+    let seed = common::seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = 8 * 256 - 37;
+    let x: Vec<u32> = (0..n).map(|_| rng.u32(0..1000)).collect();
+    let want: Vec<u32> = (0..256)
+        .map(|t| {
+            (0..8)
+                .map(|r| r * 256 + t)
+                .filter(|&i| i < n)
+                .map(|i| x[i])
+                .sum()
+        })
+        .collect();
+    for d in common::devices() {
+        let dx = d.upload(&x).unwrap();
+        for fixed in [true, false] {
+            let mut out = d.alloc_filled(256, u32::MAX).unwrap();
+            let launch = Launch::threads(256);
+            if fixed {
+                strided_sums::launch::<8>(&d, launch, &dx, &mut out, n as u32, 0).unwrap();
+            } else {
+                strided_sums::launch::<0>(&d, launch, &dx, &mut out, n as u32, 8).unwrap();
+            }
+            assert_eq!(
+                out.to_vec().unwrap(),
+                want,
+                "{d:?}, fixed {fixed} (seed {seed})"
+            );
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Constant propagation over a built kernel: a local that holds one literal for the whole
+//! kernel (its `let` initialiser, never assigned) becomes that literal where it is used.
+//!
+//! Host constants reach kernels through locals: a kernel function's parameters are locals
+//! bound to its arguments (`fixed_or(ITEMS, items)` in `dotcompute-ops`), and a generic
+//! kernel keeps its tile sizes in `let`s. Until they are literals, a loop bounded by one
+//! has no constant trip count in the IR, so the WGSL printer cannot write it out (NVRTC
+//! folds such locals itself; NVIDIA's Vulkan compiler gets a loop with naga's iteration
+//! counter). The pass repeats until nothing changes: substitute, fold integer arithmetic
+//! and comparisons of literals (the builder's own rules), keep the taken arm of an `if`
+//! on a constant (which can leave more locals unassigned).
+
+use super::{fold_condition, fold_u32};
+use crate::kernel::*;
+use crate::types::Literal;
+use std::collections::{HashMap, HashSet};
+
+/// Propagates constant locals through `kernel`'s body until nothing changes.
+pub(crate) fn propagate_constants(kernel: &mut Kernel) {
+    // Each round removes at least one local from the set of candidates or one `if`, so
+    // the number of rounds is bounded; the cap only guards against a defect here.
+    for _ in 0..64 {
+        let constants = constant_locals(&kernel.body);
+        let mut changed = false;
+        rewrite_exprs(&mut kernel.body, &mut |e| {
+            changed |= substitute_and_fold(e, &constants);
+        });
+        changed |= keep_taken_arms(&mut kernel.body);
+        if !changed {
+            return;
+        }
+    }
+}
+
+/// Locals initialised with a literal and written nowhere else.
+fn constant_locals(body: &[Stmt]) -> HashMap<u32, Literal> {
+    let mut literal = HashMap::new();
+    let mut written = HashSet::new();
+    walk_stmts(body, &mut |s| match s {
+        Stmt::Let {
+            local,
+            init:
+                Some(Expr {
+                    kind: ExprKind::Literal(l),
+                    ..
+                }),
+        } => {
+            literal.insert(*local, *l);
+        }
+        Stmt::Let { local, init: None } | Stmt::Assign { local, .. } => {
+            written.insert(*local);
+        }
+        Stmt::Atomic {
+            result: Some(local),
+            ..
+        }
+        | Stmt::For { var: local, .. } => {
+            written.insert(*local);
+        }
+        _ => {}
+    });
+    literal.retain(|local, _| !written.contains(local));
+    literal
+}
+
+/// Replaces a constant local by its literal, or folds an operation on literals; whether
+/// `e` changed.
+fn substitute_and_fold(e: &mut Expr, constants: &HashMap<u32, Literal>) -> bool {
+    let folded = match &e.kind {
+        ExprKind::Local(id) => constants.get(id).copied(),
+        ExprKind::Binary(op, a, b) => fold_u32(*op, a, b)
+            .map(Literal::U32)
+            .or_else(|| fold_condition(*op, a, b).map(Literal::Bool)),
+        ExprKind::Unary(UnaryOp::Not, a) => match a.kind {
+            ExprKind::Literal(Literal::Bool(b)) => Some(Literal::Bool(!b)),
+            _ => None,
+        },
+        _ => None,
+    };
+    match folded {
+        // A local's literal has the local's type (the builder coerced the initialiser).
+        Some(l) if l.ty() == e.ty.scalar && !e.ty.is_vector() => {
+            e.kind = ExprKind::Literal(l);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Replaces each `if` on a boolean literal by the statements of the arm it takes (as the
+/// builder does, and under the same rule: an arm that jumps stays in its `if`); whether
+/// anything changed.
+fn keep_taken_arms(block: &mut Vec<Stmt>) -> bool {
+    let mut changed = false;
+    let mut out = Vec::with_capacity(block.len());
+    for mut s in block.drain(..) {
+        match &mut s {
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                changed |= keep_taken_arms(then);
+                changed |= keep_taken_arms(otherwise);
+                if let ExprKind::Literal(Literal::Bool(taken)) = cond.kind {
+                    let arm = std::mem::take(if taken { then } else { otherwise });
+                    let jumps = arm
+                        .iter()
+                        .any(|s| matches!(s, Stmt::Return | Stmt::Break | Stmt::Continue));
+                    if !jumps {
+                        out.extend(arm);
+                        changed = true;
+                        continue;
+                    }
+                    if !taken || !otherwise.is_empty() {
+                        *then = arm;
+                        otherwise.clear();
+                        *cond = Expr {
+                            ty: cond.ty,
+                            kind: ExprKind::Literal(Literal::Bool(true)),
+                        };
+                        changed = true;
+                    } else {
+                        *then = arm;
+                    }
+                }
+            }
+            Stmt::For { body, .. } | Stmt::Loop { body } => changed |= keep_taken_arms(body),
+            _ => {}
+        }
+        out.push(s);
+    }
+    *block = out;
+    changed
+}
