@@ -32,34 +32,39 @@ pub(crate) fn propagate_constants(kernel: &mut Kernel) {
     }
 }
 
-/// Locals initialised with a literal and written nowhere else.
+/// Locals every write of which stores one and the same literal: a `let` of a literal never
+/// assigned, or a `let` without a value assigned that literal only (the builder's slot for
+/// `if ... { A } else { B }` as a value, once the `if` kept one arm). A kernel's Rust body
+/// cannot read a local before its first write (rustc checks it, and the CPU backend
+/// compiles the same body), so every read sees that literal.
 fn constant_locals(body: &[Stmt]) -> HashMap<u32, Literal> {
-    let mut literal = HashMap::new();
-    let mut written = HashSet::new();
+    let mut literal: HashMap<u32, Literal> = HashMap::new();
+    let mut varying = HashSet::new();
+    let mut write = |local: u32, value: Option<&Expr>| match value.map(|e| &e.kind) {
+        Some(ExprKind::Literal(l)) => {
+            if *literal.entry(local).or_insert(*l) != *l {
+                varying.insert(local);
+            }
+        }
+        _ => {
+            varying.insert(local);
+        }
+    };
     walk_stmts(body, &mut |s| match s {
+        Stmt::Let { init: None, .. } => {}
         Stmt::Let {
             local,
-            init:
-                Some(Expr {
-                    kind: ExprKind::Literal(l),
-                    ..
-                }),
-        } => {
-            literal.insert(*local, *l);
+            init: Some(value),
         }
-        Stmt::Let { local, init: None } | Stmt::Assign { local, .. } => {
-            written.insert(*local);
-        }
+        | Stmt::Assign { local, value } => write(*local, Some(value)),
         Stmt::Atomic {
             result: Some(local),
             ..
         }
-        | Stmt::For { var: local, .. } => {
-            written.insert(*local);
-        }
+        | Stmt::For { var: local, .. } => write(*local, None),
         _ => {}
     });
-    literal.retain(|local, _| !written.contains(local));
+    literal.retain(|local, _| !varying.contains(local));
     literal
 }
 

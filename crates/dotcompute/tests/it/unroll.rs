@@ -99,6 +99,23 @@ fn strided_sums<const ITEMS: u32>(x: &[u32], out: &mut [u32], n: u32, items: u32
     }
 }
 
+/// The same count chosen by an `if` used as a value.
+#[kernel]
+fn strided_sums_if<const ITEMS: u32>(x: &[u32], out: &mut [u32], n: u32, items: u32) {
+    let count = if ITEMS == 0 { items } else { ITEMS };
+    let t = global_id().x;
+    let mut acc = 0u32;
+    for r in 0..count {
+        let i = r * 256 + t;
+        if i < n {
+            acc += x[i];
+        }
+    }
+    if t < 256 {
+        out[t] = acc;
+    }
+}
+
 /// A host constant passed through a kernel function reaches the loop as a literal bound
 /// (the builder's constant propagation), so the WGSL printer writes the loop out: the
 /// loads of a thread's items are then issued together, not one per trip (a rolled loop
@@ -123,6 +140,14 @@ fn host_constants_through_kernel_functions_become_literal_loop_bounds() {
         loop_end(fixed)
     );
     let runtime = strided_sums::kernel::<0>().ir().unwrap();
+    assert!(!matches!(loop_end(runtime), ExprKind::Literal(_)));
+    let chosen = strided_sums_if::kernel::<8>().ir().unwrap();
+    assert!(
+        matches!(loop_end(chosen), ExprKind::Literal(_)),
+        "{:?}",
+        loop_end(chosen)
+    );
+    let runtime = strided_sums_if::kernel::<0>().ir().unwrap();
     assert!(!matches!(loop_end(runtime), ExprKind::Literal(_)));
     let seed = common::seed();
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -151,6 +176,17 @@ fn host_constants_through_kernel_functions_become_literal_loop_bounds() {
                 out.to_vec().unwrap(),
                 want,
                 "{d:?}, fixed {fixed} (seed {seed})"
+            );
+            let mut out = d.alloc_filled(256, u32::MAX).unwrap();
+            if fixed {
+                strided_sums_if::launch::<8>(&d, launch, &dx, &mut out, n as u32, 0).unwrap();
+            } else {
+                strided_sums_if::launch::<0>(&d, launch, &dx, &mut out, n as u32, 8).unwrap();
+            }
+            assert_eq!(
+                out.to_vec().unwrap(),
+                want,
+                "{d:?}, if, fixed {fixed} (seed {seed})"
             );
         }
     }
