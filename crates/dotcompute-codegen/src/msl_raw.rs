@@ -18,7 +18,7 @@
 //! Metal encoders and the Linux shim take.
 
 use crate::msl::{MslAttribute, MslBinding, MslModule};
-use dotcompute_ir::{Kernel, Param, ScalarType, Type};
+use dotcompute_ir::{Kernel, ScalarType, Type};
 
 /// One argument of a hand-written kernel function, in declaration order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -218,7 +218,8 @@ fn block_fields(source: &str, name: &str) -> Result<Vec<ScalarType>, String> {
     Ok(fields)
 }
 
-/// Reads the interface of `kernel void <entry>(...)` in `source`.
+/// Reads the interface of `kernel void <entry>(...)` in `source`; a buffer argument after
+/// a thread-position one is an error (the conventions above).
 pub fn reflect(source: &str, entry: &str) -> Result<Vec<MslArg>, String> {
     let source = strip_comments(source);
     let list = signature(&source, entry)?;
@@ -246,6 +247,13 @@ pub fn reflect(source: &str, entry: &str) -> Result<Vec<MslArg>, String> {
             .strip_prefix("buffer(")
             .and_then(|r| r.strip_suffix(')'))
         {
+            if matches!(args.last(), Some(MslArg::Position { .. })) {
+                return Err(format!(
+                    "argument `{arg}` of `{entry}` comes after a thread-position attribute; \
+                     dotcompute's hand-written MSL takes its buffers first (the order the \
+                     Linux shim calls the function in)"
+                ));
+            }
             let index: u32 = index.trim().parse().map_err(|_| {
                 format!("argument `{arg}`: `[[{attribute}]]` is not a buffer index")
             })?;
@@ -307,13 +315,7 @@ pub fn reflect(source: &str, entry: &str) -> Result<Vec<MslArg>, String> {
 /// scalar block at the index after the buffers, then the thread-position attributes.
 pub fn raw_module(source: &str, entry: &str, kernel: &Kernel) -> Result<MslModule, String> {
     let args = reflect(source, entry)?;
-    let buffer_params: Vec<u32> = kernel
-        .params
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| matches!(p, Param::Buffer { .. }))
-        .map(|(i, _)| i as u32)
-        .collect();
+    let buffer_params: Vec<u32> = kernel.buffer_params().collect();
     let mut module = MslModule {
         source: source.to_string(),
         entry: entry.to_string(),
@@ -328,12 +330,6 @@ pub fn raw_module(source: &str, entry: &str, kernel: &Kernel) -> Result<MslModul
             MslArg::Position { attribute, ty } => {
                 module.attributes.push(attribute);
                 module.attribute_types.push(ty);
-            }
-            _ if !module.attributes.is_empty() => {
-                return Err(format!(
-                    "`{entry}` takes a thread-position attribute before a buffer; \
-                     dotcompute's hand-written MSL takes its buffers first"
-                ))
             }
             MslArg::Buffer { index, ty, .. } => {
                 let param = *buffer_params.get(index as usize).ok_or_else(|| {

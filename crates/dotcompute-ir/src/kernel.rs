@@ -462,6 +462,16 @@ impl Expr {
 }
 
 impl Kernel {
+    /// The positions of the buffer parameters among all parameters, in order (buffer
+    /// *i* of a hand-written kernel's bindings is parameter `buffer_params().nth(i)`).
+    pub fn buffer_params(&self) -> impl Iterator<Item = u32> + '_ {
+        self.params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p, Param::Buffer { .. }))
+            .map(|(i, _)| i as u32)
+    }
+
     /// Whether any statement is a `Barrier` (see [`crate::analysis::uses_barrier`]).
     pub fn uses_barrier(&self) -> bool {
         crate::analysis::uses_barrier(self)

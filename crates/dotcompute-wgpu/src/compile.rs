@@ -294,12 +294,7 @@ impl WgpuBackend {
         let pipeline = match cached {
             Some(p) => p,
             None => {
-                let buffer_params = kernel
-                    .params
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| matches!(p, Param::Buffer { .. }))
-                    .map(|(i, _)| i as u32);
+                let buffer_params = kernel.buffer_params();
                 let module = wgsl::WgslModule {
                     source: raw.text.clone(),
                     buffers: buffer_params

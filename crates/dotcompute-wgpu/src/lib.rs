@@ -56,7 +56,7 @@ use dotcompute_hal::{
     DeviceType, Error, LaunchRequest, Limits, LostFlag, MemoryStats, Queue, RawLanguage, Result,
     SizeClassPool, StreamId, StreamSet, Timing,
 };
-use dotcompute_ir::{Param, ScalarType};
+use dotcompute_ir::ScalarType;
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -231,16 +231,6 @@ impl RawKernel {
             });
         }
         let args = reflect(source, entry).map_err(compile)?;
-        if let Some(late) = args
-            .iter()
-            .skip_while(|a| !matches!(a, MslArg::Position { .. }))
-            .find(|a| !matches!(a, MslArg::Position { .. }))
-        {
-            return Err(compile(format!(
-                "`{entry}` takes {late:?} after a thread-position attribute; dotcompute's \
-                 hand-written MSL takes its buffers first"
-            )));
-        }
         let mut refl = dotcompute_codegen::Reflection {
             workgroup_size: group,
             storage: Vec::new(),

@@ -7,8 +7,9 @@
 //! has no constant trip count in the IR, so the WGSL printer cannot write it out (NVRTC
 //! folds such locals itself; NVIDIA's Vulkan compiler gets a loop with naga's iteration
 //! counter). The pass repeats until nothing changes: substitute, fold integer arithmetic
-//! and comparisons of literals (the builder's own rules), keep the taken arm of an `if`
-//! on a constant (which can leave more locals unassigned).
+//! (the builder's own rule, `fold_u32`) and comparisons and logic on literals
+//! (`fold_condition`), keep the taken arm of an `if` on a constant (which can leave more
+//! locals unassigned). It is the one place conditions on constants are folded.
 
 use super::{fold_condition, fold_u32};
 use crate::kernel::*;
@@ -92,9 +93,13 @@ fn substitute_and_fold(e: &mut Expr, constants: &HashMap<u32, Literal>) -> bool 
     }
 }
 
-/// Replaces each `if` on a boolean literal by the statements of the arm it takes (as the
-/// builder does, and under the same rule: an arm that jumps stays in its `if`); whether
-/// anything changed.
+/// Replaces each `if` on a boolean literal by the statements of the arm it takes, so
+/// every backend sees straight-line code (`if FUSED == 1` in a generic kernel: NVIDIA's
+/// Vulkan compiler does not fold such a branch cheaply when it stands in a loop body
+/// written out many times); whether anything changed. The arm's statements join the
+/// enclosing block (locals are numbered per kernel, so no name can clash); an arm that
+/// leaves its block early stays behind its (constant) condition, where it cannot make
+/// the statements after it unreachable text.
 fn keep_taken_arms(block: &mut Vec<Stmt>) -> bool {
     let mut changed = false;
     let mut out = Vec::with_capacity(block.len());

@@ -87,41 +87,22 @@ impl Builder {
     }
 
     pub fn end_if(&mut self) -> R<()> {
-        let (cond, then, otherwise) = match self.frames.pop() {
-            Some((Frame::Then { cond }, then)) => (cond, then, Vec::new()),
-            Some((Frame::Else { cond, then }, otherwise)) => (cond, then, otherwise),
+        let s = match self.frames.pop() {
+            Some((Frame::Then { cond }, then)) => Stmt::If {
+                cond,
+                then,
+                otherwise: Vec::new(),
+            },
+            Some((Frame::Else { cond, then }, otherwise)) => Stmt::If {
+                cond,
+                then,
+                otherwise,
+            },
             _ => return self.err("internal: end_if without if"),
         };
-        // A condition on host constants (`if FUSED == 1` in a generic kernel) keeps only
-        // the arm it takes, so every backend sees straight-line code: NVIDIA's Vulkan
-        // compiler does not fold such a branch cheaply when it stands in a loop body
-        // written out many times. The arm's statements join the enclosing block (locals
-        // are numbered per kernel, so no name can clash); an arm that leaves the block
-        // early stays behind its (constant) condition, where it cannot make the
-        // statements after it unreachable text.
-        if let ExprKind::Literal(Literal::Bool(taken)) = cond.kind {
-            let arm = if taken { then } else { otherwise };
-            let jumps = arm
-                .iter()
-                .any(|s| matches!(s, Stmt::Return | Stmt::Break | Stmt::Continue));
-            if !jumps {
-                for s in arm {
-                    self.push(s);
-                }
-                return Ok(());
-            }
-            self.push(Stmt::If {
-                cond,
-                then: arm,
-                otherwise: Vec::new(),
-            });
-            return Ok(());
-        }
-        self.push(Stmt::If {
-            cond,
-            then,
-            otherwise,
-        });
+        // An `if` on host constants keeps only its taken arm when the kernel is finished
+        // (`constants::propagate_constants`), with every other constant it then exposes.
+        self.push(s);
         Ok(())
     }
 

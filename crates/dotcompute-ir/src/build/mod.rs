@@ -43,7 +43,8 @@ fn fold_u32(op: BinaryOp, a: &Expr, b: &Expr) -> Option<u32> {
 
 /// `a op b` for two integer literals of one type and a comparison `op`, or two boolean
 /// literals and a logical `op`: the condition of `if FUSED == 1` in a generic kernel is
-/// then a constant, and the builder keeps only the arm it takes.
+/// then a constant, and the finished kernel keeps only the arm it takes
+/// ([`constants`]).
 fn fold_condition(op: BinaryOp, a: &Expr, b: &Expr) -> Option<bool> {
     let (ExprKind::Literal(x), ExprKind::Literal(y)) = (&a.kind, &b.kind) else {
         return None;

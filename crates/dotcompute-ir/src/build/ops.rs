@@ -53,9 +53,6 @@ impl Builder {
             let sym = if op == UnaryOp::Neg { "-" } else { "!" };
             return self.err(format!("unary `{sym}` is not defined on {}", a.ty));
         }
-        if let (UnaryOp::Not, ExprKind::Literal(Literal::Bool(b))) = (op, &a.kind) {
-            return Ok(V::lit(Literal::Bool(!b)));
-        }
         Ok(V::Typed(Expr {
             ty: a.ty,
             kind: ExprKind::Unary(op, Box::new(a)),
@@ -104,9 +101,6 @@ impl Builder {
         }
         if let Some(folded) = fold_u32(op, &a, &b) {
             return Ok(V::lit(Literal::U32(folded)));
-        }
-        if let Some(folded) = fold_condition(op, &a, &b) {
-            return Ok(V::lit(Literal::Bool(folded)));
         }
         Ok(V::Typed(Expr {
             ty: result.into(),
