@@ -283,6 +283,19 @@ const QUAD_A_STRIDE: u32 = BLOCK + 4;
 /// Elements of each staged tile every thread loads (the group has 256 threads).
 const LOADS: u32 = DEPTH * BLOCK / 256;
 
+/// Row (or column) `i` of the 8 that the thread at position `t` of its group's edge
+/// computes, within the group's block: strided by the edge (`t + 16 i`), or with `quads`
+/// in two runs of four (`4 t + i % 4 + 64 (i / 4)`). `quads` is the kernel's host
+/// constant, so the builder keeps one arm.
+#[kernel_fn]
+fn thread_line(t: u32, i: u32, quads: u32) -> u32 {
+    if quads == 1 {
+        4 * t + i % 4 + 64 * (i / 4)
+    } else {
+        t + GROUP_EDGE * i
+    }
+}
+
 /// Thread `tid`'s LOADS elements of the `a` and `b` tiles of the step at depth `k0`
 /// (zero outside the matrices), in the order `matmul_pipelined` stores them.
 #[kernel_fn]
@@ -379,22 +392,11 @@ fn matmul_pipelined<T: Float, const FUSED: u32, const QUADS: u32>(
             load_step(a, b, next_a, next_b, tid, row0, col0, k1, m, n, k);
         }
         for kk in 0..DEPTH {
-            // Row (column) `i` of the thread's 8 within the block (see `QUADS`).
             for i in 0..8u32 {
-                let line = if QUADS == 1 {
-                    4 * ty + i % 4 + 64 * (i / 4)
-                } else {
-                    ty + GROUP_EDGE * i
-                };
-                a_reg[i] = ta[kk * a_stride + line];
+                a_reg[i] = ta[kk * a_stride + thread_line(ty, i, QUADS)];
             }
             for j in 0..8u32 {
-                let line = if QUADS == 1 {
-                    4 * tx + j % 4 + 64 * (j / 4)
-                } else {
-                    tx + GROUP_EDGE * j
-                };
-                b_reg[j] = tb[kk * BLOCK + line];
+                b_reg[j] = tb[kk * BLOCK + thread_line(tx, j, QUADS)];
             }
             for i in 0..8u32 {
                 for j in 0..8u32 {
@@ -411,18 +413,8 @@ fn matmul_pipelined<T: Float, const FUSED: u32, const QUADS: u32>(
     }
     for i in 0..8u32 {
         for j in 0..8u32 {
-            let r = row0
-                + if QUADS == 1 {
-                    4 * ty + i % 4 + 64 * (i / 4)
-                } else {
-                    ty + GROUP_EDGE * i
-                };
-            let cc = col0
-                + if QUADS == 1 {
-                    4 * tx + j % 4 + 64 * (j / 4)
-                } else {
-                    tx + GROUP_EDGE * j
-                };
+            let r = row0 + thread_line(ty, i, QUADS);
+            let cc = col0 + thread_line(tx, j, QUADS);
             if r < m && cc < n {
                 c[r * n + cc] = acc[i * REG + j];
             }
