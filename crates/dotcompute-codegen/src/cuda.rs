@@ -37,23 +37,11 @@ use crate::cfamily::{Dialect, Gen};
 use dotcompute_ir::*;
 use std::fmt::Write;
 
-/// One parameter of an entry point, in order: what the launch puts in that slot. The
-/// code generator emits the C++ declarations and this list from one walk, so the backend
-/// that fills the slots and the code that reads them agree by construction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ParamSlot {
-    /// IR parameter `i`: a buffer's device address (plus the view's offset) or a scalar.
-    Arg(u32),
-    /// The length, in elements, of buffer parameter `i`.
-    BufferLen(u32),
-    /// The logical grid in threads along dimension `d`.
-    Grid(u8),
-    /// The dynamic shared array's length (0 when there is none).
-    DynamicSharedLen,
-    /// Checked modules only: the device address of the launch's violation record
-    /// (`dotcompute_hal::VIOLATION_WORDS` zeroed `u32`s).
-    ViolationRecord,
-}
+/// What each slot of an entry point's parameter list holds, in the vocabulary every
+/// generator shares. The code generator emits the C++ declarations and this list from one
+/// walk, so the planner that fills the slots and the code that reads them agree by
+/// construction.
+pub use dotcompute_ir::interface::Slot;
 
 /// A generated translation unit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,7 +49,7 @@ pub struct CudaModule {
     pub source: String,
     /// What each entry point takes, in order (every entry point of the module takes the
     /// same list).
-    pub params: Vec<ParamSlot>,
+    pub params: Vec<Slot>,
     /// The `extern "C"` entry point: one CUDA thread per logical thread.
     pub entry: String,
     /// The grid-stride entry point, for kernels where it is allowed.
@@ -70,6 +58,16 @@ pub struct CudaModule {
     /// logical threads each of its iterations runs. It needs every buffer argument
     /// aligned to 16 bytes.
     pub vector_entry: Option<(String, u32)>,
+}
+
+impl CudaModule {
+    /// The forms the module's entry points offer.
+    pub fn forms(&self) -> dotcompute_ir::interface::Forms {
+        dotcompute_ir::interface::Forms {
+            strided: self.strided_entry.is_some(),
+            vector: self.vector_entry.as_ref().map(|(_, width)| *width),
+        }
+    }
 }
 
 /// The entry point's name for a kernel called `name`.
@@ -96,7 +94,7 @@ pub fn generate(kernel: &Kernel) -> CudaModule {
 
 /// Generates CUDA C++ for `kernel`; `checked` bounds-checks every array access and
 /// records the first violation through an extra parameter
-/// ([`ParamSlot::ViolationRecord`]). A checked module has only the plain entry point.
+/// ([`Slot::ViolationRecord`]). A checked module has only the plain entry point.
 pub fn generate_with(kernel: &Kernel, checked: bool) -> CudaModule {
     let plan = if checked { None } else { vector_plan(kernel) };
     let strided = grid_stride_eligible(kernel) && !checked;
@@ -315,9 +313,9 @@ impl Gen<'_> {
     }
 
     /// The launch ABI: each parameter's C++ declaration and what the launch puts there.
-    fn entry_abi(&self) -> Vec<(String, ParamSlot)> {
+    fn entry_abi(&self) -> Vec<(String, Slot)> {
         let k = self.k;
-        let mut params: Vec<(String, ParamSlot)> = Vec::new();
+        let mut params: Vec<(String, Slot)> = Vec::new();
         for (i, p) in k.params.iter().enumerate() {
             match p {
                 Param::Buffer { name, elem, access } => {
@@ -335,28 +333,24 @@ impl Gen<'_> {
                     } else {
                         ""
                     };
-                    params.push((
-                        format!("{c}{t}*{restrict} p_{name}"),
-                        ParamSlot::Arg(i as u32),
-                    ));
+                    params.push((format!("{c}{t}*{restrict} p_{name}"), Slot::Arg(i as u32)));
                 }
-                Param::Scalar { name, ty } => params.push((
-                    format!("{} p_{name}", cuda_type(*ty)),
-                    ParamSlot::Arg(i as u32),
-                )),
+                Param::Scalar { name, ty } => {
+                    params.push((format!("{} p_{name}", cuda_type(*ty)), Slot::Arg(i as u32)))
+                }
             }
         }
         for (i, p) in k.params.iter().enumerate() {
             if let Param::Buffer { name, .. } = p {
-                params.push((format!("u32 dc_len_{name}"), ParamSlot::BufferLen(i as u32)));
+                params.push((format!("u32 dc_len_{name}"), Slot::BufferLen(i as u32)));
             }
         }
         for (d, n) in ["dc_grid_x", "dc_grid_y", "dc_grid_z"].iter().enumerate() {
-            params.push((format!("u32 {n}"), ParamSlot::Grid(d as u8)));
+            params.push((format!("u32 {n}"), Slot::Grid(d as u8)));
         }
-        params.push(("u32 dc_dyn_len".into(), ParamSlot::DynamicSharedLen));
+        params.push(("u32 dc_dyn_len".into(), Slot::DynamicSharedLen));
         if self.checked {
-            params.push(("u32* dc_err".into(), ParamSlot::ViolationRecord));
+            params.push(("u32* dc_err".into(), Slot::ViolationRecord));
         }
         params
     }

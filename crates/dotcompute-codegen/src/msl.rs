@@ -10,8 +10,7 @@
 //!    as `constant T&`, set with `setBytes:length:atIndex:` (`bool` is one byte);
 //! 2. `constant u32* dc_info` at the next buffer index, set with `setBytes`:
 //!    `[grid x, y, z, group x, y, z, dynamic shared length, then the length in elements
-//!    of each buffer parameter in signature order]` ([`INFO_HEADER`] words before the
-//!    lengths);
+//!    of each buffer parameter in signature order]` ([`info_slots`]);
 //! 3. every shared array, static or dynamic, as `threadgroup T*` at threadgroup index =
 //!    its position, sized with `setThreadgroupMemoryLength:atIndex:` (a multiple of 16
 //!    bytes). Static arrays could be declared inside the kernel instead; taking them as
@@ -41,12 +40,28 @@
 //! backend compiles with fast math off (`MTLMathModeSafe`), so they are the precise forms.
 
 use crate::cfamily::{Dialect, Gen, INT_HELPERS, LOOP_HELPERS};
+pub use dotcompute_ir::interface::Slot;
 use dotcompute_ir::*;
 use std::fmt::Write;
 
-/// Words of `dc_info` before the buffer lengths: grid (3), group size (3), dynamic
-/// shared length (1).
-pub const INFO_HEADER: usize = 7;
+/// What each word of `dc_info` holds, in order: grid (3), group size (3), the dynamic
+/// shared length, then the length in elements of each buffer parameter in signature
+/// order. The kernel reads its words from the positions in this list, and the planner
+/// (`dotcompute_hal::plan::fill_slots`) fills them from it.
+pub fn info_slots(kernel: &Kernel) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = (0..3).map(Slot::Grid).collect();
+    slots.extend((0..3).map(Slot::Group));
+    slots.push(Slot::DynamicSharedLen);
+    slots.extend(
+        kernel
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p, Param::Buffer { .. }))
+            .map(|(i, _)| Slot::BufferLen(i as u32)),
+    );
+    slots
+}
 
 /// Metal's limit on buffer argument indices (0..=30).
 pub const MAX_BUFFER_INDEX: u32 = 30;
@@ -127,6 +142,9 @@ pub struct MslModule {
     /// Hand-written ([`crate::msl_raw::raw_module`]): dispatched as whole groups of its
     /// declared size (it bounds its own accesses), with no launch words.
     pub raw: bool,
+    /// What each word of `dc_info` holds ([`info_slots`]; empty for hand-written kernels,
+    /// which take no launch words).
+    pub info: Vec<Slot>,
 }
 
 /// The kernel function's name for a kernel called `name`.
@@ -197,6 +215,7 @@ pub fn generate_with(kernel: &Kernel, checked: bool) -> Result<MslModule, MslErr
         attributes,
         attribute_types,
         raw: false,
+        info: info_slots(kernel),
     })
 }
 
@@ -491,20 +510,36 @@ impl Gen<'_> {
             entry_name(&k.name),
             decls.join(",\n    ")
         );
-        self.out
-            .push_str("    const uint3 dc_gsize = uint3(dc_info[3], dc_info[4], dc_info[5]);\n");
+        // Each launch word is read from its position in the interface.
+        let info = info_slots(k);
+        let word = |slot: Slot| info.iter().position(|&s| s == slot).unwrap_or(0);
+        let _ = writeln!(
+            self.out,
+            "    const uint3 dc_gsize = uint3(dc_info[{}], dc_info[{}], dc_info[{}]);",
+            word(Slot::Group(0)),
+            word(Slot::Group(1)),
+            word(Slot::Group(2))
+        );
         if !k.runs_whole_groups() {
-            self.out.push_str("    if (dc_global.x >= dc_info[0] || dc_global.y >= dc_info[1] || dc_global.z >= dc_info[2]) {\n        return;\n    }\n");
+            let _ = writeln!(
+                self.out,
+                "    if (dc_global.x >= dc_info[{}] || dc_global.y >= dc_info[{}] || dc_global.z >= dc_info[{}]) {{\n        return;\n    }}",
+                word(Slot::Grid(0)),
+                word(Slot::Grid(1)),
+                word(Slot::Grid(2))
+            );
         }
         if k.shared.iter().any(|s| s.len == SharedLen::Dynamic) {
-            self.out
-                .push_str("    const u32 dc_dyn_len = dc_info[6];\n");
+            let _ = writeln!(
+                self.out,
+                "    const u32 dc_dyn_len = dc_info[{}];",
+                word(Slot::DynamicSharedLen)
+            );
         }
-        let mut word = INFO_HEADER;
-        for p in &k.params {
+        for (i, p) in k.params.iter().enumerate() {
             if let Param::Buffer { name, .. } = p {
-                let _ = writeln!(self.out, "    const u32 dc_len_{name} = dc_info[{word}];");
-                word += 1;
+                let w = word(Slot::BufferLen(i as u32));
+                let _ = writeln!(self.out, "    const u32 dc_len_{name} = dc_info[{w}];");
             }
         }
         // Thread-private arrays: declared once, filled where the kernel declares them.

@@ -324,6 +324,7 @@ pub fn raw_module(source: &str, entry: &str, kernel: &Kernel) -> Result<MslModul
         attributes: Vec::new(),
         attribute_types: Vec::new(),
         raw: true,
+        info: Vec::new(),
     };
     for arg in args {
         match arg {

@@ -1,13 +1,12 @@
 //! Launches: parameter slots filled from the program's own layout, the choice between
 //! the plain, grid-stride and vector entry points, and the driver call.
 
-use crate::driver::{bind, driver_error, Check, BACKEND};
+use crate::driver::{bind, driver_error, Check};
 use crate::memory::CudaBuffer;
 use crate::CudaBackend;
 use cudarc::driver::{result as cu, sys};
-use dotcompute_codegen::cuda::ParamSlot;
+use dotcompute_hal::plan::{self, ArgView, Form, FormPolicy, SlotExtras};
 use dotcompute_hal::{BoundArg, Error, LaunchRequest, Result, StreamId};
-use dotcompute_ir::Literal;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -15,22 +14,6 @@ use std::sync::Mutex;
 /// Kernel parameters beyond this count are refused (generated kernels add one length per
 /// buffer and four geometry words).
 const MAX_PARAMS: usize = 128;
-
-/// The bits of a scalar argument, little-endian in a u64 slot (the driver reads the
-/// parameter's own size from its start).
-fn scalar_bits(l: Literal) -> u64 {
-    match l {
-        Literal::Bool(b) => b as u64,
-        Literal::I32(v) => v as u32 as u64,
-        Literal::U32(v) => v as u64,
-        Literal::I64(v) => v as u64,
-        Literal::U64(v) => v,
-        Literal::F32(bits) => bits as u64,
-        Literal::F64(bits) => bits,
-        // An f16 scalar parameter is declared as a float (see the code generator).
-        Literal::F16(bits) => half::f16::from_bits(bits).to_f32().to_bits() as u64,
-    }
-}
 
 /// One launch as the driver takes it: entry point, grid, parameter slots.
 struct Planned {
@@ -183,23 +166,19 @@ impl CudaBackend {
         }
         // One u64 slot per parameter, filled as the program's layout says.
         let mut slots = [0u64; MAX_PARAMS];
-        for (slot, what) in slots.iter_mut().zip(&function.params) {
-            *slot = match *what {
-                ParamSlot::Arg(i) => match &request.args[i as usize] {
-                    BoundArg::Buffer { buffer, offset, .. } => buffer.ptr + *offset as u64,
-                    BoundArg::Scalar(l) => scalar_bits(*l),
-                },
-                ParamSlot::BufferLen(i) => match &request.args[i as usize] {
-                    BoundArg::Buffer { len, .. } => *len as u64,
-                    BoundArg::Scalar(_) => {
-                        return Err(Error::internal(BACKEND, "a length slot names a scalar"))
-                    }
-                },
-                ParamSlot::Grid(d) => g.grid[d as usize] as u64,
-                ParamSlot::DynamicSharedLen => g.dynamic_shared_len as u64,
-                ParamSlot::ViolationRecord => violation_record,
-            };
-        }
+        let view = |a: &BoundArg<'_, CudaBuffer>| ArgView::of(a, |b: &CudaBuffer| b.ptr);
+        let extras = SlotExtras {
+            violation_record,
+            binding_alignment: 1,
+        };
+        plan::fill_slots(
+            &function.params,
+            &request.args,
+            view,
+            &g,
+            &extras,
+            &mut slots,
+        )?;
         let n = function.params.len();
         let dynamic_bytes = match (program.raw_source(), kernel.dynamic_shared()) {
             (None, Some((_, s))) => g.dynamic_shared_len * s.elem.size_bytes() as u32,
@@ -223,32 +202,24 @@ impl CudaBackend {
         // Launches larger than one resident wave run eligible kernels in grid-stride form
         // with one wave of groups: fewer, longer-lived groups keep more loads in flight
         // than a million short ones (the logical threads and results are the same).
-        let mut func = function.func;
-        let mut groups = g.groups;
         // (1, 2, 4 and 8 waves measured the same on an H200; see docs/benchmarks.md.)
-        let wave = (self.resident_threads / g.group_threads().max(1)).max(1);
-        // Checked only for kernels that have a vector form: launches of the others pay
-        // nothing for it.
-        let aligned = || {
-            request.args.iter().all(|a| match a {
-                BoundArg::Buffer { buffer, offset, .. } => (buffer.ptr + *offset as u64) % 16 == 0,
-                BoundArg::Scalar(_) => true,
-            })
+        // Elementwise kernels on 16-byte aligned buffers run W logical threads per
+        // iteration, as many groups as that needs, at most one wave.
+        let policy = FormPolicy {
+            strided: self.grid_stride,
+            vectors: self.vectorize,
+            max_groups: (self.resident_threads / g.group_threads().max(1)).max(1),
+            strided_only_beyond: true,
+            one_dimensional: false,
+            whole_vectors: false,
         };
-        match (function.vector, function.strided) {
-            // Elementwise kernels on aligned buffers: W logical threads per iteration, as
-            // many groups as that needs, at most one wave (grid-stride beyond).
-            (Some((vector, width)), _) if self.vectorize && aligned() => {
-                func = vector;
-                let threads = g.grid[0].div_ceil(width);
-                groups[0] = threads.div_ceil(g.group[0].max(1)).clamp(1, wave);
-            }
-            (_, Some(strided)) if self.grid_stride && groups[0] > wave => {
-                func = strided;
-                groups[0] = wave;
-            }
-            _ => {}
-        }
+        let planned_form = plan::plan_form(function.forms(), &request.args, view, &g, &policy);
+        let func = match (planned_form.form, function.strided, function.vector) {
+            (Form::Strided, Some(strided), _) => strided,
+            (Form::Vector(_), _, Some((vector, _))) => vector,
+            _ => function.func,
+        };
+        let groups = planned_form.groups;
         Ok(Planned {
             func,
             groups,

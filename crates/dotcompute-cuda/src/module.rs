@@ -5,8 +5,8 @@ use crate::compile::{CacheOutcome, CompileStats};
 use crate::driver::{bind, Check, BACKEND};
 use crate::{lock, CudaBackend};
 use cudarc::driver::{result as cu, sys};
-use dotcompute_codegen::cuda::ParamSlot;
 use dotcompute_hal::{Error, Program, ProgramSource, Result};
+use dotcompute_ir::interface::Slot;
 use std::ffi::CString;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ pub(crate) struct Function {
     pub func: sys::CUfunction,
     /// The parameter slots every entry point of the module takes (from the code
     /// generator, or one per declared parameter for hand-written kernels).
-    pub params: Vec<ParamSlot>,
+    pub params: Vec<Slot>,
     /// The grid-stride twin of a generated kernel, where the code generator made one.
     pub strided: Option<sys::CUfunction>,
     /// The vector form of an elementwise generated kernel, and the logical threads each of
@@ -27,6 +27,16 @@ pub(crate) struct Function {
     pub vector: Option<(sys::CUfunction, u32)>,
     /// The dynamic shared memory the function is currently allowed (opt-in attribute).
     pub shared_allowed: AtomicU32,
+}
+
+impl Function {
+    /// The forms the loaded module offers.
+    pub fn forms(&self) -> dotcompute_ir::interface::Forms {
+        dotcompute_ir::interface::Forms {
+            strided: self.strided.is_some(),
+            vector: self.vector.map(|(_, width)| width),
+        }
+    }
 }
 
 // SAFETY: a CUfunction is a driver handle usable from any thread with the context bound.
@@ -39,7 +49,7 @@ struct Entries<'a> {
     entry: &'a str,
     strided: Option<&'a str>,
     vector: Option<(&'a str, u32)>,
-    params: Vec<ParamSlot>,
+    params: Vec<Slot>,
 }
 
 impl CudaBackend {
@@ -109,9 +119,7 @@ impl CudaBackend {
                         strided: None,
                         vector: None,
                         // Hand-written kernels take exactly their declared parameters.
-                        params: (0..kernel.params.len() as u32)
-                            .map(ParamSlot::Arg)
-                            .collect(),
+                        params: (0..kernel.params.len() as u32).map(Slot::Arg).collect(),
                     },
                     true,
                 )?

@@ -35,6 +35,7 @@ pub mod dynamic;
 mod error;
 mod launch;
 pub mod native;
+pub mod plan;
 pub mod pool;
 mod program;
 pub mod registry;

@@ -93,6 +93,7 @@
 pub mod analysis;
 mod build;
 mod features;
+pub mod interface;
 mod kernel;
 mod ops;
 mod types;

@@ -8,7 +8,8 @@
 //! the same list the generator printed the `[[buffer(i)]]` / `[[threadgroup(i)]]`
 //! attributes from, so the encoder and the kernel agree on every index by construction.
 
-use dotcompute_codegen::msl::{MslBinding, MslModule, INFO_HEADER};
+use dotcompute_codegen::msl::{MslBinding, MslModule};
+use dotcompute_hal::plan::{fill_slots, ArgView, SlotExtras};
 use dotcompute_hal::{BoundArg, Error, ResolvedLaunch, Result};
 use dotcompute_ir::{Kernel, Literal, Param, ScalarType, SharedLen};
 
@@ -237,10 +238,7 @@ pub fn encode(
             }),
             MslBinding::Info { index } => plan.bytes.push(BytesBinding {
                 index,
-                bytes: info_words(kernel, geometry, args)
-                    .iter()
-                    .flat_map(|w| w.to_le_bytes())
-                    .collect(),
+                bytes: info_bytes(module, geometry, args)?,
             }),
             MslBinding::Threadgroup { shared, index } => {
                 let s = &kernel.shared[shared as usize];
@@ -273,21 +271,31 @@ pub fn encode(
     Ok(plan)
 }
 
-/// The `dc_info` words: grid, group size, dynamic shared length, then each buffer's
-/// length in elements (see `dotcompute_codegen::msl`).
-fn info_words(kernel: &Kernel, geometry: &ResolvedLaunch, args: &[PlanArg]) -> Vec<u32> {
-    let mut words = Vec::with_capacity(INFO_HEADER + args.len());
-    words.extend(geometry.grid);
-    words.extend(geometry.group);
-    words.push(geometry.dynamic_shared_len);
-    for (p, a) in kernel.params.iter().zip(args) {
-        if let (Param::Buffer { .. }, PlanArg::Buffer { len, .. }) = (p, a) {
-            // Lengths are u32 in kernels (as on CUDA); the facade keeps views below 2^32
-            // elements for generated kernels.
-            words.push((*len).min(u32::MAX as u64) as u32);
-        }
-    }
-    words
+/// The `dc_info` words the module declares ([`MslModule::info`]), filled by the planner,
+/// as `setBytes` sends them (4 bytes each, little-endian).
+fn info_bytes(module: &MslModule, geometry: &ResolvedLaunch, args: &[PlanArg]) -> Result<Vec<u8>> {
+    let mut values = vec![0u64; module.info.len()];
+    let view = |a: &PlanArg| match *a {
+        PlanArg::Buffer { offset, len } => ArgView::Buffer {
+            address: offset,
+            offset,
+            len,
+            elem_bytes: 1,
+        },
+        PlanArg::Scalar(l) => ArgView::Scalar(l),
+    };
+    fill_slots(
+        &module.info,
+        args,
+        view,
+        geometry,
+        &SlotExtras::default(),
+        &mut values,
+    )?;
+    Ok(values
+        .iter()
+        .flat_map(|&v| (v as u32).to_le_bytes())
+        .collect())
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ impl WgpuBackend {
                 view_offsets,
                 checked,
                 strided: form != Form::Plain,
-                vector: form == Form::Vector,
+                vector: matches!(form, Form::Vector(_)),
                 native_f32_atomics: self.info.caps.atomic_f32_add == AtomicF32Add::Native,
                 storage_barriers: self.storage_barriers_always
                     || dotcompute_ir::analysis::barrier_orders_buffers(kernel),
@@ -60,7 +60,7 @@ impl WgpuBackend {
             match form {
                 Form::Plain => "",
                 Form::Strided => " strided",
-                Form::Vector => " vector",
+                Form::Vector(_) => " vector",
             }
         );
         dotcompute_hal::dump::dump_source(program, &variant, "wgsl", "//", &module.source)?;
@@ -203,7 +203,7 @@ impl WgpuBackend {
                 count: None,
             });
         }
-        if module.uniform_size > 0 {
+        if !module.uniforms.is_empty() {
             entries.push(wgpu::BindGroupLayoutEntry {
                 binding: module.uniform_binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
@@ -257,15 +257,14 @@ impl WgpuBackend {
         Ok(p)
     }
 
-    /// The pipeline, dispatch and uniform bytes of a hand-written WGSL kernel. Raw shaders
-    /// see the dispatch as it is, so each dimension must fit the adapter's limit.
+    /// The pipeline and dispatch of a hand-written kernel. Raw shaders see the dispatch
+    /// as it is, so each dimension must fit the adapter's limit.
     pub(crate) fn raw_pipeline(
         &self,
         program: &dotcompute_hal::Program,
         raw: &dotcompute_hal::RawSource,
         groups: [u32; 3],
-        scalars: &[dotcompute_ir::Literal],
-    ) -> Result<(Arc<Pipeline>, [u32; 3], Vec<u8>)> {
+    ) -> Result<(Arc<Pipeline>, [u32; 3])> {
         let kernel = &*program.kernel;
         let max = self.limits.max_compute_workgroups_per_dimension;
         if let Some(d) = (0..3).find(|&d| groups[d] > max) {
@@ -302,7 +301,11 @@ impl WgpuBackend {
                         .map(|(i, &(b, ro))| (i, b, ro))
                         .collect(),
                     uniform_binding: raw.uniform_binding.unwrap_or(0),
-                    uniform_size: if raw.uniform_binding.is_some() { 16 } else { 0 },
+                    uniforms: if raw.uniform_binding.is_some() {
+                        wgsl::raw_uniform_slots(kernel)
+                    } else {
+                        Vec::new()
+                    },
                     violation_binding: None,
                 };
                 let code = match (&raw.spirv, raw.language) {
@@ -324,7 +327,6 @@ impl WgpuBackend {
                 self.compile(key, &kernel.name, module, &raw.entry, code)?
             }
         };
-        // Scalars only, 4 bytes each, padded to 16 bytes.
-        Ok((pipeline, groups, wgsl::pack_scalars(scalars)))
+        Ok((pipeline, groups))
     }
 }

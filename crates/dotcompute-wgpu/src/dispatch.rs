@@ -2,6 +2,14 @@
 //! folded into the adapter's per-dimension limits.
 
 use super::*;
+use dotcompute_hal::plan::{self, ArgView, FormPolicy, SlotExtras};
+use dotcompute_ir::interface::Forms;
+
+/// The planner's view of an argument: wgpu binds buffers by handle, so a view's
+/// "address" is its byte offset (what the vector form's 16-byte rule is about).
+fn view(a: &BoundArg<'_, WgpuBuffer>) -> ArgView {
+    ArgView::of(a, |_| 0)
+}
 
 impl WgpuBackend {
     /// The pipeline, bind group and dispatch of one launch.
@@ -12,14 +20,6 @@ impl WgpuBackend {
         let program = request.program;
         let kernel = &*program.kernel;
         let g = request.geometry;
-        let scalars: Vec<_> = request
-            .args
-            .iter()
-            .filter_map(|a| match a {
-                BoundArg::Scalar(l) => Some(*l),
-                BoundArg::Buffer { .. } => None,
-            })
-            .collect();
         // A view at an offset the adapter cannot bind at is bound from the aligned offset
         // below it; the kernel variant with view offsets adds the rest (in elements).
         let align = self.limits.min_storage_buffer_offset_alignment.max(1) as usize;
@@ -27,7 +27,7 @@ impl WgpuBackend {
             .args
             .iter()
             .any(|a| matches!(a, BoundArg::Buffer { offset, .. } if offset % align != 0));
-        let (pipeline, dispatch, uniform_bytes, view_offsets) = match program.raw_source() {
+        let (pipeline, dispatch, view_offsets) = match program.raw_source() {
             Some(_) if unaligned => {
                 return Err(Error::Unsupported {
                     op: "launch_raw",
@@ -38,16 +38,23 @@ impl WgpuBackend {
                 })
             }
             Some(raw) => {
-                let (pipeline, dispatch, uniforms) =
-                    self.raw_pipeline(program, raw, g.groups, &scalars)?;
-                (pipeline, dispatch, uniforms, false)
+                let (pipeline, dispatch) = self.raw_pipeline(program, raw, g.groups)?;
+                (pipeline, dispatch, false)
             }
             None => {
-                let (pipeline, dispatch, uniforms) =
-                    self.generated_pipeline(request, &scalars, unaligned, align)?;
-                (pipeline, dispatch, uniforms, unaligned)
+                let (pipeline, dispatch) = self.generated_pipeline(request, unaligned)?;
+                (pipeline, dispatch, unaligned)
             }
         };
+        // The uniform block: the module's words in its order, filled by the planner.
+        let uniforms = &pipeline.module.uniforms;
+        let mut values = vec![0u64; uniforms.len()];
+        let extras = SlotExtras {
+            violation_record: 0,
+            binding_alignment: align as u64,
+        };
+        plan::fill_slots(uniforms, &request.args, view, &g, &extras, &mut values)?;
+        let uniform_bytes = plan::pack_words(&values);
         let ranges = self.binding_ranges(request, &pipeline, view_offsets, align)?;
         // Checked launches: a zeroed violation record, read after the launch.
         let record = pipeline.module.violation_binding.map(|binding| {
@@ -97,87 +104,48 @@ impl WgpuBackend {
         })
     }
 
-    /// The pipeline, group counts and uniform bytes of a generated kernel: the form
-    /// (plain, grid-stride or vector) chosen where it cannot be observed, the uniform
-    /// block packed with the words the form and the views need.
+    /// The pipeline and group counts of a generated kernel, in the form the planner
+    /// chose where it cannot be observed (see `dotcompute_hal::plan::plan_form`).
     fn generated_pipeline(
         &self,
         request: &LaunchRequest<'_, WgpuBuffer>,
-        scalars: &[dotcompute_ir::Literal],
         unaligned: bool,
-        align: usize,
-    ) -> Result<(Arc<Pipeline>, [u32; 3], Vec<u8>)> {
+    ) -> Result<(Arc<Pipeline>, [u32; 3])> {
         let program = request.program;
         let kernel = &*program.kernel;
         let g = request.geometry;
-        // The uniform words after the scalars: the view-offset variant's element
-        // offsets, then the lengths of the f16 buffers (see dotcompute_codegen::wgsl).
-        let buffers = request.args.iter().filter_map(|a| match a {
-            BoundArg::Buffer {
-                offset, len, elem, ..
-            } => Some((*offset, *len, *elem)),
-            BoundArg::Scalar(_) => None,
-        });
-        let element_offsets: Vec<u32> = if unaligned {
-            buffers
-                .clone()
-                .map(|(offset, _, elem)| ((offset % align) / elem.size_bytes()) as u32)
-                .collect()
-        } else {
-            Vec::new()
+        let forms = Forms {
+            strided: program.grid_stride,
+            vector: program.vector_form.then_some(4),
         };
-        let half_lens: Vec<u32> = buffers
-            .clone()
-            .filter(|&(_, _, elem)| elem == ScalarType::F16)
-            .map(|(_, len, _)| len as u32)
-            .collect();
-        // The grid-stride form where it cannot be observed (see WgslOptions::strided).
-        let strided = self.strided
-            && !g.checked
-            && g.grid[1] == 1
-            && g.grid[2] == 1
-            && g.group[1] == 1
-            && g.group[2] == 1
-            && program.grid_stride;
-        // The vector form binds each buffer as 16-byte vectors: every one must
-        // start on 16 bytes and hold whole vectors.
-        let vector = strided
-            && self.vectors
-            && !unaligned
-            && program.vector_form
-            && buffers
-                .clone()
-                .all(|(offset, len, _)| offset % 16 == 0 && len % 4 == 0);
-        let form = match (strided, vector) {
-            (_, true) => {
-                VECTOR_LAUNCHES.with(|c| c.set(c.get() + 1));
-                Form::Vector
-            }
-            (true, false) => Form::Strided,
-            _ => Form::Plain,
+        let policy = FormPolicy {
+            strided: self.strided,
+            // The vector form binds each buffer as 16-byte vectors from where its view
+            // starts: every one must be bindable there and hold whole vectors.
+            vectors: self.vectors && !unaligned,
+            max_groups: wgsl::STRIDED_GROUPS,
+            strided_only_beyond: false,
+            one_dimensional: true,
+            whole_vectors: true,
         };
-        let dispatch = match form {
+        let planned = plan::plan_form(forms, &request.args, view, &g, &policy);
+        let dispatch = match planned.form {
             Form::Plain => self.dispatch_for(&kernel.name, g.groups)?,
-            Form::Strided | Form::Vector => {
-                // Logical threads per invocation and trip.
-                let lanes = if form == Form::Vector { 4 } else { 1 };
-                let per_group = lanes * g.group[0] as u64;
-                let groups = (g.grid[0] as u64).div_ceil(per_group).max(1);
-                [groups.min(wgsl::STRIDED_GROUPS as u64) as u32, 1, 1]
+            Form::Vector(_) => {
+                VECTOR_LAUNCHES.with(|c| c.set(c.get() + 1));
+                planned.groups
             }
+            Form::Strided => planned.groups,
         };
-        Ok((
-            self.pipeline(
-                program,
-                g.group,
-                g.dynamic_shared_len,
-                unaligned,
-                g.checked,
-                form,
-            )?,
-            dispatch,
-            wgsl::pack_uniforms(g.grid, g.groups, scalars, &element_offsets, &half_lens),
-        ))
+        let pipeline = self.pipeline(
+            program,
+            g.group,
+            g.dynamic_shared_len,
+            unaligned,
+            g.checked,
+            planned.form,
+        )?;
+        Ok((pipeline, dispatch))
     }
 
     /// (binding, buffer, offset, size) of every buffer parameter, each checked against
@@ -257,7 +225,7 @@ impl WgpuBackend {
                 }),
             })
             .collect();
-        if pipeline.module.uniform_size > 0 {
+        if !pipeline.module.uniforms.is_empty() {
             entries.push(wgpu::BindGroupEntry {
                 binding: pipeline.module.uniform_binding,
                 resource: uniforms.as_entire_binding(),

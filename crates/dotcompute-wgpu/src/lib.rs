@@ -56,7 +56,6 @@ use dotcompute_hal::{
     DeviceType, Error, LaunchRequest, Limits, LostFlag, MemoryStats, Queue, RawLanguage, Result,
     SizeClassPool, StreamId, StreamSet, Timing,
 };
-use dotcompute_ir::ScalarType;
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -183,17 +182,10 @@ enum ShaderCode<'a> {
 /// (program, group size, dynamic shared length, view offsets, checked, form).
 type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, Form);
 
-/// How a generated kernel maps logical threads to invocations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Form {
-    /// One invocation per logical thread.
-    Plain,
-    /// A fixed dispatch striding over the grid ([`wgsl::WgslOptions::strided`]).
-    Strided,
-    /// The grid-stride form four logical threads at a time on 16-byte vectors
-    /// ([`wgsl::WgslOptions::vector`]).
-    Vector,
-}
+/// How a generated kernel maps logical threads to invocations: planned by
+/// `dotcompute_hal::plan::plan_form` ([`wgsl::WgslOptions::strided`],
+/// [`wgsl::WgslOptions::vector`]).
+use dotcompute_hal::plan::Form;
 
 thread_local! {
     /// Per thread: a process-wide count let tests running in parallel see each other's

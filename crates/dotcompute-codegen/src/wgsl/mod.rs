@@ -12,7 +12,7 @@
 //!   `array<atomic<u32>>` (`u32` and `f32`) or `array<atomic<i32>>`, and all its accesses
 //!   use atomic loads and stores;
 //! * one uniform block (`@binding(#buffers)`) holds the launch geometry and the scalar
-//!   parameters, packed by [`pack_uniforms`];
+//!   parameters, laid out by [`uniform_slots`] (filled by `dotcompute_hal::plan`);
 //! * the dispatch is folded: groups are numbered linearly from the dispatched
 //!   `workgroup_id`, so launches may exceed 65,535 groups per dimension. Groups past the
 //!   logical grid return at once (uniformly). In kernels without barriers, threads
@@ -26,6 +26,7 @@
 //! WGSL's `fma` may be evaluated unfused (two roundings), as the IR docs allow for wgpu.
 
 use dotcompute_ir::analysis::VectorPlan;
+use dotcompute_ir::interface::Slot;
 use dotcompute_ir::*;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -44,7 +45,7 @@ pub struct WgslOptions {
     pub dynamic_shared_len: u32,
     /// Buffers are bound at offsets aligned down to the adapter's storage-offset alignment
     /// and the kernel adds each one's remaining element offset (`off_<name>` in the
-    /// uniform block, after the scalars, packed by [`pack_uniforms`]'s `offsets`): the
+    /// uniform block, after the scalars, see [`uniform_slots`]): the
     /// variant used when a launch passes a view at an unaligned offset.
     pub view_offsets: bool,
     /// Checked mode: every array access is bounds-checked, and the first violation is
@@ -120,8 +121,9 @@ pub struct WgslModule {
     pub buffers: Vec<(u32, u32, bool)>,
     /// Binding of the uniform block.
     pub uniform_binding: u32,
-    /// Size of the uniform block in bytes (a multiple of 16).
-    pub uniform_size: usize,
+    /// What each 4-byte word of the uniform block holds, in order ([`uniform_slots`]);
+    /// empty when the module has no uniform block.
+    pub uniforms: Vec<Slot>,
     /// Checked modules: the binding of the violation record (after the uniform block).
     pub violation_binding: Option<u32>,
 }
@@ -134,59 +136,45 @@ pub struct CodegenError {
     pub message: String,
 }
 
-/// Number of u32 words of launch geometry at the start of the uniform block.
-const GEOMETRY_WORDS: usize = 7;
-
-/// Packs the uniform block of generated kernels: grid (3), groups (3), total groups,
-/// then each scalar parameter as one 4-byte word (`bool` as 0/1), padded to 16 bytes.
-/// `offsets`: the view-offset variant's element offsets (empty otherwise); `half_lens`:
-/// the lengths of the f16 buffer arguments, in parameter order.
-pub fn pack_uniforms(
-    grid: [u32; 3],
-    groups: [u32; 3],
-    scalars: &[Literal],
-    offsets: &[u32],
-    half_lens: &[u32],
-) -> Vec<u8> {
-    let mut words: Vec<u32> = Vec::with_capacity(GEOMETRY_WORDS + scalars.len());
-    words.extend(grid);
-    words.extend(groups);
-    words.push(groups[0].wrapping_mul(groups[1]).wrapping_mul(groups[2]));
-    words.extend(scalars.iter().map(|&s| scalar_word(s)));
-    words.extend(offsets);
-    words.extend(half_lens);
-    pad_to_bytes(words)
+/// The words of a generated module's uniform block, in order: grid (3), groups (3),
+/// total groups, each scalar parameter (one 4-byte word; `bool` as 0/1, `f16` as `f32`),
+/// then with `view_offsets` each buffer's element offset, then the length of each `f16`
+/// buffer. The struct the module declares is printed from this list.
+pub fn uniform_slots(kernel: &Kernel, view_offsets: bool) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = (0..3).map(Slot::Grid).collect();
+    slots.extend((0..3).map(Slot::Groups));
+    slots.push(Slot::TotalGroups);
+    let params = || kernel.params.iter().enumerate().map(|(i, p)| (i as u32, p));
+    slots.extend(
+        params()
+            .filter(|(_, p)| matches!(p, Param::Scalar { .. }))
+            .map(|(i, _)| Slot::Arg(i)),
+    );
+    if view_offsets {
+        slots.extend(
+            params()
+                .filter(|(_, p)| matches!(p, Param::Buffer { .. }))
+                .map(|(i, _)| Slot::ElementOffset(i)),
+        );
+    }
+    slots.extend(
+        params()
+            .filter(|(_, p)| matches!(p, Param::Buffer { elem, .. } if *elem == ScalarType::F16))
+            .map(|(i, _)| Slot::BufferLen(i)),
+    );
+    slots
 }
 
-/// Packs the uniform block of hand-written kernels: the scalars alone, one 4-byte word
-/// each, padded to 16 bytes (at least 16: an empty uniform block is not allowed).
-pub fn pack_scalars(scalars: &[Literal]) -> Vec<u8> {
-    let mut words: Vec<u32> = scalars.iter().map(|&s| scalar_word(s)).collect();
-    if words.is_empty() {
-        words.push(0);
-    }
-    pad_to_bytes(words)
-}
-
-fn scalar_word(s: Literal) -> u32 {
-    match s {
-        Literal::Bool(b) => b as u32,
-        Literal::I32(v) => v as u32,
-        Literal::U32(v) => v,
-        Literal::F32(bits) => bits,
-        // Rejected before packing (WGSL has no 64-bit types); never reaches a shader.
-        Literal::I64(_) | Literal::U64(_) | Literal::F64(_) => 0,
-        // An f16 scalar travels as an f32 (the uniform block's field is f32).
-        Literal::F16(bits) => half::f16::from_bits(bits).to_f32().to_bits(),
-    }
-}
-
-/// Little-endian bytes of `words`, padded with zero words to a multiple of 16 bytes.
-fn pad_to_bytes(mut words: Vec<u32>) -> Vec<u8> {
-    while words.len() % 4 != 0 {
-        words.push(0);
-    }
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+/// The uniform words of a hand-written kernel: each scalar parameter, one 4-byte word, in
+/// order (none when it has no scalars).
+pub fn raw_uniform_slots(kernel: &Kernel) -> Vec<Slot> {
+    kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p, Param::Scalar { .. }))
+        .map(|(i, _)| Slot::Arg(i as u32))
+        .collect()
 }
 
 fn wgsl_type(ty: ScalarType) -> Option<&'static str> {
@@ -261,17 +249,12 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
         .enumerate()
         .map(|(b, (i, ro))| (i, b as u32, ro))
         .collect();
-    let scalars = kernel
-        .params
-        .iter()
-        .filter(|p| matches!(p, Param::Scalar { .. }))
-        .count();
     Ok(WgslModule {
         source: g.out,
         uniform_binding: buffers.len() as u32,
         violation_binding: record.then_some(buffers.len() as u32 + 1),
         buffers,
-        uniform_size: (GEOMETRY_WORDS + scalars).next_multiple_of(4) * 4,
+        uniforms: uniform_slots(kernel, opts.view_offsets),
     })
 }
 
@@ -391,39 +374,67 @@ impl Gen<'_> {
 mod tests {
     use super::*;
 
-    fn words(bytes: &[u8]) -> Vec<u32> {
-        bytes
-            .chunks(4)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
-    }
-
+    /// The uniform block's struct is printed from the slot list, field for field; the
+    /// planner fills the words in the same order.
     #[test]
-    fn uniform_layouts_are_word_per_scalar_padded_to_16_bytes() {
-        let s = [Literal::f32(1.5), Literal::Bool(true), Literal::I32(-2)];
-        let generated = pack_uniforms([10, 1, 1], [3, 2, 1], &s, &[], &[]);
-        assert_eq!(
-            words(&generated),
-            vec![
-                10,
-                1,
-                1,
-                3,
-                2,
-                1,
-                6,
-                1.5f32.to_bits(),
-                1,
-                (-2i32) as u32,
-                0,
-                0
-            ]
-        );
-        assert_eq!(
-            words(&pack_scalars(&s)),
-            vec![1.5f32.to_bits(), 1, (-2i32) as u32, 0]
-        );
-        assert_eq!(words(&pack_scalars(&[Literal::U32(7)])), vec![7, 0, 0, 0]);
-        assert_eq!(pack_scalars(&[]).len(), 16);
+    fn the_uniform_struct_follows_the_slot_list() {
+        let mut b = Builder::new("mixed");
+        let x = b.buffer("x", ScalarType::F32, Access::ReadWrite);
+        let _h = b.buffer("h", ScalarType::F16, Access::Read);
+        let s = b.scalar("s", ScalarType::F32);
+        let _flag = b.scalar("flag", ScalarType::Bool);
+        let i = b.builtin(Builtin::GlobalId, Axis::X);
+        let v = b.load(x, i.clone()).unwrap();
+        let v = b.binary(BinaryOp::Mul, v, s).unwrap();
+        b.store(x, i, v).unwrap();
+        let k = b.finish().unwrap();
+        for view_offsets in [false, true] {
+            let slots = uniform_slots(&k, view_offsets);
+            let mut expected: Vec<Slot> = vec![
+                Slot::Grid(0),
+                Slot::Grid(1),
+                Slot::Grid(2),
+                Slot::Groups(0),
+                Slot::Groups(1),
+                Slot::Groups(2),
+                Slot::TotalGroups,
+                Slot::Arg(2),
+                Slot::Arg(3),
+            ];
+            if view_offsets {
+                expected.extend([Slot::ElementOffset(0), Slot::ElementOffset(1)]);
+            }
+            expected.push(Slot::BufferLen(1));
+            assert_eq!(slots, expected);
+            let opts = WgslOptions {
+                view_offsets,
+                ..WgslOptions::default()
+            };
+            let module = generate(&k, &opts).unwrap();
+            assert_eq!(module.uniforms, slots);
+            let body = module.source.split("struct DcParams {\n").nth(1).unwrap();
+            let fields: Vec<&str> = body
+                .lines()
+                .take_while(|l| *l != "}")
+                .map(|l| l.trim().split(':').next().unwrap())
+                .collect();
+            let mut names = vec![
+                "grid_x",
+                "grid_y",
+                "grid_z",
+                "groups_x",
+                "groups_y",
+                "groups_z",
+                "total_groups",
+                "p_s",
+                "p_flag",
+            ];
+            if view_offsets {
+                names.extend(["off_x", "off_h"]);
+            }
+            names.push("len_h");
+            assert_eq!(fields, names);
+        }
+        assert_eq!(raw_uniform_slots(&k), vec![Slot::Arg(2), Slot::Arg(3)]);
     }
 }

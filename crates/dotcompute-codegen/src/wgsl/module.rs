@@ -17,34 +17,39 @@ impl Gen<'_> {
         if dotcompute_ir::Features::required_by(k).contains(dotcompute_ir::Features::F16) {
             self.out.push_str("enable f16;\n");
         }
-        // Uniform block.
-        self.out.push_str("struct DcParams {\n    grid_x: u32,\n    grid_y: u32,\n    grid_z: u32,\n    groups_x: u32,\n    groups_y: u32,\n    groups_z: u32,\n    total_groups: u32,\n");
-        for p in &k.params {
-            if let Param::Scalar { name, ty } = p {
-                let t = match *ty {
-                    ScalarType::Bool => "u32",
-                    // Uniform f16 fields have their own layout rules; an f32 is simpler.
-                    ScalarType::F16 => "f32",
-                    t => self.ty(t),
-                };
-                let _ = writeln!(self.out, "    p_{name}: {t},");
-            }
-        }
-        if self.view_offsets {
-            for p in &k.params {
-                if let Param::Buffer { name, .. } = p {
-                    let _ = writeln!(self.out, "    off_{name}: u32,");
+        // Uniform block: one field per slot of the launch's interface, in its order.
+        self.out.push_str("struct DcParams {\n");
+        for slot in uniform_slots(k, self.view_offsets) {
+            const AXES: [&str; 3] = ["x", "y", "z"];
+            let _ = match slot {
+                Slot::Grid(d) => writeln!(self.out, "    grid_{}: u32,", AXES[d as usize]),
+                Slot::Groups(d) => writeln!(self.out, "    groups_{}: u32,", AXES[d as usize]),
+                Slot::TotalGroups => writeln!(self.out, "    total_groups: u32,"),
+                Slot::Arg(i) => {
+                    let Param::Scalar { name, ty } = &k.params[i as usize] else {
+                        unreachable!("uniform_slots lists scalars alone")
+                    };
+                    let t = match *ty {
+                        ScalarType::Bool => "u32",
+                        // Uniform f16 fields have their own layout rules; an f32 is simpler.
+                        ScalarType::F16 => "f32",
+                        t => self.ty(t),
+                    };
+                    writeln!(self.out, "    p_{name}: {t},")
                 }
-            }
-        }
-        // A binding's size is a multiple of 4 bytes, so an f16 buffer's `arrayLength` may
-        // count one element too many: its length comes from the launch instead.
-        for p in &k.params {
-            if let Param::Buffer { name, elem, .. } = p {
-                if *elem == ScalarType::F16 {
-                    let _ = writeln!(self.out, "    len_{name}: u32,");
+                Slot::ElementOffset(i) => {
+                    writeln!(self.out, "    off_{}: u32,", k.params[i as usize].name())
                 }
-            }
+                // A binding's size is a multiple of 4 bytes, so an f16 buffer's
+                // `arrayLength` may count one element too many: its length comes from the
+                // launch instead.
+                Slot::BufferLen(i) => {
+                    writeln!(self.out, "    len_{}: u32,", k.params[i as usize].name())
+                }
+                Slot::Group(_) | Slot::DynamicSharedLen | Slot::ViolationRecord => {
+                    unreachable!("not a uniform slot of generated WGSL")
+                }
+            };
         }
         self.out.push_str("}\n\n");
         let mut binding = 0;
