@@ -42,8 +42,8 @@ pub mod watchdog;
 use dotcompute_hal::native::{ErrorSlot, NativeArg, NativeLaunch};
 use dotcompute_hal::{
     AtomicF32Add, Backend, BackendDescriptor, BackendKind, Blas, BoundArg, Capabilities,
-    DeviceInfo, DeviceType, DynBackend, Error, LaunchRequest, Limits, MatmulRequest, MemoryStats,
-    Queue, Result, SizeClassPool, StreamId, StreamSet, Timing,
+    DeviceInfo, DeviceType, DynBackend, Error, GeneratedProduct, LaunchRequest, Limits,
+    MatmulRequest, MemoryStats, Queue, Result, SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::ScalarType;
 use rayon::prelude::*;
@@ -183,6 +183,9 @@ impl CpuBackend {
                     exact_float: true,
                     subnormals: true,
                     time_limits: true,
+                    completes_on_enqueue: true,
+                    forward_progress: false,
+                    generated_product: GeneratedProduct::Unfused,
                 },
             },
             pool: SizeClassPool::new(),

@@ -4,7 +4,8 @@ use crate::compile;
 use crate::driver::{self, Check};
 use cudarc::driver::{result as cu, sys};
 use dotcompute_hal::{
-    AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, Limits, RawLanguage, Result,
+    AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, GeneratedProduct, Limits,
+    RawLanguage, Result,
 };
 
 /// The devices of the CUDA driver, or why there are none.
@@ -95,6 +96,9 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
             exact_float: true,
             subnormals: true,
             time_limits: true,
+            completes_on_enqueue: false,
+            forward_progress: true,
+            generated_product: GeneratedProduct::BlockedQuads,
         },
     })
 }

@@ -160,6 +160,36 @@ pub struct Capabilities {
     /// the CPU stops a launch past its limit, CUDA and wgpu report the device lost
     /// instead of waiting on. `false` on Metal (its waits are unbounded; never run here).
     pub time_limits: bool,
+    /// Work is done when the call that enqueued it returns (the CPU runs kernels on the
+    /// calling thread's pool): independent graph nodes can then run side by side from
+    /// the host, where on a device queue they would run one after another.
+    pub completes_on_enqueue: bool,
+    /// A group that has started runs on while groups launched after it wait for it, so
+    /// a spin-wait on an earlier group's result ends (the decoupled look-back of
+    /// single-pass scans and Onesweep sorts). CUDA runs started blocks to completion;
+    /// Vulkan and Metal promise no such thing.
+    pub forward_progress: bool,
+    /// Which generated FP32/f16 matrix product runs best here when no vendor product
+    /// serves the call (`Device::matmul`).
+    pub generated_product: GeneratedProduct,
+}
+
+/// The shapes of dotcompute's generated matrix product a device prefers (measured per
+/// backend; `docs/benchmarks.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GeneratedProduct {
+    /// The register-blocked kernel with each thread's rows and columns in runs of four
+    /// (16-byte shared reads; NVRTC merges them: CUDA).
+    BlockedQuads,
+    /// The register-blocked kernel with strided rows and columns (Vulkan's and Metal's
+    /// compilers do not merge the runs of four). Products of fewer than
+    /// `tiled_below_blocks` 128×128 blocks take the 16×16 shared-tile kernel instead:
+    /// wgpu says 64 (too few groups to fill a GPU) and `u32::MAX` on software adapters
+    /// (lavapipe's LLVM took about a minute to build the blocked kernel).
+    BlockedStrided { tiled_below_blocks: u32 },
+    /// The register-blocked kernel without fused multiply-adds (the CPU's; see
+    /// `dotcompute::linalg`'s `CoreKernels::unfused`).
+    Unfused,
 }
 
 impl Capabilities {

@@ -47,7 +47,8 @@ pub use backend::{
     Backend, Blas, BoundArg, GraphExec, HostMemory, LaunchRequest, MatmulRequest, Precision, Queue,
 };
 pub use device::{
-    AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, Limits, RawLanguage,
+    AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, GeneratedProduct, Limits,
+    RawLanguage,
 };
 pub use dynamic::{DynBackend, RawBuffer};
 pub use error::{Error, LostFlag, Result};

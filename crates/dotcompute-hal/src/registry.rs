@@ -85,6 +85,9 @@ mod tests {
                 exact_float: true,
                 subnormals: true,
                 time_limits: true,
+                completes_on_enqueue: false,
+                forward_progress: false,
+                generated_product: crate::GeneratedProduct::Unfused,
             },
         }
     }

@@ -16,9 +16,9 @@ use std::borrow::Cow;
 /// Elements per chunk: the unit of parallel work and of the fixed summation tree.
 pub(crate) const CHUNK: usize = 1 << 16;
 
-/// Whether `queue` is the CPU device (or one of its streams).
+/// Whether `queue`'s device is the host's CPU (or one of its streams).
 pub(crate) fn is_cpu(queue: &impl AsStream) -> bool {
-    queue.device().backend_kind() == dotcompute::BackendKind::Cpu
+    queue.device().info().device_type == dotcompute::DeviceType::Cpu
 }
 
 /// The elements of `b` on the host: in place on the CPU device (no copy), else read.

@@ -130,6 +130,15 @@ pub(crate) fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> Device
             exact_float: strict.is_some(),
             subnormals: strict.is_some_and(|o| o.denorm_preserve),
             time_limits: true,
+            completes_on_enqueue: false,
+            forward_progress: false,
+            generated_product: GeneratedProduct::BlockedStrided {
+                tiled_below_blocks: if ai.device_type == wgpu::DeviceType::Cpu {
+                    u32::MAX
+                } else {
+                    64
+                },
+            },
         },
     }
 }

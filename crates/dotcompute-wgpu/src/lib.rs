@@ -53,8 +53,8 @@ use dotcompute_hal::settings;
 use dotcompute_hal::words::{widen, word_aligned};
 use dotcompute_hal::{
     AtomicF32Add, Backend, BackendDescriptor, BackendKind, BoundArg, Capabilities, DeviceInfo,
-    DeviceType, Error, LaunchRequest, Limits, LostFlag, MemoryStats, Queue, RawLanguage, Result,
-    SizeClassPool, StreamId, StreamSet, Timing,
+    DeviceType, Error, GeneratedProduct, LaunchRequest, Limits, LostFlag, MemoryStats, Queue,
+    RawLanguage, Result, SizeClassPool, StreamId, StreamSet, Timing,
 };
 
 use std::num::NonZeroU64;

@@ -267,7 +267,8 @@ pub use device::{Device, BACKEND_ENV};
 pub use dotcompute_hal::settings;
 pub use dotcompute_hal::{
     AtomicF32Add, BackendDescriptor, BackendKind, Capabilities, DeviceInfo, DeviceType, Error,
-    KernelDef, Launch, Limits, MemoryStats, RawLanguage, ResolvedLaunch, Result, StreamId, Timing,
+    GeneratedProduct, KernelDef, Launch, Limits, MemoryStats, RawLanguage, ResolvedLaunch, Result,
+    StreamId, Timing,
 };
 pub use dotcompute_ir::vector::{Vec2, Vec4};
 pub use dotcompute_macros::{kernel, kernel_fn};

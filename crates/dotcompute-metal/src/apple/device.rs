@@ -1,7 +1,9 @@
 //! Device discovery: every Metal GPU, described as a `DeviceInfo`.
 
 use super::Mtl;
-use dotcompute_hal::{AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, Limits};
+use dotcompute_hal::{
+    AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, GeneratedProduct, Limits,
+};
 use dotcompute_ir::ScalarType;
 use objc2::rc::Retained;
 use objc2::runtime::ProtocolObject;
@@ -98,6 +100,11 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             exact_float: false,
             subnormals: false,
             time_limits: false,
+            completes_on_enqueue: false,
+            forward_progress: false,
+            generated_product: GeneratedProduct::BlockedStrided {
+                tiled_below_blocks: 0,
+            },
         },
     }
 }

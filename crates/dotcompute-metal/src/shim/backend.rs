@@ -8,8 +8,9 @@ use super::{ShimLibrary, ThreadOrder, SIMD_WIDTH};
 use crate::plan::{encode, plan_args, EncodingPlan, PipelineLimits};
 use dotcompute_cpu::{CpuBackend, CpuBuffer};
 use dotcompute_hal::{
-    AtomicF32Add, Backend, BackendKind, Capabilities, DeviceInfo, DeviceType, Error, LaunchRequest,
-    Limits, MemoryStats, ProgramKey, Queue, Result, StreamId, StreamSet, Timing,
+    AtomicF32Add, Backend, BackendKind, Capabilities, DeviceInfo, DeviceType, Error,
+    GeneratedProduct, LaunchRequest, Limits, MemoryStats, ProgramKey, Queue, Result, StreamId,
+    StreamSet, Timing,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -74,6 +75,13 @@ impl ShimBackend {
             exact_float: false,
             subnormals: false,
             time_limits: false,
+            // The shim runs each launch before returning, but it stands in for a Metal
+            // device and keeps its queue semantics.
+            completes_on_enqueue: false,
+            forward_progress: false,
+            generated_product: GeneratedProduct::BlockedStrided {
+                tiled_below_blocks: 0,
+            },
         };
         let order = ThreadOrder::from_env().map_err(|reason| Error::BackendUnavailable {
             backend: "msl-shim".into(),

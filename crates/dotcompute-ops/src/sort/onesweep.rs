@@ -64,7 +64,7 @@ const COUNT_GROUPS: u32 = 1024;
 /// of static shared memory (64-bit keys take the other algorithms).
 pub(super) fn available<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> bool {
     let info = queue.device().info();
-    queue.device().backend_kind() == dotcompute::BackendKind::Cuda
+    info.caps.forward_progress
         && info.caps.subgroup_size == Some([WIDTH, WIDTH])
         && n < MAX_LEN
         && std::mem::size_of::<K>() == 4

@@ -119,10 +119,11 @@ impl<'a> ExecGraph<'a> {
         }
     }
 
-    /// Enqueues every node on `s` in dependency order; on backends whose work completes
-    /// before it returns (the CPU), the nodes of one level run in parallel.
+    /// Enqueues every node on `s` in dependency order; on devices whose work completes
+    /// before the call returns (`Capabilities::completes_on_enqueue`: the CPU), the nodes
+    /// of one level run in parallel.
     fn replay(&self, s: StreamId) -> Result<()> {
-        if self.graph.device.backend_kind() == dotcompute_hal::BackendKind::Cpu {
+        if self.graph.device.info().caps.completes_on_enqueue {
             for level in &self.levels {
                 if level.len() == 1 {
                     self.enqueue(level[0], s)?;
