@@ -28,6 +28,13 @@ struct Cli {
 enum Command {
     /// Lists every backend, its devices and their properties, or why it is unavailable.
     Devices,
+    /// Lists every `DOTCOMPUTE_*` variable with its current value, checked as dotcompute
+    /// reads it; exits non-zero when a value would be refused.
+    Settings {
+        /// Prints the table of `docs/configuration.md` instead.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Runs the seed cases on one or more backends and prints a table; exits non-zero on
     /// any failure or when a requested backend is absent.
     Validate {
@@ -99,6 +106,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Devices => devices(),
+        Command::Settings { markdown } => settings(markdown),
         Command::Validate {
             backend,
             cases,
@@ -141,6 +149,39 @@ fn main() -> ExitCode {
             }
         }
         Command::BenchReport { files } => bench_report(&files),
+    }
+}
+
+fn settings(markdown: bool) -> ExitCode {
+    use dotcompute::settings::{Scope, VARIABLES};
+    if markdown {
+        print!("{}", dotcompute::settings::markdown());
+        return ExitCode::SUCCESS;
+    }
+    let mut refused = 0;
+    for v in VARIABLES.iter().filter(|v| v.scope != Scope::Tests) {
+        let value = std::env::var(v.name).ok();
+        let verdict = match (v.check, &value) {
+            (_, None) => "unset".to_string(),
+            (Some(check), Some(_)) => match check() {
+                Ok(()) => "ok".to_string(),
+                Err(e) => {
+                    refused += 1;
+                    format!("REFUSED: {e}")
+                }
+            },
+            (None, Some(_)) => "set".to_string(),
+        };
+        match value {
+            Some(value) => println!("{:<34} = {value:<20} {verdict}", v.name),
+            None => println!("{:<34}   {:<20} {verdict}", v.name, ""),
+        }
+    }
+    println!("(every variable, who reads it and when: docs/configuration.md)");
+    if refused > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -384,7 +425,14 @@ fn emitted(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String, String> 
             .map(|m| m.source)
             .map_err(|e| e.to_string()),
         "wgsl" | "naga-msl" | "spirv" | "hlsl" => emit_through_wgsl(ir, target),
-        "cuda" => Ok(dotcompute_codegen::cuda::generate(ir).source),
+        "cuda" => Ok(dotcompute_codegen::cuda::generate_with(
+            ir,
+            &dotcompute_codegen::cuda::CudaOptions {
+                checked: false,
+                unroll: dotcompute::settings::unroll().map_err(|e| e.to_string())?,
+            },
+        )
+        .source),
         other => Err(format!(
             "unknown target `{other}`; available: ir, json, cuda, msl, wgsl, naga-msl, spirv, hlsl"
         )),
@@ -434,7 +482,10 @@ fn emit(kernel: &str, target: &str) -> ExitCode {
 /// length of 256) and what naga makes of it.
 fn emit_through_wgsl(ir: &dotcompute::ir::Kernel, target: &str) -> Result<String, String> {
     use dotcompute_codegen::{naga_out, wgsl};
-    let opts = wgsl::WgslOptions::default();
+    let opts = wgsl::WgslOptions {
+        unroll: dotcompute::settings::unroll().map_err(|e| e.to_string())?,
+        ..wgsl::WgslOptions::default()
+    };
     let module = wgsl::generate(ir, &opts).map_err(|e| e.to_string())?;
     let naga = naga_out::validate_wgsl(&module.source)?;
     Ok(match target {

@@ -61,3 +61,31 @@ fn bench_report_without_a_file_is_an_error() {
     assert_ne!(code, 0, "{text}");
     assert!(text.contains("/nonexistent/run.json"), "{text}");
 }
+
+/// `dotcompute settings`: every variable with its value; a value dotcompute would refuse
+/// is named with the reason and the exit is non-zero (issue 29's one table).
+#[test]
+fn settings_lists_every_variable_and_refuses_bad_values() {
+    let (code, text) = dotcompute(&["settings"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("DOTCOMPUTE_CPU_BARRIERS") && text.contains("docs/configuration.md"));
+    let out = Command::new(exe())
+        .args(["settings"])
+        .env("DOTCOMPUTE_CACHE", "disabled")
+        .env("DOTCOMPUTE_WGPU_STRIDED", "0")
+        .output()
+        .expect("the CLI runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line("DOTCOMPUTE_CACHE ").contains("REFUSED"), "{text}");
+    assert!(line("DOTCOMPUTE_WGPU_STRIDED").ends_with("ok"), "{text}");
+    let (code, table) = dotcompute(&["settings", "--markdown"]);
+    assert_eq!(code, 0);
+    assert!(table.starts_with("| variable |"), "{table}");
+}

@@ -87,18 +87,42 @@ pub fn vector_entry_name(name: &str) -> String {
 
 pub use dotcompute_ir::analysis::{grid_stride_eligible, vector_plan, VectorPlan};
 
-/// Generates CUDA C++ for `kernel` (which must be validated IR).
-pub fn generate(kernel: &Kernel) -> CudaModule {
-    generate_with(kernel, false)
+/// How a CUDA module is generated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudaOptions {
+    /// Bounds-check every array access and record the first violation through an extra
+    /// parameter ([`Slot::ViolationRecord`]). A checked module has only the plain entry
+    /// point.
+    pub checked: bool,
+    /// Unroll grid-stride loops over read-only buffers, four loads per trip (see
+    /// `crate::unrolled`; `DOTCOMPUTE_UNROLL=0` turns it off in the backends).
+    pub unroll: bool,
 }
 
-/// Generates CUDA C++ for `kernel`; `checked` bounds-checks every array access and
-/// records the first violation through an extra parameter
-/// ([`Slot::ViolationRecord`]). A checked module has only the plain entry point.
-pub fn generate_with(kernel: &Kernel, checked: bool) -> CudaModule {
+/// Unchecked, unrolled: what `dotcompute emit` prints and the snapshots record.
+impl Default for CudaOptions {
+    fn default() -> CudaOptions {
+        CudaOptions {
+            checked: false,
+            unroll: true,
+        }
+    }
+}
+
+/// Generates CUDA C++ for `kernel` (which must be validated IR).
+pub fn generate(kernel: &Kernel) -> CudaModule {
+    generate_with(kernel, &CudaOptions::default())
+}
+
+/// Generates CUDA C++ for `kernel` as `options` say.
+pub fn generate_with(kernel: &Kernel, options: &CudaOptions) -> CudaModule {
+    let checked = options.checked;
     let plan = if checked { None } else { vector_plan(kernel) };
     let strided = grid_stride_eligible(kernel) && !checked;
-    let unrolled = crate::unrolled(kernel, !checked && plan.is_none() && !strided);
+    let unrolled = crate::unrolled(
+        kernel,
+        options.unroll && !checked && plan.is_none() && !strided,
+    );
     let kernel = unrolled.as_ref().unwrap_or(kernel);
     let mut g = Gen::new(&CudaDialect, kernel);
     g.checked = checked;

@@ -295,12 +295,12 @@ impl Printer<'_> {
 }
 
 /// The kernel with its grid-stride loops over read-only buffers unrolled, four loads per
-/// trip ([`dotcompute_ir::unroll`]), where `allowed` (not in checked mode, not in an
-/// automatic grid-stride or vector form) and the environment does not say
-/// `DOTCOMPUTE_UNROLL=0`; `None` when nothing changes. CUDA and WGSL use it.
+/// trip ([`dotcompute_ir::unroll`]), where `allowed` (the caller's option, not in checked
+/// mode, not in an automatic grid-stride or vector form); `None` when nothing changes.
+/// CUDA and WGSL use it. The generators read no environment: backends pass
+/// `DOTCOMPUTE_UNROLL` (`dotcompute_hal::settings::unroll`) as an option.
 pub(crate) fn unrolled(kernel: &Kernel, allowed: bool) -> Option<Kernel> {
-    let enabled = std::env::var("DOTCOMPUTE_UNROLL").map_or(true, |v| v != "0");
-    (allowed && enabled)
+    allowed
         .then(|| dotcompute_ir::unroll::unroll_strided_loads(kernel))
         .flatten()
 }

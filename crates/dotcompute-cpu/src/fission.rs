@@ -43,14 +43,25 @@ pub fn barrier_schedule() -> BarrierSchedule {
         1 => BarrierSchedule::Fission,
         2 => BarrierSchedule::Coroutines,
         _ => {
-            let s = match std::env::var("DOTCOMPUTE_CPU_BARRIERS").as_deref() {
-                Ok("coroutines") => BarrierSchedule::Coroutines,
+            // A value the setting does not accept counts as the default here; the CPU
+            // device refuses every launch with `Error::Config` naming it.
+            let s = match barrier_setting() {
+                Ok(Some("coroutines")) => BarrierSchedule::Coroutines,
                 _ => BarrierSchedule::Fission,
             };
             set_barrier_schedule(s);
             s
         }
     }
+}
+
+/// `DOTCOMPUTE_CPU_BARRIERS`, strictly parsed: `fission` or `coroutines`.
+pub(crate) fn barrier_setting() -> dotcompute_hal::Result<Option<&'static str>> {
+    dotcompute_hal::settings::choice(
+        "DOTCOMPUTE_CPU_BARRIERS",
+        &["fission", "coroutines"],
+        "`fission` (the default) or `coroutines`",
+    )
 }
 
 /// Selects the schedule for kernels with barriers, for the whole process (benchmarks and

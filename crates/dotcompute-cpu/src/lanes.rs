@@ -61,9 +61,11 @@ impl Switch {
     }
 }
 
-/// Whether `var` is set to `0` in the environment.
-fn off_in_env(var: &str) -> bool {
-    std::env::var(var).as_deref() == Ok("0")
+/// Whether on/off variable `var` says off (strictly parsed; a value it does not accept
+/// counts as on here, and the CPU device refuses every launch with `Error::Config`
+/// naming it: `CpuBackend::settings_error`).
+fn off_in_env(var: &'static str) -> bool {
+    dotcompute_hal::settings::switch(var) == Ok(Some(false))
 }
 
 static LANE_FORM: Switch = Switch::new();

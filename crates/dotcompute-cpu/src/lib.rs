@@ -107,6 +107,11 @@ pub struct CpuBackend {
     /// How long one launch may run before it is stopped ([`watchdog`]), or the error of
     /// an invalid `DOTCOMPUTE_CPU_TIMEOUT_S`, returned by every launch.
     time_limit: dotcompute_hal::settings::TimeLimit,
+    /// The error of an invalid `DOTCOMPUTE_CPU_LANES`, `DOTCOMPUTE_CPU_AVX2` or
+    /// `DOTCOMPUTE_CPU_BARRIERS` (read when the device opens), returned by every launch:
+    /// the process-wide switches they set are read where the kernels run, which cannot
+    /// fail.
+    settings_error: Option<Error>,
 }
 
 impl Default for CpuBackend {
@@ -195,6 +200,13 @@ impl CpuBackend {
                 watchdog::TIMEOUT_VARIABLE,
                 watchdog::DEFAULT_TIMEOUT,
             ),
+            settings_error: [
+                dotcompute_hal::settings::switch("DOTCOMPUTE_CPU_LANES").map(drop),
+                dotcompute_hal::settings::switch("DOTCOMPUTE_CPU_AVX2").map(drop),
+                fission::barrier_setting().map(drop),
+            ]
+            .into_iter()
+            .find_map(Result::err),
         }
     }
 
@@ -388,6 +400,9 @@ impl Queue for CpuBackend {
         request: &LaunchRequest<'_, CpuBuffer>,
     ) -> Result<()> {
         let kernel = &*request.program.kernel;
+        if let Some(e) = &self.settings_error {
+            return Err(e.clone());
+        }
         // The launch's own limit, else the device's (whose error, if its variable was
         // invalid, every launch returns).
         let (limit, set_by) = match request.geometry.time_limit {

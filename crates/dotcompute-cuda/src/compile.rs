@@ -78,13 +78,17 @@ pub(crate) fn nvrtc_version() -> (i32, i32) {
     (major, minor)
 }
 
-/// The disk cache directory the environment selects, if any.
-pub fn cache_dir() -> Option<PathBuf> {
+/// The disk cache directory the environment selects, if any (`Error::Config` for a
+/// `DOTCOMPUTE_CACHE` value that is not an on/off word).
+pub fn cache_dir() -> dotcompute_hal::Result<Option<PathBuf>> {
     dotcompute_hal::settings::cache_dir("cuda")
 }
 
 impl Compiler {
-    pub(crate) fn new(compute_capability: (i32, i32), driver_version: i32) -> Compiler {
+    pub(crate) fn new(
+        compute_capability: (i32, i32),
+        driver_version: i32,
+    ) -> dotcompute_hal::Result<Compiler> {
         let (major, minor) = compute_capability;
         let raw_options = vec![
             format!("--gpu-architecture=sm_{major}{minor}"),
@@ -102,13 +106,13 @@ impl Compiler {
             dotcompute_codegen::CODEGEN_VERSION,
         )
         .into_bytes();
-        let dir = cache_dir().filter(|d| std::fs::create_dir_all(d).is_ok());
-        Compiler {
+        let dir = cache_dir()?.filter(|d| std::fs::create_dir_all(d).is_ok());
+        Ok(Compiler {
             generated_options,
             raw_options,
             key_prefix,
             dir,
-        }
+        })
     }
 
     fn options(&self, raw: bool) -> &[String] {

@@ -111,6 +111,9 @@ pub struct CudaBackend {
     resident_threads: u32,
     grid_stride: bool,
     vectorize: bool,
+    /// `DOTCOMPUTE_UNROLL` (read when the device opens): generated kernels unroll their
+    /// grid-stride loops over read-only buffers.
+    unroll: bool,
     blas: OnceLock<std::result::Result<BlasHandle, String>>,
     blas_calls: Mutex<()>,
     /// Spare violation records of checked launches (see `launch::ViolationRecord`).
@@ -147,6 +150,7 @@ impl CudaBackend {
         // Settings first: a bad value is an error before the device is touched.
         let grid_stride = dotcompute_hal::settings::switch_or("DOTCOMPUTE_CUDA_GRID_STRIDE", true)?;
         let vectorize = dotcompute_hal::settings::switch_or("DOTCOMPUTE_CUDA_VECTORIZE", true)?;
+        let unroll = dotcompute_hal::settings::unroll()?;
         let wait_timeout = dotcompute_hal::settings::TimeLimit::from_env(
             "DOTCOMPUTE_CUDA_TIMEOUT_S",
             std::time::Duration::from_secs(300),
@@ -175,7 +179,7 @@ impl CudaBackend {
             ctx,
             streams: stream::Streams::new(default_stream),
             pool: SizeClassPool::new(),
-            compiler: Compiler::new(cc, info::driver_version()),
+            compiler: Compiler::new(cc, info::driver_version())?,
             functions: Mutex::new(KeyMap::default()),
             modules: Mutex::new(Vec::new()),
             stats: Mutex::new(CompileStats::default()),
@@ -186,6 +190,7 @@ impl CudaBackend {
                 as u32,
             grid_stride,
             vectorize,
+            unroll,
             blas: OnceLock::new(),
             blas_calls: Mutex::new(()),
             violation_records: Mutex::new(Vec::new()),

@@ -94,7 +94,13 @@ impl CudaBackend {
         let kernel = &*program.kernel;
         let (f, outcome) = match &program.source {
             ProgramSource::Ir { .. } => {
-                let module = dotcompute_codegen::cuda::generate_with(kernel, checked);
+                let module = dotcompute_codegen::cuda::generate_with(
+                    kernel,
+                    &dotcompute_codegen::cuda::CudaOptions {
+                        checked,
+                        unroll: self.unroll,
+                    },
+                );
                 let variant = if checked { "checked" } else { "" };
                 dotcompute_hal::dump::dump_source(program, variant, "cu", "//", &module.source)?;
                 self.load(

@@ -65,12 +65,6 @@ pub struct Program {
     /// ([`Features::required_by`]); checked against [`crate::Capabilities::features`]
     /// before a launch. Tensor cores also need groups of whole subgroups.
     pub features: Features,
-    /// Whether the kernel may run in grid-stride form
-    /// ([`dotcompute_ir::analysis::grid_stride_eligible`]), computed once.
-    pub grid_stride: bool,
-    /// Whether the kernel is elementwise over 4-byte buffers, four logical threads to a
-    /// 16-byte vector ([`dotcompute_ir::analysis::vector_plan_32bit`]), computed once.
-    pub vector_form: bool,
 }
 
 impl Program {
@@ -79,8 +73,6 @@ impl Program {
         Program {
             key: ProgramKey(kernel.content_hash()),
             features: Features::required_by(&kernel),
-            grid_stride: dotcompute_ir::analysis::grid_stride_eligible(&kernel),
-            vector_form: dotcompute_ir::analysis::vector_plan_32bit(&kernel).is_some(),
             kernel,
             source: ProgramSource::Ir { native },
         }
@@ -100,8 +92,6 @@ impl Program {
             source: ProgramSource::Raw(source),
             // A hand-written kernel's needs are the driver's to check.
             features: Features::NONE,
-            grid_stride: false,
-            vector_form: false,
         }
     }
     pub fn name(&self) -> &str {

@@ -6,6 +6,9 @@
 use crate::error::{Error, Result};
 use std::time::Duration;
 
+mod variables;
+pub use variables::{markdown, Scope, Variable, VARIABLES};
+
 /// The variable's value, trimmed; `None` when unset or empty.
 fn value(name: &str) -> Option<String> {
     std::env::var(name)
@@ -37,6 +40,13 @@ pub fn switch(name: &'static str) -> Result<Option<bool>> {
 /// An on/off variable with a default for unset.
 pub fn switch_or(name: &'static str, default: bool) -> Result<bool> {
     Ok(switch(name)?.unwrap_or(default))
+}
+
+/// `DOTCOMPUTE_UNROLL` (an on/off switch, on by default): whether generated CUDA and WGSL
+/// unroll grid-stride loops over read-only buffers. Backends read it when a device opens
+/// and pass it to the code generators, which read no environment.
+pub fn unroll() -> Result<bool> {
+    switch_or("DOTCOMPUTE_UNROLL", true)
 }
 
 /// A duration in seconds: a positive, finite number of at most a year (`Ok(default)`
@@ -146,24 +156,27 @@ pub fn backends(name: &'static str) -> Result<Vec<crate::BackendKind>> {
         .collect()
 }
 
-/// The directory for dotcompute's on-disk caches of kind `sub` (`cuda`, `ops`):
+/// The directory for dotcompute's on-disk caches of kind `sub` (`cuda`, `wgpu`, `ops`):
 /// `$DOTCOMPUTE_CACHE_DIR/sub`, else `$XDG_CACHE_HOME/dotcompute/sub`, else
-/// `~/.cache/dotcompute/sub`; `None` when `DOTCOMPUTE_CACHE=off` (or no home is known).
-pub fn cache_dir(sub: &str) -> Option<std::path::PathBuf> {
+/// `~/.cache/dotcompute/sub`; `Ok(None)` when `DOTCOMPUTE_CACHE` (an on/off switch, on by
+/// default) is off, or no home is known. A value the switch does not accept is an error
+/// (`DOTCOMPUTE_CACHE=0` used to leave every cache on: only `off` turned it off).
+pub fn cache_dir(sub: &str) -> Result<Option<std::path::PathBuf>> {
     use std::path::PathBuf;
-    if std::env::var("DOTCOMPUTE_CACHE").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
-        return None;
+    if !switch_or("DOTCOMPUTE_CACHE", true)? {
+        return Ok(None);
     }
     let base = if let Some(d) = std::env::var_os("DOTCOMPUTE_CACHE_DIR").filter(|d| !d.is_empty()) {
         PathBuf::from(d)
     } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
         PathBuf::from(d).join("dotcompute")
     } else {
-        PathBuf::from(std::env::var_os("HOME")?)
-            .join(".cache")
-            .join("dotcompute")
+        let Some(home) = std::env::var_os("HOME") else {
+            return Ok(None);
+        };
+        PathBuf::from(home).join(".cache").join("dotcompute")
     };
-    Some(base.join(sub))
+    Ok(Some(base.join(sub)))
 }
 
 #[cfg(test)]

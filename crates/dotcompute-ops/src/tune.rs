@@ -133,13 +133,15 @@ pub fn mode() -> Result<Mode> {
     )
 }
 
-/// The tuner's file, if the environment allows one.
-pub fn file() -> Option<PathBuf> {
-    Some(dotcompute::settings::cache_dir("ops")?.join("tune.json"))
+/// The tuner's file, if the environment allows one (`Error::Config` for a
+/// `DOTCOMPUTE_CACHE` value that is not an on/off word).
+pub fn file() -> Result<Option<PathBuf>> {
+    Ok(dotcompute::settings::cache_dir("ops")?.map(|dir| dir.join("tune.json")))
 }
 
 fn load() -> BTreeMap<String, Choice> {
-    let Some(path) = file() else {
+    // `choose` checked the setting before the first load.
+    let Ok(Some(path)) = file() else {
         return BTreeMap::new();
     };
     let text = match std::fs::read_to_string(&path) {
@@ -157,7 +159,7 @@ fn load() -> BTreeMap<String, Choice> {
 }
 
 fn store(choices: &BTreeMap<String, Choice>) {
-    let Some(path) = file() else { return };
+    let Ok(Some(path)) = file() else { return };
     let write = || -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
@@ -199,6 +201,8 @@ pub fn choose(
         return Ok(i);
     }
     let mode = mode()?;
+    // A cache setting the tuner cannot read is an error here, not a silent default.
+    file()?;
     if mode == Mode::Off || candidates.len() < 2 || n < MIN_TUNED {
         return Ok(0);
     }

@@ -148,26 +148,40 @@ pub(crate) fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> Device
 /// them would (capabilities, errors), which tests code meant to run everywhere.
 pub const DISABLE_ENV: &str = "DOTCOMPUTE_WGPU_DISABLE";
 
-/// The adapter's features minus those [`DISABLE_ENV`] names.
-pub(crate) fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
-    let mut features = adapter.features();
-    if let Ok(list) = std::env::var(DISABLE_ENV) {
-        for name in list.split(',').map(str::trim) {
-            match name {
-                "subgroups" => features.remove(wgpu::Features::SUBGROUP),
-                "f16" => features.remove(wgpu::Features::SHADER_F16),
-                "float-atomics" => features.remove(wgpu::Features::SHADER_FLOAT32_ATOMIC),
-                "timestamps" => features.remove(
-                    wgpu::Features::TIMESTAMP_QUERY
-                        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
-                ),
-                // Raw SPIR-V and MSL kernels, and the strict SPIR-V of generated ones.
-                "passthrough" => features.remove(wgpu::Features::PASSTHROUGH_SHADERS),
-                _ => {}
+/// The features [`DISABLE_ENV`] names; a name it does not know is `Error::Config` (the
+/// device does not open), not ignored.
+pub(crate) fn disabled_features() -> Result<wgpu::Features> {
+    let mut off = wgpu::Features::empty();
+    let Ok(list) = std::env::var(DISABLE_ENV) else {
+        return Ok(off);
+    };
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        off |= match name {
+            "subgroups" => wgpu::Features::SUBGROUP,
+            "f16" => wgpu::Features::SHADER_F16,
+            "float-atomics" => wgpu::Features::SHADER_FLOAT32_ATOMIC,
+            "timestamps" => {
+                wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
             }
-        }
+            // Raw SPIR-V and MSL kernels, and the strict SPIR-V of generated ones.
+            "passthrough" => wgpu::Features::PASSTHROUGH_SHADERS,
+            _ => {
+                return Err(Error::Config {
+                    variable: DISABLE_ENV,
+                    value: list.clone(),
+                    expected: "feature names separated by commas: subgroups, f16, \
+                               float-atomics, timestamps, passthrough",
+                })
+            }
+        };
     }
-    features
+    Ok(off)
+}
+
+/// The adapter's features minus those [`DISABLE_ENV`] names (an invalid list disables
+/// nothing here; opening the device reports it: [`disabled_features`]).
+pub(crate) fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
+    adapter.features() - disabled_features().unwrap_or(wgpu::Features::empty())
 }
 
 /// Whether the adapter takes SPIR-V as it is (Vulkan with wgpu's passthrough, not

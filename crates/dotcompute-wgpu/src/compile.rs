@@ -41,6 +41,7 @@ impl WgpuBackend {
                 storage_barriers: self.storage_barriers_always
                     || dotcompute_ir::analysis::barrier_orders_buffers(kernel),
                 loop_budget: self.loop_budget,
+                unroll: self.unroll,
             },
         )
         .map_err(|e| compile_err(e.message))?;

@@ -3,7 +3,6 @@
 
 use super::*;
 use dotcompute_hal::plan::{self, ArgView, FormPolicy, SlotExtras};
-use dotcompute_ir::interface::Forms;
 
 /// The planner's view of an argument: wgpu binds buffers by handle, so a view's
 /// "address" is its byte offset (what the vector form's 16-byte rule is about).
@@ -114,10 +113,12 @@ impl WgpuBackend {
         let program = request.program;
         let kernel = &*program.kernel;
         let g = request.geometry;
-        let forms = Forms {
-            strided: program.grid_stride,
-            vector: program.vector_form.then_some(4),
-        };
+        let forms = *self
+            .forms
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(program.key)
+            .or_insert_with(|| wgsl::forms(kernel));
         let policy = FormPolicy {
             strided: self.strided,
             // The vector form binds each buffer as 16-byte vectors from where its view

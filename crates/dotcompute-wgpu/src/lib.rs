@@ -186,6 +186,7 @@ type PipelineKey = (dotcompute_hal::ProgramKey, [u32; 3], u32, bool, bool, Form)
 /// `dotcompute_hal::plan::plan_form` ([`wgsl::WgslOptions::strided`],
 /// [`wgsl::WgslOptions::vector`]).
 use dotcompute_hal::plan::Form;
+use dotcompute_ir::interface::Forms;
 
 thread_local! {
     /// Per thread: a process-wide count let tests running in parallel see each other's
@@ -228,6 +229,9 @@ pub struct WgpuBackend {
     limits: wgpu::Limits,
     pool: SizeClassPool<wgpu::Buffer>,
     pipelines: Mutex<dotcompute_hal::KeyMap<PipelineKey, Arc<Pipeline>>>,
+    /// The forms WGSL offers each generated program (`wgsl::forms`), found once per
+    /// program: the planner needs them before a form's pipeline exists.
+    forms: Mutex<dotcompute_hal::KeyMap<dotcompute_hal::ProgramKey, Forms>>,
     /// Bind groups and uniform buffers of recent launches, reused by identical ones.
     /// Emptied whenever a pool buffer is destroyed: an entry of a destroyed buffer could
     /// never match again (its key holds that buffer's handle), but would keep it alive.
@@ -246,6 +250,9 @@ pub struct WgpuBackend {
     /// Whether elementwise kernels over 4-byte buffers run in the vector form where their
     /// buffers allow (`DOTCOMPUTE_WGPU_VECTORS=0` turns it off, for comparisons).
     vectors: bool,
+    /// `DOTCOMPUTE_UNROLL` (read when the device opens): generated kernels unroll their
+    /// grid-stride loops over read-only buffers.
+    unroll: bool,
     /// The one door to the queue (see [`QueueOrder`]): launches recorded but not yet
     /// submitted, and the lock every submission and queue write holds.
     /// `DOTCOMPUTE_WGPU_BATCH=0` submits each launch at once.
@@ -342,6 +349,7 @@ impl WgpuBackend {
         wait_timeout.get()?;
         let strided = settings::switch_or("DOTCOMPUTE_WGPU_STRIDED", true)?;
         let vectors = settings::switch_or("DOTCOMPUTE_WGPU_VECTORS", true)?;
+        let unroll = settings::unroll()?;
         let batch = settings::switch_or("DOTCOMPUTE_WGPU_BATCH", true)?;
         let chunked = settings::switch_or("DOTCOMPUTE_WGPU_CHUNKS", true)?;
         let storage_barriers_always = settings::choice(
@@ -365,12 +373,13 @@ impl WgpuBackend {
                 required_features |= f;
             }
         }
+        adapter::disabled_features()?;
         let strict_spirv = float_mode()?.then(|| strict_spirv(&adapter)).flatten();
         let passthrough = adapter::passthrough_language(&adapter);
         if passthrough.is_some() {
             required_features |= wgpu::Features::PASSTHROUGH_SHADERS;
         }
-        let cache_path = pipeline_cache::path_for(&adapter);
+        let cache_path = pipeline_cache::path_for(&adapter)?;
         if cache_path.is_some() {
             required_features |= wgpu::Features::PIPELINE_CACHE;
         }
@@ -443,6 +452,7 @@ impl WgpuBackend {
             limits,
             pool: SizeClassPool::new(),
             pipelines: Mutex::new(Default::default()),
+            forms: Mutex::new(Default::default()),
             bind_groups: Mutex::new(Default::default()),
             staging: Mutex::new(None),
             uncaptured,
@@ -450,6 +460,7 @@ impl WgpuBackend {
             wait_timeout,
             strided,
             vectors,
+            unroll,
             order: Mutex::new(QueueOrder::default()),
             batch,
             chunked,

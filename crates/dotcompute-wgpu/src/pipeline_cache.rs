@@ -38,19 +38,24 @@ pub(crate) struct PipelineCacheFile {
 }
 
 /// Whether a device of `adapter` can keep a pipeline cache, and where: `None` when the
-/// adapter lacks `PIPELINE_CACHE` (non-Vulkan) or caching is off.
-pub(crate) fn path_for(adapter: &wgpu::Adapter) -> Option<PathBuf> {
+/// adapter lacks `PIPELINE_CACHE` (non-Vulkan) or caching is off (`Error::Config` for a
+/// `DOTCOMPUTE_CACHE` value that is not an on/off word).
+pub(crate) fn path_for(adapter: &wgpu::Adapter) -> dotcompute_hal::Result<Option<PathBuf>> {
     use sha2::{Digest, Sha256};
+    let Some(dir) = dotcompute_hal::settings::cache_dir("wgpu")? else {
+        return Ok(None);
+    };
     if !adapter.features().contains(wgpu::Features::PIPELINE_CACHE) {
-        return None;
+        return Ok(None);
     }
     let info = adapter.get_info();
-    let key = wgpu::util::pipeline_cache_key(&info)?;
+    let Some(key) = wgpu::util::pipeline_cache_key(&info) else {
+        return Ok(None);
+    };
     // A driver update starts a new file (wgpu would also refuse the old data).
     let driver = Sha256::digest(format!("{}\n{}", info.driver, info.driver_info).as_bytes());
     let driver: String = driver[..8].iter().map(|b| format!("{b:02x}")).collect();
-    let dir = dotcompute_hal::settings::cache_dir("wgpu")?;
-    Some(dir.join(format!("{key}-{driver}.bin")))
+    Ok(Some(dir.join(format!("{key}-{driver}.bin"))))
 }
 
 impl PipelineCacheFile {

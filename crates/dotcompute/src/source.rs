@@ -138,13 +138,21 @@ pub(crate) fn program_source(
     };
     match target {
         Target::Ir => Ok(dotcompute_codegen::IrText.generate(kernel)),
-        Target::Cuda => Ok(dotcompute_codegen::cuda::generate_with(kernel, options.checked).source),
+        Target::Cuda => Ok(dotcompute_codegen::cuda::generate_with(
+            kernel,
+            &dotcompute_codegen::cuda::CudaOptions {
+                checked: options.checked,
+                unroll: dotcompute_hal::settings::unroll()?,
+            },
+        )
+        .source),
         Target::Wgsl => wgsl::generate(
             kernel,
             &wgsl::WgslOptions {
                 group_size: options.group,
                 dynamic_shared_len: options.dynamic_shared_len,
                 checked: options.checked,
+                unroll: dotcompute_hal::settings::unroll()?,
                 ..wgsl::WgslOptions::default()
             },
         )

@@ -257,7 +257,7 @@ pub fn timed_run(device: &Device, f: &mut dyn FnMut() -> Res<()>) -> Res<(Durati
     device.set_profiling(false);
     let timings = device.take_timings();
     outcome?;
-    if std::env::var("DOTCOMPUTE_BENCH_KERNELS").is_ok_and(|v| v == "1") {
+    if dotcompute::settings::switch_or("DOTCOMPUTE_BENCH_KERNELS", false).map_err(s)? {
         // Diagnostics: each measured run's operations and their times, in order.
         let list: Vec<String> = timings
             .iter()

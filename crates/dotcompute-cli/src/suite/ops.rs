@@ -251,7 +251,7 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
 /// tune (autotune off, a small input, no cache file).
 fn tuner_choice(key: &str) -> String {
     let winner = || -> Option<String> {
-        let text = std::fs::read_to_string(dotcompute_ops::tune::file()?).ok()?;
+        let text = std::fs::read_to_string(dotcompute_ops::tune::file().ok()??).ok()?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         Some(v.get(key)?.get("winner")?.as_str()?.to_string())
     };

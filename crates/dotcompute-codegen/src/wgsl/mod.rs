@@ -85,6 +85,9 @@ pub struct WgslOptions {
     /// the launch is an error instead of a silently truncated result. Only kernels with
     /// loops get the record.
     pub loop_budget: Option<u32>,
+    /// Unroll grid-stride loops over read-only buffers, four loads per trip (see
+    /// `crate::unrolled`; `DOTCOMPUTE_UNROLL=0` turns it off in the backends).
+    pub unroll: bool,
 }
 
 /// The "array" code a thread records when it reached [`WgslOptions::loop_budget`]
@@ -105,6 +108,7 @@ impl Default for WgslOptions {
             native_f32_atomics: false,
             storage_barriers: true,
             loop_budget: None,
+            unroll: true,
         }
     }
 }
@@ -165,6 +169,16 @@ pub fn uniform_slots(kernel: &Kernel, view_offsets: bool) -> Vec<Slot> {
     slots
 }
 
+/// The forms a generated WGSL module can take besides the plain one: the grid-stride form
+/// ([`WgslOptions::strided`]) and the vector form of four 4-byte lanes
+/// ([`WgslOptions::vector`]).
+pub fn forms(kernel: &Kernel) -> dotcompute_ir::interface::Forms {
+    dotcompute_ir::interface::Forms {
+        strided: dotcompute_ir::analysis::grid_stride_eligible(kernel),
+        vector: dotcompute_ir::analysis::vector_plan_32bit(kernel).map(|p| p.width),
+    }
+}
+
 /// The uniform words of a hand-written kernel: each scalar parameter, one 4-byte word, in
 /// order (none when it has no scalars).
 pub fn raw_uniform_slots(kernel: &Kernel) -> Vec<Slot> {
@@ -214,7 +228,10 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
     } else {
         None
     };
-    let unrolled = crate::unrolled(kernel, !opts.checked && !opts.strided && !opts.vector);
+    let unrolled = crate::unrolled(
+        kernel,
+        opts.unroll && !opts.checked && !opts.strided && !opts.vector,
+    );
     let kernel = unrolled.as_ref().unwrap_or(kernel);
     let mut has_loops = false;
     dotcompute_ir::walk_stmts(&kernel.body, &mut |st| {

@@ -213,8 +213,15 @@ fn exercise(text: &str) -> bool {
         return false;
     };
     let _ = IrText.generate(&k);
-    let _ = cuda::generate_with(&k, false);
-    let _ = cuda::generate_with(&k, true);
+    for checked in [false, true] {
+        let _ = cuda::generate_with(
+            &k,
+            &cuda::CudaOptions {
+                checked,
+                unroll: true,
+            },
+        );
+    }
     let _ = msl::generate_with(&k, false);
     let _ = msl::generate_with(&k, true);
     for checked in [false, true] {
@@ -231,6 +238,7 @@ fn exercise(text: &str) -> bool {
                 storage_barriers: checked,
                 native_f32_atomics: false,
                 loop_budget: checked.then_some(60_000),
+                unroll: !checked,
             },
         );
     }

@@ -15,7 +15,10 @@ pub fn shim_device() -> Option<Device> {
     match ShimBackend::new() {
         Ok(b) => Some(Device::from_backend(Box::new(b))),
         Err(e) => {
-            if std::env::var("DOTCOMPUTE_REQUIRE_MSL_SHIM").is_ok_and(|v| v == "1") {
+            let required =
+                dotcompute_hal::settings::switch_or("DOTCOMPUTE_REQUIRE_MSL_SHIM", false)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            if required {
                 panic!("the MSL shim is required by DOTCOMPUTE_REQUIRE but unavailable: {e}");
             }
             eprintln!("skipping: {e}");

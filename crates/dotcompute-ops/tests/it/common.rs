@@ -38,7 +38,8 @@ pub fn devices() -> Vec<Device> {
     match dotcompute_metal::shim::ShimBackend::new() {
         Ok(b) => devices.push(Device::from_backend(Box::new(b))),
         Err(e) => {
-            let required = std::env::var("DOTCOMPUTE_REQUIRE_MSL_SHIM").is_ok_and(|v| v == "1");
+            let required = dotcompute::settings::switch_or("DOTCOMPUTE_REQUIRE_MSL_SHIM", false)
+                .unwrap_or_else(|e| panic!("{e}"));
             assert!(!required, "the MSL shim is required but unavailable: {e}");
             eprintln!("skipping the MSL shim: {e}");
         }
