@@ -94,6 +94,59 @@ impl WgpuBackend {
             log,
         };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let shader = self.shader_module(name, &module, entry, code)?;
+        let layout = self.bind_group_layout(name, &module);
+        let pipeline_layout = self
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(name),
+                bind_group_layouts: &[Some(&layout)],
+                ..Default::default()
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(name),
+                layout: Some(&pipeline_layout),
+                module: &shader,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: self.cache(),
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(compile_err(format!(
+                "{e}\n--- generated WGSL ---\n{}",
+                module.source
+            )));
+        }
+        self.save_pipeline_cache();
+        let p = Arc::new(Pipeline {
+            pipeline,
+            layout,
+            module,
+        });
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, p.clone());
+        Ok(p)
+    }
+
+    /// The shader module of `code`: hand-written MSL or SPIR-V passed through where the
+    /// adapter takes them (refused elsewhere), generated kernels as strict SPIR-V where
+    /// the device allows, else WGSL through wgpu.
+    fn shader_module(
+        &self,
+        name: &str,
+        module: &wgsl::WgslModule,
+        entry: &str,
+        code: ShaderCode<'_>,
+    ) -> Result<wgpu::ShaderModule> {
+        let compile_err = |log: String| Error::Compile {
+            kernel: name.to_string(),
+            backend: BACKEND.into(),
+            log,
+        };
         let entry_point = |workgroup: [u32; 3]| {
             std::borrow::Cow::Owned(vec![wgpu::PassthroughShaderEntryPoint {
                 name: entry.to_string().into(),
@@ -117,7 +170,7 @@ impl WgpuBackend {
                 language.runs_on()
             ),
         };
-        let shader = match (code, &self.strict_spirv) {
+        Ok(match (code, &self.strict_spirv) {
             (ShaderCode::Msl { workgroup }, _) => {
                 if self.passthrough != Some(RawLanguage::Msl) {
                     return Err(refuse(RawLanguage::Msl));
@@ -180,7 +233,12 @@ impl WgpuBackend {
                     label: Some(name),
                     source: wgpu::ShaderSource::Wgsl(module.source.as_str().into()),
                 }),
-        };
+        })
+    }
+
+    /// The bind group layout of `module`: its storage buffers, the violation record of
+    /// checked modules and the uniform block where it has one.
+    fn bind_group_layout(&self, name: &str, module: &wgsl::WgslModule) -> wgpu::BindGroupLayout {
         let storage = |read_only| wgpu::BindingType::Buffer {
             ty: wgpu::BufferBindingType::Storage { read_only },
             has_dynamic_offset: false,
@@ -216,46 +274,11 @@ impl WgpuBackend {
                 count: None,
             });
         }
-        let layout = self
-            .device
+        self.device
             .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some(name),
                 entries: &entries,
-            });
-        let pipeline_layout = self
-            .device
-            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some(name),
-                bind_group_layouts: &[Some(&layout)],
-                ..Default::default()
-            });
-        let pipeline = self
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(name),
-                layout: Some(&pipeline_layout),
-                module: &shader,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: self.cache(),
-            });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(compile_err(format!(
-                "{e}\n--- generated WGSL ---\n{}",
-                module.source
-            )));
-        }
-        self.save_pipeline_cache();
-        let p = Arc::new(Pipeline {
-            pipeline,
-            layout,
-            module,
-        });
-        self.pipelines
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, p.clone());
-        Ok(p)
+            })
     }
 
     /// The pipeline and dispatch of a hand-written kernel. Raw shaders see the dispatch

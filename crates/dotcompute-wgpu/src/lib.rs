@@ -408,36 +408,7 @@ impl WgpuBackend {
         });
         let pipeline_cache =
             cache_path.map(|path| pipeline_cache::PipelineCacheFile::open(&device, path));
-        let stamps = required_features
-            .contains(wgpu::Features::TIMESTAMP_QUERY)
-            .then(|| {
-                let buffer = |usage, label| {
-                    device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some(label),
-                        size: 16,
-                        usage,
-                        mapped_at_creation: false,
-                    })
-                };
-                Mutex::new(Stamps {
-                    set: device.create_query_set(&wgpu::QuerySetDescriptor {
-                        label: Some("dotcompute timestamps"),
-                        ty: wgpu::QueryType::Timestamp,
-                        count: 2,
-                    }),
-                    resolve: buffer(
-                        wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                        "dotcompute timestamp resolve",
-                    ),
-                    readback: buffer(
-                        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                        "dotcompute timestamp readback",
-                    ),
-                    period: queue.get_timestamp_period() as f64,
-                    inside_encoders: required_features
-                        .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
-                })
-            });
+        let stamps = timestamp_queries(&device, &queue, required_features);
         Ok(WgpuBackend {
             stamps,
             transfer_kernels,
@@ -778,6 +749,42 @@ impl Backend for WgpuBackend {
     fn time_limit(&self) -> Option<&settings::TimeLimit> {
         Some(&self.wait_timeout)
     }
+}
+
+/// The query set and buffers of device timestamps, where the device has them.
+fn timestamp_queries(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    features: wgpu::Features,
+) -> Option<Mutex<Stamps>> {
+    if !features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        return None;
+    }
+    let buffer = |usage, label| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: 16,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    Some(Mutex::new(Stamps {
+        set: device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("dotcompute timestamps"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2,
+        }),
+        resolve: buffer(
+            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            "dotcompute timestamp resolve",
+        ),
+        readback: buffer(
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            "dotcompute timestamp readback",
+        ),
+        period: queue.get_timestamp_period() as f64,
+        inside_encoders: features.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+    }))
 }
 
 #[cfg(test)]
