@@ -11,6 +11,7 @@ mod float_semantics;
 mod generated_source;
 mod graphs;
 mod host_transfers;
+mod integer_forms;
 mod launch_reuse;
 mod long_loops;
 mod profiling;
