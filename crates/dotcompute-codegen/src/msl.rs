@@ -413,6 +413,44 @@ impl Dialect for MslDialect {
 }
 
 impl Gen<'_> {
+    /// The entry's first lines: the group size, the grid test (kernels that do not run
+    /// whole groups) and the buffer lengths, each read from its word of `dc_info`
+    /// ([`info_slots`]).
+    fn read_launch_words(&mut self) {
+        let k = self.k;
+        let info = info_slots(k);
+        let word = |slot: Slot| info.iter().position(|&s| s == slot).unwrap_or(0);
+        let _ = writeln!(
+            self.out,
+            "    const uint3 dc_gsize = uint3(dc_info[{}], dc_info[{}], dc_info[{}]);",
+            word(Slot::Group(0)),
+            word(Slot::Group(1)),
+            word(Slot::Group(2))
+        );
+        if !k.runs_whole_groups() {
+            let _ = writeln!(
+                    self.out,
+                    "    if (dc_global.x >= dc_info[{}] || dc_global.y >= dc_info[{}] || dc_global.z >= dc_info[{}]) {{\n        return;\n    }}",
+                    word(Slot::Grid(0)),
+                    word(Slot::Grid(1)),
+                    word(Slot::Grid(2))
+                );
+        }
+        if k.shared.iter().any(|s| s.len == SharedLen::Dynamic) {
+            let _ = writeln!(
+                self.out,
+                "    const u32 dc_dyn_len = dc_info[{}];",
+                word(Slot::DynamicSharedLen)
+            );
+        }
+        for (i, p) in k.params.iter().enumerate() {
+            if let Param::Buffer { name, .. } = p {
+                let w = word(Slot::BufferLen(i as u32));
+                let _ = writeln!(self.out, "    const u32 dc_len_{name} = dc_info[{w}];");
+            }
+        }
+    }
+
     /// The whole MSL library; returns the entry point's bindings (with their declared
     /// types) and attributes.
     fn msl_module(&mut self) -> (Vec<MslBinding>, Vec<String>, Vec<MslAttribute>) {
@@ -510,38 +548,7 @@ impl Gen<'_> {
             entry_name(&k.name),
             decls.join(",\n    ")
         );
-        // Each launch word is read from its position in the interface.
-        let info = info_slots(k);
-        let word = |slot: Slot| info.iter().position(|&s| s == slot).unwrap_or(0);
-        let _ = writeln!(
-            self.out,
-            "    const uint3 dc_gsize = uint3(dc_info[{}], dc_info[{}], dc_info[{}]);",
-            word(Slot::Group(0)),
-            word(Slot::Group(1)),
-            word(Slot::Group(2))
-        );
-        if !k.runs_whole_groups() {
-            let _ = writeln!(
-                self.out,
-                "    if (dc_global.x >= dc_info[{}] || dc_global.y >= dc_info[{}] || dc_global.z >= dc_info[{}]) {{\n        return;\n    }}",
-                word(Slot::Grid(0)),
-                word(Slot::Grid(1)),
-                word(Slot::Grid(2))
-            );
-        }
-        if k.shared.iter().any(|s| s.len == SharedLen::Dynamic) {
-            let _ = writeln!(
-                self.out,
-                "    const u32 dc_dyn_len = dc_info[{}];",
-                word(Slot::DynamicSharedLen)
-            );
-        }
-        for (i, p) in k.params.iter().enumerate() {
-            if let Param::Buffer { name, .. } = p {
-                let w = word(Slot::BufferLen(i as u32));
-                let _ = writeln!(self.out, "    const u32 dc_len_{name} = dc_info[{w}];");
-            }
-        }
+        self.read_launch_words();
         // Thread-private arrays: declared once, filled where the kernel declares them.
         for (i, a) in k.local_arrays.iter().enumerate() {
             let _ = writeln!(

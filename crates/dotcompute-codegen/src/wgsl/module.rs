@@ -17,7 +17,47 @@ impl Gen<'_> {
         if dotcompute_ir::Features::required_by(k).contains(dotcompute_ir::Features::F16) {
             self.out.push_str("enable f16;\n");
         }
-        // Uniform block: one field per slot of the launch's interface, in its order.
+        self.uniform_struct();
+        self.declarations(opts);
+        self.out.push_str(HELPERS);
+        let [gx, gy, gz] = opts.group_size;
+        let subgroup_builtins = if subgroups {
+            "    @builtin(subgroup_size) dc_sg_size: u32,\n    @builtin(subgroup_invocation_id) dc_sg_lane: u32,\n"
+        } else {
+            ""
+        };
+        if self.vector.is_some() {
+            self.vector_entry(gx);
+            return;
+        }
+        if opts.strided {
+            self.strided_entry(gx);
+            return;
+        }
+        let _ = writeln!(
+            self.out,
+            "\n@compute @workgroup_size({gx}, {gy}, {gz})\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n{subgroup_builtins}) {{"
+        );
+        // A launch whose groups fit the dispatch limits is dispatched as they are: the
+        // group id is the workgroup id, with no arithmetic. Otherwise the dispatch is
+        // folded: number groups linearly, skip the padding groups (a uniform branch).
+        self.out.push_str(
+            "    let dc_ngroups = vec3<u32>(dc_params.groups_x, dc_params.groups_y, dc_params.groups_z);\n    var dc_group = dc_wid;\n    if (any(dc_nwg != dc_ngroups)) {\n        let dc_linear = dc_wid.x + dc_nwg.x * (dc_wid.y + dc_nwg.y * dc_wid.z);\n        if (dc_linear >= dc_params.total_groups) {\n            return;\n        }\n        dc_group = vec3<u32>(dc_linear % dc_ngroups.x, (dc_linear / dc_ngroups.x) % dc_ngroups.y, dc_linear / (dc_ngroups.x * dc_ngroups.y));\n    }\n",
+        );
+        let _ = writeln!(
+            self.out,
+            "    let dc_gsize = vec3<u32>({gx}u, {gy}u, {gz}u);\n    let dc_global = dc_group * dc_gsize + dc_lid;"
+        );
+        if !k.runs_whole_groups() {
+            self.out.push_str("    if (dc_global.x >= dc_params.grid_x || dc_global.y >= dc_params.grid_y || dc_global.z >= dc_params.grid_z) {\n        return;\n    }\n");
+        }
+        self.local_arrays_and_body();
+    }
+
+    /// The uniform block: one field per slot of the launch's interface
+    /// ([`uniform_slots`]), in its order.
+    fn uniform_struct(&mut self) {
+        let k = self.k;
         self.out.push_str("struct DcParams {\n");
         for slot in uniform_slots(k, self.view_offsets) {
             const AXES: [&str; 3] = ["x", "y", "z"];
@@ -52,6 +92,12 @@ impl Gen<'_> {
             };
         }
         self.out.push_str("}\n\n");
+    }
+
+    /// The storage bindings of the buffers, the uniform block's binding, the checked
+    /// mode's violation record, the loop budget's counter and the shared arrays.
+    fn declarations(&mut self, opts: &WgslOptions) {
+        let k = self.k;
         let mut binding = 0;
         for (i, p) in k.params.iter().enumerate() {
             if let Param::Buffer { name, elem, access } = p {
@@ -106,39 +152,6 @@ impl Gen<'_> {
                 s.name
             );
         }
-        self.out.push_str(HELPERS);
-        let [gx, gy, gz] = opts.group_size;
-        let subgroup_builtins = if subgroups {
-            "    @builtin(subgroup_size) dc_sg_size: u32,\n    @builtin(subgroup_invocation_id) dc_sg_lane: u32,\n"
-        } else {
-            ""
-        };
-        if self.vector.is_some() {
-            self.vector_entry(gx);
-            return;
-        }
-        if opts.strided {
-            self.strided_entry(gx);
-            return;
-        }
-        let _ = writeln!(
-            self.out,
-            "\n@compute @workgroup_size({gx}, {gy}, {gz})\nfn main(\n    @builtin(local_invocation_id) dc_lid: vec3<u32>,\n    @builtin(workgroup_id) dc_wid: vec3<u32>,\n    @builtin(num_workgroups) dc_nwg: vec3<u32>,\n{subgroup_builtins}) {{"
-        );
-        // A launch whose groups fit the dispatch limits is dispatched as they are: the
-        // group id is the workgroup id, with no arithmetic. Otherwise the dispatch is
-        // folded: number groups linearly, skip the padding groups (a uniform branch).
-        self.out.push_str(
-            "    let dc_ngroups = vec3<u32>(dc_params.groups_x, dc_params.groups_y, dc_params.groups_z);\n    var dc_group = dc_wid;\n    if (any(dc_nwg != dc_ngroups)) {\n        let dc_linear = dc_wid.x + dc_nwg.x * (dc_wid.y + dc_nwg.y * dc_wid.z);\n        if (dc_linear >= dc_params.total_groups) {\n            return;\n        }\n        dc_group = vec3<u32>(dc_linear % dc_ngroups.x, (dc_linear / dc_ngroups.x) % dc_ngroups.y, dc_linear / (dc_ngroups.x * dc_ngroups.y));\n    }\n",
-        );
-        let _ = writeln!(
-            self.out,
-            "    let dc_gsize = vec3<u32>({gx}u, {gy}u, {gz}u);\n    let dc_global = dc_group * dc_gsize + dc_lid;"
-        );
-        if !k.runs_whole_groups() {
-            self.out.push_str("    if (dc_global.x >= dc_params.grid_x || dc_global.y >= dc_params.grid_y || dc_global.z >= dc_params.grid_z) {\n        return;\n    }\n");
-        }
-        self.local_arrays_and_body();
     }
 
     /// The thread-private arrays (declared once, filled where the kernel declares them),
