@@ -218,7 +218,9 @@ fn devices() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> ExitCode {
+/// The devices `validate` runs on: the best one, one by name, or `all` (every backend
+/// present; a backend `DOTCOMPUTE_REQUIRE` lists that is absent is an error, exit 2).
+fn validate_devices(backend: Option<&str>) -> Result<Vec<Device>, ExitCode> {
     let mut devices = Vec::new();
     let mut absent = Vec::new();
     match backend.map(|s| s.trim().to_ascii_lowercase()) {
@@ -231,7 +233,7 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return ExitCode::from(2);
+                    return Err(ExitCode::from(2));
                 }
             };
             // Every registered backend, then required ones this binary lacks.
@@ -257,8 +259,16 @@ fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> Exi
         for a in &absent {
             eprintln!("error: {a}");
         }
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
+    Ok(devices)
+}
+
+fn validate(backend: Option<&str>, filters: &[String], seed: Option<u64>) -> ExitCode {
+    let devices = match validate_devices(backend) {
+        Ok(devices) => devices,
+        Err(code) => return code,
+    };
     let seed = seed.unwrap_or_else(conformance::seed_from_env);
     let cases: Vec<_> = conformance::cases()
         .into_iter()

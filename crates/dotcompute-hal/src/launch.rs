@@ -108,6 +108,31 @@ impl Launch {
                 detail: format!("grid {:?}", &self.grid[..self.dims as usize]),
             });
         }
+        let group = self.checked_group(kernel, limits)?;
+        let (grid, groups) = self.grid_and_groups(kernel, group, limits)?;
+        let (dynamic_shared_len, shared) = self.shared_memory(kernel, limits)?;
+        Ok(ResolvedLaunch {
+            grid,
+            group,
+            groups,
+            dynamic_shared_len,
+            shared_bytes: shared,
+            checked: match self.checked {
+                Some(c) => c,
+                None => checked_from_env()?,
+            },
+            default_group: self.group.is_none(),
+            time_limit: self
+                .time_limit
+                .map(|l| crate::settings::check_time_limit(crate::settings::SET_BY_LAUNCH, l))
+                .transpose()?,
+        })
+    }
+
+    /// The group size (the launch's, or the default for its dimensions clamped to the
+    /// device), checked against the device's limits.
+    fn checked_group(&self, kernel: &Kernel, limits: &Limits) -> Result<[u32; 3]> {
+        let name = || kernel.name.clone();
         let group = match self.group {
             Some(g) => g,
             None => {
@@ -143,6 +168,18 @@ impl Launch {
                 });
             }
         }
+        Ok(group)
+    }
+
+    /// The grid in threads and in groups of `group`, each dimension checked against the
+    /// device's group counts and the u32 ids.
+    fn grid_and_groups(
+        &self,
+        kernel: &Kernel,
+        group: [u32; 3],
+        limits: &Limits,
+    ) -> Result<([u32; 3], [u32; 3])> {
+        let name = || kernel.name.clone();
         let mut grid = [1u32; 3];
         let mut groups = [1u32; 3];
         for d in 0..3 {
@@ -170,6 +207,13 @@ impl Launch {
             grid[d] = self.grid[d] as u32;
             groups[d] = n as u32;
         }
+        Ok((grid, groups))
+    }
+
+    /// The dynamic shared array's length (given exactly when the kernel declares one) and
+    /// the shared bytes per group, both checked against the device's limits.
+    fn shared_memory(&self, kernel: &Kernel, limits: &Limits) -> Result<(u32, u64)> {
+        let name = || kernel.name.clone();
         let dynamic_shared_len = match (kernel.dynamic_shared(), self.dynamic_shared) {
             (Some(_), Some(len)) if len > 0 => len,
             (Some((_, s)), _) => {
@@ -210,22 +254,7 @@ impl Launch {
                 limit: limits.max_static_shared_bytes,
             });
         }
-        Ok(ResolvedLaunch {
-            grid,
-            group,
-            groups,
-            dynamic_shared_len,
-            shared_bytes: shared,
-            checked: match self.checked {
-                Some(c) => c,
-                None => checked_from_env()?,
-            },
-            default_group: self.group.is_none(),
-            time_limit: self
-                .time_limit
-                .map(|l| crate::settings::check_time_limit(crate::settings::SET_BY_LAUNCH, l))
-                .transpose()?,
-        })
+        Ok((dynamic_shared_len, shared))
     }
 }
 
