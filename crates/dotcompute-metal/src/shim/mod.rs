@@ -210,6 +210,59 @@ fn uses_threadgroup_memory(source: &str) -> bool {
         .any(|(at, w)| !source[..at].ends_with(word) && !source[at + w.len()..].starts_with(word))
 }
 
+/// The shared library of `unit` in the shim's cache (named by `hash`), compiled now if it
+/// is not there yet.
+fn build_library(
+    unit: &str,
+    hash: &str,
+    fail: &dyn Fn(String) -> Error,
+) -> Result<std::path::PathBuf> {
+    let dir = cache_dir();
+    let library_path = dir.join(format!("{hash}.so"));
+    if !library_path.exists() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+        let header_dir = dir.join(format!("include-{hash}"));
+        std::fs::create_dir_all(&header_dir)
+            .map_err(|e| fail(format!("cannot create {}: {e}", header_dir.display())))?;
+        // Test processes, and threads of one test process, compile concurrently: every
+        // file is written under a name of this process and call and renamed into place,
+        // so no compiler reads a partial file and no call renames another's (two threads
+        // of one process compiling one kernel used to share the names, and the second
+        // rename found nothing: "cannot store the library").
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let pid = format!("{}-{call}", std::process::id());
+        let header_tmp = header_dir.join(format!("metal_stdlib.{pid}"));
+        std::fs::write(&header_tmp, SHIM_HEADER)
+            .and_then(|()| std::fs::rename(&header_tmp, header_dir.join("metal_stdlib")))
+            .map_err(|e| fail(format!("cannot write the shim header: {e}")))?;
+        let source_path = dir.join(format!("{hash}.{pid}.metal.cpp"));
+        std::fs::write(&source_path, unit)
+            .map_err(|e| fail(format!("cannot write {}: {e}", source_path.display())))?;
+        let partial = dir.join(format!("{hash}.{pid}.partial"));
+        let output = std::process::Command::new(compiler())
+            .args(COMPILE_FLAGS)
+            .args(LINK_FLAGS)
+            .arg(format!("-I{}", header_dir.display()))
+            .arg("-o")
+            .arg(&partial)
+            .arg(&source_path)
+            .output()
+            .map_err(|e| fail(format!("cannot run {}: {e}", compiler())))?;
+        if !output.status.success() {
+            return Err(fail(format!(
+                "the generated MSL does not compile against the shim ({}):\n{}",
+                source_path.display(),
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        std::fs::rename(&partial, &library_path)
+            .map_err(|e| fail(format!("cannot store the library: {e}")))?;
+    }
+    Ok(library_path)
+}
+
 fn cache_dir() -> PathBuf {
     std::env::temp_dir().join(format!(
         "dotcompute-msl-shim-{}",
@@ -274,44 +327,7 @@ impl ShimLibrary {
         .take(16)
         .map(|b| format!("{b:02x}"))
         .collect();
-        let dir = cache_dir();
-        let library_path = dir.join(format!("{hash}.so"));
-        if !library_path.exists() {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
-            let header_dir = dir.join(format!("include-{hash}"));
-            std::fs::create_dir_all(&header_dir)
-                .map_err(|e| fail(format!("cannot create {}: {e}", header_dir.display())))?;
-            // Test processes compile concurrently: every file is written under a name of
-            // this process and renamed into place, so no compiler reads a partial file.
-            let pid = std::process::id();
-            let header_tmp = header_dir.join(format!("metal_stdlib.{pid}"));
-            std::fs::write(&header_tmp, SHIM_HEADER)
-                .and_then(|()| std::fs::rename(&header_tmp, header_dir.join("metal_stdlib")))
-                .map_err(|e| fail(format!("cannot write the shim header: {e}")))?;
-            let source_path = dir.join(format!("{hash}.{pid}.metal.cpp"));
-            std::fs::write(&source_path, &unit)
-                .map_err(|e| fail(format!("cannot write {}: {e}", source_path.display())))?;
-            let partial = dir.join(format!("{hash}.{pid}.partial"));
-            let output = std::process::Command::new(compiler())
-                .args(COMPILE_FLAGS)
-                .args(LINK_FLAGS)
-                .arg(format!("-I{}", header_dir.display()))
-                .arg("-o")
-                .arg(&partial)
-                .arg(&source_path)
-                .output()
-                .map_err(|e| fail(format!("cannot run {}: {e}", compiler())))?;
-            if !output.status.success() {
-                return Err(fail(format!(
-                    "the generated MSL does not compile against the shim ({}):\n{}",
-                    source_path.display(),
-                    String::from_utf8_lossy(&output.stderr)
-                )));
-            }
-            std::fs::rename(&partial, &library_path)
-                .map_err(|e| fail(format!("cannot store the library: {e}")))?;
-        }
+        let library_path = build_library(&unit, &hash, &fail)?;
         // SAFETY: the library is our own generated code plus the shim header; loading it
         // runs no initialisers beyond the header's plain global.
         let library = unsafe { libloading::Library::new(&library_path) }
