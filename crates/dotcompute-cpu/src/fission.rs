@@ -57,11 +57,7 @@ pub fn barrier_schedule() -> BarrierSchedule {
 
 /// `DOTCOMPUTE_CPU_BARRIERS`, strictly parsed: `fission` or `coroutines`.
 pub(crate) fn barrier_setting() -> dotcompute_hal::Result<Option<&'static str>> {
-    dotcompute_hal::settings::choice(
-        "DOTCOMPUTE_CPU_BARRIERS",
-        &["fission", "coroutines"],
-        "`fission` (the default) or `coroutines`",
-    )
+    dotcompute_hal::settings::choices::CPU_BARRIERS.read()
 }
 
 /// Selects the schedule for kernels with barriers, for the whole process (benchmarks and

@@ -135,6 +135,75 @@ pub fn choice(
         })
 }
 
+/// A variable that takes one of a fixed list of values: the one definition its reader
+/// and the settings table ([`VARIABLES`]) both use.
+#[derive(Clone, Copy, Debug)]
+pub struct Choice {
+    pub name: &'static str,
+    pub values: &'static [&'static str],
+    /// How an error lists the values.
+    pub expected: &'static str,
+}
+
+impl Choice {
+    /// The value (compared without case): `Ok(None)` when unset or empty.
+    pub fn read(&self) -> Result<Option<&'static str>> {
+        choice(self.name, self.values, self.expected)
+    }
+}
+
+/// Every variable that takes one of a fixed list of values.
+pub mod choices {
+    use super::Choice;
+
+    pub const MATMUL_KERNEL: Choice = Choice {
+        name: "DOTCOMPUTE_MATMUL_KERNEL",
+        values: &["pipelined", "quads", "tiled"],
+        expected: "pipelined (strided rows), quads (rows in runs of four) or tiled",
+    };
+    pub const TF32_KERNEL: Choice = Choice {
+        name: "DOTCOMPUTE_TF32_KERNEL",
+        values: &[
+            "w32d32",
+            "w32d16",
+            "w64d16",
+            "w64d32",
+            "w64d16n256",
+            "w32d32-scalar",
+            "w32d16-scalar",
+            "w64d16-scalar",
+            "w64d32-scalar",
+            "w64d16n256-scalar",
+        ],
+        expected: "w32d32, w32d16, w64d16, w64d32 or w64d16n256, each also with -scalar",
+    };
+    pub const F16_KERNEL: Choice = Choice {
+        name: "DOTCOMPUTE_F16_KERNEL",
+        values: &["n128d16", "n128d32", "n256d16"],
+        expected: "n128d16, n128d32 or n256d16",
+    };
+    pub const AUTOTUNE: Choice = Choice {
+        name: "DOTCOMPUTE_AUTOTUNE",
+        values: &["on", "off", "force"],
+        expected: "on, off or force",
+    };
+    pub const CPU_BARRIERS: Choice = Choice {
+        name: "DOTCOMPUTE_CPU_BARRIERS",
+        values: &["fission", "coroutines"],
+        expected: "`fission` (the default) or `coroutines`",
+    };
+    pub const WGPU_FLOAT: Choice = Choice {
+        name: "DOTCOMPUTE_WGPU_FLOAT",
+        values: &["strict", "relaxed"],
+        expected: "`strict` (the default) or `relaxed`",
+    };
+    pub const WGPU_STORAGE_BARRIERS: Choice = Choice {
+        name: "DOTCOMPUTE_WGPU_STORAGE_BARRIERS",
+        values: &["always", "analysed"],
+        expected: "`always` (every barrier orders storage buffers) or `analysed` (the default)",
+    };
+}
+
 /// A comma-separated list of backends (`cpu,wgpu`): empty when unset or empty, and an
 /// unknown name is `Error::Config`. The test suites read `DOTCOMPUTE_REQUIRE` (backends
 /// whose absence fails the run) and `DOTCOMPUTE_ONLY` (the only backends to run) here, so

@@ -120,17 +120,11 @@ pub(crate) fn pinned(candidates: &[&str]) -> Option<usize> {
 
 /// The mode the environment selects (`Error::Config` for an unknown value).
 pub fn mode() -> Result<Mode> {
-    Ok(
-        match dotcompute::settings::choice(
-            "DOTCOMPUTE_AUTOTUNE",
-            &["on", "off", "force"],
-            "on, off or force",
-        )? {
-            Some("off") => Mode::Off,
-            Some("force") => Mode::Force,
-            _ => Mode::On,
-        },
-    )
+    Ok(match dotcompute::settings::choices::AUTOTUNE.read()? {
+        Some("off") => Mode::Off,
+        Some("force") => Mode::Force,
+        _ => Mode::On,
+    })
 }
 
 /// The tuner's file, if the environment allows one (`Error::Config` for a

@@ -212,11 +212,7 @@ pub const FLOAT_ENV: &str = "DOTCOMPUTE_WGPU_FLOAT";
 
 /// Whether generated kernels get strict SPIR-V ([`FLOAT_ENV`]); another value is an error.
 pub(crate) fn float_mode() -> Result<bool> {
-    let mode = dotcompute_hal::settings::choice(
-        FLOAT_ENV,
-        &["strict", "relaxed"],
-        "`strict` (the default) or `relaxed`",
-    )?;
+    let mode = dotcompute_hal::settings::choices::WGPU_FLOAT.read()?;
     Ok(mode != Some("relaxed"))
 }
 

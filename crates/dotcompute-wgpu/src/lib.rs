@@ -352,11 +352,8 @@ impl WgpuBackend {
         let unroll = settings::unroll()?;
         let batch = settings::switch_or("DOTCOMPUTE_WGPU_BATCH", true)?;
         let chunked = settings::switch_or("DOTCOMPUTE_WGPU_CHUNKS", true)?;
-        let storage_barriers_always = settings::choice(
-            "DOTCOMPUTE_WGPU_STORAGE_BARRIERS",
-            &["always", "analysed"],
-            "`always` (every barrier orders storage buffers) or `analysed` (the default)",
-        )? == Some("always");
+        let storage_barriers_always =
+            settings::choices::WGPU_STORAGE_BARRIERS.read()? == Some("always");
         let software = adapter.get_info().device_type == wgpu::DeviceType::Cpu;
         let spin = settings::switch_or("DOTCOMPUTE_WGPU_SPIN", !software)?;
         let transfer_kernels = settings::switch_or("DOTCOMPUTE_WGPU_TRANSFER_KERNELS", true)?;

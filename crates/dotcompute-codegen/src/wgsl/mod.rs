@@ -148,12 +148,8 @@ pub fn uniform_slots(kernel: &Kernel, view_offsets: bool) -> Vec<Slot> {
     let mut slots: Vec<Slot> = (0..3).map(Slot::Grid).collect();
     slots.extend((0..3).map(Slot::Groups));
     slots.push(Slot::TotalGroups);
+    slots.extend(raw_uniform_slots(kernel));
     let params = || kernel.params.iter().enumerate().map(|(i, p)| (i as u32, p));
-    slots.extend(
-        params()
-            .filter(|(_, p)| matches!(p, Param::Scalar { .. }))
-            .map(|(i, _)| Slot::Arg(i)),
-    );
     if view_offsets {
         slots.extend(
             params()
@@ -180,7 +176,8 @@ pub fn forms(kernel: &Kernel) -> dotcompute_ir::interface::Forms {
 }
 
 /// The uniform words of a hand-written kernel: each scalar parameter, one 4-byte word, in
-/// order (none when it has no scalars).
+/// order (none when it has no scalars). Generated modules put the same words after their
+/// launch geometry.
 pub fn raw_uniform_slots(kernel: &Kernel) -> Vec<Slot> {
     kernel
         .params

@@ -3,7 +3,7 @@
 //! checks each one's current value, and a test fails when a variable appears in the
 //! sources without a row here (or a row without a variable).
 
-use super::{backends, choice, seconds, switch};
+use super::{backends, choices, seconds, switch};
 use crate::error::Result;
 use std::time::Duration;
 
@@ -42,14 +42,6 @@ fn check_switch(name: &'static str) -> Result<()> {
 
 fn check_seconds(name: &'static str) -> Result<()> {
     seconds(name, Duration::from_secs(1)).map(drop)
-}
-
-fn check_choice(
-    name: &'static str,
-    choices: &[&'static str],
-    expected: &'static str,
-) -> Result<()> {
-    choice(name, choices, expected).map(drop)
 }
 
 /// Every variable, grouped by scope.
@@ -110,7 +102,7 @@ pub const VARIABLES: &[Variable] = &[
         read: "at each tuned library operation",
         accepts: "on (default), off, force",
         effect: "on: `dotcompute-ops` measures its candidates once per device, operation, type and size class and keeps the winner; off: documented defaults; force: measure again",
-        check: Some(|| check_choice("DOTCOMPUTE_AUTOTUNE", &["on", "off", "force"], "on, off or force")),
+        check: Some(|| choices::AUTOTUNE.read().map(drop)),
     },
     Variable {
         name: "DOTCOMPUTE_MATMUL_KERNEL",
@@ -118,7 +110,7 @@ pub const VARIABLES: &[Variable] = &[
         read: "once per process (a refused value at each product)",
         accepts: "pipelined, quads, tiled; default: the device's `Capabilities::generated_product`",
         effect: "which generated FP32/f64 product runs (comparisons)",
-        check: Some(|| check_choice("DOTCOMPUTE_MATMUL_KERNEL", &["pipelined", "quads", "tiled"], "pipelined, quads or tiled")),
+        check: Some(|| choices::MATMUL_KERNEL.read().map(drop)),
     },
     Variable {
         name: "DOTCOMPUTE_TF32_KERNEL",
@@ -126,16 +118,7 @@ pub const VARIABLES: &[Variable] = &[
         read: "once per process (a refused value at each product)",
         accepts: "w32d32, w32d16, w64d16, w64d32 (default), w64d16n256, each also with `-scalar`",
         effect: "the shape of the generated TF32 tensor-core product (comparisons)",
-        check: Some(|| {
-            check_choice(
-                "DOTCOMPUTE_TF32_KERNEL",
-                &[
-                    "w32d32", "w32d16", "w64d16", "w64d32", "w64d16n256", "w32d32-scalar",
-                    "w32d16-scalar", "w64d16-scalar", "w64d32-scalar", "w64d16n256-scalar",
-                ],
-                "a TF32 shape",
-            )
-        }),
+        check: Some(|| choices::TF32_KERNEL.read().map(drop)),
     },
     Variable {
         name: "DOTCOMPUTE_F16_KERNEL",
@@ -143,7 +126,7 @@ pub const VARIABLES: &[Variable] = &[
         read: "once per process (a refused value at each product)",
         accepts: "n128d16, n128d32 (default), n256d16",
         effect: "the shape of the generated f16 tensor-core product (comparisons)",
-        check: Some(|| check_choice("DOTCOMPUTE_F16_KERNEL", &["n128d16", "n128d32", "n256d16"], "n128d16, n128d32 or n256d16")),
+        check: Some(|| choices::F16_KERNEL.read().map(drop)),
     },
     Variable {
         name: "DOTCOMPUTE_CPU_TIMEOUT_S",
@@ -175,7 +158,7 @@ pub const VARIABLES: &[Variable] = &[
         read: "once per process (an invalid value: every CPU launch's error)",
         accepts: "fission (default), coroutines",
         effect: "how the CPU runs kernels with barriers: split at the barriers, or one coroutine per thread (comparisons)",
-        check: Some(|| check_choice("DOTCOMPUTE_CPU_BARRIERS", &["fission", "coroutines"], "fission or coroutines")),
+        check: Some(|| choices::CPU_BARRIERS.read().map(drop)),
     },
     Variable {
         name: "DOTCOMPUTE_CUDA_TIMEOUT_S",
@@ -215,7 +198,7 @@ pub const VARIABLES: &[Variable] = &[
         read: "when a wgpu device opens",
         accepts: "strict (default), relaxed",
         effect: "relaxed: generated kernels go to the driver as WGSL, which may contract and reassociate float arithmetic (comparisons)",
-        check: Some(|| check_choice("DOTCOMPUTE_WGPU_FLOAT", &["strict", "relaxed"], "strict or relaxed")),
+        check: Some(|| choices::WGPU_FLOAT.read().map(drop)),
     },
     Variable {
         name: "DOTCOMPUTE_WGPU_DISABLE",
@@ -279,7 +262,7 @@ pub const VARIABLES: &[Variable] = &[
         read: "when a wgpu device opens",
         accepts: "analysed (default), always",
         effect: "always: every barrier also orders storage buffers, not only where a thread can observe it (comparisons)",
-        check: Some(|| check_choice("DOTCOMPUTE_WGPU_STORAGE_BARRIERS", &["always", "analysed"], "always or analysed")),
+        check: Some(|| choices::WGPU_STORAGE_BARRIERS.read().map(drop)),
     },
     Variable {
         name: "DOTCOMPUTE_MSL_SHIM_ORDER",

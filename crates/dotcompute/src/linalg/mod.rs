@@ -135,37 +135,6 @@ fn fp32_tiled(device: &Device, m: usize, n: usize) -> bool {
     }
 }
 
-/// The settings that pick a generated product's kernel for comparisons: the variable,
-/// the values it accepts, and how an error lists them.
-type KernelSetting = (&'static str, &'static [&'static str], &'static str);
-
-const MATMUL_KERNEL: KernelSetting = (
-    "DOTCOMPUTE_MATMUL_KERNEL",
-    &["pipelined", "quads", "tiled"],
-    "pipelined (strided rows), quads (rows in runs of four) or tiled",
-);
-const TF32_KERNEL: KernelSetting = (
-    "DOTCOMPUTE_TF32_KERNEL",
-    &[
-        "w32d32",
-        "w32d16",
-        "w64d16",
-        "w64d32",
-        "w64d16n256",
-        "w32d32-scalar",
-        "w32d16-scalar",
-        "w64d16-scalar",
-        "w64d32-scalar",
-        "w64d16n256-scalar",
-    ],
-    "w32d32, w32d16, w64d16, w64d32 or w64d16n256, each also with -scalar",
-);
-const F16_KERNEL: KernelSetting = (
-    "DOTCOMPUTE_F16_KERNEL",
-    &["n128d16", "n128d32", "n256d16"],
-    "n128d16, n128d32 or n256d16",
-);
-
 /// The accepted values of the kernel settings (`None`: unset, the default kernel).
 #[derive(Clone, Copy)]
 struct KernelChoices {
@@ -183,10 +152,8 @@ fn kernel_choices() -> Result<KernelChoices> {
     if let Some(choices) = READ.get() {
         return Ok(*choices);
     }
-    let [matmul, tf32, f16] =
-        [MATMUL_KERNEL, TF32_KERNEL, F16_KERNEL].map(|(variable, accepted, expected)| {
-            dotcompute_hal::settings::choice(variable, accepted, expected)
-        });
+    use dotcompute_hal::settings::choices::{F16_KERNEL, MATMUL_KERNEL, TF32_KERNEL};
+    let [matmul, tf32, f16] = [MATMUL_KERNEL, TF32_KERNEL, F16_KERNEL].map(|c| c.read());
     let choices = KernelChoices {
         matmul: matmul?,
         tf32: tf32?,
