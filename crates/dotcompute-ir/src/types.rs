@@ -215,7 +215,38 @@ pub enum Literal {
     F16(u16),
 }
 
+/// A 32-bit or `bool` literal's value, for [`Literal::cast`].
+#[derive(Clone, Copy)]
+enum Num {
+    Int(i64),
+    Float(f32),
+}
+
 impl Literal {
+    /// The literal `Cast` makes of this one, with the IR's cast semantics (Rust's `as`:
+    /// floats to integers saturate and NaN becomes 0, integers to `f32` round to nearest,
+    /// `i32` and `u32` reinterpret the bits, `bool` is 0 or 1), for the 32-bit and `bool`
+    /// types; `None` for the others.
+    pub fn cast(self, to: ScalarType) -> Option<Literal> {
+        use ScalarType as S;
+        let v = match self {
+            Literal::Bool(b) => Num::Int(b as i64),
+            Literal::I32(v) => Num::Int(v as i64),
+            Literal::U32(v) => Num::Int(v as i64),
+            Literal::F32(bits) => Num::Float(f32::from_bits(bits)),
+            _ => return None,
+        };
+        Some(match (v, to) {
+            (_, t) if t == self.ty() => self,
+            (Num::Int(i), S::I32) => Literal::I32(i as i32),
+            (Num::Int(i), S::U32) => Literal::U32(i as u32),
+            (Num::Int(i), S::F32) => Literal::F32((i as f32).to_bits()),
+            (Num::Float(f), S::I32) => Literal::I32(f as i32),
+            (Num::Float(f), S::U32) => Literal::U32(f as u32),
+            _ => return None,
+        })
+    }
+
     /// The value of an integer literal.
     pub fn as_i128(self) -> Option<i128> {
         match self {
@@ -280,5 +311,55 @@ impl fmt::Display for Literal {
             Literal::F64(b) => write!(f, "{:?}f64", f64::from_bits(b)),
             Literal::F16(b) => write!(f, "{}f16", half::f16::from_bits(b)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every cast `Literal::cast` folds agrees with Rust's `as` on values at the edges.
+    #[test]
+    fn literal_casts_are_rusts_as() {
+        let floats = [
+            15.5f32,
+            -0.75,
+            4294967296.0,
+            2147483648.0,
+            -2147483904.0,
+            f32::NAN,
+            f32::INFINITY,
+            -1e30,
+            0.0,
+        ];
+        for f in floats {
+            let l = Literal::F32(f.to_bits());
+            assert_eq!(l.cast(ScalarType::U32), Some(Literal::U32(f as u32)), "{f}");
+            assert_eq!(l.cast(ScalarType::I32), Some(Literal::I32(f as i32)), "{f}");
+        }
+        for i in [i32::MIN, -1, 0, 7, 16_777_217, i32::MAX] {
+            let l = Literal::I32(i);
+            assert_eq!(l.cast(ScalarType::U32), Some(Literal::U32(i as u32)));
+            assert_eq!(
+                l.cast(ScalarType::F32),
+                Some(Literal::F32((i as f32).to_bits()))
+            );
+            let u = Literal::U32(i as u32);
+            assert_eq!(u.cast(ScalarType::I32), Some(Literal::I32(i)));
+            assert_eq!(
+                u.cast(ScalarType::F32),
+                Some(Literal::F32((i as u32 as f32).to_bits()))
+            );
+        }
+        assert_eq!(
+            Literal::Bool(true).cast(ScalarType::U32),
+            Some(Literal::U32(1))
+        );
+        assert_eq!(
+            Literal::Bool(false).cast(ScalarType::F32),
+            Some(Literal::F32(0))
+        );
+        assert_eq!(Literal::I64(3).cast(ScalarType::I32), None);
+        assert_eq!(Literal::I32(3).cast(ScalarType::F16), None);
     }
 }

@@ -34,6 +34,9 @@ impl Gen<'_> {
     }
 
     pub(super) fn expr(&self, e: &Expr) -> String {
+        if let Some(sum) = complement_subtraction_as_sum(e) {
+            return self.expr(&sum);
+        }
         match &e.kind {
             ExprKind::Literal(l) => self.literal(*l),
             ExprKind::Local(id) => self.local(*id),
@@ -254,6 +257,15 @@ impl Gen<'_> {
     }
 
     pub(super) fn cast(&self, a: &Expr, to: ScalarType) -> String {
+        // A cast of a literal is folded here rather than left to a helper call that the
+        // driver folds after inlining: such a call was part of the shape NVIDIA's Vulkan
+        // compiler got wrong (see `complement_subtraction_as_sum`), and a literal is
+        // shorter anyway.
+        if let ExprKind::Literal(l) = a.kind {
+            if let Some(folded) = l.cast(to) {
+                return self.literal(folded);
+            }
+        }
         let x = self.expr(a);
         match (a.ty.scalar, to) {
             (from, to) if from == to => x,
@@ -269,7 +281,42 @@ impl Gen<'_> {
     }
 }
 
-/// Helpers with the IR's cast semantics (Rust's saturating `as`). NaN is detected on the
+/// `a - !b` on 32-bit integers as `(a + b) + 1`, the same value under wrapping
+/// arithmetic (`!b == -b - 1`). NVIDIA's Vulkan compiler (H100, driver 580) computed
+/// `a - ~b` as `~b - a` inside a `max` whose other operand came from the float-to-integer
+/// helper, in shaders CUDA, the CPU, lavapipe and the MSL shim ran right (random kernel
+/// seed 4710405778595751319; hand-written forms in `integer_forms::raw_wgsl_forms` of the
+/// facade's tests); the sum is the form it computed right. Scalars only: vectors would
+/// need a splat of the one.
+fn complement_subtraction_as_sum(e: &Expr) -> Option<Expr> {
+    let ExprKind::Binary(BinaryOp::Sub, a, b) = &e.kind else {
+        return None;
+    };
+    let ExprKind::Unary(UnaryOp::Not, y) = &b.kind else {
+        return None;
+    };
+    let one = match e.ty.as_scalar()? {
+        ScalarType::I32 => Literal::I32(1),
+        ScalarType::U32 => Literal::U32(1),
+        _ => return None,
+    };
+    let sum = Expr {
+        ty: e.ty,
+        kind: ExprKind::Binary(BinaryOp::Add, a.clone(), y.clone()),
+    };
+    Some(Expr {
+        ty: e.ty,
+        kind: ExprKind::Binary(
+            BinaryOp::Add,
+            Box::new(sum),
+            Box::new(Expr {
+                ty: e.ty,
+                kind: ExprKind::Literal(one),
+            }),
+        ),
+    })
+}
+
 /// Whether `e` is a WGSL const-expression: built from literals only.
 pub(super) fn is_const(e: &Expr) -> bool {
     match &e.kind {

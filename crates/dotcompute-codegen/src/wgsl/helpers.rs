@@ -24,7 +24,9 @@ pub(super) const CHECKED_HELPER: &str = "fn dc_in(i: u32, n: u32, what: u32) -> 
 }
 ";
 
-/// bits: drivers may fold `x != x` to false (lavapipe does), integer tests they must keep.
+/// Helpers with the IR's semantics: runtime identities, integer `abs`, float comparisons,
+/// saturating arithmetic, rounding and casts (Rust's `as`). NaN is detected on the bits:
+/// drivers may fold `x != x` to false (lavapipe does), integer tests they must keep.
 pub(super) const HELPERS: &str = "
 // Identities that make an operation on constants a runtime one (see `runtime`).
 fn dc_rt_i32(x: i32) -> i32 {

@@ -307,7 +307,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "DOTCOMPUTE_SEED",
         scope: Scope::Tools,
-        read: "by the conformance suite",
+        read: "by the conformance suite, the tests' random inputs and the random-kernel test",
         accepts: "a u64",
         effect: "replays the random inputs of a failed conformance run (each failure prints its seed)",
         check: None,
@@ -334,6 +334,14 @@ pub const VARIABLES: &[Variable] = &[
         read: "by the Metal crate's random-kernel test",
         accepts: "seconds; default 20",
         effect: "how long random kernels are generated and compared across backends",
+        check: None,
+    },
+    Variable {
+        name: "DOTCOMPUTE_REDUCE_OUT",
+        scope: Scope::Tests,
+        read: "by the Metal crate's reducer (`reduce::a_disagreement`, ignored unless asked)",
+        accepts: "a directory",
+        effect: "where the reduced kernel of `DOTCOMPUTE_SEED` is written (IR, WGSL, CUDA C++, values)",
         check: None,
     },
     Variable {

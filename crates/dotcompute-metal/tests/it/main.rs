@@ -4,6 +4,7 @@
 mod conformance;
 mod random_kernels;
 mod raw_msl;
+mod reduce;
 mod strict_shim;
 mod wrong_plans;
 
