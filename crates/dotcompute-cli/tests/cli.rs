@@ -89,3 +89,55 @@ fn settings_lists_every_variable_and_refuses_bad_values() {
     assert_eq!(code, 0);
     assert!(table.starts_with("| variable |"), "{table}");
 }
+
+/// `emit all` writes every kernel for every target, skipping (with the device's reason) the
+/// tensor-core products where the target has none; it used to stop with an error at the
+/// first of them for WGSL.
+#[test]
+fn emit_all_writes_every_target_and_skips_what_a_target_cannot_run() {
+    let dir = std::env::temp_dir().join(format!("dc-emit-all-{}", std::process::id()));
+    let mut counts = Vec::new();
+    for (target, extension) in [
+        ("ir", "ir"),
+        ("cuda", "cu"),
+        ("wgsl", "wgsl"),
+        ("msl", "metal"),
+    ] {
+        let out = dir.join(target);
+        let (code, text) = dotcompute(&[
+            "emit",
+            "all",
+            "--target",
+            target,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "emit all --target {target}: {text}");
+        let written = std::fs::read_dir(&out)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .and_then(|x| x.to_str())
+                    == Some(extension)
+            })
+            .count();
+        let skipped = text.matches("skipped `").count();
+        if matches!(target, "wgsl" | "msl") {
+            assert!(text.contains("tensor-core"), "{target}: {text}");
+        }
+        counts.push((target, written, skipped));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let all = counts[0].1;
+    assert!(all > 10, "{counts:?}");
+    for (target, written, skipped) in counts {
+        assert_eq!(
+            written + skipped,
+            all,
+            "{target}: every kernel written or skipped"
+        );
+    }
+}
