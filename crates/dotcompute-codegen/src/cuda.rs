@@ -499,8 +499,35 @@ impl Gen<'_> {
     /// runs `W` lanes per iteration on 16-byte loads and stores (grid-stride), then what
     /// is left one logical thread at a time through `dc_body`.
     fn vector_form(&mut self, plan: &VectorPlan) {
+        let params = self.entry_params();
+        let tail_params: Vec<String> = params
+            .iter()
+            .filter(|p| p.starts_with("u32 dc_"))
+            .cloned()
+            .collect();
+        self.vector_lane_function(plan, &tail_params);
+        self.vector_entry_head(plan, &params);
+        self.vector_chunk_loads(plan);
+        self.vector_lane_calls(plan, &tail_params);
+        self.vector_chunk_stores(plan);
+        self.line(1, "}");
+        let w = plan.width;
+        let call_args: Vec<String> = params
+            .iter()
+            .map(|p| p.rsplit(' ').next().unwrap_or_default().to_string())
+            .chain(BODY_COORDS.iter().map(|c| c.to_string()))
+            .collect();
+        let _ = writeln!(
+            self.out,
+            "    // The rest (the last partial chunk, threads past a short buffer): one at a time.\n    for (u64 dc_x = dc_chunks * {w} + dc_first; dc_x < dc_grid_x; dc_x += dc_stride) {{\n        const uint3 dc_global = make_uint3((u32)dc_x, dc_y, dc_z);\n        dc_body({});\n    }}\n}}",
+            call_args.join(", ")
+        );
+    }
+
+    /// `dc_lane`: the kernel's body as one logical thread whose elements are the caller's
+    /// registers (a store also sets the element's mask).
+    fn vector_lane_function(&mut self, plan: &VectorPlan, tail_params: &[String]) {
         let k = self.k;
-        let w = plan.width as usize;
         let touched = plan.touched();
         let mut lane_params = Vec::new();
         for (i, p) in k.params.iter().enumerate() {
@@ -521,12 +548,6 @@ impl Gen<'_> {
                 }
             }
         }
-        let params = self.entry_params();
-        let tail_params: Vec<String> = params
-            .iter()
-            .filter(|p| p.starts_with("u32 dc_"))
-            .cloned()
-            .collect();
         lane_params.extend(tail_params.iter().cloned());
         lane_params.push("const uint3 dc_global".into());
         let _ = writeln!(
@@ -538,8 +559,13 @@ impl Gen<'_> {
         self.block(&k.body, 1);
         self.lane = None;
         self.out.push_str("}\n");
+    }
 
-        // The entry point.
+    /// The vector entry point up to its chunk loop: the number of whole chunks inside the
+    /// grid and every touched buffer.
+    fn vector_entry_head(&mut self, plan: &VectorPlan, params: &[String]) {
+        let k = self.k;
+        let w = plan.width;
         let _ = writeln!(
             self.out,
             "\n// Vector form: each iteration runs {w} consecutive logical threads on 16-byte loads and\n// stores; needs every buffer aligned to 16 bytes (checked at launch).\nextern \"C\" __global__ void {}(\n    {}\n) {{",
@@ -550,7 +576,7 @@ impl Gen<'_> {
         self.out.push_str(
             "    const u64 dc_first = (u64)dc_group.x * dc_gsize.x + dc_lid.x;\n    // Whole chunks inside the grid and inside every buffer the kernel touches.\n    u64 dc_chunks = dc_grid_x;\n",
         );
-        for &b in &touched {
+        for &b in &plan.touched() {
             let name = k.params[b as usize].name();
             let _ = writeln!(
                 self.out,
@@ -561,26 +587,16 @@ impl Gen<'_> {
             self.out,
             "    dc_chunks /= {w};\n    for (u64 dc_c = dc_first; dc_c < dc_chunks; dc_c += dc_stride) {{\n        const u64 dc_x = dc_c * {w};"
         );
-        // Per buffer: its 16-byte vectors, and which component holds lane j.
-        let vectors = |elem: ScalarType| -> (&'static str, usize) {
-            match elem {
-                ScalarType::F32 => ("float4", 4),
-                ScalarType::I32 => ("int4", 4),
-                ScalarType::U32 => ("uint4", 4),
-                ScalarType::F64 => ("double2", 2),
-                ScalarType::I64 => ("longlong2", 2),
-                ScalarType::U64 => ("ulonglong2", 2),
-                ScalarType::Bool | ScalarType::F16 | ScalarType::BF16 | ScalarType::U8 => {
-                    unreachable!("no vector form: 1-byte buffers, and types kernels cannot use")
-                }
-            }
-        };
-        let component = |name: &str, per: usize, j: usize| {
-            format!("v_{name}_{}.{}", j / per, ["x", "y", "z", "w"][j % per])
-        };
-        for &b in &touched {
+    }
+
+    /// Per touched buffer: its chunk as 16-byte vectors (loaded, or zero when only
+    /// stored), and the store masks.
+    fn vector_chunk_loads(&mut self, plan: &VectorPlan) {
+        let k = self.k;
+        let w = plan.width as usize;
+        for &b in &plan.touched() {
             let name = k.params[b as usize].name();
-            let (v, per) = vectors(k.memory_elem(Memory::Buffer(b)).expect("buffer").scalar);
+            let (v, per) = chunk_vector(k.memory_elem(Memory::Buffer(b)).expect("buffer").scalar);
             for q in 0..w / per {
                 let text = if plan.loaded.contains(&b) {
                     let c = if plan.stored.contains(&b) {
@@ -603,13 +619,19 @@ impl Gen<'_> {
                 self.line(2, &text);
             }
         }
-        for j in 0..w {
+    }
+
+    /// One `dc_lane` call per logical thread of the chunk, on its components.
+    fn vector_lane_calls(&mut self, plan: &VectorPlan, tail_params: &[String]) {
+        let k = self.k;
+        let touched = plan.touched();
+        for j in 0..plan.width as usize {
             let mut args = Vec::new();
             for (i, p) in k.params.iter().enumerate() {
                 let i = i as u32;
                 match p {
                     Param::Buffer { name, elem, .. } if touched.contains(&i) => {
-                        args.push(component(name, vectors(elem.scalar).1, j));
+                        args.push(chunk_component(name, chunk_vector(elem.scalar).1, j));
                         if plan.stored.contains(&i) {
                             args.push(format!("m_{name}_{j}"));
                         }
@@ -627,9 +649,16 @@ impl Gen<'_> {
             let text = format!("dc_lane({});", args.join(", "));
             self.line(2, &text);
         }
+    }
+
+    /// Per stored buffer: the whole chunk written back when every lane stored, otherwise
+    /// the stored elements one by one.
+    fn vector_chunk_stores(&mut self, plan: &VectorPlan) {
+        let k = self.k;
+        let w = plan.width as usize;
         for &b in &plan.stored {
             let name = k.params[b as usize].name();
-            let (v, per) = vectors(k.memory_elem(Memory::Buffer(b)).expect("buffer").scalar);
+            let (v, per) = chunk_vector(k.memory_elem(Memory::Buffer(b)).expect("buffer").scalar);
             let all: Vec<String> = (0..w).map(|j| format!("m_{name}_{j}")).collect();
             let text = format!("if ({}) {{", all.join(" && "));
             self.line(2, &text);
@@ -645,24 +674,34 @@ impl Gen<'_> {
             for j in 0..w {
                 let text = format!(
                     "if (m_{name}_{j}) {{ p_{name}[dc_x + {j}] = {}; }}",
-                    component(name, per, j)
+                    chunk_component(name, per, j)
                 );
                 self.line(3, &text);
             }
             self.line(2, "}");
         }
-        self.line(1, "}");
-        let call_args: Vec<String> = params
-            .iter()
-            .map(|p| p.rsplit(' ').next().unwrap_or_default().to_string())
-            .chain(BODY_COORDS.iter().map(|c| c.to_string()))
-            .collect();
-        let _ = writeln!(
-            self.out,
-            "    // The rest (the last partial chunk, threads past a short buffer): one at a time.\n    for (u64 dc_x = dc_chunks * {w} + dc_first; dc_x < dc_grid_x; dc_x += dc_stride) {{\n        const uint3 dc_global = make_uint3((u32)dc_x, dc_y, dc_z);\n        dc_body({});\n    }}\n}}",
-            call_args.join(", ")
-        );
     }
+}
+
+/// A buffer's 16-byte vector type in the vector form, and how many elements it holds.
+fn chunk_vector(elem: ScalarType) -> (&'static str, usize) {
+    match elem {
+        ScalarType::F32 => ("float4", 4),
+        ScalarType::I32 => ("int4", 4),
+        ScalarType::U32 => ("uint4", 4),
+        ScalarType::F64 => ("double2", 2),
+        ScalarType::I64 => ("longlong2", 2),
+        ScalarType::U64 => ("ulonglong2", 2),
+        ScalarType::Bool | ScalarType::F16 | ScalarType::BF16 | ScalarType::U8 => {
+            unreachable!("no vector form: 1-byte buffers, and types kernels cannot use")
+        }
+    }
+}
+
+/// The component of buffer `name`'s chunk vectors that holds lane `j` (`per` elements a
+/// vector).
+fn chunk_component(name: &str, per: usize, j: usize) -> String {
+    format!("v_{name}_{}.{}", j / per, ["x", "y", "z", "w"][j % per])
 }
 
 /// The launch coordinates `dc_body` takes after the entry parameters.

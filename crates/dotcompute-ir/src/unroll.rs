@@ -205,20 +205,33 @@ fn copyable(stmts: &[Stmt]) -> bool {
     ok
 }
 
-fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
-    let Shape {
-        counter: i,
-        bound,
-        stride,
-        middle,
-        step,
-        body,
-    } = shape(s)?;
+/// A loop `unroll` takes: its shape, the read-only buffer whose loads at the counter are
+/// hoisted, and their type.
+struct Unrollable<'a> {
+    shape: Shape<'a>,
+    buffer: u32,
+    elem: Type,
+}
+
+impl Unrollable<'_> {
+    /// Whether `e` is a load `unroll` hoists: the buffer at the counter.
+    fn hoisted(&self, e: &Expr) -> bool {
+        matches!(&e.kind, ExprKind::Load { mem: Memory::Buffer(m), index }
+            if *m == self.buffer && index.kind == ExprKind::Local(self.shape.counter))
+    }
+}
+
+/// `s` as `unroll` needs it: a `u32` counter bounded by a read-only buffer's length, an
+/// invariant stride, a middle that copies and leaves the counter alone, and a load of the
+/// buffer at the counter in it.
+fn unrollable<'a>(s: &'a Stmt, k: &Kernel) -> Option<Unrollable<'a>> {
+    let shape = shape(s)?;
+    let i = shape.counter;
     if k.locals.get(i as usize)?.ty != U32 {
         return None;
     }
     // The bound is a read-only buffer's length: the buffer whose loads are hoisted.
-    let ExprKind::Len(Memory::Buffer(b)) = bound.kind else {
+    let ExprKind::Len(Memory::Buffer(b)) = shape.bound.kind else {
         return None;
     };
     if !matches!(
@@ -231,31 +244,37 @@ fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
         return None;
     }
     let mut changing = Vec::new();
-    assigned(body, &mut changing);
-    if !invariant(stride, &changing) || !copyable(middle) {
+    assigned(shape.body, &mut changing);
+    if !invariant(shape.stride, &changing) || !copyable(shape.middle) {
         return None;
     }
     let mut counter_assigned = Vec::new();
-    assigned(middle, &mut counter_assigned);
+    assigned(shape.middle, &mut counter_assigned);
     if counter_assigned.contains(&i) {
         return None;
     }
-    let hoisted = |e: &Expr| {
-        matches!(&e.kind, ExprKind::Load { mem: Memory::Buffer(m), index }
-            if *m == b && index.kind == ExprKind::Local(i))
+    let mut u = Unrollable {
+        shape,
+        buffer: b,
+        elem: U32,
     };
     let mut found = None;
-    walk_stmts(middle, &mut |st| {
+    walk_stmts(u.shape.middle, &mut |st| {
         for e in st.exprs() {
             e.walk(&mut |e| {
-                if hoisted(e) {
+                if u.hoisted(e) {
                     found = Some(e.ty);
                 }
             });
         }
     });
-    let elem = found?;
+    u.elem = found?;
+    Some(u)
+}
 
+fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
+    let u = unrollable(s, k)?;
+    let (i, bound, stride) = (u.shape.counter, u.shape.bound, u.shape.stride);
     let name = k.locals[i as usize].name.clone();
     let lim = push_local(k, format!("{name}_unroll_lim"), U32, false);
     let three = bin(BinaryOp::Mul, stride.clone(), u32_lit(UNROLL - 1), U32);
@@ -271,7 +290,7 @@ fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
         bin(BinaryOp::Ge, bound.clone(), three.clone(), b_ty),
         b_ty,
     );
-    let mut out = vec![Stmt::Let {
+    let limit = Stmt::Let {
         local: lim,
         init: Some(Expr {
             ty: U32,
@@ -281,7 +300,16 @@ fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
                 otherwise: Box::new(u32_lit(0)),
             },
         }),
-    }];
+    };
+    let unrolled = unrolled_body(&u, lim, &name, k);
+    Some(vec![limit, Stmt::Loop { body: unrolled }, s.clone()])
+}
+
+/// The unrolled loop's body: leave below `lim`, load the `UNROLL` elements, then the
+/// middle and the step `UNROLL` times, each copy reading its loaded element.
+fn unrolled_body(u: &Unrollable, lim: u32, name: &str, k: &mut Kernel) -> Vec<Stmt> {
+    let (i, stride, b, elem) = (u.shape.counter, u.shape.stride, u.buffer, u.elem);
+    let b_ty = Type::scalar(ScalarType::Bool);
     let mut unrolled = vec![Stmt::If {
         cond: Expr {
             ty: b_ty,
@@ -318,19 +346,17 @@ fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
         temps.push(t);
     }
     for &t in &temps {
-        let mut copy = middle.to_vec();
+        let mut copy = u.shape.middle.to_vec();
         rename_declared(&mut copy, k);
         crate::kernel::rewrite_exprs(&mut copy, &mut |e| {
-            if hoisted(e) {
+            if u.hoisted(e) {
                 *e = local(t, elem);
             }
         });
         unrolled.extend(copy);
-        unrolled.push(step.clone());
+        unrolled.push(u.shape.step.clone());
     }
-    out.push(Stmt::Loop { body: unrolled });
-    out.push(s.clone());
-    Some(out)
+    unrolled
 }
 
 fn push_local(k: &mut Kernel, name: String, ty: Type, mutable: bool) -> u32 {

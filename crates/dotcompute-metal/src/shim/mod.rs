@@ -371,22 +371,6 @@ impl ShimLibrary {
         buffers: &[*mut u8],
         order: ThreadOrder,
     ) -> Result<()> {
-        let refuse = |message: String| Error::Backend {
-            backend: "msl-shim".into(),
-            message: format!(
-                "kernel `{}`: {message} (the encoding plan is wrong)",
-                self.kernel.name
-            ),
-        };
-        // Bind, as setBuffer / setBytes do.
-        let mut slots: Vec<*mut c_void> = vec![std::ptr::null_mut(); 31];
-        for b in &plan.buffers {
-            let base = *buffers
-                .get(b.arg)
-                .ok_or_else(|| refuse(format!("argument {} does not exist", b.arg)))?;
-            // SAFETY: the facade checked the view (offset + length) against the buffer.
-            slots[b.index as usize] = unsafe { base.add(b.offset as usize) } as *mut c_void;
-        }
         // setBytes copies; the copies live until the dispatch ends.
         let bytes: Vec<Vec<u128>> = plan
             .bytes
@@ -398,41 +382,14 @@ impl ShimLibrary {
                 words
             })
             .collect();
-        for (b, copy) in plan.bytes.iter().zip(&bytes) {
-            slots[b.index as usize] = copy.as_ptr() as *mut c_void;
-        }
         // The violation record of a checked launch, zeroed, where the plan binds it.
         let mut record = [0u32; dotcompute_hal::VIOLATION_WORDS];
-        if let Some(index) = plan.violation_record {
-            slots[index as usize] = record.as_mut_ptr() as *mut c_void;
-        }
+        let slots = self.bind(plan, buffers, &bytes, &mut record)?;
         let mut threadgroup_lengths = [0u32; 31];
         for t in &plan.threadgroup_memory {
             threadgroup_lengths[t.index as usize] = t.bytes;
         }
-        // What Metal's validation layer checks before a dispatch.
-        for binding in &self.module.bindings {
-            match *binding {
-                MslBinding::Param { index, .. }
-                | MslBinding::Info { index }
-                | MslBinding::ViolationRecord { index }
-                | MslBinding::Scalars { index } => {
-                    if slots[index as usize].is_null() {
-                        return Err(refuse(format!(
-                            "buffer index {index} is read by the kernel but was never bound"
-                        )));
-                    }
-                }
-                MslBinding::Threadgroup { index, .. } => {
-                    if threadgroup_lengths[index as usize] == 0 {
-                        return Err(refuse(format!(
-                            "threadgroup memory index {index} is used by the kernel but was \
-                             never sized (setThreadgroupMemoryLength)"
-                        )));
-                    }
-                }
-            }
-        }
+        self.check_bound(&slots, &threadgroup_lengths)?;
         let (grid, per_group, partial) = match plan.dispatch {
             Dispatch::Threads { threads, per_group } => (threads, per_group, true),
             Dispatch::Threadgroups { groups, per_group } => (
@@ -444,19 +401,7 @@ impl ShimLibrary {
         let groups = [0, 1, 2].map(|d| grid[d].div_ceil(per_group[d].max(1)));
         let total_groups: u64 = groups.iter().map(|&g| g as u64).product();
         let slots = Slots(slots);
-        let layout: Vec<(usize, usize)> = {
-            // Each index's region in one per-group block, 16-byte aligned.
-            let mut at = 0usize;
-            threadgroup_lengths
-                .iter()
-                .map(|&len| {
-                    let region = (at, len as usize);
-                    at += (len as usize).next_multiple_of(16);
-                    region
-                })
-                .collect()
-        };
-        let block_bytes: usize = layout.iter().map(|r| r.1.next_multiple_of(16)).sum();
+        let (layout, block_bytes) = threadgroup_layout(&threadgroup_lengths);
         // The first error of any group (the CPU backend's slot: a flag read per group).
         let errors = dotcompute_hal::native::ErrorSlot::new();
         let workers = rayon::current_num_threads() as u64;
@@ -502,6 +447,71 @@ impl ShimLibrary {
             let words = unsafe { std::ptr::read_volatile(&record) };
             if let Some(e) = dotcompute_hal::decode_violation(&self.kernel, words) {
                 return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// An error for a plan the kernel cannot run with.
+    fn refuse(&self, message: String) -> Error {
+        Error::Backend {
+            backend: "msl-shim".into(),
+            message: format!(
+                "kernel `{}`: {message} (the encoding plan is wrong)",
+                self.kernel.name
+            ),
+        }
+    }
+
+    /// The 31 buffer slots as setBuffer / setBytes leave them: the launch's buffers at
+    /// their offsets, the copies of the bytes, the violation record.
+    fn bind(
+        &self,
+        plan: &EncodingPlan,
+        buffers: &[*mut u8],
+        bytes: &[Vec<u128>],
+        record: &mut [u32; dotcompute_hal::VIOLATION_WORDS],
+    ) -> Result<Vec<*mut c_void>> {
+        let mut slots: Vec<*mut c_void> = vec![std::ptr::null_mut(); 31];
+        for b in &plan.buffers {
+            let base = *buffers
+                .get(b.arg)
+                .ok_or_else(|| self.refuse(format!("argument {} does not exist", b.arg)))?;
+            // SAFETY: the facade checked the view (offset + length) against the buffer.
+            slots[b.index as usize] = unsafe { base.add(b.offset as usize) } as *mut c_void;
+        }
+        for (b, copy) in plan.bytes.iter().zip(bytes) {
+            slots[b.index as usize] = copy.as_ptr() as *mut c_void;
+        }
+        if let Some(index) = plan.violation_record {
+            slots[index as usize] = record.as_mut_ptr() as *mut c_void;
+        }
+        Ok(slots)
+    }
+
+    /// What Metal's validation layer checks before a dispatch: every buffer index the
+    /// kernel reads is bound and every threadgroup memory index it uses is sized.
+    fn check_bound(&self, slots: &[*mut c_void], threadgroup_lengths: &[u32; 31]) -> Result<()> {
+        for binding in &self.module.bindings {
+            match *binding {
+                MslBinding::Param { index, .. }
+                | MslBinding::Info { index }
+                | MslBinding::ViolationRecord { index }
+                | MslBinding::Scalars { index } => {
+                    if slots[index as usize].is_null() {
+                        return Err(self.refuse(format!(
+                            "buffer index {index} is read by the kernel but was never bound"
+                        )));
+                    }
+                }
+                MslBinding::Threadgroup { index, .. } => {
+                    if threadgroup_lengths[index as usize] == 0 {
+                        return Err(self.refuse(format!(
+                            "threadgroup memory index {index} is used by the kernel but was \
+                             never sized (setThreadgroupMemoryLength)"
+                        )));
+                    }
+                }
             }
         }
         Ok(())
@@ -585,4 +595,19 @@ fn unflatten(i: u64, dims: [u32; 3]) -> [u32; 3] {
         (rest % dims[1] as u64) as u32,
         (rest / dims[1] as u64) as u32,
     ]
+}
+
+/// Each threadgroup memory index's region (start, length) in one per-group block, 16-byte
+/// aligned, and the block's size.
+fn threadgroup_layout(lengths: &[u32; 31]) -> (Vec<(usize, usize)>, usize) {
+    let mut at = 0usize;
+    let layout = lengths
+        .iter()
+        .map(|&len| {
+            let region = (at, len as usize);
+            at += (len as usize).next_multiple_of(16);
+            region
+        })
+        .collect();
+    (layout, at)
 }

@@ -379,10 +379,75 @@ impl Splitter {
         let names = names_in(stmts.iter().map(|s| s.to_token_stream()));
         let needed_later = names_in(later.iter().map(|s| s.to_token_stream()));
         let (rebinds, stores, mut used) = self.rebinds(&names, true);
+        let first_new = self.lifted.last().map_or(0, Vec::len);
+        let body = self.region_statements(stmts, top, &needed_later, &mut used)?;
+        // Locals declared here are stored when the region runs to its end; a thread that
+        // leaves it early (`break`/`continue` of the loop around it, `return`) leaves
+        // their scope too.
+        let mut new_stores = TokenStream::new();
+        for (l, slot) in self.declared_values(first_new) {
+            let id = &l.ident;
+            new_stores.extend(quote!(#slot.set(__th, #id);));
+        }
+        let exit = self.region_exit(stmts, loop_tail);
+        let range = self.thread_range(stmts);
+        // Lane form for the group's whole chunks (those holding a thread of the range,
+        // where the region runs a range of threads).
+        let lanes = match exit.is_empty() && !self.may_return {
+            true => self.lane_region(stmts, &names, first_new),
+            false => None,
+        };
+        self.lane_regions += usize::from(lanes.is_some());
+        let skip_dead = self.skip_dead();
+        let (note, begin) = if self.may_return || !exit.is_empty() {
+            (
+                quote!(__alive.note(__th, __flow);),
+                quote!(__alive.begin_region();),
+            )
+        } else {
+            (quote!(let _ = __flow;), quote!())
+        };
+        let thread_loop = |threads: TokenStream| {
+            quote! {
+                #begin
+                #( #used.for_threads(__n); )*
+                for __th in #threads {
+                    #skip_dead
+                    let __ctx = &__g.ctx(__th);
+                    let __flow: __dc::cpu::Flow = (|| {
+                        #rebinds
+                        let __flow: __dc::cpu::Flow = (|| {
+                            #body
+                            #new_stores
+                            __dc::cpu::Flow::Next
+                        })();
+                        #stores
+                        __flow
+                    })();
+                    #note
+                }
+                #exit
+            }
+        };
+        Some(match (lanes, range) {
+            (Some(lanes), range) => lanes_then_threads(lanes, range, &used, thread_loop),
+            (None, Some(range)) => thread_loop(range),
+            (None, None) => thread_loop(quote!(0..__n)),
+        })
+    }
+
+    /// The region's statements translated, with the locals that later statements use
+    /// lifted into per-thread slots (their slots added to `used`).
+    fn region_statements(
+        &mut self,
+        stmts: &[&Stmt],
+        top: bool,
+        needed_later: &HashSet<String>,
+        used: &mut Vec<syn::Ident>,
+    ) -> Option<TokenStream> {
+        let mut body = TokenStream::new();
         let was_top = std::mem::replace(&mut self.tx.top_level, top);
         let was_region = self.tx.region.replace(0);
-        let mut body = TokenStream::new();
-        let first_new = self.lifted.last().map_or(0, Vec::len);
         for s in stmts {
             let Stmt::Local(l) = s else {
                 body.extend(self.tx.stmt(s).1);
@@ -429,15 +494,13 @@ impl Splitter {
         }
         self.tx.top_level = was_top;
         self.tx.region = was_region;
-        // Locals declared here are stored when the region runs to its end; a thread that
-        // leaves it early (`break`/`continue` of the loop around it, `return`) leaves
-        // their scope too.
-        let mut new_stores = TokenStream::new();
-        for (l, slot) in self.declared_values(first_new) {
-            let id = &l.ident;
-            new_stores.extend(quote!(#slot.set(__th, #id);));
-        }
-        let exit = if self.loops > 0 && has_loop_exit(stmts) {
+        Some(body)
+    }
+
+    /// What a region ends with where it holds a `break`, `continue` or `return` of the
+    /// loop around it: the group's threads agree on the way out.
+    fn region_exit(&self, stmts: &[&Stmt], loop_tail: bool) -> TokenStream {
+        if self.loops > 0 && has_loop_exit(stmts) {
             quote! {
                 match __alive.exit(__g, #loop_tail) {
                     __dc::cpu::Exit::Next => {}
@@ -448,92 +511,7 @@ impl Splitter {
             }
         } else {
             quote!()
-        };
-        let range = self.thread_range(stmts);
-        // Lane form for the group's whole chunks (those holding a thread of the range,
-        // where the region runs a range of threads).
-        let lanes = match exit.is_empty() && !self.may_return {
-            true => self.lane_region(stmts, &names, first_new),
-            false => None,
-        };
-        self.lane_regions += usize::from(lanes.is_some());
-        let skip_dead = self.skip_dead();
-        let (note, begin) = if self.may_return || !exit.is_empty() {
-            (
-                quote!(__alive.note(__th, __flow);),
-                quote!(__alive.begin_region();),
-            )
-        } else {
-            (quote!(let _ = __flow;), quote!())
-        };
-        let thread_loop = |threads: TokenStream| {
-            quote! {
-                #begin
-                #( #used.for_threads(__n); )*
-                for __th in #threads {
-                    #skip_dead
-                    let __ctx = &__g.ctx(__th);
-                    let __flow: __dc::cpu::Flow = (|| {
-                        #rebinds
-                        let __flow: __dc::cpu::Flow = (|| {
-                            #body
-                            #new_stores
-                            __dc::cpu::Flow::Next
-                        })();
-                        #stores
-                        __flow
-                    })();
-                    #note
-                }
-                #exit
-            }
-        };
-        Some(match (lanes, range) {
-            (Some(lanes), None) => {
-                let rest = thread_loop(quote!(__full..__n));
-                let all = thread_loop(quote!(0..__n));
-                quote! {
-                    if __dc::cpu::lanes::enabled() && __dc::cpu::lanes::fits(__g) {
-                        let __full = __n - __n % __dc::cpu::lanes::LANES;
-                        let __chunks = __dc::cpu::lanes::Chunks::new(__g);
-                        #( #used.for_threads(__n); )*
-                        #lanes
-                        // The threads of a last, partial chunk.
-                        #rest
-                    } else {
-                        #all
-                    }
-                }
-            }
-            (Some(lanes), Some(range)) => {
-                // The whole chunks that hold a thread of `__lo..__hi` (their other
-                // lanes find the region's condition false), then its threads past them.
-                let rest = thread_loop(quote!(::core::cmp::max(__lo, __end)..__hi));
-                let all = thread_loop(quote!(__lo..__hi));
-                quote! {
-                    let ::core::ops::Range { start: __lo, end: __hi } = #range;
-                    if __dc::cpu::lanes::enabled() && __dc::cpu::lanes::fits(__g) {
-                        let __full = __n - __n % __dc::cpu::lanes::LANES;
-                        let __end = ::core::cmp::min(
-                            __hi.next_multiple_of(__dc::cpu::lanes::LANES),
-                            __full,
-                        );
-                        let __chunks = __dc::cpu::lanes::Chunks::between(
-                            __g,
-                            __lo - __lo % __dc::cpu::lanes::LANES,
-                            __end,
-                        );
-                        #( #used.for_threads(__n); )*
-                        #lanes
-                        #rest
-                    } else {
-                        #all
-                    }
-                }
-            }
-            (None, Some(range)) => thread_loop(range),
-            (None, None) => thread_loop(quote!(0..__n)),
-        })
+        }
     }
 
     /// The region `stmts` (already translated) in lane form (`lanes.rs`) for the chunks
@@ -917,4 +895,59 @@ fn has_flow(e: &Expr) -> bool {
     let mut f = Finder::default();
     f.visit_expr(e);
     f.loop_exit || f.ret
+}
+
+/// A region in lane form for the group's whole chunks, then its other threads one by one
+/// (`range`: the threads the region runs, where it runs a range; the whole chunks that
+/// hold one of them run, their other lanes finding the region's condition false).
+fn lanes_then_threads(
+    lanes: TokenStream,
+    range: Option<TokenStream>,
+    used: &[syn::Ident],
+    thread_loop: impl Fn(TokenStream) -> TokenStream,
+) -> TokenStream {
+    match range {
+        None => {
+            let rest = thread_loop(quote!(__full..__n));
+            let all = thread_loop(quote!(0..__n));
+            quote! {
+                if __dc::cpu::lanes::enabled() && __dc::cpu::lanes::fits(__g) {
+                    let __full = __n - __n % __dc::cpu::lanes::LANES;
+                    let __chunks = __dc::cpu::lanes::Chunks::new(__g);
+                    #( #used.for_threads(__n); )*
+                    #lanes
+                    // The threads of a last, partial chunk.
+                    #rest
+                } else {
+                    #all
+                }
+            }
+        }
+        Some(range) => {
+            // The whole chunks that hold a thread of `__lo..__hi` (their other
+            // lanes find the region's condition false), then its threads past them.
+            let rest = thread_loop(quote!(::core::cmp::max(__lo, __end)..__hi));
+            let all = thread_loop(quote!(__lo..__hi));
+            quote! {
+                let ::core::ops::Range { start: __lo, end: __hi } = #range;
+                if __dc::cpu::lanes::enabled() && __dc::cpu::lanes::fits(__g) {
+                    let __full = __n - __n % __dc::cpu::lanes::LANES;
+                    let __end = ::core::cmp::min(
+                        __hi.next_multiple_of(__dc::cpu::lanes::LANES),
+                        __full,
+                    );
+                    let __chunks = __dc::cpu::lanes::Chunks::between(
+                        __g,
+                        __lo - __lo % __dc::cpu::lanes::LANES,
+                        __end,
+                    );
+                    #( #used.for_threads(__n); )*
+                    #lanes
+                    #rest
+                } else {
+                    #all
+                }
+            }
+        }
+    }
 }
