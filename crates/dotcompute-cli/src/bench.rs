@@ -154,10 +154,10 @@ fn checked_overhead(device: &Device, n: usize, reps: usize) -> dotcompute::Resul
     // Both forms computed the same results.
     let got = out.to_vec()?;
     if (0..n).any(|i| got[i] != a[i] + b[i]) {
-        return Err(dotcompute::Error::Backend {
-            backend: device.label(),
-            message: "checked vector add gave a wrong element".into(),
-        });
+        return Err(dotcompute::Error::internal(
+            format!("checked mode on {}", device.label()),
+            "checked vector add gave a wrong element",
+        ));
     }
     Ok(())
 }

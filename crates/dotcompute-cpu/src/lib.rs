@@ -410,9 +410,9 @@ impl Queue for CpuBackend {
             None => self.time_limit.get()?,
         };
         let Some(native) = request.program.native() else {
-            return Err(Error::Backend {
-                backend: "cpu".into(),
-                message: match request.program.raw_source() {
+            return Err(Error::Unsupported {
+                op: "a kernel without a CPU implementation",
+                detail: match request.program.raw_source() {
                     Some(raw) => format!(
                         "kernel `{}` is hand-written {}, which the CPU backend cannot run; \
                          write it as a #[kernel] function to run it everywhere",

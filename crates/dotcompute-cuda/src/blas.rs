@@ -124,9 +124,12 @@ impl Blas<CudaBuffer> for CudaBackend {
                     ),
                 })
             }
-            .map_err(|e| Error::Backend {
+            .map_err(|e| Error::Driver {
                 backend: BACKEND.into(),
-                message: format!("cuBLAS gemm ({m}×{k} · {k}×{n}, {}): {e:?}", r.elem),
+                operation: "cuBLAS gemm".into(),
+                code: e.0 as i64,
+                name: format!("{:?}", e.0),
+                detail: format!("{m}×{k} · {k}×{n}, {}", r.elem),
             })
         })
     }

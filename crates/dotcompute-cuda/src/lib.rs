@@ -13,8 +13,8 @@
 //! *Validates* everything that only the driver knows: libraries present (no panic when
 //! libcuda or libnvrtc is missing: [`probe`] checks before cudarc is called), compile
 //! errors (reported with the source lines they point at), allocation failures (as
-//! `Error::OutOfMemory`), and driver errors of every call (as `Error::Backend` naming the
-//! call and the CUDA error).
+//! `Error::OutOfMemory`), and driver errors of every call (as `Error::Driver` naming the
+//! call and keeping the CUDA or cuBLAS code).
 //!
 //! ## Layout
 //!

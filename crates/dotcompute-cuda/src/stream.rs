@@ -99,9 +99,12 @@ impl CudaBackend {
             .streams
             .slots
             .get(s.index())
-            .ok_or_else(|| Error::Backend {
-                backend: BACKEND.into(),
-                message: format!("stream id {} is beyond the {MAX_STREAMS} a device has", s.0),
+            .ok_or_else(|| Error::TooLarge {
+                what: format!(
+                    "stream id ({MAX_STREAMS} user and {CAPTURE_STREAMS} capture streams a device)"
+                ),
+                limit: self.streams.slots.len() as u64 - 1,
+                found: s.0 as u64,
             })?;
         if slot.load(Ordering::Acquire).is_null() {
             let created =
@@ -380,13 +383,14 @@ impl Queue for CudaBackend {
                         }
                         Ok(())
                     }
-                    _ => Err(Error::Backend {
-                        backend: BACKEND.into(),
-                        message: format!(
+                    // The facade checks patterns before they reach a backend.
+                    _ => Err(Error::internal(
+                        "the CUDA fill",
+                        format!(
                             "fill patterns are 1, 2, 4, 8 or 16 bytes, not {}",
                             pattern.len()
                         ),
-                    }),
+                    )),
                 }
             }
         })

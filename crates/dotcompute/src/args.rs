@@ -148,9 +148,9 @@ pub(crate) fn check_program(program: &Program, device: &Device) -> Result<()> {
         }
         return Ok(());
     }
-    Err(Error::Backend {
-        backend: device.backend_kind().name().into(),
-        message: format!(
+    Err(Error::Unsupported {
+        op: "a hand-written kernel",
+        detail: format!(
             "kernel `{}` is written in {} and runs only on {} devices; {} cannot run it",
             program.name(),
             raw.language.name(),

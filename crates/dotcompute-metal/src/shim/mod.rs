@@ -452,15 +452,15 @@ impl ShimLibrary {
         Ok(())
     }
 
-    /// An error for a plan the kernel cannot run with.
+    /// An error for a plan the kernel cannot run with: the planner's bug.
     fn refuse(&self, message: String) -> Error {
-        Error::Backend {
-            backend: "msl-shim".into(),
-            message: format!(
+        Error::internal(
+            "the Metal encoding plan",
+            format!(
                 "kernel `{}`: {message} (the encoding plan is wrong)",
                 self.kernel.name
             ),
-        }
+        )
     }
 
     /// The 31 buffer slots as setBuffer / setBytes leave them: the launch's buffers at

@@ -27,6 +27,7 @@ fn threadgroup_memory_that_is_never_sized_fails_the_run() {
         return;
     };
     assert!(r.message.contains("never sized"), "{}", r.message);
+    assert!(r.message.contains("internal error"), "{}", r.message);
 }
 
 #[test]

@@ -208,6 +208,7 @@ fn raw_cuda_kernels_run_with_checked_arguments() {
         )
         .unwrap_err();
     assert!(e.to_string().contains("runs only on cuda"), "{e}");
+    assert!(matches!(e, dotcompute::Error::Unsupported { .. }), "{e:?}");
 
     let Some(d) = common::cuda_device() else {
         return;

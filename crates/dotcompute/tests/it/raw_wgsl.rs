@@ -121,6 +121,7 @@ fn a_conflicting_group_size_and_a_cpu_launch_are_errors() {
         )
         .unwrap_err();
     assert!(e.to_string().contains("runs only on wgpu"), "{e}");
+    assert!(matches!(e, dotcompute::Error::Unsupported { .. }), "{e:?}");
     let e = cpu
         .launch_raw(
             &k,
