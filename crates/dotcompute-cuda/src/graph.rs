@@ -126,7 +126,7 @@ impl CudaBackend {
         }
     }
 
-    pub(crate) fn begin_capture_on(&self, s: StreamId) -> Result<bool> {
+    pub(crate) fn begin_capture_on(&self, s: StreamId) -> Result<()> {
         bind(&self.ctx)?;
         let stream = self.stream(s)?;
         self.ctx.capture_gate.enter();
@@ -142,7 +142,7 @@ impl CudaBackend {
         }
         .during("cuStreamBeginCapture")
         .inspect_err(|_| self.ctx.capture_gate.leave())?;
-        Ok(true)
+        Ok(())
     }
 
     pub(crate) fn end_capture_on(

@@ -14,7 +14,8 @@ use crate::memory::{is_page_locked, CudaBuffer};
 use crate::CudaBackend;
 use cudarc::driver::{result as cu, sys};
 use dotcompute_hal::{
-    Error, Fence, GraphExec, LaunchRequest, Queue, Result, StreamId, CAPTURE_STREAMS, MAX_STREAMS,
+    Capture, Error, Fence, GraphExec, LaunchRequest, Queue, Result, StreamId, CAPTURE_STREAMS,
+    MAX_STREAMS,
 };
 use std::any::Any;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -484,6 +485,13 @@ impl Queue for CudaBackend {
         unsafe { sys::cuStreamWaitEvent(stream, cuda.event, 0) }.during("cuStreamWaitEvent")
     }
 
+    fn capture(&self) -> Option<&dyn Capture<CudaBuffer>> {
+        Some(self)
+    }
+}
+
+/// CUDA graphs (`graph.rs`).
+impl Capture<CudaBuffer> for CudaBackend {
     fn open_capture_streams(&self, count: usize) -> Result<Vec<StreamId>> {
         self.open_capture_streams_on(count)
     }
@@ -492,7 +500,7 @@ impl Queue for CudaBackend {
         self.close_capture_streams_on(ids)
     }
 
-    fn begin_capture(&self, s: StreamId) -> Result<bool> {
+    fn begin_capture(&self, s: StreamId) -> Result<()> {
         self.begin_capture_on(s)
     }
 

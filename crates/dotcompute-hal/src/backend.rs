@@ -9,7 +9,7 @@
 //! them through the object-safe mirror in [`crate::dynamic`].
 
 use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::launch::ResolvedLaunch;
 use crate::pool::MemoryStats;
 use crate::program::Program;
@@ -72,6 +72,48 @@ pub trait HostMemory: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Extension: driver graphs (CUDA graphs today). A backend that has them returns this
+/// from [`Queue::capture`]; without them the facade replays a graph node by node. Work is
+/// captured on private streams into an executable graph, updated in place where the
+/// driver allows it, and replayed with one call.
+pub trait Capture<B> {
+    /// `count` private streams for capturing one graph ([`crate::stream::CAPTURE_STREAMS`]):
+    /// ids no user stream has, never in a [`StreamSet`], so no other thread's work, wait
+    /// or synchronisation can reach a stream while it is captured. Given back with
+    /// [`Capture::close_capture_streams`] once the capture has ended.
+    fn open_capture_streams(&self, count: usize) -> Result<Vec<StreamId>>;
+    /// Gives back capture streams from [`Capture::open_capture_streams`].
+    fn close_capture_streams(&self, ids: &[StreamId]);
+    /// Starts recording the work enqueued on `stream` (a capture stream from
+    /// [`Capture::open_capture_streams`]) into a driver graph instead of running it.
+    fn begin_capture(&self, stream: StreamId) -> Result<()>;
+    /// Ends a capture begun with [`Capture::begin_capture`]. With `update`, the recorded
+    /// work replaces that executable's in place where the driver allows it (`Ok(None)`);
+    /// otherwise a new executable is instantiated (`Ok(Some(..))`).
+    fn end_capture(
+        &self,
+        stream: StreamId,
+        update: Option<&dyn GraphExec>,
+    ) -> Result<Option<Box<dyn GraphExec>>>;
+    /// Gives launch number `launch` of an executable graph (counted in the order the
+    /// capture enqueued its launches) the arguments of `request` (the captured kernel and
+    /// geometry) in place, for later replays, without capturing again. `Ok(false)`: not
+    /// done (the driver refused, or the launch is not one the graph holds); the caller
+    /// captures again.
+    ///
+    /// # Safety
+    /// As for [`Queue::launch`]: the request's buffer ranges are inside their buffers,
+    /// and every replay after this call is ordered against the buffers' other uses.
+    unsafe fn update_graph_launch(
+        &self,
+        graph: &dyn GraphExec,
+        launch: usize,
+        request: &LaunchRequest<'_, B>,
+    ) -> Result<bool>;
+    /// Enqueues an executable graph of this device on `stream`.
+    fn launch_graph(&self, stream: StreamId, graph: &dyn GraphExec) -> Result<()>;
 }
 
 /// Extension: a vendor matrix-product library (cuBLAS today, MPS later). A backend that
@@ -192,7 +234,7 @@ pub trait Backend: Send + Sync + 'static {
 ///   by a wait ([`Queue::wait_stream`]); the facade tracks this per buffer and Rust's
 ///   borrows make it race-free on the host;
 /// * `stream` is the default stream, a stream opened with [`Backend::open_stream`] and
-///   not closed, or a capture stream from [`Queue::open_capture_streams`] not given back;
+///   not closed, or a capture stream from [`Capture::open_capture_streams`] not given back;
 /// * memory passed to [`Queue::write_async`] / [`Queue::read_async`] stays valid until a
 ///   fence recorded after the call has completed.
 pub trait Queue: Backend {
@@ -333,60 +375,9 @@ pub trait Queue: Backend {
         self.wait_fence(waiter, &*fence)
     }
 
-    /// `count` private streams for capturing one graph ([`crate::stream::CAPTURE_STREAMS`]):
-    /// ids no user stream has, never in a [`StreamSet`], so no other thread's work, wait
-    /// or synchronisation can reach a stream while it is captured. Given back with
-    /// [`Queue::close_capture_streams`] once the capture has ended. The default: this
-    /// backend has no driver graphs.
-    fn open_capture_streams(&self, _count: usize) -> Result<Vec<StreamId>> {
-        Err(Error::Unsupported {
-            op: "graph capture",
-            detail: format!("the {} backend has no driver graphs", self.info().backend),
-        })
-    }
-    /// Gives back capture streams from [`Queue::open_capture_streams`].
-    fn close_capture_streams(&self, _ids: &[StreamId]) {}
-
-    /// Starts recording the work enqueued on `stream` (a capture stream from
-    /// [`Queue::open_capture_streams`]) into a driver graph instead of running it. `Ok(false)`: this backend has no driver graphs (the facade replays
-    /// graphs node by node), and nothing changed.
-    fn begin_capture(&self, _stream: StreamId) -> Result<bool> {
-        Ok(false)
-    }
-    /// Ends a capture begun with [`Queue::begin_capture`]. With `update`, the recorded
-    /// work replaces that executable's in place where the driver allows it (`Ok(None)`);
-    /// otherwise a new executable is instantiated (`Ok(Some(..))`).
-    fn end_capture(
-        &self,
-        _stream: StreamId,
-        _update: Option<&dyn GraphExec>,
-    ) -> Result<Option<Box<dyn GraphExec>>> {
-        Err(Error::Unsupported {
-            op: "graph capture",
-            detail: format!("the {} backend has no driver graphs", self.info().backend),
-        })
-    }
-    /// Gives launch number `launch` of an executable graph (counted in the order the
-    /// capture enqueued its launches) the arguments of `request` (the captured kernel and
-    /// geometry) in place, for later replays, without capturing again. `Ok(false)`: not
-    /// done (the backend cannot, or the driver refused); the caller captures again.
-    ///
-    /// # Safety
-    /// As for [`Queue::launch`]: the request's buffer ranges are inside their buffers,
-    /// and every replay after this call is ordered against the buffers' other uses.
-    unsafe fn update_graph_launch(
-        &self,
-        _graph: &dyn GraphExec,
-        _launch: usize,
-        _request: &LaunchRequest<'_, Self::Buffer>,
-    ) -> Result<bool> {
-        Ok(false)
-    }
-    /// Enqueues an executable graph of this device on `stream`.
-    fn launch_graph(&self, _stream: StreamId, _graph: &dyn GraphExec) -> Result<()> {
-        Err(Error::Unsupported {
-            op: "graph launch",
-            detail: format!("the {} backend has no driver graphs", self.info().backend),
-        })
+    /// Driver graphs, if this backend has them (see [`Capture`]); the facade otherwise
+    /// replays graphs node by node.
+    fn capture(&self) -> Option<&dyn Capture<Self::Buffer>> {
+        None
     }
 }

@@ -3,7 +3,7 @@
 //! `Box<dyn DynBackend>`, so run-time backend selection needs no generics in user code.
 
 use crate::backend::{
-    Backend, Blas, BoundArg, GraphExec, HostMemory, LaunchRequest, MatmulRequest, Queue,
+    Backend, Blas, BoundArg, Capture, GraphExec, HostMemory, LaunchRequest, MatmulRequest, Queue,
 };
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
@@ -112,16 +112,19 @@ pub trait DynBackend: Send + Sync {
     fn record(&self, s: StreamId) -> Result<Box<dyn Fence>>;
     fn wait_fence(&self, s: StreamId, fence: &dyn Fence) -> Result<()>;
     fn wait_stream(&self, waiter: StreamId, signaller: StreamId) -> Result<()>;
+    /// Whether [`Queue::capture`] gives driver graphs; the capture methods below are
+    /// `Error::Unsupported` (and `close_capture_streams` nothing) where it does not.
+    fn has_capture(&self) -> bool;
     fn open_capture_streams(&self, count: usize) -> Result<Vec<StreamId>>;
     fn close_capture_streams(&self, ids: &[StreamId]);
-    fn begin_capture(&self, s: StreamId) -> Result<bool>;
+    fn begin_capture(&self, s: StreamId) -> Result<()>;
     fn end_capture(
         &self,
         s: StreamId,
         update: Option<&dyn GraphExec>,
     ) -> Result<Option<Box<dyn GraphExec>>>;
     fn launch_graph(&self, s: StreamId, graph: &dyn GraphExec) -> Result<()>;
-    /// See [`Queue::update_graph_launch`].
+    /// See [`Capture::update_graph_launch`].
     /// # Safety
     /// As there.
     unsafe fn update_graph_launch(
@@ -130,6 +133,17 @@ pub trait DynBackend: Send + Sync {
         launch: usize,
         request: &LaunchRequest<'_, RawBuffer>,
     ) -> Result<bool>;
+}
+
+/// The backend's driver graphs, or the error a backend without them gives.
+fn capture_of<B: Queue>(backend: &B) -> Result<&dyn Capture<B::Buffer>> {
+    Queue::capture(backend).ok_or_else(|| Error::Unsupported {
+        op: "graph capture",
+        detail: format!(
+            "the {} backend has no driver graphs",
+            Backend::info(backend).backend
+        ),
+    })
 }
 
 fn downcast<'a, B: Backend>(backend: &B, raw: &'a RawBuffer) -> Result<&'a B::Buffer> {
@@ -366,24 +380,29 @@ impl<B: Backend + Queue> DynBackend for B {
     fn wait_stream(&self, waiter: StreamId, signaller: StreamId) -> Result<()> {
         Queue::wait_stream(self, waiter, signaller)
     }
+    fn has_capture(&self) -> bool {
+        Queue::capture(self).is_some()
+    }
     fn open_capture_streams(&self, count: usize) -> Result<Vec<StreamId>> {
-        Queue::open_capture_streams(self, count)
+        capture_of(self)?.open_capture_streams(count)
     }
     fn close_capture_streams(&self, ids: &[StreamId]) {
-        Queue::close_capture_streams(self, ids)
+        if let Some(c) = Queue::capture(self) {
+            c.close_capture_streams(ids)
+        }
     }
-    fn begin_capture(&self, s: StreamId) -> Result<bool> {
-        Queue::begin_capture(self, s)
+    fn begin_capture(&self, s: StreamId) -> Result<()> {
+        capture_of(self)?.begin_capture(s)
     }
     fn end_capture(
         &self,
         s: StreamId,
         update: Option<&dyn GraphExec>,
     ) -> Result<Option<Box<dyn GraphExec>>> {
-        Queue::end_capture(self, s, update)
+        capture_of(self)?.end_capture(s, update)
     }
     fn launch_graph(&self, s: StreamId, graph: &dyn GraphExec) -> Result<()> {
-        Queue::launch_graph(self, s, graph)
+        capture_of(self)?.launch_graph(s, graph)
     }
     unsafe fn update_graph_launch(
         &self,
@@ -391,11 +410,11 @@ impl<B: Backend + Queue> DynBackend for B {
         launch: usize,
         request: &LaunchRequest<'_, RawBuffer>,
     ) -> Result<bool> {
+        let capture = capture_of(self)?;
         // SAFETY: the caller's contract, forwarded unchanged to the typed call (the
         // buffers are this backend's: `downcast` checked them).
         unsafe {
-            Queue::update_graph_launch(
-                self,
+            capture.update_graph_launch(
                 graph,
                 launch,
                 &LaunchRequest {

@@ -44,7 +44,8 @@ mod stream;
 pub mod words;
 
 pub use backend::{
-    Backend, Blas, BoundArg, GraphExec, HostMemory, LaunchRequest, MatmulRequest, Precision, Queue,
+    Backend, Blas, BoundArg, Capture, GraphExec, HostMemory, LaunchRequest, MatmulRequest,
+    Precision, Queue,
 };
 pub use device::{
     AtomicF32Add, BackendKind, Capabilities, DeviceInfo, DeviceType, GeneratedProduct, Limits,

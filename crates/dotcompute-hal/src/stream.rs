@@ -9,7 +9,7 @@ use std::time::Duration;
 pub const MAX_STREAMS: u32 = 64;
 
 /// Private capture streams a device may have at once (ids `MAX_STREAMS..MAX_STREAMS +
-/// CAPTURE_STREAMS`; see [`crate::Queue::open_capture_streams`]). Graphs hold them only
+/// CAPTURE_STREAMS`; see [`crate::Capture::open_capture_streams`]). Graphs hold them only
 /// while they capture, so this bounds concurrent captures, not graphs.
 pub const CAPTURE_STREAMS: u32 = 1024;
 

@@ -709,7 +709,9 @@ impl<'a> Graph<'a> {
                 self.device.backend().prepare(program)?;
             }
         }
-        let native = self.device.info().caps.native_graphs;
+        // The backend's capture extension decides; the capability reports the same.
+        let native = self.device.backend().has_capture();
+        debug_assert_eq!(native, self.device.info().caps.native_graphs);
         // Capture lanes: the capture stream and branch streams for the widest level (at
         // most 8 branches at once).
         let lanes = if native {

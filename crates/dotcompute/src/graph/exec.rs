@@ -280,9 +280,7 @@ impl<'a> ExecGraph<'a> {
     fn capture_on(&mut self, lanes: &[StreamId]) -> Result<()> {
         let s = lanes[0];
         let backend = self.graph.device.backend();
-        if !backend.begin_capture(s)? {
-            return Ok(());
-        }
+        backend.begin_capture(s)?;
         // The fork and join events stay alive until the capture has ended.
         let mut events = Vec::new();
         let enqueued = self.enqueue_forked(lanes, &mut events);
