@@ -27,28 +27,61 @@ fn complement_forms(a: &[i32], b: &[u32], x: &[f32], out: &mut [u32]) {
     }
 }
 
+/// The three input arrays of these kernels.
+type Inputs = (Vec<i32>, Vec<u32>, Vec<f32>);
+
+/// `n` random inputs, `first` at the first indices.
+fn random_inputs(seed: u64, n: usize, first: &[(i32, u32, f32)]) -> Inputs {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut a: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
+    let mut b: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+    let mut x: Vec<f32> = (0..n).map(|_| rng.f32() * 200.0 - 50.0).collect();
+    for (j, &(aj, bj, xj)) in first.iter().enumerate() {
+        (a[j], b[j], x[j]) = (aj, bj, xj);
+    }
+    (a, b, x)
+}
+
+/// What `launch` leaves in `len` poisoned outputs on `d`, with the inputs uploaded.
+fn outputs(
+    d: &Device,
+    (a, b, x): &Inputs,
+    len: usize,
+    launch: impl Fn(
+        &Device,
+        &Buffer<i32>,
+        &Buffer<u32>,
+        &Buffer<f32>,
+        &mut Buffer<u32>,
+    ) -> dotcompute::Result<()>,
+) -> Vec<u32> {
+    let (da, db, dx) = (
+        d.upload(a).unwrap(),
+        d.upload(b).unwrap(),
+        d.upload(x).unwrap(),
+    );
+    let mut out = d.alloc_filled(len, 0xDEAD_BEEFu32).unwrap();
+    launch(d, &da, &db, &dx, &mut out).unwrap();
+    out.to_vec().unwrap()
+}
+
 #[test]
 fn subtracting_a_complement_matches_the_cpu_on_every_backend() {
     let cpu = Device::cpu();
     let seed = common::seed();
-    let mut rng = fastrand::Rng::with_seed(seed);
     let n = 1000 + 37;
-    let mut a: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
-    let mut b: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
-    let mut x: Vec<f32> = (0..n).map(|_| rng.f32() * 200.0 - 50.0).collect();
     // The random kernel's inputs first.
-    (a[0], b[0], x[0]) = (i32::MIN, 47, 64.75);
-    (a[1], b[1], x[1]) = (i32::MAX, 0, 1.0);
-    (a[2], b[2], x[2]) = (-1, u32::MAX, 0.0);
-    let run = |d: &Device| -> Vec<u32> {
-        let (da, db, dx) = (
-            d.upload(&a).unwrap(),
-            d.upload(&b).unwrap(),
-            d.upload(&x).unwrap(),
-        );
-        let mut out = d.alloc_filled(8 * n, 0xDEAD_BEEFu32).unwrap();
-        complement_forms::launch(d, Launch::threads(n).group(64), &da, &db, &dx, &mut out).unwrap();
-        out.to_vec().unwrap()
+    let first = [
+        (i32::MIN, 47, 64.75),
+        (i32::MAX, 0, 1.0),
+        (-1, u32::MAX, 0.0),
+    ];
+    let inputs = random_inputs(seed, n, &first);
+    let (a, b, x) = &inputs;
+    let run = |d: &Device| {
+        outputs(d, &inputs, 8 * n, |d, a, b, x, out| {
+            complement_forms::launch(d, Launch::threads(n).group(64), a, b, x, out)
+        })
     };
     let want = run(&cpu);
     // By hand for the first inputs: 7 - !0 = 8, 64 << 15 / 64 = 32768.
@@ -98,23 +131,13 @@ fn complement_in_max(a: &[i32], b: &[u32], x: &[f32], out: &mut [u32]) {
 fn a_complement_subtracted_inside_max_matches_the_cpu_on_every_backend() {
     let cpu = Device::cpu();
     let seed = common::seed();
-    let mut rng = fastrand::Rng::with_seed(seed);
     let n = 1000 + 37;
-    let mut a: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
-    let mut b: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
-    let mut x: Vec<f32> = (0..n).map(|_| rng.f32() * 200.0 - 50.0).collect();
-    (a[0], b[0], x[0]) = (i32::MIN, 47, 64.75);
-    (a[1], b[1], x[1]) = (i32::MAX, 15, 1.0);
-    let run = |d: &Device| -> Vec<u32> {
-        let (da, db, dx) = (
-            d.upload(&a).unwrap(),
-            d.upload(&b).unwrap(),
-            d.upload(&x).unwrap(),
-        );
-        let mut out = d.alloc_filled(8 * n, 0xDEAD_BEEFu32).unwrap();
-        complement_in_max::launch(d, Launch::threads(n).group(64), &da, &db, &dx, &mut out)
-            .unwrap();
-        out.to_vec().unwrap()
+    let inputs = random_inputs(seed, n, &[(i32::MIN, 47, 64.75), (i32::MAX, 15, 1.0)]);
+    let (a, b, x) = &inputs;
+    let run = |d: &Device| {
+        outputs(d, &inputs, 8 * n, |d, a, b, x, out| {
+            complement_in_max::launch(d, Launch::threads(n).group(64), a, b, x, out)
+        })
     };
     let want = run(&cpu);
     // By hand for the reducer's inputs: 15 - !0x8000_0000 = 0x8000_0010.
@@ -205,24 +228,11 @@ fn uniform_complement_forms_match_the_cpu_on_every_backend() {
         let x: Vec<f32> = (0..n)
             .map(|j| if j == 0 { x0 } else { rng.f32() })
             .collect();
-        let run = |d: &Device| -> Vec<u32> {
-            let (da, db, dx) = (
-                d.upload(&a).unwrap(),
-                d.upload(&b).unwrap(),
-                d.upload(&x).unwrap(),
-            );
-            let mut out = d.alloc_filled(12 * n, 0xDEAD_BEEFu32).unwrap();
-            uniform_complement_forms::launch(
-                d,
-                Launch::threads(n).group(64),
-                &da,
-                &db,
-                &dx,
-                s,
-                &mut out,
-            )
-            .unwrap();
-            out.to_vec().unwrap()
+        let inputs = (a, b, x);
+        let run = |d: &Device| {
+            outputs(d, &inputs, 12 * n, |d, a, b, x, out| {
+                uniform_complement_forms::launch(d, Launch::threads(n).group(64), a, b, x, s, out)
+            })
         };
         let want = run(&cpu);
         for d in common::devices() {
