@@ -429,12 +429,12 @@ impl Gen<'_> {
         );
         if !k.runs_whole_groups() {
             let _ = writeln!(
-                    self.out,
-                    "    if (dc_global.x >= dc_info[{}] || dc_global.y >= dc_info[{}] || dc_global.z >= dc_info[{}]) {{\n        return;\n    }}",
-                    word(Slot::Grid(0)),
-                    word(Slot::Grid(1)),
-                    word(Slot::Grid(2))
-                );
+                self.out,
+                "    if (dc_global.x >= dc_info[{}] || dc_global.y >= dc_info[{}] || dc_global.z >= dc_info[{}]) {{\n        return;\n    }}",
+                word(Slot::Grid(0)),
+                word(Slot::Grid(1)),
+                word(Slot::Grid(2))
+            );
         }
         if k.shared.iter().any(|s| s.len == SharedLen::Dynamic) {
             let _ = writeln!(

@@ -232,15 +232,15 @@ fn build_library(
         // rename found nothing: "cannot store the library").
         static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let pid = format!("{}-{call}", std::process::id());
-        let header_tmp = header_dir.join(format!("metal_stdlib.{pid}"));
+        let unique = format!("{}-{call}", std::process::id());
+        let header_tmp = header_dir.join(format!("metal_stdlib.{unique}"));
         std::fs::write(&header_tmp, SHIM_HEADER)
             .and_then(|()| std::fs::rename(&header_tmp, header_dir.join("metal_stdlib")))
             .map_err(|e| fail(format!("cannot write the shim header: {e}")))?;
-        let source_path = dir.join(format!("{hash}.{pid}.metal.cpp"));
+        let source_path = dir.join(format!("{hash}.{unique}.metal.cpp"));
         std::fs::write(&source_path, unit)
             .map_err(|e| fail(format!("cannot write {}: {e}", source_path.display())))?;
-        let partial = dir.join(format!("{hash}.{pid}.partial"));
+        let partial = dir.join(format!("{hash}.{unique}.partial"));
         let output = std::process::Command::new(compiler())
             .args(COMPILE_FLAGS)
             .args(LINK_FLAGS)

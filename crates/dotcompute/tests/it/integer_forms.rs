@@ -42,6 +42,16 @@ fn random_inputs(seed: u64, n: usize, first: &[(i32, u32, f32)]) -> Inputs {
     (a, b, x)
 }
 
+/// The forms (result `j` is form `j % per_thread` of its thread) with a wrong result, each
+/// once, in order.
+fn wrong_forms(got: &[u32], want: &[u32], per_thread: usize) -> Vec<usize> {
+    let wrong: std::collections::BTreeSet<usize> = (0..got.len())
+        .filter(|&j| got[j] != want[j])
+        .map(|j| j % per_thread)
+        .collect();
+    wrong.into_iter().collect()
+}
+
 /// What `launch` leaves in `len` poisoned outputs on `d`, with the inputs uploaded.
 fn outputs(
     d: &Device,
@@ -159,13 +169,7 @@ fn a_complement_subtracted_inside_max_matches_the_cpu_on_every_backend() {
                 )
             })
             .collect();
-        let mut forms: Vec<usize> = (0..8 * n)
-            .filter(|&j| got[j] != want[j])
-            .map(|j| j % 8)
-            .collect();
-        forms.dedup();
-        forms.sort();
-        forms.dedup();
+        let forms = wrong_forms(&got, &want, 8);
         assert!(
             wrong.is_empty(),
             "{}: {} wrong results, forms {forms:?}, seed {seed}; first: {}",
@@ -237,12 +241,7 @@ fn uniform_complement_forms_match_the_cpu_on_every_backend() {
         let want = run(&cpu);
         for d in common::devices() {
             let got = run(&d);
-            let mut forms: Vec<usize> = (0..12 * n)
-                .filter(|&j| got[j] != want[j])
-                .map(|j| j % 12)
-                .collect();
-            forms.sort();
-            forms.dedup();
+            let forms = wrong_forms(&got, &want, 12);
             let first: Vec<String> = forms
                 .iter()
                 .map(|&f| format!("form {f}: {:#x} against {:#x}", got[f], want[f]))
@@ -293,62 +292,89 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = id.x;
     if (i < arrayLength(&p_out)) {
 ";
-    let forms = [
-        "p_out[i] = max(f2u(p_x[0u]), (f2u(15.5f) - (~u32(p_a[0u]))));",
-        "p_out[i] = max(f2u(p_x[0u]), (15u - (~u32(p_a[0u]))));",
-        "p_out[i] = max(u32(clamp(p_x[0u], 0.0f, 4294967040.0f)), (15u - (~u32(p_a[0u]))));",
-        "p_out[i] = max(f2u(p_x[0u]), ((15u + u32(p_a[0u])) + 1u));",
-        "let t = f2u(p_x[0u]); p_out[i] = max(t, (15u - (~u32(p_a[0u]))));",
-        "p_out[i] = max(f2u(p_x[i]), (15u - (~u32(p_a[i]))));",
-        "p_out[i] = max(f2u_select(p_x[0u]), (15u - (~u32(p_a[0u]))));",
-        "p_out[i] = max(f2u(p_x[0u]), (15u - (u32(p_a[0u]) ^ 0xffffffffu)));",
-        "let s = 15u - (~u32(p_a[0u])); p_out[i] = max(f2u(p_x[0u]), s);",
-        "p_out[i] = max(f2u(p_x[0u]), (0u - (~u32(p_a[0u]))));",
-        "p_out[i] = max(f2u(p_x[0u]), (15u - u32(p_a[0u])));",
-        "p_out[i] = min(f2u(p_x[0u]), (15u - (~u32(p_a[0u]))));",
-        "p_out[i] = (f2u(p_x[0u]) + (15u - (~u32(p_a[0u]))));",
-        "p_out[i] = max(f2u(p_x[0u]), (ident(15u) - (~u32(p_a[0u]))));",
-        "p_out[i] = (f2u(15.5f) - (~u32(p_a[0u])));",
-        "p_out[i] = max(f2u(p_x[0u]), (f2u(15.5f) - u32(p_a[0u])));",
-        "p_out[i] = max(f2u(p_x[i]), (f2u(15.5f) - (~u32(p_a[i]))));",
-        "p_out[i] = bitcast<u32>(max(f2i(p_x[0u]), (f2i(15.5f) - (~p_a[0u]))));",
-        "p_out[i] = max(f2u(p_x[0u]), (ident(15u) - (~ident(u32(p_a[0u])))));",
-        "p_out[i] = max(u32(p_a[0u]), (f2u(15.5f) - (~f2u(p_x[0u]))));",
-    ];
-    let f2u = |x: f32| -> u32 {
-        if x.is_nan() || x <= 0.0 {
-            0
-        } else if x >= 4294967296.0 {
-            u32::MAX
-        } else {
-            x as u32
-        }
-    };
-    type Want = fn(i32, f32, &dyn Fn(f32) -> u32) -> u32;
-    let want: [Want; 20] = [
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, _| (x.clamp(0.0, 4294967040.0) as u32).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(15u32.wrapping_add(a as u32).wrapping_add(1)),
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(0u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(15u32.wrapping_sub(a as u32)),
-        |a, x, f| f(x).min(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).wrapping_add(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, _, _| 15u32.wrapping_sub(!(a as u32)),
-        |a, x, f| f(x).max(15u32.wrapping_sub(a as u32)),
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, _| {
-            let f2i = |x: f32| x as i32;
-            f2i(x).max(15i32.wrapping_sub(!a)) as u32
-        },
-        |a, x, f| f(x).max(15u32.wrapping_sub(!(a as u32))),
-        |a, x, f| (a as u32).max(15u32.wrapping_sub(!f(x))),
+    // Each form with its value by the IR's semantics (Rust's `as` is the saturating
+    // float-to-integer conversion `f2u` and `f2i` implement).
+    type Want = fn(i32, f32) -> u32;
+    let forms: [(&str, Want); 20] = [
+        (
+            "p_out[i] = max(f2u(p_x[0u]), (f2u(15.5f) - (~u32(p_a[0u]))));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[0u]), (15u - (~u32(p_a[0u]))));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(u32(clamp(p_x[0u], 0.0f, 4294967040.0f)), (15u - (~u32(p_a[0u]))));",
+            |a, x| (x.clamp(0.0, 4294967040.0) as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[0u]), ((15u + u32(p_a[0u])) + 1u));",
+            |a, x| (x as u32).max(15u32.wrapping_add(a as u32).wrapping_add(1)),
+        ),
+        (
+            "let t = f2u(p_x[0u]); p_out[i] = max(t, (15u - (~u32(p_a[0u]))));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[i]), (15u - (~u32(p_a[i]))));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(f2u_select(p_x[0u]), (15u - (~u32(p_a[0u]))));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[0u]), (15u - (u32(p_a[0u]) ^ 0xffffffffu)));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "let s = 15u - (~u32(p_a[0u])); p_out[i] = max(f2u(p_x[0u]), s);",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[0u]), (0u - (~u32(p_a[0u]))));",
+            |a, x| (x as u32).max(0u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[0u]), (15u - u32(p_a[0u])));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(a as u32)),
+        ),
+        (
+            "p_out[i] = min(f2u(p_x[0u]), (15u - (~u32(p_a[0u]))));",
+            |a, x| (x as u32).min(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = (f2u(p_x[0u]) + (15u - (~u32(p_a[0u]))));",
+            |a, x| (x as u32).wrapping_add(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[0u]), (ident(15u) - (~u32(p_a[0u]))));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        ("p_out[i] = (f2u(15.5f) - (~u32(p_a[0u])));", |a, _| {
+            15u32.wrapping_sub(!(a as u32))
+        }),
+        (
+            "p_out[i] = max(f2u(p_x[0u]), (f2u(15.5f) - u32(p_a[0u])));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(a as u32)),
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[i]), (f2u(15.5f) - (~u32(p_a[i]))));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = bitcast<u32>(max(f2i(p_x[0u]), (f2i(15.5f) - (~p_a[0u]))));",
+            |a, x| (x as i32).max(15i32.wrapping_sub(!a)) as u32,
+        ),
+        (
+            "p_out[i] = max(f2u(p_x[0u]), (ident(15u) - (~ident(u32(p_a[0u])))));",
+            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+        ),
+        (
+            "p_out[i] = max(u32(p_a[0u]), (f2u(15.5f) - (~f2u(p_x[0u]))));",
+            |a, x| (a as u32).max(15u32.wrapping_sub(!(x as u32))),
+        ),
     ];
     let n = 300;
     let cases = [
@@ -367,7 +393,9 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         if d.backend_kind() != dotcompute::BackendKind::Wgpu {
             continue;
         }
-        for (k, form) in forms.iter().enumerate() {
+        for (k, &(form, want)) in forms.iter().enumerate() {
+            // The per-thread forms read element `i`; the others element 0 of every thread.
+            let per_thread = form.contains("p_a[i]");
             let source = format!("{helpers}        {form}\n    }}\n}}\n");
             let kernel = RawKernel::wgsl(&format!("form{k}"), &source, &params).unwrap();
             let mut wrong = Vec::new();
@@ -390,10 +418,9 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
                 )
                 .unwrap();
                 let got = out.to_vec().unwrap();
-                let per_thread = k == 5 || k == 16;
                 for (j, g) in got.iter().enumerate() {
                     let (aj, xj) = if per_thread { (a[j], x[j]) } else { (a0, x0) };
-                    let w = want[k](aj, xj, &f2u);
+                    let w = want(aj, xj);
                     if *g != w {
                         wrong.push(format!("a={aj} x={xj}: {g:#x} against {w:#x}"));
                         break;
