@@ -160,7 +160,7 @@ fn settings(markdown: bool) -> ExitCode {
     }
     let mut refused = 0;
     for v in VARIABLES.iter().filter(|v| v.scope != Scope::Tests) {
-        let value = std::env::var(v.name).ok();
+        let value = dotcompute::settings::value(v.name);
         let verdict = match (v.check, &value) {
             (_, None) => "unset".to_string(),
             (Some(check), Some(_)) => match check() {

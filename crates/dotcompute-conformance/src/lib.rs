@@ -214,9 +214,8 @@ pub fn run_case_on(target: &Target<'_>, case: &Case, size: Size, seed: u64) -> R
 
 /// The seed for this run: `DOTCOMPUTE_SEED` if set, otherwise fresh.
 pub fn seed_from_env() -> u64 {
-    std::env::var("DOTCOMPUTE_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
+    dotcompute::settings::value("DOTCOMPUTE_SEED")
+        .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| fastrand::u64(..))
 }
 

@@ -17,9 +17,7 @@ pub const DUMP_VARIABLE: &str = "DOTCOMPUTE_DUMP";
 
 /// The directory to dump into, or `None` when the variable is unset or empty.
 pub fn dump_dir() -> Option<PathBuf> {
-    std::env::var_os(DUMP_VARIABLE)
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
+    crate::settings::Config::get().path(DUMP_VARIABLE)
 }
 
 /// A kernel name as a file name: letters, digits and `_` kept, every other run of

@@ -1,29 +1,173 @@
-//! `DOTCOMPUTE_*` environment variables, parsed strictly: a value that is not one of the
-//! accepted ones is `Error::Config` naming the variable, the value and what is accepted,
-//! never a silent default and never a panic (issue 27: `DOTCOMPUTE_CHECKED=true` meant
-//! off, `DOTCOMPUTE_WGPU_TIMEOUT_S=-5` meant 300 s and `=inf` panicked).
+//! `DOTCOMPUTE_*` environment variables: every one in one table ([`VARIABLES`]), read
+//! from the environment **once per process** into one [`Config`] (at the first use of any
+//! of them), and parsed strictly: a value that is not one of the accepted ones is
+//! `Error::Config` naming the variable, the value and what is accepted, never a silent
+//! default and never a panic (issue 27: `DOTCOMPUTE_CHECKED=true` meant off,
+//! `DOTCOMPUTE_WGPU_TIMEOUT_S=-5` meant 300 s and `=inf` panicked).
+//!
+//! Read once because a library that reads its environment at every compile or launch
+//! answers differently as the environment changes under it, and changing it while other
+//! threads read it is undefined behaviour on most C libraries (`std::env::set_var` is
+//! `unsafe` in Rust 2024 for that reason). A program that wants other settings sets the
+//! variables before it first uses dotcompute, or starts a child process, as dotcompute's
+//! own tests do. Each reader still parses where it uses a value, so a refused value is the
+//! error of the operation that needed it (a device that does not open, a launch that is
+//! refused), named by the table's "when" column.
 
 use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 mod variables;
 pub use variables::{markdown, Scope, Variable, VARIABLES};
 
-/// The variable's value, trimmed; `None` when unset or empty.
-fn value(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
+/// Variables outside dotcompute's own that [`Config::cache_dir`] falls back on.
+const FALLBACKS: &[&str] = &["XDG_CACHE_HOME", "HOME"];
+
+/// The values of every variable in [`VARIABLES`] (and of `XDG_CACHE_HOME` and `HOME`), as
+/// the environment held them when the process first asked for one.
+#[derive(Debug, Default)]
+pub struct Config {
+    values: HashMap<&'static str, OsString>,
+}
+
+impl Config {
+    /// The process's configuration: the environment read once, at the first call.
+    pub fn get() -> &'static Config {
+        static CONFIG: OnceLock<Config> = OnceLock::new();
+        CONFIG.get_or_init(|| Config::from_lookup(|name| std::env::var_os(name)))
+    }
+
+    /// A configuration from `lookup` instead of the environment (tests, tools that show
+    /// what a set of values would do). Only the table's variables are asked for.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Config {
+        let names = VARIABLES
+            .iter()
+            .map(|v| v.name)
+            .chain(FALLBACKS.iter().copied());
+        Config {
+            values: names
+                .filter_map(|name| lookup(name).map(|v| (name, v)))
+                .filter(|(_, v)| !v.is_empty())
+                .collect(),
+        }
+    }
+
+    /// The raw value, `None` when unset or empty. Asking for a name the table lacks is a
+    /// mistake in dotcompute (the settings test finds such a name in the sources too).
+    pub fn os_value(&self, name: &str) -> Option<&OsStr> {
+        debug_assert!(
+            VARIABLES.iter().any(|v| v.name == name) || FALLBACKS.contains(&name),
+            "{name} is not in settings::VARIABLES"
+        );
+        self.values.get(name).map(OsString::as_os_str)
+    }
+
+    /// The value as text, trimmed; `None` when unset or empty.
+    pub fn value(&self, name: &str) -> Option<String> {
+        self.os_value(name)
+            .map(|v| v.to_string_lossy().trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// A path-valued variable (not trimmed: a path may end in a space).
+    pub fn path(&self, name: &str) -> Option<PathBuf> {
+        self.os_value(name).map(PathBuf::from)
+    }
+}
+
+/// The variable's value in the process's [`Config`], trimmed; `None` when unset or empty.
+pub fn value(name: &str) -> Option<String> {
+    Config::get().value(name)
 }
 
 /// What [`switch`] accepts.
 pub const SWITCH_VALUES: &str =
     "1, on, true or yes to turn it on; 0, off, false or no to turn it off";
 
-/// An on/off variable: `Ok(None)` when unset or empty.
+impl Config {
+    /// An on/off variable: `Ok(None)` when unset or empty.
+    pub fn switch(&self, name: &'static str) -> Result<Option<bool>> {
+        parse_switch(name, self.value(name))
+    }
+
+    /// A duration in seconds: a positive, finite number of at most a year (`Ok(default)`
+    /// when unset or empty).
+    pub fn seconds(&self, name: &'static str, default: Duration) -> Result<Duration> {
+        parse_seconds(name, self.value(name), default)
+    }
+
+    /// One of `choices` (compared without case): `Ok(None)` when unset or empty.
+    pub fn choice(
+        &self,
+        name: &'static str,
+        choices: &[&'static str],
+        expected: &'static str,
+    ) -> Result<Option<&'static str>> {
+        let Some(v) = self.value(name) else {
+            return Ok(None);
+        };
+        choices
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(&v))
+            .copied()
+            .map(Some)
+            .ok_or(Error::Config {
+                variable: name,
+                value: v,
+                expected,
+            })
+    }
+
+    /// A comma-separated list of backends: see [`backends`].
+    pub fn backends(&self, name: &'static str) -> Result<Vec<crate::BackendKind>> {
+        let Some(list) = self.value(name) else {
+            return Ok(Vec::new());
+        };
+        list.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                crate::BackendKind::parse(s).ok_or_else(|| Error::Config {
+                    variable: name,
+                    value: list.clone(),
+                    expected:
+                        "backend names separated by commas: cpu, cuda, wgpu (or vulkan), metal",
+                })
+            })
+            .collect()
+    }
+
+    /// The directory for on-disk caches of kind `sub`: see [`cache_dir`].
+    pub fn cache_dir(&self, sub: &str) -> Result<Option<PathBuf>> {
+        if !parse_switch("DOTCOMPUTE_CACHE", self.value("DOTCOMPUTE_CACHE"))?.unwrap_or(true) {
+            return Ok(None);
+        }
+        let base = if let Some(d) = self.path("DOTCOMPUTE_CACHE_DIR") {
+            d
+        } else if let Some(d) = self.path("XDG_CACHE_HOME") {
+            d.join("dotcompute")
+        } else {
+            let Some(home) = self.path("HOME") else {
+                return Ok(None);
+            };
+            home.join(".cache").join("dotcompute")
+        };
+        Ok(Some(base.join(sub)))
+    }
+}
+
+/// An on/off variable of the process's [`Config`]: `Ok(None)` when unset or empty.
 pub fn switch(name: &'static str) -> Result<Option<bool>> {
-    let Some(v) = value(name) else {
+    Config::get().switch(name)
+}
+
+/// `value` (of variable `name`) as an on/off switch.
+fn parse_switch(name: &'static str, value: Option<String>) -> Result<Option<bool>> {
+    let Some(v) = value else {
         return Ok(None);
     };
     match v.to_ascii_lowercase().as_str() {
@@ -49,10 +193,15 @@ pub fn unroll() -> Result<bool> {
     switch_or("DOTCOMPUTE_UNROLL", true)
 }
 
-/// A duration in seconds: a positive, finite number of at most a year (`Ok(default)`
-/// when unset or empty).
+/// A duration in seconds from the process's [`Config`]: a positive, finite number of at
+/// most a year (`Ok(default)` when unset or empty).
 pub fn seconds(name: &'static str, default: Duration) -> Result<Duration> {
-    let Some(v) = value(name) else {
+    Config::get().seconds(name, default)
+}
+
+/// `value` (of variable `name`) as seconds.
+fn parse_seconds(name: &'static str, value: Option<String>, default: Duration) -> Result<Duration> {
+    let Some(v) = value else {
         return Ok(default);
     };
     match v.parse::<f64>() {
@@ -95,10 +244,15 @@ pub struct TimeLimit {
 }
 
 impl TimeLimit {
-    /// The limit from `variable` (seconds), or `default` when unset.
+    /// The limit from `variable` (seconds) of the process's [`Config`], or `default` when
+    /// unset.
     pub fn from_env(variable: &'static str, default: Duration) -> TimeLimit {
+        TimeLimit::from_config(Config::get(), variable, default)
+    }
+    /// The limit from `variable` of `config`.
+    pub fn from_config(config: &Config, variable: &'static str, default: Duration) -> TimeLimit {
         TimeLimit {
-            state: std::sync::RwLock::new((seconds(variable, default), variable)),
+            state: std::sync::RwLock::new((config.seconds(variable, default), variable)),
         }
     }
     /// The limit and what set it (the variable or [`SET_BY_DEVICE`]).
@@ -114,25 +268,14 @@ impl TimeLimit {
     }
 }
 
-/// One of `choices` (compared without case): `Ok(None)` when unset or empty.
+/// One of `choices` (compared without case) from the process's [`Config`]: `Ok(None)`
+/// when unset or empty.
 pub fn choice(
     name: &'static str,
     choices: &[&'static str],
     expected: &'static str,
 ) -> Result<Option<&'static str>> {
-    let Some(v) = value(name) else {
-        return Ok(None);
-    };
-    choices
-        .iter()
-        .find(|c| c.eq_ignore_ascii_case(&v))
-        .copied()
-        .map(Some)
-        .ok_or(Error::Config {
-            variable: name,
-            value: v,
-            expected,
-        })
+    Config::get().choice(name, choices, expected)
 }
 
 /// A variable that takes one of a fixed list of values: the one definition its reader
@@ -209,20 +352,7 @@ pub mod choices {
 /// whose absence fails the run) and `DOTCOMPUTE_ONLY` (the only backends to run) here, so
 /// every suite reads them alike.
 pub fn backends(name: &'static str) -> Result<Vec<crate::BackendKind>> {
-    let Some(list) = value(name) else {
-        return Ok(Vec::new());
-    };
-    list.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            crate::BackendKind::parse(s).ok_or_else(|| Error::Config {
-                variable: name,
-                value: list.clone(),
-                expected: "backend names separated by commas: cpu, cuda, wgpu (or vulkan), metal",
-            })
-        })
-        .collect()
+    Config::get().backends(name)
 }
 
 /// The directory for dotcompute's on-disk caches of kind `sub` (`cuda`, `wgpu`, `ops`):
@@ -230,29 +360,19 @@ pub fn backends(name: &'static str) -> Result<Vec<crate::BackendKind>> {
 /// `~/.cache/dotcompute/sub`; `Ok(None)` when `DOTCOMPUTE_CACHE` (an on/off switch, on by
 /// default) is off, or no home is known. A value the switch does not accept is an error
 /// (`DOTCOMPUTE_CACHE=0` used to leave every cache on: only `off` turned it off).
-pub fn cache_dir(sub: &str) -> Result<Option<std::path::PathBuf>> {
-    use std::path::PathBuf;
-    if !switch_or("DOTCOMPUTE_CACHE", true)? {
-        return Ok(None);
-    }
-    let base = if let Some(d) = std::env::var_os("DOTCOMPUTE_CACHE_DIR").filter(|d| !d.is_empty()) {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(d).join("dotcompute")
-    } else {
-        let Some(home) = std::env::var_os("HOME") else {
-            return Ok(None);
-        };
-        PathBuf::from(home).join(".cache").join("dotcompute")
-    };
-    Ok(Some(base.join(sub)))
+pub fn cache_dir(sub: &str) -> Result<Option<PathBuf>> {
+    Config::get().cache_dir(sub)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    // Each test uses its own variable: tests run in parallel in one process.
+    /// A configuration holding `name = value` alone.
+    fn with(name: &str, value: &str) -> Config {
+        Config::from_lookup(|n| (n == name).then(|| value.into()))
+    }
+
     #[test]
     fn switches_accept_the_usual_words_and_refuse_the_rest() {
         let name = "DOTCOMPUTE_TEST_SWITCH";
@@ -263,44 +383,38 @@ mod tests {
             ("no", false),
             ("0", false),
         ] {
-            std::env::set_var(name, v);
-            assert_eq!(switch(name).unwrap(), Some(want), "{v}");
+            assert_eq!(with(name, v).switch(name).unwrap(), Some(want), "{v}");
         }
-        std::env::set_var(name, "");
-        assert_eq!(switch(name).unwrap(), None);
+        assert_eq!(with(name, "").switch(name).unwrap(), None);
         for v in ["2", "maybe", "enable"] {
-            std::env::set_var(name, v);
-            let e = switch(name).unwrap_err();
+            let e = with(name, v).switch(name).unwrap_err();
             assert!(
                 e.to_string().contains(name) && e.to_string().contains(v),
                 "{e}"
             );
         }
-        std::env::remove_var(name);
-        assert!(switch_or(name, true).unwrap());
+        assert_eq!(Config::default().switch(name).unwrap(), None);
     }
 
     #[test]
     fn seconds_are_positive_finite_and_bounded() {
         let name = "DOTCOMPUTE_TEST_SECONDS";
         let default = Duration::from_secs(300);
-        std::env::set_var(name, "2.5");
-        assert_eq!(seconds(name, default).unwrap(), Duration::from_millis(2500));
+        assert_eq!(
+            with(name, "2.5").seconds(name, default).unwrap(),
+            Duration::from_millis(2500)
+        );
         for v in ["inf", "1e300", "-5", "0", "abc", "NaN"] {
-            std::env::set_var(name, v);
-            let e = seconds(name, default).unwrap_err();
+            let e = with(name, v).seconds(name, default).unwrap_err();
             assert!(matches!(e, Error::Config { .. }), "{v}: {e}");
         }
-        std::env::remove_var(name);
-        assert_eq!(seconds(name, default).unwrap(), default);
+        assert_eq!(Config::default().seconds(name, default).unwrap(), default);
     }
 
     #[test]
     fn a_time_limit_is_read_once_and_replaced_by_set() {
         let name = "DOTCOMPUTE_TEST_LIMIT";
-        std::env::set_var(name, "abc");
-        let limit = TimeLimit::from_env(name, Duration::from_secs(300));
-        std::env::remove_var(name);
+        let limit = TimeLimit::from_config(&with(name, "abc"), name, Duration::from_secs(300));
         assert!(matches!(limit.get(), Err(Error::Config { .. })));
         for bad in [Duration::ZERO, MAX_TIME_LIMIT + Duration::from_secs(1)] {
             assert!(
@@ -314,34 +428,78 @@ mod tests {
             limit.get().unwrap(),
             (Duration::from_millis(1500), SET_BY_DEVICE)
         );
-        let from_default = TimeLimit::from_env(name, Duration::from_secs(7));
+        let from_default = TimeLimit::from_config(&Config::default(), name, Duration::from_secs(7));
         assert_eq!(from_default.get().unwrap(), (Duration::from_secs(7), name));
     }
 
     #[test]
     fn choices_are_matched_without_case() {
         let name = "DOTCOMPUTE_TEST_CHOICE";
-        std::env::set_var(name, "Always");
-        assert_eq!(choice(name, &["always"], "always").unwrap(), Some("always"));
-        std::env::set_var(name, "sometimes");
-        assert!(choice(name, &["always"], "always").is_err());
-        std::env::remove_var(name);
+        let always = with(name, "Always").choice(name, &["always"], "always");
+        assert_eq!(always.unwrap(), Some("always"));
+        assert!(with(name, "sometimes")
+            .choice(name, &["always"], "always")
+            .is_err());
     }
 
     #[test]
     fn backend_lists_are_parsed_strictly() {
         use crate::BackendKind;
         let name = "DOTCOMPUTE_TEST_BACKENDS";
-        std::env::remove_var(name);
-        assert_eq!(backends(name).unwrap(), []);
-        std::env::set_var(name, " cpu, Wgpu ,,cuda");
+        assert_eq!(Config::default().backends(name).unwrap(), []);
         assert_eq!(
-            backends(name).unwrap(),
+            with(name, " cpu, Wgpu ,,cuda").backends(name).unwrap(),
             [BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda]
         );
-        std::env::set_var(name, "cpu,cuba");
-        let e = backends(name).unwrap_err().to_string();
+        let e = with(name, "cpu,cuba")
+            .backends(name)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(name) && e.contains("cpu,cuba"), "{e}");
-        std::env::remove_var(name);
+    }
+
+    #[test]
+    fn the_cache_directory_falls_back_in_order_and_can_be_turned_off() {
+        let config = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect();
+            Config::from_lookup(move |n| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| v.into()))
+        };
+        let dir = |c: Config| c.cache_dir("ops").unwrap();
+        let all = [
+            ("DOTCOMPUTE_CACHE_DIR", "/c"),
+            ("XDG_CACHE_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(dir(config(&all)), Some(PathBuf::from("/c/ops")));
+        assert_eq!(
+            dir(config(&all[1..])),
+            Some(PathBuf::from("/x/dotcompute/ops"))
+        );
+        assert_eq!(
+            dir(config(&all[2..])),
+            Some(PathBuf::from("/h/.cache/dotcompute/ops"))
+        );
+        assert_eq!(dir(config(&[])), None);
+        assert_eq!(dir(config(&[("DOTCOMPUTE_CACHE", "off"), all[0]])), None);
+        assert!(config(&[("DOTCOMPUTE_CACHE", "0ff")])
+            .cache_dir("ops")
+            .is_err());
+    }
+
+    #[test]
+    fn only_the_tables_variables_are_read() {
+        let asked = std::sync::Mutex::new(Vec::new());
+        Config::from_lookup(|n| {
+            asked.lock().unwrap().push(n.to_string());
+            None
+        });
+        let asked = asked.into_inner().unwrap();
+        assert_eq!(asked.len(), VARIABLES.len() + FALLBACKS.len());
+        assert!(asked
+            .iter()
+            .all(|n| n.starts_with("DOTCOMPUTE_") || FALLBACKS.contains(&n.as_str())));
     }
 }

@@ -152,7 +152,7 @@ pub const DISABLE_ENV: &str = "DOTCOMPUTE_WGPU_DISABLE";
 /// device does not open), not ignored.
 pub(crate) fn disabled_features() -> Result<wgpu::Features> {
     let mut off = wgpu::Features::empty();
-    let Ok(list) = std::env::var(DISABLE_ENV) else {
+    let Some(list) = dotcompute_hal::settings::value(DISABLE_ENV) else {
         return Ok(off);
     };
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {

@@ -123,10 +123,8 @@ impl Device {
     /// [`dotcompute_hal::registry::rank`]. The environment variable `DOTCOMPUTE_BACKEND`
     /// overrides the choice (and is an error if that backend is unavailable).
     pub fn best() -> Result<Device> {
-        if let Ok(name) = std::env::var(BACKEND_ENV) {
-            if !name.trim().is_empty() {
-                return Device::by_name(&name);
-            }
+        if let Some(name) = dotcompute_hal::settings::value(BACKEND_ENV) {
+            return Device::by_name(&name);
         }
         let mut candidates: Vec<(u32, &dotcompute_hal::BackendDescriptor, usize)> = Vec::new();
         for d in registry() {

@@ -18,14 +18,14 @@ fn cached_scale(x: &mut [f32], s: f32) {
 
 #[test]
 fn compiles_once_then_hits_memory_then_disk_and_rebuilds_damaged_entries() {
+    let dir = std::env::temp_dir().join(format!("dc-cuda-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // Set before anything reads the settings (they are read once per process); this
+    // binary holds this one test, so no other thread reads them first.
+    std::env::set_var("DOTCOMPUTE_CACHE_DIR", &dir);
     if common::cuda_device().is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("dc-cuda-cache-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    // Read when each backend is created; this test owns its process under nextest (and
-    // the serial cargo-test fallback runs one test at a time).
-    std::env::set_var("DOTCOMPUTE_CACHE_DIR", &dir);
     let ir = cached_scale::KERNEL.program().unwrap();
 
     let first = CudaBackend::new().unwrap();

@@ -1,5 +1,6 @@
-//! Every `DOTCOMPUTE_*` variable in one table: who reads it, when, what it accepts and
-//! what it does. `docs/configuration.md` prints the same table, `dotcompute settings`
+//! Every `DOTCOMPUTE_*` variable in one table: who reads it, when its value takes effect,
+//! what it accepts and what it does. The environment is read once per process, into
+//! [`super::Config`], and only for the variables here. `docs/configuration.md` prints the same table, `dotcompute settings`
 //! checks each one's current value, and a test fails when a variable appears in the
 //! sources without a row here (or a row without a variable).
 
@@ -23,7 +24,8 @@ pub enum Scope {
 pub struct Variable {
     pub name: &'static str,
     pub scope: Scope,
-    /// When it is read (`once per process`, `when a device opens`, `at each compile`, ...).
+    /// When its value (read from the environment once per process) is parsed and takes
+    /// effect (`when a device opens`, `at each compile`, ...).
     pub read: &'static str,
     /// The values it accepts (and the default).
     pub accepts: &'static str,
@@ -83,7 +85,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "DOTCOMPUTE_DUMP",
         scope: Scope::Library,
-        read: "at each compile",
+        read: "at each compile (the directory is created then)",
         accepts: "a directory (created if missing)",
         effect: "every source a backend compiles (CUDA C++, WGSL, MSL, generated or hand-written) is written there, named by kernel, content key and variant",
         check: None,
@@ -412,8 +414,9 @@ pub const VARIABLES: &[Variable] = &[
 
 /// The table as Markdown (`docs/configuration.md` holds this text).
 pub fn markdown() -> String {
-    let mut out =
-        String::from("| variable | read by | when | accepts | effect |\n|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| variable | read by | takes effect | accepts | effect |\n|---|---|---|---|---|\n",
+    );
     for v in VARIABLES {
         let scope = match v.scope {
             Scope::Library => "library",
@@ -534,7 +537,7 @@ mod tests {
             .iter()
             .filter(|v| !v.name.starts_with("DOTCOMPUTE_TEST"))
         {
-            if std::env::var_os(v.name).is_none() {
+            if super::super::Config::get().os_value(v.name).is_none() {
                 if let Some(check) = v.check {
                     check().unwrap_or_else(|e| panic!("{}: {e}", v.name));
                 }

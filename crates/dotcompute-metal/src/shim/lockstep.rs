@@ -45,10 +45,10 @@ impl ThreadOrder {
 
     /// `DOTCOMPUTE_MSL_SHIM_ORDER`: `in-order` (or unset), or `shuffled:SEED`.
     pub fn from_env() -> std::result::Result<ThreadOrder, String> {
-        match std::env::var("DOTCOMPUTE_MSL_SHIM_ORDER") {
-            Err(_) => Ok(ThreadOrder::InOrder),
-            Ok(v) if v == "in-order" => Ok(ThreadOrder::InOrder),
-            Ok(v) => v
+        match dotcompute_hal::settings::value("DOTCOMPUTE_MSL_SHIM_ORDER") {
+            None => Ok(ThreadOrder::InOrder),
+            Some(v) if v == "in-order" => Ok(ThreadOrder::InOrder),
+            Some(v) => v
                 .strip_prefix("shuffled:")
                 .and_then(|seed| seed.parse().ok())
                 .map(|seed| ThreadOrder::Shuffled { seed })

@@ -75,7 +75,7 @@ const LINK_FLAGS: &[&str] = &[];
 
 /// The compiler: `DOTCOMPUTE_MSL_SHIM_CXX`, or `clang++`.
 pub fn compiler() -> String {
-    std::env::var("DOTCOMPUTE_MSL_SHIM_CXX").unwrap_or_else(|_| "clang++".into())
+    dotcompute_hal::settings::value("DOTCOMPUTE_MSL_SHIM_CXX").unwrap_or_else(|| "clang++".into())
 }
 
 /// Whether the compiler runs here, or why not.

@@ -187,16 +187,26 @@ fn dump_child() {
             eprintln!("{}: {}", d.info().label(), f.display());
         }
     }
-    // An unusable directory is an error naming the variable, and the device stays usable.
-    let blocker = dir.join("not-a-directory");
-    std::fs::write(&blocker, b"x").unwrap();
-    std::env::set_var("DOTCOMPUTE_DUMP", &blocker);
+    // A dump directory that became unusable (the variable is read once per process, so
+    // the path stays; a file now stands there) is an error naming the variable at the
+    // compile that needed it, and the device stays usable.
+    let moved = dir.with_extension("moved");
+    let block = |blocked: bool| {
+        if blocked {
+            std::fs::rename(&dir, &moved).unwrap();
+            std::fs::write(&dir, b"x").unwrap();
+        } else {
+            std::fs::remove_file(&dir).unwrap();
+            std::fs::rename(&moved, &dir).unwrap();
+        }
+    };
     for d in common::devices() {
         if !matches!(d.info().backend, BackendKind::Cuda | BackendKind::Wgpu) {
             continue;
         }
         let xs = d.upload(&x).unwrap();
         let mut out = d.alloc_filled(n, 7u32).unwrap();
+        block(true);
         // The checked form, not compiled before: a new compile on both.
         let launch = Launch::threads(n).group(64).checked(true);
         let e = neighbour_sum::launch(&d, launch, &xs, &mut out).unwrap_err();
@@ -209,11 +219,10 @@ fn dump_child() {
             out.to_vec().unwrap().iter().all(|&v| v == 7),
             "a refused launch wrote"
         );
-        // With a usable directory again, the same device compiles and runs it.
-        std::env::set_var("DOTCOMPUTE_DUMP", &dir);
+        // With the directory back, the same device compiles and runs it.
+        block(false);
         neighbour_sum::launch(&d, launch, &xs, &mut out).unwrap();
         assert_eq!(out.to_vec().unwrap()[..2], [x[0] + x[1], x[1] + x[2]]);
-        std::env::set_var("DOTCOMPUTE_DUMP", &blocker);
     }
     println!("DUMP-CHECKED on {gpus} GPU device(s)");
 }
