@@ -1,6 +1,6 @@
 //! # dotcompute-ops: library operations on typed buffers
 //!
-//! Reduce, scan, compaction, radix sort, histograms, row softmax and transpose on any dotcompute device (CPU, CUDA, wgpu, and Metal
+//! Reduce, scan, compaction, radix sort, histograms, row softmax, transpose and a tuned matrix product on any dotcompute device (CPU, CUDA, wgpu, and Metal
 //! through the same generated MSL), each on a [`Device`](dotcompute::Device) or a
 //! [`Stream`](dotcompute::Stream) (anything [`AsStream`]). Every kernel is written with
 //! `#[kernel]`, the language users write theirs in: the operations are users of the
@@ -39,6 +39,7 @@
 
 pub mod histogram;
 mod host;
+pub mod matmul;
 pub mod reduce;
 pub mod scan;
 pub mod select;

@@ -11,7 +11,7 @@ use dotcompute_ops::{histogram, reduce, scan, select, softmax, sort, transpose, 
 pub fn benches() -> Vec<Bench> {
     vec![Bench {
         name: "ops",
-        what: "library operations (reduce, scan, copy-if, radix sort, histogram, softmax, transpose) against a copy",
+        what: "library operations (reduce, scan, copy-if, radix sort, histogram, softmax, transpose) against a copy, and the tuned matmul against Device::matmul",
         run: ops,
     }]
 }
@@ -277,6 +277,7 @@ fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let mut figs = histogram_figures(ctx, &mut rng)?;
     figs.extend(softmax_figures(ctx, &mut rng, big)?);
     figs.extend(transpose_figures(ctx, big)?);
+    figs.extend(matmul_figures(ctx, big)?);
     Ok(figs)
 }
 
@@ -469,6 +470,76 @@ fn transpose_figures(ctx: &Ctx, big: bool) -> Res<Vec<Figure>> {
             )
             .against(COPY, CopyRef::bytes(m), times[1].clone())
             .target("≥ 0.9")
+            .build(),
+        );
+    }
+    Ok(figs)
+}
+
+/// The tuned product (`dotcompute_ops::matmul`) against `Device::matmul` (the vendor
+/// library where there is one) on one square and two thin shapes; the tuner's choice in
+/// the label. Checked against f64 on the host at 64 sampled elements.
+fn matmul_figures(ctx: &Ctx, big: bool) -> Res<Vec<Figure>> {
+    use dotcompute::Precision;
+    let d = ctx.device;
+    let s = super::s;
+    let shapes: &[(usize, usize, usize)] = if big {
+        &[(4096, 4096, 4096), (8192, 8192, 64), (64, 8192, 8192)]
+    } else {
+        &[(512, 512, 512), (1024, 1024, 32)]
+    };
+    let mut rng = fastrand::Rng::with_seed(3030);
+    let mut figs = Vec::new();
+    for &(m, n, k) in shapes {
+        ctx.step(&format!("matmul {m}×{n}×{k} f32"));
+        let a: Vec<f32> = (0..m * k).map(|_| rng.f32() - 0.5).collect();
+        let b: Vec<f32> = (0..k * n).map(|_| rng.f32() - 0.5).collect();
+        let (da, db) = (d.upload(&a).map_err(s)?, d.upload(&b).map_err(s)?);
+        let mut c = d.alloc_filled(m * n, f32::NAN).map_err(s)?;
+        let mut c_ref = d.alloc_filled(m * n, f32::NAN).map_err(s)?;
+        let full = Precision::Full;
+        let mut tuned = || {
+            dotcompute_ops::matmul::matmul(d, &da, &db, &mut c, m, n, k, full)
+                .map(drop)
+                .map_err(s)
+        };
+        let mut vendor = || d.matmul(&da, &db, &mut c_ref, m, n, k).map(drop).map_err(s);
+        let times = measure_all(ctx, &mut [&mut tuned, &mut vendor])?;
+        let got = c.to_vec().map_err(s)?;
+        for _ in 0..64 {
+            let (i, j) = (rng.usize(..m), rng.usize(..n));
+            let want: f64 = (0..k)
+                .map(|l| a[i * k + l] as f64 * b[l * n + j] as f64)
+                .sum();
+            let bound: f64 = (0..k)
+                .map(|l| (a[i * k + l] as f64 * b[l * n + j] as f64).abs())
+                .sum::<f64>()
+                * 2.0
+                * (k as f64 + 2.0)
+                * f64::powi(2.0, -24);
+            if (got[i * n + j] as f64 - want).abs() > bound {
+                return Err(format!(
+                    "matmul {m}×{n}×{k}: ({i}, {j}) is {}, want {want}",
+                    got[i * n + j]
+                ));
+            }
+        }
+        let flops = 2.0 * (m * n * k) as f64;
+        let key = dotcompute_ops::matmul::key::<f32>(d, m, n, k, full);
+        figs.push(
+            ctx.figure(
+                "ops",
+                format!("matmul {m}×{n}×{k} f32"),
+                flops,
+                Unit::TflopS,
+            )
+            .ours(
+                &format!("dotcompute_ops::matmul (tuner: {})", tuner_choice(&key)),
+                flops,
+                times[0].clone(),
+            )
+            .against("Device::matmul", flops, times[1].clone())
+            .target("≥ 1.0 (the better of vendor and generated)")
             .build(),
         );
     }

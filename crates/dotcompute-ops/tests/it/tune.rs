@@ -3,7 +3,7 @@
 //! result checked.
 
 use crate::common::devices;
-use dotcompute::Device;
+use dotcompute::{Device, Precision};
 use dotcompute_ops::histogram::histogram_even_f32;
 use dotcompute_ops::reduce::reduce;
 use dotcompute_ops::ReduceOp;
@@ -72,8 +72,15 @@ fn entries(dir: &Path) -> Vec<(String, String)> {
                 .iter()
                 .map(|m| m["name"].as_str().unwrap())
                 .collect();
-            // Histograms: three group counts and the copies; reductions: three counts.
-            let candidates = if k.contains("histogram") { 4 } else { 3 };
+            // Histograms: three group counts and the copies; reductions: three counts;
+            // products: the vendor's and the generated.
+            let candidates = if k.contains("histogram") {
+                4
+            } else if k.contains("matmul") {
+                2
+            } else {
+                3
+            };
             assert_eq!(names.len(), candidates, "{k}: every candidate is kept");
             assert!(
                 names.contains(&winner.as_str()),
@@ -140,7 +147,8 @@ fn off_measures_nothing_force_measures_again_and_a_bad_value_is_an_error() {
 }
 
 /// Run by the tests above: a histogram and an integer sum on the first non-CPU device
-/// (the CPU if none), every count and the sum checked.
+/// (the CPU if none), and a matrix product on the first device with a vendor product;
+/// every count, the sum and every element of the product checked.
 #[test]
 #[ignore = "run by the tuner tests"]
 fn tuned_child() {
@@ -176,5 +184,21 @@ fn tuned_child() {
         reduce(d, &di, ReduceOp::Sum).unwrap(),
         ints.iter().sum::<i32>()
     );
+    if let Some(d) = crate::matmul::with_vendor_product(&all) {
+        // Small integers: every candidate's sums are exact.
+        let (m, n, k) = (67, 65, 63);
+        let a: Vec<f32> = (0..m * k).map(|_| rng.i32(-8..8) as f32).collect();
+        let b: Vec<f32> = (0..k * n).map(|_| rng.i32(-8..8) as f32).collect();
+        let (da, db) = (d.upload(&a).unwrap(), d.upload(&b).unwrap());
+        let mut c = d.alloc_filled(m * n, f32::NAN).unwrap();
+        dotcompute_ops::matmul::matmul(d, &da, &db, &mut c, m, n, k, Precision::Full).unwrap();
+        let got = c.to_vec().unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let want: f32 = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+                assert_eq!(got[i * n + j], want, "{} ({i}, {j})", d.label());
+            }
+        }
+    }
     println!("TUNED-CHILD-OK on {}", d.label());
 }
