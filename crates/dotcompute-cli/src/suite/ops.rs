@@ -80,9 +80,15 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             ),
             ("single-pass-narrow", "single pass, half-length tiles"),
             ("three-pass", "reduce-then-scan"),
+            ("three-pass-narrow", "reduce-then-scan, half-length tiles"),
         ]
-    } else {
+    } else if ctx.kind() == BackendKind::Cpu {
         &[("three-pass", "reduce-then-scan")]
+    } else {
+        &[
+            ("three-pass", "reduce-then-scan"),
+            ("three-pass-narrow", "reduce-then-scan, half-length tiles"),
+        ]
     };
     for &(form, about) in forms {
         ctx.step(&format!("exclusive scan {} u32, {form}", label(n)));

@@ -663,8 +663,57 @@ fn scan_on_device<T: Reducible>(
             SOFTWARE_ITEMS,
         )
     } else {
-        scan_passes::<T, GPU_ITEMS>(queue, input, heads, output, op, inclusive, id, GPU_ITEMS)
+        let run = |form: usize, output: &mut Buffer<T>| match form {
+            0 => scan_passes::<T, GPU_ITEMS>(
+                queue, input, heads, output, op, inclusive, id, GPU_ITEMS,
+            ),
+            _ => scan_passes::<T, NARROW_ITEMS>(
+                queue,
+                input,
+                heads,
+                output,
+                op,
+                inclusive,
+                id,
+                NARROW_ITEMS,
+            ),
+        };
+        let form = choose_three_pass::<T>(queue, "scan", input.len(), |i| run(i, output))?;
+        run(form, output)
     }
+}
+
+/// The three passes' forms on GPUs, by name: tiles of `GPU_ITEMS` elements a thread (the
+/// default), and of `NARROW_ITEMS` (twice the groups, each with half the work between its
+/// barriers). Only exact types take the narrow form: a float sum's tree follows the tile,
+/// and a float scan gives the same bits on every run of a device whichever the tuner
+/// chose. `tune::with_candidate` pins one; `"three-pass"` is also the name that keeps CUDA
+/// off its single pass ([`single_pass_allowed`]).
+pub(crate) const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-narrow"];
+
+/// Elements per thread of the narrow three-pass form.
+const NARROW_ITEMS: u32 = 8;
+
+/// The index in [`THREE_PASS_FORMS`] of the form to run for `op` on `n` elements of `T`
+/// (`run(i)` runs form `i`): the default for float types.
+fn choose_three_pass<T: Reducible>(
+    queue: &impl AsStream,
+    op: &str,
+    n: usize,
+    run: impl FnMut(usize) -> Result<()>,
+) -> Result<usize> {
+    use dotcompute::ir::ScalarType;
+    let ty = <T as dotcompute::Element>::TYPE.scalar;
+    if matches!(
+        ty,
+        ScalarType::F32 | ScalarType::F64 | ScalarType::F16 | ScalarType::BF16
+    ) {
+        return Ok(0);
+    }
+    let key = crate::tune::key(queue, &format!("{op} three-pass"), &format!("{ty:?}"), n);
+    crate::tune::choose(&key, n, &THREE_PASS_FORMS, run, || {
+        queue.device().synchronize()
+    })
 }
 
 /// The passes with `items` per thread (`ITEMS` is `items`, or 0 when the kernels take
