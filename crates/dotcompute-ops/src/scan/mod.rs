@@ -29,11 +29,14 @@ const GPU_ITEMS: u32 = 16;
 /// frame per barrier over the whole body, and with 16 items unrolled the three scan
 /// kernels of one type took it 157 s to compile on two cores.
 const SOFTWARE_ITEMS: u32 = 4;
-/// Elements of the largest tile.
-const TILE: u32 = GROUP * GPU_ITEMS;
-/// The tile in shared memory, one padding element per 32 so that a thread's run of
-/// consecutive elements falls in different banks.
-const TILE_PADDED: u32 = TILE + TILE / 32;
+/// The shared tile of a kernel with `items` elements a thread (0: software GPUs, which
+/// take `SOFTWARE_ITEMS` at run time), one padding element per 32 so that a thread's run
+/// of consecutive elements falls in different banks. Sized per form, so that the wide
+/// form's tile does not cost the default form's groups their occupancy.
+const fn tile_padded(items: u32) -> u32 {
+    let items = if items == 0 { SOFTWARE_ITEMS } else { items };
+    GROUP * items + GROUP * items / 32
+}
 
 /// Threads that rake a group scan, each over `RUN` consecutive slots.
 ///
@@ -315,7 +318,7 @@ fn tile_segments<T: Num, const ITEMS: u32>(
     runtime_items: u32,
 ) {
     let items = fixed_or(ITEMS, runtime_items);
-    let tile = shared::<T, TILE_PADDED>();
+    let tile = shared::<T, { tile_padded(ITEMS) }>();
     let s = shared::<T, GROUP>();
     let sf = shared::<u32, GROUP>();
     let lid = local_id().x;
@@ -413,7 +416,7 @@ fn scan_tiles<T: Num, const ITEMS: u32>(
     runtime_items: u32,
 ) {
     let items = fixed_or(ITEMS, runtime_items);
-    let tile = shared::<T, TILE_PADDED>();
+    let tile = shared::<T, { tile_padded(ITEMS) }>();
     let s = shared::<T, GROUP>();
     let sf = shared::<u32, GROUP>();
     let lid = local_id().x;
@@ -667,15 +670,8 @@ fn scan_on_device<T: Reducible>(
             0 => scan_passes::<T, GPU_ITEMS>(
                 queue, input, heads, output, op, inclusive, id, GPU_ITEMS,
             ),
-            _ => scan_passes::<T, NARROW_ITEMS>(
-                queue,
-                input,
-                heads,
-                output,
-                op,
-                inclusive,
-                id,
-                NARROW_ITEMS,
+            _ => scan_passes::<T, WIDE_ITEMS>(
+                queue, input, heads, output, op, inclusive, id, WIDE_ITEMS,
             ),
         };
         let form = choose_three_pass::<T>(queue, "scan", input.len(), |i| run(i, output))?;
@@ -684,15 +680,17 @@ fn scan_on_device<T: Reducible>(
 }
 
 /// The three passes' forms on GPUs, by name: tiles of `GPU_ITEMS` elements a thread (the
-/// default), and of `NARROW_ITEMS` (twice the groups, each with half the work between its
-/// barriers). Only exact types take the narrow form: a float sum's tree follows the tile,
+/// default), and of `WIDE_ITEMS` (half the groups, each with twice the work between its
+/// barriers: on an H100 the passes cost per tile as much as per element, and a narrow
+/// form of 8 elements was slower, 0.525× of a copy against 0.620× on CUDA and 0.190×
+/// against 0.285× on NVIDIA Vulkan, 2026-11-28). Only exact types take the wide form: a float sum's tree follows the tile,
 /// and a float scan gives the same bits on every run of a device whichever the tuner
 /// chose. `tune::with_candidate` pins one; `"three-pass"` is also the name that keeps CUDA
 /// off its single pass ([`single_pass_allowed`]).
-pub(crate) const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-narrow"];
+pub(crate) const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-wide"];
 
-/// Elements per thread of the narrow three-pass form.
-const NARROW_ITEMS: u32 = 8;
+/// Elements per thread of the wide three-pass form.
+const WIDE_ITEMS: u32 = 32;
 
 /// The index in [`THREE_PASS_FORMS`] of the form to run for `op` on `n` elements of `T`
 /// (`run(i)` runs form `i`): the default for float types.
