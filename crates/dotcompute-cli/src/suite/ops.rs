@@ -80,14 +80,14 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             ),
             ("single-pass-narrow", "single pass, half-length tiles"),
             ("three-pass", "reduce-then-scan"),
-            ("three-pass-wide", "reduce-then-scan, double-length tiles"),
+            ("three-pass-narrow", "reduce-then-scan, half-length tiles"),
         ]
     } else if ctx.kind() == BackendKind::Cpu {
         &[("three-pass", "reduce-then-scan")]
     } else {
         &[
             ("three-pass", "reduce-then-scan"),
-            ("three-pass-wide", "reduce-then-scan, double-length tiles"),
+            ("three-pass-narrow", "reduce-then-scan, half-length tiles"),
         ]
     };
     for &(form, about) in forms {

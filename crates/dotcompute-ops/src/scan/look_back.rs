@@ -245,12 +245,12 @@ pub(super) fn single_pass_applies<T: Reducible>(queue: &impl AsStream) -> bool {
 /// Whether a single pass with a look-back may run on `queue`: where started groups run
 /// on while later ones wait (`Capabilities::forward_progress`: CUDA), unless the calling
 /// thread pinned the three passes (`tune::with_candidate("three-pass", ..)`, or its
-/// wide form `"three-pass-wide"`). Scan and
+/// narrow form `"three-pass-narrow"`). Scan and
 /// selection share the rule.
 pub(crate) fn single_pass_allowed(queue: &impl AsStream) -> bool {
     queue.device().info().caps.forward_progress
         && !matches!(
-            crate::tune::pinned(&["single-pass", "three-pass", "three-pass-wide"]),
+            crate::tune::pinned(&["single-pass", "three-pass", "three-pass-narrow"]),
             Some(1 | 2)
         )
 }

@@ -31,8 +31,8 @@ const GPU_ITEMS: u32 = 16;
 const SOFTWARE_ITEMS: u32 = 4;
 /// The shared tile of a kernel with `items` elements a thread (0: software GPUs, which
 /// take `SOFTWARE_ITEMS` at run time), one padding element per 32 so that a thread's run
-/// of consecutive elements falls in different banks. Sized per form, so that the wide
-/// form's tile does not cost the default form's groups their occupancy.
+/// of consecutive elements falls in different banks. Sized per form: a narrow form's
+/// groups take half the shared memory, so more of them fit on a multiprocessor.
 const fn tile_padded(items: u32) -> u32 {
     let items = if items == 0 { SOFTWARE_ITEMS } else { items };
     GROUP * items + GROUP * items / 32
@@ -670,8 +670,15 @@ fn scan_on_device<T: Reducible>(
             0 => scan_passes::<T, GPU_ITEMS>(
                 queue, input, heads, output, op, inclusive, id, GPU_ITEMS,
             ),
-            _ => scan_passes::<T, WIDE_ITEMS>(
-                queue, input, heads, output, op, inclusive, id, WIDE_ITEMS,
+            _ => scan_passes::<T, NARROW_ITEMS>(
+                queue,
+                input,
+                heads,
+                output,
+                op,
+                inclusive,
+                id,
+                NARROW_ITEMS,
             ),
         };
         let form = choose_three_pass::<T>(queue, "scan", input.len(), |i| run(i, output))?;
@@ -680,17 +687,18 @@ fn scan_on_device<T: Reducible>(
 }
 
 /// The three passes' forms on GPUs, by name: tiles of `GPU_ITEMS` elements a thread (the
-/// default), and of `WIDE_ITEMS` (half the groups, each with twice the work between its
-/// barriers: on an H100 the passes cost per tile as much as per element, and a narrow
-/// form of 8 elements was slower, 0.525× of a copy against 0.620× on CUDA and 0.190×
-/// against 0.285× on NVIDIA Vulkan, 2026-11-28). Only exact types take the wide form: a float sum's tree follows the tile,
-/// and a float scan gives the same bits on every run of a device whichever the tuner
-/// chose. `tune::with_candidate` pins one; `"three-pass"` is also the name that keeps CUDA
-/// off its single pass ([`single_pass_allowed`]).
-pub(crate) const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-wide"];
+/// default), and of `NARROW_ITEMS` (twice the groups, each with half the work and half
+/// the shared tile), which fills a device better at smaller sizes. On an H100
+/// (2026-11-28) the narrow form won the tuner at 2^25 on CUDA and up to 2^21 on NVIDIA
+/// Vulkan, the default at 2^28; a wide form (32 a thread) lost at every size on both and
+/// is not offered. Only exact types take the narrow form: a float sum's tree follows the
+/// tile, and a float scan gives the same bits on every run of a device whichever the
+/// tuner chose. `tune::with_candidate` pins one; `"three-pass"` is also the name that
+/// keeps CUDA off its single pass ([`single_pass_allowed`]).
+pub(crate) const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-narrow"];
 
-/// Elements per thread of the wide three-pass form.
-const WIDE_ITEMS: u32 = 32;
+/// Elements per thread of the narrow three-pass form.
+const NARROW_ITEMS: u32 = 8;
 
 /// The index in [`THREE_PASS_FORMS`] of the form to run for `op` on `n` elements of `T`
 /// (`run(i)` runs form `i`): the default for float types.

@@ -80,7 +80,7 @@ pub fn sizes(d: &Device) -> Vec<usize> {
 
 /// The forms a scan of 32-bit integers, a copy-if or a unique can take on `d`: CUDA has a
 /// single pass (with a decoupled look-back) beside the three passes every device has, and
-/// GPUs the three passes in wide tiles too;
+/// GPUs the three passes in narrow tiles too;
 /// tests run every form (pinned with `tune::with_candidate`).
 pub fn pass_forms(d: &dotcompute::Device) -> &'static [&'static str] {
     if d.backend_kind() == dotcompute::BackendKind::Cuda {
@@ -88,14 +88,14 @@ pub fn pass_forms(d: &dotcompute::Device) -> &'static [&'static str] {
             "single-pass",
             "single-pass-narrow",
             "three-pass",
-            "three-pass-wide",
+            "three-pass-narrow",
         ]
     } else if d.info().device_type != dotcompute::DeviceType::SoftwareGpu
         && d.backend_kind() != dotcompute::BackendKind::Cpu
     {
-        // GPUs also scan in wider tiles (software GPUs take their loop counts at run
+        // GPUs also scan in narrower tiles (software GPUs take their loop counts at run
         // time and have one form).
-        &["three-pass", "three-pass-wide"]
+        &["three-pass", "three-pass-narrow"]
     } else {
         &["three-pass"]
     }
