@@ -689,12 +689,14 @@ fn scan_on_device<T: Reducible>(
 /// The three passes' forms on GPUs, by name: tiles of `GPU_ITEMS` elements a thread (the
 /// default), and of `NARROW_ITEMS` (twice the groups, each with half the work and half
 /// the shared tile), which fills a device better at smaller sizes. On an H100
-/// (2026-11-28) the narrow form won the tuner at 2^25 on CUDA and up to 2^21 on NVIDIA
-/// Vulkan, the default at 2^28; a wide form (32 a thread) lost at every size on both and
-/// is not offered. Only exact types take the narrow form: a float sum's tree follows the
-/// tile, and a float scan gives the same bits on every run of a device whichever the
-/// tuner chose. `tune::with_candidate` pins one; `"three-pass"` is also the name that
-/// keeps CUDA off its single pass ([`single_pass_allowed`]).
+/// (2026-11-28, `docs/benchmarks.md`) the tuner took the narrow form at 2^25 and below on
+/// CUDA and NVIDIA Vulkan (12–15 % faster) and the default at 2^28. A wide form (32 a
+/// thread, twice the shared tile) was 2 % faster on CUDA at 2^28 but slower at 2^25 there
+/// and at both sizes on NVIDIA Vulkan, and is not offered. Only exact types take the
+/// narrow form: a float sum's tree follows the tile, and a float scan gives the same bits
+/// on every run of a device whichever the tuner chose. `tune::with_candidate` pins one;
+/// `"three-pass"` is also the name that keeps CUDA off its single pass
+/// ([`single_pass_allowed`]).
 pub(crate) const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-narrow"];
 
 /// Elements per thread of the narrow three-pass form.
