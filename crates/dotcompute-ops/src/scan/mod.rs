@@ -654,36 +654,32 @@ fn scan_on_device<T: Reducible>(
     if heads.is_none() && single_pass_applies::<T>(queue) {
         return single_pass(queue, input, output, op, inclusive, id);
     }
+    let job = ScanJob {
+        input,
+        heads,
+        op,
+        inclusive,
+        id,
+    };
     if crate::software_gpu(queue) {
-        scan_passes::<T, 0>(
-            queue,
-            input,
-            heads,
-            output,
-            op,
-            inclusive,
-            id,
-            SOFTWARE_ITEMS,
-        )
-    } else {
-        let run = |form: usize, output: &mut Buffer<T>| match form {
-            0 => scan_passes::<T, GPU_ITEMS>(
-                queue, input, heads, output, op, inclusive, id, GPU_ITEMS,
-            ),
-            _ => scan_passes::<T, NARROW_ITEMS>(
-                queue,
-                input,
-                heads,
-                output,
-                op,
-                inclusive,
-                id,
-                NARROW_ITEMS,
-            ),
-        };
-        let form = choose_three_pass::<T>(queue, "scan", input.len(), |i| run(i, output))?;
-        run(form, output)
+        return scan_passes::<T, 0>(queue, &job, output);
     }
+    let run = |form: usize, output: &mut Buffer<T>| match form {
+        0 => scan_passes::<T, GPU_ITEMS>(queue, &job, output),
+        _ => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
+    };
+    let form = choose_three_pass::<T>(queue, "scan", input.len(), |i| run(i, output))?;
+    run(form, output)
+}
+
+/// What the three passes scan: the input, its segment heads (if segmented), the
+/// operation with its identity, and whether the scan is inclusive.
+struct ScanJob<'a, T: dotcompute::Element> {
+    input: &'a Buffer<T>,
+    heads: Option<&'a Buffer<u32>>,
+    op: ReduceOp,
+    inclusive: bool,
+    id: T,
 }
 
 /// The three passes' forms on GPUs, by name: tiles of `GPU_ITEMS` elements a thread (the
@@ -724,19 +720,21 @@ fn choose_three_pass<T: Reducible>(
     })
 }
 
-/// The passes with `items` per thread (`ITEMS` is `items`, or 0 when the kernels take
-/// it at run time).
-#[allow(clippy::too_many_arguments)]
+/// The passes with `ITEMS` elements per thread (0: the kernels take `SOFTWARE_ITEMS` at
+/// run time, on software GPUs).
 fn scan_passes<T: Reducible, const ITEMS: u32>(
     queue: &impl AsStream,
-    input: &Buffer<T>,
-    heads: Option<&Buffer<u32>>,
+    job: &ScanJob<'_, T>,
     output: &mut Buffer<T>,
-    op: ReduceOp,
-    inclusive: bool,
-    id: T,
-    items: u32,
 ) -> Result<()> {
+    let ScanJob {
+        input,
+        heads,
+        op,
+        inclusive,
+        id,
+    } = *job;
+    let items = if ITEMS == 0 { SOFTWARE_ITEMS } else { ITEMS };
     let n = input.len() as u32;
     let device = queue.device();
     let tiles = n.div_ceil(GROUP * items);
