@@ -66,14 +66,12 @@ use blas::BlasHandle;
 use compile::Compiler;
 use cudarc::driver::{result as cu, sys};
 use dotcompute_hal::{
-    BackendDescriptor, BackendKind, Blas, DeviceInfo, Error, HostMemory, KeyMap, MemoryStats,
-    Program, ProgramKey, Result, SizeClassPool, StreamId, StreamSet, Timing,
+    BackendDescriptor, BackendKind, Blas, DeviceInfo, Error, HostMemory, MemoryStats, Program,
+    Result, SizeClassPool, StreamId, StreamSet, Timing,
 };
 use dotcompute_ir::ScalarType;
 use driver::{bind, Check, BACKEND};
-use module::Function;
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -99,13 +97,11 @@ pub struct CudaBackend {
     streams: stream::Streams,
     pool: SizeClassPool<sys::CUdeviceptr>,
     compiler: Compiler,
-    /// Loaded programs by content key (computed once per program, never per launch).
-    /// Loaded functions by program and checked mode.
-    functions: Mutex<KeyMap<(ProgramKey, bool), Arc<Function>>>,
-    modules: Mutex<Vec<sys::CUmodule>>,
-    stats: Mutex<CompileStats>,
-    profiling: AtomicBool,
-    profiler: Mutex<profile::Profiler>,
+    /// Loaded code: functions by program and checked mode, their modules, the compile
+    /// counters.
+    code: module::LoadedCode,
+    /// Whether kernels are timed, and the events of the timings not yet collected.
+    profiler: profile::Profiling,
     /// Threads the device keeps resident at once (SMs × threads per SM): a grid-stride
     /// launch uses one wave of that many.
     resident_threads: u32,
@@ -180,11 +176,8 @@ impl CudaBackend {
             streams: stream::Streams::new(default_stream),
             pool: SizeClassPool::new(),
             compiler: Compiler::new(cc, info::driver_version())?,
-            functions: Mutex::new(KeyMap::default()),
-            modules: Mutex::new(Vec::new()),
-            stats: Mutex::new(CompileStats::default()),
-            profiling: AtomicBool::new(false),
-            profiler: Mutex::new(profile::Profiler::default()),
+            code: module::LoadedCode::default(),
+            profiler: profile::Profiling::default(),
             resident_threads: (a(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
                 * a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?)
                 as u32,
@@ -272,7 +265,7 @@ impl Drop for CudaBackend {
             for s in self.streams.all() {
                 let _ = cu::stream::synchronize(s);
             }
-            let mut profiler = lock(&self.profiler);
+            let mut profiler = lock(&self.profiler.state);
             for p in profiler.pending.drain(..) {
                 let _ = cu::event::destroy(p.start);
                 let _ = cu::event::destroy(p.end);
@@ -289,7 +282,7 @@ impl Drop for CudaBackend {
             for p in lock(&self.violation_records).drain(..) {
                 let _ = cu::free_sync(p);
             }
-            for m in lock(&self.modules).drain(..) {
+            for m in lock(&self.code.modules).drain(..) {
                 let _ = cu::module::unload(m);
             }
             for s in self.streams.all() {

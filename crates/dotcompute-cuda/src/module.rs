@@ -5,16 +5,26 @@ use crate::compile::{CacheOutcome, CompileStats};
 use crate::driver::{bind, Check, BACKEND};
 use crate::{lock, CudaBackend};
 use cudarc::driver::{result as cu, sys};
-use dotcompute_hal::{Error, Program, ProgramSource, Result};
+use dotcompute_hal::{Error, KeyMap, Program, ProgramKey, ProgramSource, Result};
 use dotcompute_ir::interface::Slot;
 use std::ffi::CString;
 use std::sync::atomic::AtomicU32;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Dynamic shared memory beyond this needs the function's opt-in attribute.
 pub(crate) const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
 
 /// A loaded program.
+/// The code a backend has loaded: functions by program content key (computed once per
+/// program, never per launch) and checked mode, the modules that hold them (unloaded when
+/// the backend drops), and the compile-cache counters.
+#[derive(Default)]
+pub(crate) struct LoadedCode {
+    pub(crate) functions: Mutex<KeyMap<(ProgramKey, bool), Arc<Function>>>,
+    pub(crate) modules: Mutex<Vec<sys::CUmodule>>,
+    pub(crate) stats: Mutex<CompileStats>,
+}
+
 pub(crate) struct Function {
     pub func: sys::CUfunction,
     /// The parameter slots every entry point of the module takes (from the code
@@ -67,7 +77,7 @@ impl CudaBackend {
 
     /// Compile-cache counters.
     pub fn compile_stats(&self) -> CompileStats {
-        *lock(&self.stats)
+        *lock(&self.code.stats)
     }
 
     /// Compiles (or finds in a cache) a program's module, and says where it came from.
@@ -86,9 +96,9 @@ impl CudaBackend {
     ) -> Result<(Arc<Function>, CacheOutcome)> {
         // Hand-written kernels have no checked form.
         let checked = checked && program.raw_source().is_none();
-        if let Some(f) = lock(&self.functions).get(&(program.key, checked)) {
+        if let Some(f) = lock(&self.code.functions).get(&(program.key, checked)) {
             let f = f.clone();
-            lock(&self.stats).memory_hits += 1;
+            lock(&self.code.stats).memory_hits += 1;
             return Ok((f, CacheOutcome::Memory));
         }
         let kernel = &*program.kernel;
@@ -131,7 +141,7 @@ impl CudaBackend {
                 )?
             }
         };
-        let f = lock(&self.functions)
+        let f = lock(&self.code.functions)
             .entry((program.key, checked))
             .or_insert(f)
             .clone();
@@ -148,23 +158,23 @@ impl CudaBackend {
     ) -> Result<(Arc<Function>, CacheOutcome)> {
         let key = self.compiler.key(source, raw);
         let cached = {
-            let mut stats = lock(&self.stats);
+            let mut stats = lock(&self.code.stats);
             self.compiler.read_disk(&key, &mut stats)
         };
         if let Some(cubin) = cached {
             match self.load_cubin(name, &cubin, &entries) {
                 Ok(f) => {
-                    lock(&self.stats).disk_hits += 1;
+                    lock(&self.code.stats).disk_hits += 1;
                     return Ok((f, CacheOutcome::Disk));
                 }
                 Err(e) => {
-                    lock(&self.stats).corrupt_entries += 1;
+                    lock(&self.code.stats).corrupt_entries += 1;
                     tracing::warn!("cached module of `{name}` did not load ({e}); recompiling");
                 }
             }
         }
         let cubin = self.compiler.nvrtc(name, source, raw)?;
-        lock(&self.stats).nvrtc_compiles += 1;
+        lock(&self.code.stats).nvrtc_compiles += 1;
         let f = self.load_cubin(name, &cubin, &entries)?;
         self.compiler.write_disk(&key, &cubin);
         Ok((f, CacheOutcome::Compiled))
@@ -179,7 +189,7 @@ impl CudaBackend {
             .capture_gate
             .exclusive(|| unsafe { cu::module::load_data(cubin.as_ptr().cast()) })
             .during("cuModuleLoadData")?;
-        lock(&self.modules).push(module);
+        lock(&self.code.modules).push(module);
         let entry_c = CString::new(e.entry).map_err(|_| Error::Compile {
             kernel: name.into(),
             backend: BACKEND.into(),

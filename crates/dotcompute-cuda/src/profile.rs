@@ -26,6 +26,14 @@ pub(crate) struct Pending {
     pub end: sys::CUevent,
 }
 
+/// A backend's profiling: whether kernels are timed (`set_profiling`), and the state of
+/// the timings not yet collected.
+#[derive(Default)]
+pub(crate) struct Profiling {
+    pub(crate) on: std::sync::atomic::AtomicBool,
+    pub(crate) state: std::sync::Mutex<Profiler>,
+}
+
 /// The profiling state: the origin event while profiling is on.
 #[derive(Default)]
 pub(crate) struct Profiler {
@@ -59,7 +67,7 @@ impl CudaBackend {
         let out = op();
         // SAFETY: as above.
         unsafe { cu::event::record(end, stream) }.during("cuEventRecord")?;
-        lock(&self.profiler).pending.push(Pending {
+        lock(&self.profiler.state).pending.push(Pending {
             label: label.to_string(),
             stream: s,
             start,
@@ -69,14 +77,14 @@ impl CudaBackend {
     }
 
     pub(crate) fn profiling_on(&self) -> bool {
-        self.profiling.load(std::sync::atomic::Ordering::Relaxed)
+        self.profiler.on.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub(crate) fn set_profiling_on(&self, on: bool) {
         if bind(&self.ctx).is_err() {
             return;
         }
-        let mut p = lock(&self.profiler);
+        let mut p = lock(&self.profiler.state);
         if on && p.origin.is_none() {
             let origin = cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
                 .ok()
@@ -94,13 +102,14 @@ impl CudaBackend {
             }
             p.origin = origin;
         }
-        self.profiling
+        self.profiler
+            .on
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub(crate) fn collect_timings(&self) -> Vec<Timing> {
         let (pending, origin) = {
-            let mut p = lock(&self.profiler);
+            let mut p = lock(&self.profiler.state);
             (
                 std::mem::take(&mut p.pending),
                 p.origin.as_ref().map(|e| e.0),
