@@ -532,6 +532,17 @@ fn matmul_figures(ctx: &Ctx, big: bool) -> Res<Vec<Figure>> {
         }
         let flops = 2.0 * (m * n * k) as f64;
         let key = dotcompute_ops::matmul::key::<f32>(d, m, n, k, full);
+        // Where the device has no vendor product, there was nothing to choose.
+        let choice = if d
+            .info()
+            .caps
+            .blas
+            .contains(&dotcompute::ir::ScalarType::F32)
+        {
+            format!("tuner: {}", tuner_choice(&key))
+        } else {
+            "one candidate: generated".to_string()
+        };
         figs.push(
             ctx.figure(
                 "ops",
@@ -540,7 +551,7 @@ fn matmul_figures(ctx: &Ctx, big: bool) -> Res<Vec<Figure>> {
                 Unit::TflopS,
             )
             .ours(
-                &format!("dotcompute_ops::matmul (tuner: {})", tuner_choice(&key)),
+                &format!("dotcompute_ops::matmul ({choice})"),
                 flops,
                 times[0].clone(),
             )
