@@ -490,6 +490,20 @@ mod tests {
     }
 
     #[test]
+    fn the_environment_is_read_once() {
+        let name = "DOTCOMPUTE_TEST_SWITCH";
+        // The first use reads the environment; a value set after it changes nothing.
+        if Config::get().os_value(name).is_some() {
+            eprintln!("skipping: {name} was set when the process started");
+            return;
+        }
+        std::env::set_var(name, "on");
+        assert_eq!(switch(name).unwrap(), None, "a later value was read");
+        assert_eq!(Config::get().os_value(name), None);
+        std::env::remove_var(name);
+    }
+
+    #[test]
     fn only_the_tables_variables_are_read() {
         let asked = std::sync::Mutex::new(Vec::new());
         Config::from_lookup(|n| {
