@@ -77,27 +77,37 @@ impl Config {
     pub fn path(&self, name: &str) -> Option<PathBuf> {
         self.os_value(name).map(PathBuf::from)
     }
-}
 
-/// The variable's value in the process's [`Config`], trimmed; `None` when unset or empty.
-pub fn value(name: &str) -> Option<String> {
-    Config::get().value(name)
-}
-
-/// What [`switch`] accepts.
-pub const SWITCH_VALUES: &str =
-    "1, on, true or yes to turn it on; 0, off, false or no to turn it off";
-
-impl Config {
     /// An on/off variable: `Ok(None)` when unset or empty.
     pub fn switch(&self, name: &'static str) -> Result<Option<bool>> {
-        parse_switch(name, self.value(name))
+        let Some(v) = self.value(name) else {
+            return Ok(None);
+        };
+        match v.to_ascii_lowercase().as_str() {
+            "1" | "on" | "true" | "yes" => Ok(Some(true)),
+            "0" | "off" | "false" | "no" => Ok(Some(false)),
+            _ => Err(Error::Config {
+                variable: name,
+                value: v,
+                expected: SWITCH_VALUES,
+            }),
+        }
     }
 
     /// A duration in seconds: a positive, finite number of at most a year (`Ok(default)`
     /// when unset or empty).
     pub fn seconds(&self, name: &'static str, default: Duration) -> Result<Duration> {
-        parse_seconds(name, self.value(name), default)
+        let Some(v) = self.value(name) else {
+            return Ok(default);
+        };
+        match v.parse::<f64>() {
+            Ok(s) if s > 0.0 && s <= MAX_TIME_LIMIT.as_secs_f64() => Ok(Duration::from_secs_f64(s)),
+            _ => Err(Error::Config {
+                variable: name,
+                value: v,
+                expected: "a number of seconds greater than 0 and at most 31536000 (a year)",
+            }),
+        }
     }
 
     /// One of `choices` (compared without case): `Ok(None)` when unset or empty.
@@ -143,7 +153,7 @@ impl Config {
 
     /// The directory for on-disk caches of kind `sub`: see [`cache_dir`].
     pub fn cache_dir(&self, sub: &str) -> Result<Option<PathBuf>> {
-        if !parse_switch("DOTCOMPUTE_CACHE", self.value("DOTCOMPUTE_CACHE"))?.unwrap_or(true) {
+        if !self.switch("DOTCOMPUTE_CACHE")?.unwrap_or(true) {
             return Ok(None);
         }
         let base = if let Some(d) = self.path("DOTCOMPUTE_CACHE_DIR") {
@@ -160,25 +170,18 @@ impl Config {
     }
 }
 
+/// The variable's value in the process's [`Config`], trimmed; `None` when unset or empty.
+pub fn value(name: &str) -> Option<String> {
+    Config::get().value(name)
+}
+
+/// What [`switch`] accepts.
+pub const SWITCH_VALUES: &str =
+    "1, on, true or yes to turn it on; 0, off, false or no to turn it off";
+
 /// An on/off variable of the process's [`Config`]: `Ok(None)` when unset or empty.
 pub fn switch(name: &'static str) -> Result<Option<bool>> {
     Config::get().switch(name)
-}
-
-/// `value` (of variable `name`) as an on/off switch.
-fn parse_switch(name: &'static str, value: Option<String>) -> Result<Option<bool>> {
-    let Some(v) = value else {
-        return Ok(None);
-    };
-    match v.to_ascii_lowercase().as_str() {
-        "1" | "on" | "true" | "yes" => Ok(Some(true)),
-        "0" | "off" | "false" | "no" => Ok(Some(false)),
-        _ => Err(Error::Config {
-            variable: name,
-            value: v,
-            expected: SWITCH_VALUES,
-        }),
-    }
 }
 
 /// An on/off variable with a default for unset.
@@ -197,21 +200,6 @@ pub fn unroll() -> Result<bool> {
 /// most a year (`Ok(default)` when unset or empty).
 pub fn seconds(name: &'static str, default: Duration) -> Result<Duration> {
     Config::get().seconds(name, default)
-}
-
-/// `value` (of variable `name`) as seconds.
-fn parse_seconds(name: &'static str, value: Option<String>, default: Duration) -> Result<Duration> {
-    let Some(v) = value else {
-        return Ok(default);
-    };
-    match v.parse::<f64>() {
-        Ok(s) if s > 0.0 && s <= MAX_TIME_LIMIT.as_secs_f64() => Ok(Duration::from_secs_f64(s)),
-        _ => Err(Error::Config {
-            variable: name,
-            value: v,
-            expected: "a number of seconds greater than 0 and at most 31536000 (a year)",
-        }),
-    }
 }
 
 /// The longest time limit accepted anywhere, in variables ([`seconds`]) and in code: a
