@@ -295,14 +295,16 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     // Each form with its value by the IR's semantics (Rust's `as` is the saturating
     // float-to-integer conversion `f2u` and `f2i` implement).
     type Want = fn(i32, f32) -> u32;
+    // The value most forms compute: the reduced kernel's `max(x, 15 - !a)`.
+    let reduced: Want = |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32)));
     let forms: [(&str, Want); 20] = [
         (
             "p_out[i] = max(f2u(p_x[0u]), (f2u(15.5f) - (~u32(p_a[0u]))));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "p_out[i] = max(f2u(p_x[0u]), (15u - (~u32(p_a[0u]))));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "p_out[i] = max(u32(clamp(p_x[0u], 0.0f, 4294967040.0f)), (15u - (~u32(p_a[0u]))));",
@@ -314,23 +316,23 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         ),
         (
             "let t = f2u(p_x[0u]); p_out[i] = max(t, (15u - (~u32(p_a[0u]))));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "p_out[i] = max(f2u(p_x[i]), (15u - (~u32(p_a[i]))));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "p_out[i] = max(f2u_select(p_x[0u]), (15u - (~u32(p_a[0u]))));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "p_out[i] = max(f2u(p_x[0u]), (15u - (u32(p_a[0u]) ^ 0xffffffffu)));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "let s = 15u - (~u32(p_a[0u])); p_out[i] = max(f2u(p_x[0u]), s);",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "p_out[i] = max(f2u(p_x[0u]), (0u - (~u32(p_a[0u]))));",
@@ -350,7 +352,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         ),
         (
             "p_out[i] = max(f2u(p_x[0u]), (ident(15u) - (~u32(p_a[0u]))));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         ("p_out[i] = (f2u(15.5f) - (~u32(p_a[0u])));", |a, _| {
             15u32.wrapping_sub(!(a as u32))
@@ -361,7 +363,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         ),
         (
             "p_out[i] = max(f2u(p_x[i]), (f2u(15.5f) - (~u32(p_a[i]))));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "p_out[i] = bitcast<u32>(max(f2i(p_x[0u]), (f2i(15.5f) - (~p_a[0u]))));",
@@ -369,7 +371,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         ),
         (
             "p_out[i] = max(f2u(p_x[0u]), (ident(15u) - (~ident(u32(p_a[0u])))));",
-            |a, x| (x as u32).max(15u32.wrapping_sub(!(a as u32))),
+            reduced,
         ),
         (
             "p_out[i] = max(u32(p_a[0u]), (f2u(15.5f) - (~f2u(p_x[0u]))));",
