@@ -71,18 +71,18 @@ pub fn matmul<T: MatmulElement>(
         c.slice_mut(..mn)?.fill(T::zeroed())?;
         return Ok(default_path(vendor));
     }
-    let run = |form: usize, c: &mut Buffer<T>| -> Result<MatmulPath> {
-        if vendor && form == 0 {
+    let candidates: &[&str] = if vendor {
+        &CANDIDATES
+    } else {
+        &CANDIDATES[1..]
+    };
+    let run = |candidate: &str, c: &mut Buffer<T>| -> Result<MatmulPath> {
+        if candidate == "vendor" {
             device.matmul_with(a, b, c, m, n, k, precision)
         } else {
             device.matmul_generated_with(a, b, c, m, n, k, precision)?;
             Ok(MatmulPath::Generated)
         }
-    };
-    let candidates: &[&str] = if vendor {
-        &CANDIDATES
-    } else {
-        &CANDIDATES[1..]
     };
     // Every product of this shape class shares one choice; the size the tuner compares
     // with its threshold is the work, m·n·k.
@@ -92,10 +92,10 @@ pub fn matmul<T: MatmulElement>(
         &key,
         work,
         candidates,
-        |i| run(i, c).map(drop),
+        |i| run(candidates[i], c).map(drop),
         || device.synchronize(),
     )?;
-    run(form, c)
+    run(candidates[form], c)
 }
 
 /// The tuner's key for a product of this element type, precision and shape class (each
@@ -107,19 +107,16 @@ pub fn key<T: MatmulElement>(
     k: usize,
     precision: Precision,
 ) -> String {
+    use crate::tune::size_class;
     let what = format!(
         "{:?} {precision:?} m 2^{} n 2^{} k 2^{}",
         T::TYPE.scalar,
-        class(m),
-        class(n),
-        class(k)
+        size_class(m),
+        size_class(n),
+        size_class(k)
     );
-    crate::tune::key(
-        device,
-        "matmul",
-        &what,
-        m.saturating_mul(n).saturating_mul(k),
-    )
+    let work = m.saturating_mul(n).saturating_mul(k);
+    crate::tune::key(device, "matmul", &what, work)
 }
 
 /// What an empty product reports: the path a non-empty one takes by default.
@@ -129,9 +126,4 @@ fn default_path(vendor: bool) -> MatmulPath {
     } else {
         MatmulPath::Generated
     }
-}
-
-/// ⌈log2 x⌉: the shape class of one dimension.
-fn class(x: usize) -> u32 {
-    usize::BITS - x.saturating_sub(1).leading_zeros()
 }

@@ -169,11 +169,16 @@ fn store(choices: &BTreeMap<String, Choice>) {
     }
 }
 
+/// A size class: ⌈log2 n⌉.
+pub(crate) fn size_class(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
+}
+
 /// The key of a choice: device and driver, operation, element type, and the size class
 /// (⌈log2 n⌉).
 pub fn key(queue: &impl AsStream, op: &str, ty: &str, n: usize) -> String {
     let info = queue.device().info();
-    let class = usize::BITS - n.saturating_sub(1).leading_zeros();
+    let class = size_class(n);
     format!(
         "{} | {} | {op} | {ty} | 2^{class}",
         queue.device().label(),
