@@ -78,10 +78,9 @@ pub fn sizes(d: &Device) -> Vec<usize> {
     ]
 }
 
-/// The forms a scan of 32-bit integers, a copy-if or a unique can take on `d`: CUDA has a
-/// single pass (with a decoupled look-back) beside the three passes every device has, and
-/// GPUs the three passes in narrow tiles too;
-/// tests run every form (pinned with `tune::with_candidate`).
+/// The forms a scan of 32-bit integers can take on `d`: CUDA has a single pass (with a
+/// decoupled look-back) beside the three passes every device has, and GPUs the three
+/// passes in narrow tiles too; tests run every form (pinned with `tune::with_candidate`).
 pub fn pass_forms(d: &dotcompute::Device) -> &'static [&'static str] {
     if d.backend_kind() == dotcompute::BackendKind::Cuda {
         &[
@@ -99,4 +98,14 @@ pub fn pass_forms(d: &dotcompute::Device) -> &'static [&'static str] {
     } else {
         &["three-pass"]
     }
+}
+
+/// The forms a copy-if or a unique can take on `d`: the scan's but its narrow three
+/// passes, which selection does not have (pinning them would run the three passes again).
+pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
+    pass_forms(d)
+        .iter()
+        .copied()
+        .filter(|&f| f != "three-pass-narrow")
+        .collect()
 }

@@ -1,6 +1,6 @@
 //! Compaction and selection against plain Rust.
 
-use crate::common::{devices, pass_forms, seed, sizes};
+use crate::common::{devices, seed, selection_forms, sizes};
 use dotcompute_ops::select::{copy_if, partition, run_length_encode, unique};
 use dotcompute_ops::tune;
 
@@ -11,7 +11,7 @@ const KEEP_PER_MILLE: [u32; 5] = [0, 3, 500, 990, 1000];
 fn copy_if_and_partition_keep_order_on_every_size() {
     let seed = seed();
     for d in devices() {
-        for &form in pass_forms(&d) {
+        for form in selection_forms(&d) {
             tune::with_candidate(form, || {
                 copy_if_and_partition_of_every_size(d.clone(), seed, form)
             });
