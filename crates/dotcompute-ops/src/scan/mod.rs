@@ -686,11 +686,11 @@ struct ScanJob<'a, T: dotcompute::Element> {
 /// default), and of `NARROW_ITEMS` (twice the groups, each with half the work and half
 /// the shared tile), which fills a device better at smaller sizes. On an H100
 /// (2026-11-28, `docs/benchmarks.md`) the tuner took the narrow form at 2^25 and below on
-/// CUDA and NVIDIA Vulkan (4–15 % faster by its own measurement) and the default at 2^28. A wide form (32 a
-/// thread, twice the shared tile) was 2 % faster on CUDA at 2^28 but slower at 2^25 there
-/// and at both sizes on NVIDIA Vulkan, and is not offered. Only exact types take the
-/// narrow form: a float sum's tree follows the tile, and a float scan gives the same bits
-/// on every run of a device whichever the tuner chose. `tune::with_candidate` pins one;
+/// CUDA and NVIDIA Vulkan (4–15 % faster by its own measurement) and the default at 2^28.
+/// A wide form (32 a thread, twice the shared tile) was 2 % faster on CUDA at 2^28 but
+/// slower at 2^25 there and at both sizes on NVIDIA Vulkan, and is not offered. Only
+/// exact types take the narrow form: a float sum's tree follows the tile, and a float scan
+/// gives the same bits on every run of a device whichever the tuner chose. `tune::with_candidate` pins one;
 /// `"three-pass"` is also the name that keeps CUDA off its single pass
 /// ([`single_pass_allowed`]).
 pub(crate) const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-narrow"];
