@@ -17,8 +17,8 @@
 //! written, and a short output is `Error::Range` with both numbers.
 
 use crate::scan::{
-    choose_single_pass, group_inclusive_sum, look_back_state, scan_in_place, single_pass_allowed,
-    take_tile, warp_inclusive_sum, warp_look_back,
+    choose_single_pass, exclusive_sum_of_counts, group_inclusive_sum, look_back_state,
+    single_pass_allowed, take_tile, warp_inclusive_sum, warp_look_back,
 };
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
@@ -292,9 +292,9 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
         return single_pass::<T, MODE, INDICES>(queue, op, input, flags, out, idx);
     }
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
-    let mut offsets = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
-    count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut offsets, n)?;
-    scan_in_place(queue, &mut offsets, tiles + 1)?;
+    let mut counts = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
+    count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut counts, n)?;
+    let offsets = exclusive_sum_of_counts(queue, counts, tiles + 1)?;
     let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
     // A partition writes every element (its output's length was checked first).
     check_room(

@@ -81,6 +81,12 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             ("single-pass-narrow", "single pass, half-length tiles"),
             ("three-pass", "reduce-then-scan"),
             ("three-pass-narrow", "reduce-then-scan, half-length tiles"),
+            (
+                "three-pass-subgroup",
+                "reduce-then-scan, subgroups in registers",
+            ),
+            ("three-pass-subgroup-narrow", "subgroups, 8 a thread"),
+            ("three-pass-subgroup-wide", "subgroups, 32 a thread"),
         ]
     } else if ctx.kind() == BackendKind::Cpu {
         &[("three-pass", "reduce-then-scan")]
@@ -88,6 +94,12 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
         &[
             ("three-pass", "reduce-then-scan"),
             ("three-pass-narrow", "reduce-then-scan, half-length tiles"),
+            (
+                "three-pass-subgroup",
+                "reduce-then-scan, subgroups in registers",
+            ),
+            ("three-pass-subgroup-narrow", "subgroups, 8 a thread"),
+            ("three-pass-subgroup-wide", "subgroups, 32 a thread"),
         ]
     };
     for &(form, about) in forms {
@@ -139,11 +151,11 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let df = d.upload(&flags).map_err(s)?;
     drop(flags);
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
-    // Selection has the scan's forms but its narrow three passes (pinning that name would
-    // measure its three passes again under another label).
+    // Selection has the scan's forms but its narrow and subgroup three passes (pinning
+    // those names would measure its three passes again under another label).
     let selection_forms = forms
         .iter()
-        .filter(|(form, _)| *form != "three-pass-narrow");
+        .filter(|(form, _)| !form.starts_with("three-pass-"));
     for &(form, about) in selection_forms {
         ctx.step(&format!("copy-if {} u32, 50% kept, {form}", label(n)));
         let mut kept = 0;

@@ -250,8 +250,15 @@ pub(super) fn single_pass_applies<T: Reducible>(queue: &impl AsStream) -> bool {
 pub(crate) fn single_pass_allowed(queue: &impl AsStream) -> bool {
     queue.device().info().caps.forward_progress
         && !matches!(
-            crate::tune::pinned(&["single-pass", "three-pass", "three-pass-narrow"]),
-            Some(1 | 2)
+            crate::tune::pinned(&[
+                "single-pass",
+                "three-pass",
+                "three-pass-narrow",
+                "three-pass-subgroup",
+                "three-pass-subgroup-narrow",
+                "three-pass-subgroup-wide",
+            ]),
+            Some(1..)
         )
 }
 

@@ -17,6 +17,7 @@ use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
 mod look_back;
+mod subgroup;
 pub(crate) use look_back::{
     choose_single_pass, look_back_state, single_pass_allowed, take_tile, warp_look_back,
 };
@@ -661,14 +662,32 @@ fn scan_on_device<T: Reducible>(
         inclusive,
         id,
     };
+    let subgroups = subgroup::applies::<T>(queue, heads.is_some());
     if crate::software_gpu(queue) {
+        // One form (loop counts at run time), unless a test pins the subgroup form.
+        if subgroups && crate::tune::pinned(&[SUBGROUP_FORM]).is_some() {
+            return subgroup::passes::<T, SOFTWARE_ITEMS>(queue, &job, output);
+        }
         return scan_passes::<T, 0>(queue, &job, output);
     }
+    let forms = if subgroups {
+        &THREE_PASS_FORMS[..]
+    } else {
+        &THREE_PASS_FORMS[..2]
+    };
     let run = |form: usize, output: &mut Buffer<T>| match form {
         0 => scan_passes::<T, GPU_ITEMS>(queue, &job, output),
-        _ => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
+        1 => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
+        2 => subgroup::passes::<T, GPU_ITEMS>(queue, &job, output),
+        3 => subgroup::passes::<T, NARROW_ITEMS>(queue, &job, output),
+        _ => subgroup::passes::<T, 32>(queue, &job, output),
     };
-    let form = choose_three_pass::<T>(queue, "scan", input.len(), |i| run(i, output))?;
+    let what = if heads.is_some() {
+        "segmented scan"
+    } else {
+        "scan"
+    };
+    let form = choose_three_pass::<T>(queue, what, forms, input.len(), |i| run(i, output))?;
     run(form, output)
 }
 
@@ -693,7 +712,17 @@ struct ScanJob<'a, T: dotcompute::Element> {
 /// gives the same bits on every run of a device whichever the tuner chose. `tune::with_candidate` pins one;
 /// `"three-pass"` is also the name that keeps CUDA off its single pass
 /// ([`single_pass_allowed`]).
-pub(crate) const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-narrow"];
+pub(crate) const THREE_PASS_FORMS: [&str; 5] = [
+    "three-pass",
+    "three-pass-narrow",
+    SUBGROUP_FORM,
+    "three-pass-subgroup-narrow",
+    "three-pass-subgroup-wide",
+];
+
+/// The three passes' subgroup form (`subgroup.rs`): unsegmented scans of 32-bit integers
+/// on devices with subgroups.
+const SUBGROUP_FORM: &str = "three-pass-subgroup";
 
 /// Elements per thread of the narrow three-pass form.
 const NARROW_ITEMS: u32 = 8;
@@ -703,6 +732,7 @@ const NARROW_ITEMS: u32 = 8;
 fn choose_three_pass<T: Reducible>(
     queue: &impl AsStream,
     op: &str,
+    forms: &[&str],
     n: usize,
     run: impl FnMut(usize) -> Result<()>,
 ) -> Result<usize> {
@@ -715,9 +745,7 @@ fn choose_three_pass<T: Reducible>(
         return Ok(0);
     }
     let key = crate::tune::key(queue, &format!("{op} three-pass"), &format!("{ty:?}"), n);
-    crate::tune::choose(&key, n, &THREE_PASS_FORMS, run, || {
-        queue.device().synchronize()
-    })
+    crate::tune::choose(&key, n, forms, run, || queue.device().synchronize())
 }
 
 /// The passes with `ITEMS` elements per thread (0: the kernels take `SOFTWARE_ITEMS` at
@@ -793,20 +821,40 @@ fn scan_passes<T: Reducible, const ITEMS: u32>(
     )
 }
 
-/// Exclusive sum of `sums[..count]` in place, by one group: tiles' counts into their
-/// first output positions (other operations' second pass).
-pub(crate) fn scan_in_place(
+/// The exclusive sum of `counts[..count]` (other operations' second pass: tiles' counts
+/// into their first output positions), by one group: into a new buffer by subgroups where
+/// the device has them (`subgroup.rs`), in place otherwise.
+pub(crate) fn exclusive_sum_of_counts(
     queue: &impl AsStream,
-    sums: &mut Buffer<u32>,
+    mut counts: Buffer<u32>,
     count: u32,
-) -> Result<()> {
+) -> Result<Buffer<u32>> {
+    let software = crate::software_gpu(queue);
+    if subgroup::applies::<u32>(queue, false) {
+        return if software {
+            subgroup::exclusive_sum_of_counts::<SOFTWARE_ITEMS>(queue, &counts, count)
+        } else {
+            subgroup::exclusive_sum_of_counts::<GPU_ITEMS>(queue, &counts, count)
+        };
+    }
     let unused = queue.device().alloc::<u32>(1)?;
     let one = Launch::threads(GROUP as usize).group(GROUP);
-    if crate::software_gpu(queue) {
+    if software {
         let items = SOFTWARE_ITEMS;
-        scan_sums::launch::<u32, 0>(queue, one, sums, &unused, count, 0, 0, 0, items)
+        scan_sums::launch::<u32, 0>(queue, one, &mut counts, &unused, count, 0, 0, 0, items)?;
     } else {
         let items = GPU_ITEMS;
-        scan_sums::launch::<u32, GPU_ITEMS>(queue, one, sums, &unused, count, 0, 0, 0, items)
+        scan_sums::launch::<u32, GPU_ITEMS>(
+            queue,
+            one,
+            &mut counts,
+            &unused,
+            count,
+            0,
+            0,
+            0,
+            items,
+        )?;
     }
+    Ok(counts)
 }

@@ -79,33 +79,38 @@ pub fn sizes(d: &Device) -> Vec<usize> {
 }
 
 /// The forms a scan of 32-bit integers can take on `d`: CUDA has a single pass (with a
-/// decoupled look-back) beside the three passes every device has, and GPUs the three
-/// passes in narrow tiles too; tests run every form (pinned with `tune::with_candidate`).
-pub fn pass_forms(d: &dotcompute::Device) -> &'static [&'static str] {
+/// decoupled look-back) beside the three passes every device has, GPUs the three passes
+/// in narrow tiles too, and devices with subgroups the three passes scanned by subgroups
+/// in registers; tests run every form (pinned with `tune::with_candidate`).
+pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
+    let mut forms = Vec::new();
     if d.backend_kind() == dotcompute::BackendKind::Cuda {
-        &[
-            "single-pass",
-            "single-pass-narrow",
-            "three-pass",
-            "three-pass-narrow",
-        ]
-    } else if d.info().device_type != dotcompute::DeviceType::SoftwareGpu
-        && d.backend_kind() != dotcompute::BackendKind::Cpu
-    {
-        // GPUs also scan in narrower tiles (software GPUs take their loop counts at run
-        // time and have one form).
-        &["three-pass", "three-pass-narrow"]
-    } else {
-        &["three-pass"]
+        forms.extend(["single-pass", "single-pass-narrow"]);
     }
+    forms.push("three-pass");
+    if d.backend_kind() == dotcompute::BackendKind::Cpu {
+        return forms;
+    }
+    // Software GPUs take their loop counts at run time and have no narrow form.
+    let software = d.info().device_type == dotcompute::DeviceType::SoftwareGpu;
+    if !software {
+        forms.push("three-pass-narrow");
+    }
+    if d.info().caps.subgroup_size.is_some() {
+        forms.push("three-pass-subgroup");
+        if !software {
+            forms.extend(["three-pass-subgroup-narrow", "three-pass-subgroup-wide"]);
+        }
+    }
+    forms
 }
 
-/// The forms a copy-if or a unique can take on `d`: the scan's but its narrow three
-/// passes, which selection does not have (pinning them would run the three passes again).
+/// The forms a copy-if or a unique can take on `d`: the scan's but its narrow and subgroup
+/// three passes, which selection does not have (pinning them would run the three passes
+/// again).
 pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
     pass_forms(d)
-        .iter()
-        .copied()
-        .filter(|&f| f != "three-pass-narrow")
+        .into_iter()
+        .filter(|&f| !f.starts_with("three-pass-"))
         .collect()
 }

@@ -8,7 +8,7 @@ use dotcompute_ops::{tune, ReduceOp};
 fn integer_scans_are_exact_on_every_size() {
     let seed = seed();
     for d in devices() {
-        for &form in pass_forms(&d) {
+        for form in pass_forms(&d) {
             tune::with_candidate(form, || integer_sums_of_every_size(d.clone(), seed, form));
         }
     }
@@ -16,7 +16,13 @@ fn integer_scans_are_exact_on_every_size() {
 
 fn integer_sums_of_every_size(d: dotcompute::Device, seed: u64, form: &str) {
     let mut rng = fastrand::Rng::with_seed(seed);
-    for n in sizes(&d) {
+    let mut sizes = sizes(&d);
+    if form == "three-pass-subgroup" && slow(&d) {
+        // More tiles than one group's round in the second pass (1,024 tiles of 1,024 on
+        // software GPUs; on GPUs the large size, 2^24 + 5, has 4,097 tiles of 4,096).
+        sizes.push((1 << 20) + 1025);
+    }
+    for n in sizes {
         let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
         let i: Vec<i32> = (0..n).map(|_| rng.i32(-100..100)).collect();
         let (dx, di) = (d.upload(&x).unwrap(), d.upload(&i).unwrap());
@@ -111,7 +117,7 @@ fn reference<T: Copy>(x: &[T], heads: &[bool], inclusive: bool, id: T, f: fn(T, 
 fn min_and_max_scans_of_every_size() {
     let seed = seed();
     for d in devices() {
-        for &form in pass_forms(&d) {
+        for form in pass_forms(&d) {
             tune::with_candidate(form, || min_and_max_of_every_size(d.clone(), seed, form));
         }
     }

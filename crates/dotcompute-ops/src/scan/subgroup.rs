@@ -1,0 +1,254 @@
+//! The three passes' subgroup form: tiles scanned in registers by subgroups, with only
+//! the subgroups' totals in shared memory.
+//!
+//! The shared-tile form stages each group's whole tile in shared memory (17 KB for 16
+//! `u32` a thread) and rakes it with five barriers. NVIDIA's Vulkan driver then runs too
+//! few groups per multiprocessor to hide memory latency: on an H100 (2026-11-28) the
+//! same tile pass took 1,524 µs with an 8.3 KB tile and 2,628 µs with 16.5 KB for the
+//! same work. Here each subgroup loads its share of the tile in coalesced rounds (lane
+//! `l` of round `r` takes element `r × width + l` of the subgroup's run) into registers,
+//! scans each round across its lanes, and chains the rounds through the last lane; the
+//! group then needs one barrier to hand each subgroup the totals of those before it.
+//! Exact types only (`u32`, `i32`): the subgroup operations combine in an order of their
+//! own.
+
+use super::*;
+
+/// Combines `v` over the subgroup with `op`; every lane gets the result.
+#[kernel_fn]
+fn subgroup_combine<T: Num>(v: T, op: u32) -> T {
+    if op == 0u32 {
+        subgroup_add(v)
+    } else if op == 1u32 {
+        subgroup_min(v)
+    } else {
+        subgroup_max(v)
+    }
+}
+
+/// Inclusive scan of `v` over the subgroup's lanes with `op`.
+#[kernel_fn]
+fn subgroup_inclusive<T: Num>(v: T, op: u32) -> T {
+    let mut x = v;
+    if op == 0u32 {
+        x = subgroup_inclusive_add(v);
+    } else {
+        let lane = subgroup_lane();
+        let mut d = 1u32;
+        while d < subgroup_size() {
+            let y = subgroup_shuffle_up(x, d);
+            if lane >= d {
+                x = combine(y, x, op);
+            }
+            d *= 2u32;
+        }
+    }
+    x
+}
+
+/// Pass 1: `sums[t]` combines tile `t` of `x[..n]` (group-strided loads, then one
+/// subgroup combination and one barrier).
+#[kernel]
+fn subgroup_tile_sums<T: Num, const ITEMS: u32>(
+    x: &[T],
+    sums: &mut [T],
+    n: u32,
+    identity: T,
+    op: u32,
+) {
+    let s = shared::<T, GROUP>();
+    let lid = local_id().x;
+    let width = subgroup_size();
+    let base = group_id().x * GROUP * ITEMS;
+    let mut acc = identity;
+    if n - base >= GROUP * ITEMS {
+        for r in 0..ITEMS {
+            acc = combine(acc, x[base + r * GROUP + lid], op);
+        }
+    } else {
+        for r in 0..ITEMS {
+            let i = base + r * GROUP + lid;
+            if i < n {
+                acc = combine(acc, x[i], op);
+            }
+        }
+    }
+    let total = subgroup_combine(acc, op);
+    if subgroup_lane() == 0u32 {
+        s[lid / width] = total;
+    }
+    barrier();
+    if lid == 0u32 {
+        let mut all = identity;
+        for w in 0..GROUP / width {
+            all = combine(all, s[w], op);
+        }
+        sums[group_id().x] = all;
+    }
+}
+
+/// Passes 2 and 3: scans tiles of `GROUP × ITEMS` elements of `x[..n]` into `y`. With
+/// `chained` 0 (pass 3) group `t` scans tile `t` from `offsets[t]`; with `chained` 1
+/// (pass 2: one group, `x` the tile aggregates of pass 1) the group scans every tile of
+/// `x` one after another, each from the total of those before, and `offsets` is not read.
+#[kernel]
+fn subgroup_scan_tiles<T: Num, const ITEMS: u32>(
+    x: &[T],
+    y: &mut [T],
+    offsets: &[T],
+    n: u32,
+    identity: T,
+    op: u32,
+    inclusive: u32,
+    chained: u32,
+) {
+    let s = shared::<T, GROUP>();
+    let lid = local_id().x;
+    let width = subgroup_size();
+    let lane = subgroup_lane();
+    let sub = lid / width;
+    let mut v = [identity; ITEMS];
+    let mut t = group_id().x;
+    let mut end = t + 1u32;
+    let mut carry = identity;
+    if chained == 1u32 {
+        t = 0;
+        end = (n - 1u32) / (GROUP * ITEMS) + 1u32;
+    } else {
+        carry = offsets[t];
+    }
+    while t < end {
+        let tile_base = t * GROUP * ITEMS;
+        let first = tile_base + sub * width * ITEMS + lane;
+        // Every load of the thread before any scan, so that they are in flight
+        // together; unguarded in whole tiles (a load under a branch is not issued early).
+        let whole = n - tile_base >= GROUP * ITEMS;
+        if whole {
+            for r in 0..ITEMS {
+                v[r] = x[first + r * width];
+            }
+        } else {
+            for r in 0..ITEMS {
+                let i = first + r * width;
+                v[r] = identity;
+                if i < n {
+                    v[r] = x[i];
+                }
+            }
+        }
+        // Round by round across the lanes, each round from the one before's total.
+        let mut running = identity;
+        for r in 0..ITEMS {
+            let inc = combine(running, subgroup_inclusive(v[r], op), op);
+            if inclusive == 1u32 {
+                v[r] = inc;
+            } else {
+                let mut ex = subgroup_shuffle_up(inc, 1u32);
+                if lane == 0u32 {
+                    ex = running;
+                }
+                v[r] = ex;
+            }
+            running = subgroup_shuffle(inc, width - 1u32);
+        }
+        if lane == width - 1u32 {
+            s[sub] = running;
+        }
+        barrier();
+        let mut before = carry;
+        let mut total = carry;
+        for w in 0..GROUP / width {
+            if w < sub {
+                before = combine(before, s[w], op);
+            }
+            total = combine(total, s[w], op);
+        }
+        if whole {
+            for r in 0..ITEMS {
+                y[first + r * width] = combine(before, v[r], op);
+            }
+        } else {
+            for r in 0..ITEMS {
+                let i = first + r * width;
+                if i < n {
+                    y[i] = combine(before, v[r], op);
+                }
+            }
+        }
+        carry = total;
+        // The totals are read before the next tile writes them.
+        barrier();
+        t += 1u32;
+    }
+}
+
+/// Whether the subgroup form can scan `T` on `queue`: unsegmented, a 32-bit integer type
+/// (exact, so the lanes' order of combination cannot change a bit, and within what every
+/// backend's subgroup operations take), and a device with subgroups.
+pub(super) fn applies<T: Reducible>(queue: &impl AsStream, segmented: bool) -> bool {
+    use dotcompute::ir::ScalarType;
+    let ty = <T as dotcompute::Element>::TYPE;
+    let exact_32 = ty == ScalarType::U32 || ty == ScalarType::I32;
+    !segmented && exact_32 && queue.device().info().caps.subgroup_size.is_some()
+}
+
+/// The three passes of the subgroup form with `ITEMS` elements a thread: tile
+/// aggregates, their exclusive scan by one group (into a second buffer), and the tiles.
+pub(super) fn passes<T: Reducible, const ITEMS: u32>(
+    queue: &impl AsStream,
+    job: &ScanJob<'_, T>,
+    output: &mut Buffer<T>,
+) -> Result<()> {
+    let n = job.input.len() as u32;
+    let device = queue.device();
+    let tiles = n.div_ceil(GROUP * ITEMS);
+    let mut sums = device.alloc::<T>(tiles as usize)?;
+    let mut offsets = device.alloc::<T>(tiles as usize)?;
+    let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
+    let one = Launch::threads(GROUP as usize).group(GROUP);
+    let (id, code) = (job.id, op_code(job.op));
+    subgroup_tile_sums::launch::<T, ITEMS>(queue, groups, job.input, &mut sums, n, id, code)?;
+    // Chained: `offsets` is not read, so `sums` stands in for it.
+    let unused = device.alloc::<T>(1)?;
+    subgroup_scan_tiles::launch::<T, ITEMS>(
+        queue,
+        one,
+        &sums,
+        &mut offsets,
+        &unused,
+        tiles,
+        id,
+        code,
+        0,
+        1,
+    )?;
+    subgroup_scan_tiles::launch::<T, ITEMS>(
+        queue,
+        groups,
+        job.input,
+        output,
+        &offsets,
+        n,
+        id,
+        code,
+        job.inclusive as u32,
+        0,
+    )
+}
+
+/// The exclusive sum of `counts[..count]` into a new buffer, by one group (the second
+/// pass alone, for operations with passes of their own around it).
+pub(super) fn exclusive_sum_of_counts<const ITEMS: u32>(
+    queue: &impl AsStream,
+    counts: &Buffer<u32>,
+    count: u32,
+) -> Result<Buffer<u32>> {
+    let device = queue.device();
+    let mut sums = device.alloc::<u32>(count as usize)?;
+    let unused = device.alloc::<u32>(1)?;
+    let one = Launch::threads(GROUP as usize).group(GROUP);
+    subgroup_scan_tiles::launch::<u32, ITEMS>(
+        queue, one, counts, &mut sums, &unused, count, 0, 0, 0, 1,
+    )?;
+    Ok(sums)
+}
