@@ -327,20 +327,36 @@ impl Gen<'_> {
 }
 
 /// The counter's values of a constant loop the WGSL printer writes out: at most
-/// [`UNROLL_TRIPS`] trips, a body (nested loops included) that neither breaks, continues
-/// nor returns, and at most [`UNROLL_STATEMENTS`] statements once written out.
+/// [`UNROLL_TRIPS`] trips, a body that neither returns nor breaks out of or continues
+/// this loop (a `break` of a loop nested in it stays inside a trip), and at most
+/// [`UNROLL_STATEMENTS`] statements once written out.
 pub(super) fn unrollable(
     (start, end, step): (i128, i128, i128),
     body: &[Stmt],
 ) -> Option<Vec<i128>> {
     let values: Vec<i128> = (start..end).step_by(step as usize).collect();
-    let mut jumps = false;
-    walk_stmts(body, &mut |x| {
-        jumps |= matches!(x, Stmt::Break | Stmt::Continue | Stmt::Return);
-    });
     let small = values.len() <= UNROLL_TRIPS
         && unrolled_size(body).saturating_mul(values.len()) <= UNROLL_STATEMENTS;
-    (small && !jumps).then_some(values)
+    (small && !jumps_out(body)).then_some(values)
+}
+
+/// Whether `body` returns, or breaks or continues the loop whose body it is: a `break` or
+/// `continue` inside a loop nested in `body` jumps within it (a subgroup scan's
+/// `while d < subgroup_size()` inside a kernel's loop over its items must not keep that
+/// loop, and with it the thread's array indexed by its counter, out of registers).
+fn jumps_out(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Break | Stmt::Continue | Stmt::Return => true,
+        Stmt::If {
+            then, otherwise, ..
+        } => jumps_out(then) || jumps_out(otherwise),
+        Stmt::For { body, .. } | Stmt::Loop { body } => {
+            let mut returns = false;
+            walk_stmts(body, &mut |x| returns |= matches!(x, Stmt::Return));
+            returns
+        }
+        _ => false,
+    })
 }
 
 /// Statements `body` prints as, with the loops the printer writes out counted once per
