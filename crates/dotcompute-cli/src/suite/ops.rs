@@ -85,8 +85,7 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
                 "three-pass-subgroup",
                 "reduce-then-scan, subgroups in registers",
             ),
-            ("three-pass-subgroup-narrow", "subgroups, 8 a thread"),
-            ("three-pass-subgroup-wide", "subgroups, 32 a thread"),
+            ("three-pass-subgroup-narrow", "subgroups, half-length tiles"),
         ]
     } else if ctx.kind() == BackendKind::Cpu {
         &[("three-pass", "reduce-then-scan")]
@@ -98,8 +97,7 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
                 "three-pass-subgroup",
                 "reduce-then-scan, subgroups in registers",
             ),
-            ("three-pass-subgroup-narrow", "subgroups, 8 a thread"),
-            ("three-pass-subgroup-wide", "subgroups, 32 a thread"),
+            ("three-pass-subgroup-narrow", "subgroups, half-length tiles"),
         ]
     };
     for &(form, about) in forms {

@@ -244,22 +244,13 @@ pub(super) fn single_pass_applies<T: Reducible>(queue: &impl AsStream) -> bool {
 
 /// Whether a single pass with a look-back may run on `queue`: where started groups run
 /// on while later ones wait (`Capabilities::forward_progress`: CUDA), unless the calling
-/// thread pinned the three passes (`tune::with_candidate("three-pass", ..)`, or its
-/// narrow form `"three-pass-narrow"`). Scan and
-/// selection share the rule.
+/// thread pinned the three passes (`tune::with_candidate("three-pass", ..)`, or another of
+/// their forms, [`THREE_PASS_FORMS`]). Scan and selection share the rule.
 pub(crate) fn single_pass_allowed(queue: &impl AsStream) -> bool {
-    queue.device().info().caps.forward_progress
-        && !matches!(
-            crate::tune::pinned(&[
-                "single-pass",
-                "three-pass",
-                "three-pass-narrow",
-                "three-pass-subgroup",
-                "three-pass-subgroup-narrow",
-                "three-pass-subgroup-wide",
-            ]),
-            Some(1..)
-        )
+    let names: Vec<&str> = std::iter::once("single-pass")
+        .chain(THREE_PASS_FORMS)
+        .collect();
+    queue.device().info().caps.forward_progress && !matches!(crate::tune::pinned(&names), Some(1..))
 }
 
 /// A single pass's look-back state for `tiles` tiles, zeroed on `queue`: two status words

@@ -670,17 +670,18 @@ fn scan_on_device<T: Reducible>(
         }
         return scan_passes::<T, 0>(queue, &job, output);
     }
-    let forms = if subgroups {
-        &THREE_PASS_FORMS[..]
+    // Where the subgroup form applies it is the default (first): 1.8× the shared-tile
+    // form's speed on NVIDIA Vulkan, 1.06× on CUDA (H200, 2026-11-28).
+    let forms: &[&str] = if subgroups {
+        &THREE_PASS_FORMS
     } else {
-        &THREE_PASS_FORMS[..2]
+        &THREE_PASS_FORMS[2..]
     };
-    let run = |form: usize, output: &mut Buffer<T>| match form {
-        0 => scan_passes::<T, GPU_ITEMS>(queue, &job, output),
-        1 => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
-        2 => subgroup::passes::<T, GPU_ITEMS>(queue, &job, output),
-        3 => subgroup::passes::<T, NARROW_ITEMS>(queue, &job, output),
-        _ => subgroup::passes::<T, 32>(queue, &job, output),
+    let run = |form: usize, output: &mut Buffer<T>| match forms[form] {
+        SUBGROUP_FORM => subgroup::passes::<T, GPU_ITEMS>(queue, &job, output),
+        SUBGROUP_NARROW_FORM => subgroup::passes::<T, NARROW_ITEMS>(queue, &job, output),
+        "three-pass-narrow" => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
+        _ => scan_passes::<T, GPU_ITEMS>(queue, &job, output),
     };
     let what = if heads.is_some() {
         "segmented scan"
@@ -701,34 +702,37 @@ struct ScanJob<'a, T: dotcompute::Element> {
     id: T,
 }
 
-/// The three passes' forms on GPUs, by name: tiles of `GPU_ITEMS` elements a thread (the
-/// default), and of `NARROW_ITEMS` (twice the groups, each with half the work and half
-/// the shared tile), which fills a device better at smaller sizes. On an H100
-/// (2026-11-28, `docs/benchmarks.md`) the tuner took the narrow form at 2^25 and below on
-/// CUDA and NVIDIA Vulkan (4–15 % faster by its own measurement) and the default at 2^28.
-/// A wide form (32 a thread, twice the shared tile) was 2 % faster on CUDA at 2^28 but
-/// slower at 2^25 there and at both sizes on NVIDIA Vulkan, and is not offered. Only
-/// exact types take the narrow form: a float sum's tree follows the tile, and a float scan
-/// gives the same bits on every run of a device whichever the tuner chose. `tune::with_candidate` pins one;
-/// `"three-pass"` is also the name that keeps CUDA off its single pass
-/// ([`single_pass_allowed`]).
-pub(crate) const THREE_PASS_FORMS: [&str; 5] = [
+/// The three passes' forms on GPUs, by name. Where it applies (unsegmented scans of
+/// 32-bit integers on devices with subgroups, `subgroup.rs`) the default is the subgroup
+/// form, whose tiles are scanned in registers with `GPU_ITEMS` elements a thread, with its
+/// narrow twin (`NARROW_ITEMS`); elsewhere the default is the shared-tile form with
+/// `GPU_ITEMS`, with its narrow twin (twice the groups, each with half the work and half
+/// the shared tile), which fills a device better at smaller sizes. Measured at 2^28 `u32`
+/// on an H200 (2026-11-28, `docs/benchmarks.md`): on NVIDIA Vulkan the subgroup form at
+/// 0.384× of a copy against 0.210× for the shared tile, and its narrow twin chosen by the
+/// tuner at 2^21 and below (5–10 % faster there); on CUDA, where the single pass takes
+/// these scans, 0.623× against 0.586×. Wide forms (32 a thread) were slower on NVIDIA
+/// Vulkan in both kinds (H100 and H200) and are not offered. Only exact types take the
+/// narrow forms: a float sum's tree follows the tile, and a float scan gives the same bits
+/// on every run of a device whichever the tuner chose. `tune::with_candidate` pins one
+/// (on software GPUs only the subgroup form besides the default); `"three-pass"` is also
+/// the name that keeps CUDA off its single pass ([`single_pass_allowed`]).
+pub(crate) const THREE_PASS_FORMS: [&str; 4] = [
+    SUBGROUP_FORM,
+    SUBGROUP_NARROW_FORM,
     "three-pass",
     "three-pass-narrow",
-    SUBGROUP_FORM,
-    "three-pass-subgroup-narrow",
-    "three-pass-subgroup-wide",
 ];
 
-/// The three passes' subgroup form (`subgroup.rs`): unsegmented scans of 32-bit integers
-/// on devices with subgroups.
+/// The three passes' subgroup form (`subgroup.rs`) and its narrow twin.
 const SUBGROUP_FORM: &str = "three-pass-subgroup";
+const SUBGROUP_NARROW_FORM: &str = "three-pass-subgroup-narrow";
 
 /// Elements per thread of the narrow three-pass form.
 const NARROW_ITEMS: u32 = 8;
 
-/// The index in [`THREE_PASS_FORMS`] of the form to run for `op` on `n` elements of `T`
-/// (`run(i)` runs form `i`): the default for float types.
+/// The index in `forms` (some of [`THREE_PASS_FORMS`]) of the form to run for `op` on `n`
+/// elements of `T` (`run(i)` runs form `i`): the first for float types.
 fn choose_three_pass<T: Reducible>(
     queue: &impl AsStream,
     op: &str,

@@ -99,7 +99,7 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
     if d.info().caps.subgroup_size.is_some() {
         forms.push("three-pass-subgroup");
         if !software {
-            forms.extend(["three-pass-subgroup-narrow", "three-pass-subgroup-wide"]);
+            forms.push("three-pass-subgroup-narrow");
         }
     }
     forms
