@@ -463,6 +463,17 @@ impl HistogramInt for i32 {
 
 /// Counts integer `samples` into `hist` (`bins` elements, set to zero first); the range
 /// `[lower, upper)` must split into `bins` equal integer widths.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[0u32, 1, 5, 9, 10, 3])?;
+/// let mut hist = d.alloc::<u32>(2)?;
+/// // Bins [0, 5) and [5, 10); 10 is past the range and not counted.
+/// dotcompute_ops::histogram::histogram_even(&d, &x, 2, 0, 10, &mut hist)?;
+/// assert_eq!(hist.to_vec()?, [3, 2]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn histogram_even<T: HistogramInt>(
     queue: &impl AsStream,
     samples: &Buffer<T>,
@@ -589,6 +600,16 @@ pub fn histogram_even_u8(
 }
 
 /// The bin of every byte sample (the bins of [`histogram_even_u8`]), or [`NO_BIN`].
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[0u8, 64, 200, 255])?;
+/// let mut bins = d.alloc::<u32>(4)?;
+/// dotcompute_ops::histogram::bin_indices_even_u8(&d, &x, 4, 0, 256, &mut bins)?;
+/// assert_eq!(bins.to_vec()?, [0, 1, 3, 3]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn bin_indices_even_u8(
     queue: &impl AsStream,
     samples: &Buffer<u8>,
@@ -690,6 +711,17 @@ pub fn bin_indices_even_f32(
 }
 
 /// The bin of every integer sample (the bins of [`histogram_even`]), or [`NO_BIN`].
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::histogram::{bin_indices_even, NO_BIN};
+/// let d = Device::cpu();
+/// let x = d.upload(&[-4i32, 0, 3, 8])?;
+/// let mut bins = d.alloc::<u32>(4)?;
+/// bin_indices_even(&d, &x, 4, -4, 4, &mut bins)?;
+/// assert_eq!(bins.to_vec()?, [0, 2, 3, NO_BIN]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn bin_indices_even<T: HistogramInt>(
     queue: &impl AsStream,
     samples: &Buffer<T>,

@@ -227,6 +227,17 @@ fn rows_kernel<T: Reducible>(op: ReduceOp) -> &'static dotcompute::KernelDef {
 
 /// Reduces `input` into `output[0]` (which must hold one element). An empty input gives
 /// the operation's identity (0, the type's highest or lowest value).
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{reduce::reduce_into, ReduceOp};
+/// let d = Device::cpu();
+/// let x = d.upload(&[3i32, -7, 4])?;
+/// let mut out = d.alloc::<i32>(1)?;
+/// reduce_into(&d, &x, ReduceOp::Max, &mut out)?;
+/// assert_eq!(out.to_vec()?, [4]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn reduce_into<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,
@@ -307,6 +318,17 @@ pub fn reduce<T: Reducible>(queue: &impl AsStream, input: &Buffer<T>, op: Reduce
 
 /// Reduces each row of the row-major `rows × cols` matrix `input` (`cols` elements per
 /// row, `rows = input.len() / cols`) into `output[row]`.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{reduce::reduce_rows, ReduceOp};
+/// let d = Device::cpu();
+/// let x = d.upload(&[1u32, 2, 3, 4, 5, 6])?; // 2 rows of 3
+/// let mut sums = d.alloc::<u32>(2)?;
+/// reduce_rows(&d, &x, 3, ReduceOp::Sum, &mut sums)?;
+/// assert_eq!(sums.to_vec()?, [6, 15]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn reduce_rows<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,
@@ -515,6 +537,14 @@ pub fn argmin<T: Reducible>(
 }
 
 /// The index and value of the largest element (as [`argmin`]).
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[2u32, 9, 9, 1])?;
+/// assert_eq!(dotcompute_ops::reduce::argmax(&d, &x)?, Some((1, 9)));
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn argmax<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,

@@ -270,6 +270,18 @@ pub fn softmax_rows(
 }
 
 /// `output[r][c] = x[r][c] − max_r − ln Σ_c exp(x[r][c] − max_r)`.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[0.0f32, 0.0, 5.0, 1000.0])?;
+/// let mut y = d.alloc::<f32>(4)?;
+/// dotcompute_ops::softmax::log_softmax_rows(&d, &x, 2, &mut y)?;
+/// let y = y.to_vec()?;
+/// assert!((y[0] + 2f32.ln()).abs() < 1e-6 && (y[1] + 2f32.ln()).abs() < 1e-6);
+/// assert_eq!(y[2..], [-995.0, 0.0]); // no overflow: the row's maximum is subtracted first
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn log_softmax_rows(
     queue: &impl AsStream,
     input: &Buffer<f32>,

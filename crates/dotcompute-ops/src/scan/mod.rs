@@ -485,6 +485,16 @@ pub fn exclusive_sum<T: Reducible>(
 }
 
 /// `output[i] = input[0] + … + input[i]`.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// let x = d.upload(&[3u32, 1, 4, 1, 5])?;
+/// let mut y = d.alloc::<u32>(5)?;
+/// dotcompute_ops::scan::inclusive_sum(&d, &x, &mut y)?;
+/// assert_eq!(y.to_vec()?, [3, 4, 8, 9, 14]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn inclusive_sum<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,
@@ -524,6 +534,17 @@ pub fn exclusive_scan<T: Reducible>(
 }
 
 /// `output[i]` combines `input[0..=i]` with `op` (running minimum, maximum or sum).
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{scan::inclusive_scan, ReduceOp};
+/// let d = Device::cpu();
+/// let x = d.upload(&[3i32, 1, 4, 0, 5])?;
+/// let mut y = d.alloc::<i32>(5)?;
+/// inclusive_scan(&d, &x, &mut y, ReduceOp::Min)?;
+/// assert_eq!(y.to_vec()?, [3, 1, 1, 0, 0]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn inclusive_scan<T: Reducible>(
     queue: &impl AsStream,
     input: &Buffer<T>,

@@ -290,6 +290,18 @@ pub fn sort_keys<K: RadixKey>(
 }
 
 /// Sorts `keys` in place and moves `values` with them; equal keys keep their order.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{sort::sort_pairs, Order};
+/// let d = Device::cpu();
+/// let mut k = d.upload(&[3u32, 1, 2, 1])?;
+/// let mut v = d.upload(&[30u32, 10, 20, 11])?;
+/// sort_pairs(&d, &mut k, &mut v, Order::Ascending)?;
+/// assert_eq!(k.to_vec()?, [1, 1, 2, 3]);
+/// assert_eq!(v.to_vec()?, [10, 11, 20, 30]); // equal keys keep their order
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn sort_pairs<K: RadixKey, V: Num>(
     queue: &impl AsStream,
     keys: &mut Buffer<K>,
@@ -302,6 +314,19 @@ pub fn sort_pairs<K: RadixKey, V: Num>(
 /// As [`sort_pairs`], comparing only bits `bits` of the keys' ordered bits (see
 /// [`RadixKey`]: an `i32` key's bit 31 is its flipped sign); the other bits do not affect
 /// the order. `bits` must be a non-empty range within the key's width.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{sort::sort_pairs_by_bits, Order};
+/// let d = Device::cpu();
+/// let mut k = d.upload(&[0x12u32, 0x21, 0x11, 0x22])?;
+/// let mut v = d.upload(&[0u32, 1, 2, 3])?;
+/// // By the low four bits only (2, 1, 1, 2), stably.
+/// sort_pairs_by_bits(&d, &mut k, &mut v, Order::Ascending, 0..4)?;
+/// assert_eq!(k.to_vec()?, [0x21, 0x11, 0x12, 0x22]);
+/// assert_eq!(v.to_vec()?, [1, 2, 0, 3]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn sort_pairs_by_bits<K: RadixKey, V: Num>(
     queue: &impl AsStream,
     keys: &mut Buffer<K>,

@@ -47,6 +47,19 @@ pub fn sort_segments_keys<K: RadixKey>(
 }
 
 /// As [`sort_segments_keys`], moving `values` with the keys.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// use dotcompute_ops::{sort::sort_segments_pairs, Order};
+/// let d = Device::cpu();
+/// let mut k = d.upload(&[3u32, 1, 2, 9, 7, 8])?;
+/// let mut v = d.upload(&[0u32, 1, 2, 3, 4, 5])?;
+/// let offsets = d.upload(&[0u32, 3, 6])?;
+/// sort_segments_pairs(&d, &mut k, &mut v, &offsets, Order::Descending)?;
+/// assert_eq!(k.to_vec()?, [3, 2, 1, 9, 8, 7]);
+/// assert_eq!(v.to_vec()?, [0, 2, 1, 3, 5, 4]);
+/// # Ok::<(), dotcompute::Error>(())
+/// ```
 pub fn sort_segments_pairs<K: RadixKey, V: Num>(
     queue: &impl AsStream,
     keys: &mut Buffer<K>,
