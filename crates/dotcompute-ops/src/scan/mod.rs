@@ -704,12 +704,12 @@ fn scan_on_device<T: Reducible>(
         "three-pass-narrow" => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
         _ => scan_passes::<T, GPU_ITEMS>(queue, &job, output),
     };
-    let what = if heads.is_some() {
-        "segmented scan"
-    } else {
-        "scan"
-    };
-    let form = choose_three_pass::<T>(queue, what, forms, input.len(), |i| run(i, output))?;
+    // Segmented scans and each operation are tuned apart: a segmented scan has other
+    // forms, and the subgroup form's min and max scan by shuffles where its sum has
+    // `subgroup_inclusive_add`.
+    let segmented = if heads.is_some() { "segmented " } else { "" };
+    let what = format!("{segmented}scan {}", format!("{op:?}").to_lowercase());
+    let form = choose_three_pass::<T>(queue, &what, forms, input.len(), |i| run(i, output))?;
     run(form, output)
 }
 
