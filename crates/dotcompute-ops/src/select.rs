@@ -294,7 +294,7 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
     let mut counts = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
     count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut counts, n)?;
-    let offsets = exclusive_sum_of_counts(queue, counts, tiles + 1)?;
+    let offsets = exclusive_sum_of_counts(queue, counts)?;
     let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
     // A partition writes every element (its output's length was checked first).
     check_room(

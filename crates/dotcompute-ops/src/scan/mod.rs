@@ -730,9 +730,9 @@ struct ScanJob<'a, T: dotcompute::Element> {
 /// `GPU_ITEMS`, with its narrow twin (twice the groups, each with half the work and half
 /// the shared tile), which fills a device better at smaller sizes. Measured at 2^28 `u32`
 /// on an H200 (2026-11-28, `docs/benchmarks.md`): on NVIDIA Vulkan the subgroup form at
-/// 0.384× of a copy against 0.210× for the shared tile, and its narrow twin chosen by the
-/// tuner at 2^21 and below (5–10 % faster there); on CUDA, where the single pass takes
-/// these scans, 0.623× against 0.586×. Wide forms (32 a thread) were slower on NVIDIA
+/// 0.385× of a copy against 0.210× for the shared tile, and its narrow twin chosen by the
+/// tuner at 2^18–2^21 (1–8 % faster than the next form there); on CUDA, where the single
+/// pass takes these scans, 0.626× against 0.587×. Wide forms (32 a thread) were slower on NVIDIA
 /// Vulkan in both kinds (H100 and H200) and are not offered. Only exact types take the
 /// narrow forms: a float sum's tree follows the tile, and a float scan gives the same bits
 /// on every run of a device whichever the tuner chose. `tune::with_candidate` pins one
@@ -846,27 +846,28 @@ fn scan_passes<T: Reducible, const ITEMS: u32>(
     )
 }
 
-/// The exclusive sum of `counts[..count]` (other operations' second pass: tiles' counts
-/// into their first output positions), by one group: into a new buffer by subgroups where
-/// the device has them (`subgroup.rs`), in place otherwise.
+/// The exclusive sum of `counts` (other operations' second pass: tiles' counts into their
+/// first output positions), by one group: into a new buffer by subgroups where the device
+/// has them (`subgroup.rs`), in place otherwise.
 pub(crate) fn exclusive_sum_of_counts(
     queue: &impl AsStream,
     mut counts: Buffer<u32>,
-    count: u32,
 ) -> Result<Buffer<u32>> {
     let software = crate::software_gpu(queue);
+    let sum = op_code(ReduceOp::Sum);
     if subgroup::applies::<u32>(queue, false) {
         return if software {
-            subgroup::exclusive_sum_of_counts::<SOFTWARE_ITEMS>(queue, &counts, count)
+            subgroup::chained_exclusive::<u32, SOFTWARE_ITEMS>(queue, &counts, 0, sum)
         } else {
-            subgroup::exclusive_sum_of_counts::<GPU_ITEMS>(queue, &counts, count)
+            subgroup::chained_exclusive::<u32, GPU_ITEMS>(queue, &counts, 0, sum)
         };
     }
+    let count = counts.len() as u32;
     let unused = queue.device().alloc::<u32>(1)?;
     let one = Launch::threads(GROUP as usize).group(GROUP);
     if software {
         let items = SOFTWARE_ITEMS;
-        scan_sums::launch::<u32, 0>(queue, one, &mut counts, &unused, count, 0, 0, 0, items)?;
+        scan_sums::launch::<u32, 0>(queue, one, &mut counts, &unused, count, 0, sum, 0, items)?;
     } else {
         let items = GPU_ITEMS;
         scan_sums::launch::<u32, GPU_ITEMS>(
@@ -876,7 +877,7 @@ pub(crate) fn exclusive_sum_of_counts(
             &unused,
             count,
             0,
-            0,
+            sum,
             0,
             items,
         )?;

@@ -203,25 +203,10 @@ pub(super) fn passes<T: Reducible, const ITEMS: u32>(
     let device = queue.device();
     let tiles = n.div_ceil(GROUP * ITEMS);
     let mut sums = device.alloc::<T>(tiles as usize)?;
-    let mut offsets = device.alloc::<T>(tiles as usize)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
-    let one = Launch::threads(GROUP as usize).group(GROUP);
     let (id, code) = (job.id, op_code(job.op));
     subgroup_tile_sums::launch::<T, ITEMS>(queue, groups, job.input, &mut sums, n, id, code)?;
-    // Chained: `offsets` is not read, so `sums` stands in for it.
-    let unused = device.alloc::<T>(1)?;
-    subgroup_scan_tiles::launch::<T, ITEMS>(
-        queue,
-        one,
-        &sums,
-        &mut offsets,
-        &unused,
-        tiles,
-        id,
-        code,
-        0,
-        1,
-    )?;
+    let offsets = chained_exclusive::<T, ITEMS>(queue, &sums, id, code)?;
     subgroup_scan_tiles::launch::<T, ITEMS>(
         queue,
         groups,
@@ -236,19 +221,34 @@ pub(super) fn passes<T: Reducible, const ITEMS: u32>(
     )
 }
 
-/// The exclusive sum of `counts[..count]` into a new buffer, by one group (the second
-/// pass alone, for operations with passes of their own around it).
-pub(super) fn exclusive_sum_of_counts<const ITEMS: u32>(
+/// The exclusive scan of `x` with operation `code` into a new buffer, by one group, tile
+/// after tile (pass 2 alone: also for operations with passes of their own around it).
+pub(super) fn chained_exclusive<T: Reducible, const ITEMS: u32>(
     queue: &impl AsStream,
-    counts: &Buffer<u32>,
-    count: u32,
-) -> Result<Buffer<u32>> {
+    x: &Buffer<T>,
+    identity: T,
+    code: u32,
+) -> Result<Buffer<T>> {
     let device = queue.device();
-    let mut sums = device.alloc::<u32>(count as usize)?;
-    let unused = device.alloc::<u32>(1)?;
+    let mut scanned = device.alloc::<T>(x.len())?;
+    if x.is_empty() {
+        return Ok(scanned); // the kernel counts tiles from `n - 1`
+    }
+    // Chained, the kernel does not read `offsets`: one element stands in for it.
+    let unused = device.alloc::<T>(1)?;
     let one = Launch::threads(GROUP as usize).group(GROUP);
-    subgroup_scan_tiles::launch::<u32, ITEMS>(
-        queue, one, counts, &mut sums, &unused, count, 0, 0, 0, 1,
+    let n = x.len() as u32;
+    subgroup_scan_tiles::launch::<T, ITEMS>(
+        queue,
+        one,
+        x,
+        &mut scanned,
+        &unused,
+        n,
+        identity,
+        code,
+        0,
+        1,
     )?;
-    Ok(sums)
+    Ok(scanned)
 }
