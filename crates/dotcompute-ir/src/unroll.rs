@@ -216,9 +216,14 @@ struct Unrollable<'a> {
 impl Unrollable<'_> {
     /// Whether `e` is a load `unroll` hoists: the buffer at the counter.
     fn hoisted(&self, e: &Expr) -> bool {
-        matches!(&e.kind, ExprKind::Load { mem: Memory::Buffer(m), index }
-            if *m == self.buffer && index.kind == ExprKind::Local(self.shape.counter))
+        loads_at_counter(e, self.buffer, self.shape.counter)
     }
+}
+
+/// Whether `e` loads `buffer` at local `counter`.
+fn loads_at_counter(e: &Expr, buffer: u32, counter: u32) -> bool {
+    matches!(&e.kind, ExprKind::Load { mem: Memory::Buffer(m), index }
+        if *m == buffer && index.kind == ExprKind::Local(counter))
 }
 
 /// `s` as `unroll` needs it: a `u32` counter bounded by a read-only buffer's length, an
@@ -253,23 +258,22 @@ fn unrollable<'a>(s: &'a Stmt, k: &Kernel) -> Option<Unrollable<'a>> {
     if counter_assigned.contains(&i) {
         return None;
     }
-    let mut u = Unrollable {
-        shape,
-        buffer: b,
-        elem: U32,
-    };
+    // The type of the hoisted loads (none: nothing to hoist).
     let mut found = None;
-    walk_stmts(u.shape.middle, &mut |st| {
+    walk_stmts(shape.middle, &mut |st| {
         for e in st.exprs() {
             e.walk(&mut |e| {
-                if u.hoisted(e) {
+                if loads_at_counter(e, b, i) {
                     found = Some(e.ty);
                 }
             });
         }
     });
-    u.elem = found?;
-    Some(u)
+    Some(Unrollable {
+        shape,
+        buffer: b,
+        elem: found?,
+    })
 }
 
 fn unroll(s: &Stmt, k: &mut Kernel) -> Option<Vec<Stmt>> {
