@@ -210,7 +210,11 @@ impl CpuBackend {
         }
     }
 
-    fn record(&self, stream: StreamId, label: &str, start: Instant) {
+    /// Records operation `label`, started at `start` and done now, while profiling is on
+    /// (host wall time). Public for backends that run on this device's memory and keep its
+    /// profiling switch, such as the MSL shim, whose launches would otherwise be missing
+    /// from the timings.
+    pub fn record(&self, stream: StreamId, label: &str, start: Instant) {
         let origin = *self.profiling.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(origin) = origin {
             self.timings

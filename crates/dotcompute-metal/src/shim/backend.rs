@@ -202,8 +202,9 @@ impl Queue for ShimBackend {
         // SAFETY: as for `write`.
         unsafe { self.cpu.fill(s, dst, offset, bytes, pattern) }
     }
-    unsafe fn launch(&self, _: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
+    unsafe fn launch(&self, s: StreamId, request: &LaunchRequest<'_, CpuBuffer>) -> Result<()> {
         let library = self.library(request)?;
+        let start = std::time::Instant::now();
         let (buffers, args) = plan_args(&request.args);
         let bases: Vec<*mut u8> = buffers
             .iter()
@@ -219,7 +220,10 @@ impl Queue for ShimBackend {
         if let Some(tamper) = self.tamper {
             tamper(&mut plan);
         }
-        library.dispatch(&plan, &bases, self.order)
+        library.dispatch(&plan, &bases, self.order)?;
+        // Profiling records the run as the CPU backend records its launches (wall time).
+        self.cpu.record(s, &request.program.kernel.name, start);
+        Ok(())
     }
     fn synchronize(&self, _: StreamId) -> Result<()> {
         Ok(()) // every operation completes before it returns

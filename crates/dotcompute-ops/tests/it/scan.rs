@@ -255,3 +255,49 @@ fn bad_heads_and_offsets_are_errors() {
         );
     }
 }
+
+/// The kernel a pinned scan form must run on `d` (its name with the element type and the
+/// elements a thread): a pin that were ignored (a form missing from the candidates it is
+/// looked up in) would let the form tests check the default form again and pass.
+fn kernel_of(d: &dotcompute::Device, form: &str) -> String {
+    let software = d.info().device_type == dotcompute::DeviceType::SoftwareGpu;
+    match form {
+        "single-pass" => "scan_single_pass_u32_32".into(),
+        "single-pass-narrow" => "scan_single_pass_u32_16".into(),
+        "three-pass" if software => "scan_tiles_u32_0".into(),
+        "three-pass" => "scan_tiles_u32_16".into(),
+        "three-pass-narrow" => "scan_tiles_u32_8".into(),
+        "three-pass-subgroup" if software => "subgroup_scan_tiles_u32_4".into(),
+        "three-pass-subgroup" => "subgroup_scan_tiles_u32_16".into(),
+        "three-pass-subgroup-narrow" => "subgroup_scan_tiles_u32_8".into(),
+        other => panic!("no kernel known for the form {other}"),
+    }
+}
+
+#[test]
+fn each_pinned_form_runs_its_own_kernels() {
+    for d in devices() {
+        if d.backend_kind() == dotcompute::BackendKind::Cpu {
+            continue; // the CPU device scans in host code, without kernels
+        }
+        let n = 10_000;
+        let x = d.upload(&vec![1u32; n]).unwrap();
+        let mut y = d.alloc_filled(n, 7u32).unwrap();
+        for form in pass_forms(&d) {
+            d.synchronize().unwrap();
+            d.take_timings();
+            d.set_profiling(true);
+            tune::with_candidate(form, || exclusive_sum(&d, &x, &mut y)).unwrap();
+            d.synchronize().unwrap();
+            d.set_profiling(false);
+            let labels: Vec<String> = d.take_timings().into_iter().map(|t| t.label).collect();
+            let want = kernel_of(&d, form);
+            assert!(
+                labels.contains(&want),
+                "{} {form}: ran {labels:?}, not {want}",
+                d.label()
+            );
+            assert_eq!(y.to_vec().unwrap(), (0..n as u32).collect::<Vec<_>>());
+        }
+    }
+}
