@@ -322,23 +322,232 @@ impl<T> Scatter<T> {
     }
 }
 
-/// A stable LSD radix sort of `keys` (and `values` with them, where given) by bits
-/// `bits` of `key_bits(key)` (the key's ordered bits, flipped for descending order), 11
-/// bits a pass (3 passes for 32-bit keys: 2^24 u32 keys sorted in 98–113 ms on 2 cores,
-/// against 122–140 with 8-bit digits). Each pass counts digits per chunk in parallel, gives each chunk's elements of a
-/// digit the places after the earlier chunks' (so equal digits keep their order), and
-/// scatters the chunks in parallel; a pass whose digit is the same for every key moves
-/// nothing. The passes ping-pong between the slices and one scratch copy.
+/// A stable radix sort of `keys` (and `values` with them, where given) by bits `bits` of
+/// `key_bits(key)` (the key's ordered bits, flipped for descending order).
+///
+/// Large inputs take one pass by the top digit over the whole array, then sort each of
+/// its buckets by the lower bits on its own, in parallel: a bucket of a 2^24-element
+/// input with 11-bit digits holds about 8,192 elements, so its passes run in the core's
+/// own cache, where a whole-array pass scatters every chunk to 2,048 places spread over
+/// the array (and, for pairs, 2,048 more for the values). Small inputs, narrow bit
+/// ranges and buckets too large for a cache take whole-array LSD passes ([`lsd_sort`]).
 pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     keys: &mut [K],
     values: Option<&mut [V]>,
     bits: std::ops::Range<u32>,
     key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
 ) {
-    const DIGIT_BITS: u32 = 11;
-    const DIGITS: usize = 1 << DIGIT_BITS;
     let n = keys.len();
-    let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(1 << 14);
+    if n < MSD_MIN || bits.end - bits.start <= DIGIT_BITS {
+        return lsd_sort(keys, values, bits, key_bits);
+    }
+    let top = bits.end - DIGIT_BITS;
+    let (low, mask) = (bits.start..top, DIGITS as u64 - 1);
+    let digit = move |k: K| ((key_bits(k) >> top) & mask) as usize;
+    let chunk = chunk_len(n);
+    let mut key_scratch = Vec::with_capacity(n);
+    keys.par_iter().copied().collect_into_vec(&mut key_scratch);
+    let mut value_scratch = values.as_deref().map(|v| {
+        let mut scratch = Vec::with_capacity(n);
+        v.par_iter().copied().collect_into_vec(&mut scratch);
+        scratch
+    });
+    // Into the scratch copies, by the top digit.
+    let Some(totals) = scatter_by_digit(
+        keys,
+        values.as_deref(),
+        &mut key_scratch,
+        value_scratch.as_deref_mut(),
+        digit,
+        chunk,
+    ) else {
+        // One top digit for every key: one bucket, the whole input.
+        return lsd_sort(keys, values, low, key_bits);
+    };
+    // Each bucket from the scratch copies back into its place in the caller's slices,
+    // sorted by the lower bits.
+    let mut buckets = Vec::with_capacity(DIGITS);
+    let (mut rest_k, mut rest_s) = (keys, key_scratch.as_mut_slice());
+    let (mut rest_v, mut rest_sv) = (values, value_scratch.as_deref_mut());
+    for &len in &totals {
+        let (k, after_k) = std::mem::take(&mut rest_k).split_at_mut(len);
+        let (sk, after_s) = std::mem::take(&mut rest_s).split_at_mut(len);
+        rest_k = after_k;
+        rest_s = after_s;
+        let v = rest_v.take().map(|v| {
+            let (v, after) = v.split_at_mut(len);
+            rest_v = Some(after);
+            v
+        });
+        let sv = rest_sv.take().map(|v| {
+            let (v, after) = v.split_at_mut(len);
+            rest_sv = Some(after);
+            v
+        });
+        if len > 0 {
+            buckets.push((sk, sv, k, v));
+        }
+    }
+    buckets
+        .into_par_iter()
+        .for_each(|(sk, sv, k, v)| sort_bucket(sk, sv, k, v, low.clone(), key_bits));
+}
+
+/// Bits of a digit: 11 (3 passes for 32-bit keys: 2^24 u32 keys sorted in 98–113 ms on 2
+/// cores, against 122–140 with 8-bit digits).
+const DIGIT_BITS: u32 = 11;
+const DIGITS: usize = 1 << DIGIT_BITS;
+/// The fewest elements that take the top-digit pass first (fewer: a bucket would be too
+/// small to repay the pass).
+const MSD_MIN: usize = 1 << 16;
+/// The most elements a bucket sorts by one thread in its cache; larger ones (keys that
+/// share their top bits) take whole-array passes over the bucket.
+const BUCKET_MAX: usize = 1 << 16;
+/// Bits of a digit within a bucket: 8 (256 counters stay in L1 beside the bucket).
+const BUCKET_DIGIT_BITS: u32 = 8;
+
+/// The elements of one chunk of a whole-array pass.
+fn chunk_len(n: usize) -> usize {
+    n.div_ceil(rayon::current_num_threads() * 4).max(1 << 14)
+}
+
+/// Sorts the bucket in `src_k` (and `src_v`) by bits `bits` into `dst_k` (and `dst_v`),
+/// stably: LSD passes in one thread, ping-ponging between the two, for a bucket that fits
+/// a cache; whole-array passes otherwise.
+fn sort_bucket<K: Copy + Send + Sync, V: Copy + Send + Sync>(
+    src_k: &mut [K],
+    src_v: Option<&mut [V]>,
+    dst_k: &mut [K],
+    dst_v: Option<&mut [V]>,
+    bits: std::ops::Range<u32>,
+    key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
+) {
+    if src_k.len() > BUCKET_MAX {
+        let mut src_v = src_v;
+        lsd_sort(src_k, src_v.as_deref_mut(), bits, key_bits);
+        dst_k.copy_from_slice(src_k);
+        if let (Some(d), Some(s)) = (dst_v, src_v) {
+            d.copy_from_slice(s);
+        }
+        return;
+    }
+    let (mut from_k, mut to_k) = (src_k, dst_k);
+    let (mut from_v, mut to_v) = (src_v, dst_v);
+    // Whether the sorted data is in the caller's `dst` (it starts in `src`).
+    let mut in_dst = false;
+    let mut shift = bits.start;
+    while shift < bits.end {
+        let width = (bits.end - shift).min(BUCKET_DIGIT_BITS);
+        let (at_bit, mask) = (shift, (1u64 << width) - 1);
+        shift += width;
+        let digit = move |k: K| ((key_bits(k) >> at_bit) & mask) as usize;
+        let mut next = [0usize; 1 << BUCKET_DIGIT_BITS];
+        for &k in from_k.iter() {
+            next[digit(k)] += 1;
+        }
+        if next.contains(&from_k.len()) {
+            continue; // one digit for every key: the pass would move nothing
+        }
+        let mut at = 0;
+        for slot in next.iter_mut() {
+            let count = *slot;
+            *slot = at;
+            at += count;
+        }
+        for (j, &k) in from_k.iter().enumerate() {
+            let d = digit(k);
+            to_k[next[d]] = k;
+            if let (Some(t), Some(f)) = (to_v.as_deref_mut(), from_v.as_deref()) {
+                t[next[d]] = f[j];
+            }
+            next[d] += 1;
+        }
+        std::mem::swap(&mut from_k, &mut to_k);
+        std::mem::swap(&mut from_v, &mut to_v);
+        in_dst = !in_dst;
+    }
+    if !in_dst {
+        // The sorted bucket is in `src` (now `from`): into `dst` (now `to`).
+        to_k.copy_from_slice(from_k);
+        if let (Some(t), Some(f)) = (to_v, from_v) {
+            t.copy_from_slice(f);
+        }
+    }
+}
+
+/// One stable pass of every chunk of `src_k` (and `src_v`) into `dst_k` (and `dst_v`) by
+/// `digit`, the chunks counted and scattered in parallel: each chunk's elements of a digit
+/// go after the earlier chunks' (so equal digits keep their order). Returns the number of
+/// elements of each digit, or `None` (and moves nothing) when one digit has them all.
+fn scatter_by_digit<K: Copy + Send + Sync, V: Copy + Send + Sync>(
+    src_k: &[K],
+    src_v: Option<&[V]>,
+    dst_k: &mut [K],
+    dst_v: Option<&mut [V]>,
+    digit: impl Fn(K) -> usize + Send + Sync + Copy,
+    chunk: usize,
+) -> Option<Vec<usize>> {
+    let n = src_k.len();
+    let counts: Vec<Box<[usize; DIGITS]>> = src_k
+        .par_chunks(chunk)
+        .map(|c| {
+            let mut count = Box::new([0usize; DIGITS]);
+            for &k in c {
+                count[digit(k)] += 1;
+            }
+            count
+        })
+        .collect();
+    let totals: Vec<usize> = (0..DIGITS)
+        .map(|d| counts.iter().map(|c| c[d]).sum())
+        .collect();
+    if totals.contains(&n) {
+        return None;
+    }
+    // Chunk c's first place for digit d: every smaller digit, then d's earlier chunks.
+    let mut starts = vec![Box::new([0usize; DIGITS]); counts.len()];
+    let mut at = 0;
+    for d in 0..DIGITS {
+        for (c, count) in counts.iter().enumerate() {
+            starts[c][d] = at;
+            at += count[d];
+        }
+    }
+    let out_k = Scatter(dst_k.as_mut_ptr());
+    let out_v = dst_v.map(|v| Scatter(v.as_mut_ptr()));
+    src_k
+        .par_chunks(chunk)
+        .zip(starts)
+        .enumerate()
+        .for_each(move |(c, (ks, mut next))| {
+            let base = c * chunk;
+            for (j, &k) in ks.iter().enumerate() {
+                let d = digit(k);
+                let to = next[d];
+                next[d] += 1;
+                // SAFETY: `to` < n, and the places of (chunk, digit) pairs are disjoint
+                // ranges covering 0..n once (the prefix above).
+                unsafe { out_k.write(to, k) };
+                if let (Some(out), Some(vs)) = (out_v, src_v) {
+                    // SAFETY: as for the key.
+                    unsafe { out.write(to, vs[base + j]) };
+                }
+            }
+        });
+    Some(totals)
+}
+
+/// A stable LSD radix sort by bits `bits`, 11 bits a pass over the whole array: each
+/// pass is [`scatter_by_digit`] (a pass whose digit is the same for every key moves
+/// nothing), ping-ponging between the slices and one scratch copy.
+fn lsd_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    bits: std::ops::Range<u32>,
+    key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
+) {
+    let n = keys.len();
+    let chunk = chunk_len(n);
     // The scratch copies in parallel (their pages are first touched by many threads).
     let mut key_scratch = Vec::with_capacity(n);
     keys.par_iter().copied().collect_into_vec(&mut key_scratch);
@@ -355,57 +564,14 @@ pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     while shift < bits.end {
         let (at_bit, mask) = (shift, (1u64 << (bits.end - shift).min(DIGIT_BITS)) - 1);
         shift += DIGIT_BITS;
-        // A `move` closure of copies: the loops below keep its values in registers (the
+        // A `move` closure of copies: the loops keep its values in registers (the
         // scatter's stores through a raw pointer would otherwise make the compiler reload
         // captured references after every element).
         let digit = move |k: K| ((key_bits(k) >> at_bit) & mask) as usize;
-        let counts: Vec<Box<[usize; DIGITS]>> = src_k
-            .par_chunks(chunk)
-            .map(|c| {
-                let mut count = Box::new([0usize; DIGITS]);
-                for &k in c {
-                    count[digit(k)] += 1;
-                }
-                count
-            })
-            .collect();
-        let totals: Vec<usize> = (0..DIGITS)
-            .map(|d| counts.iter().map(|c| c[d]).sum())
-            .collect();
-        if totals.contains(&n) {
-            continue; // one digit for every key: this pass would move nothing
-        }
-        // Chunk c's first place for digit d: every smaller digit, then d's earlier chunks.
-        let mut starts = vec![Box::new([0usize; DIGITS]); counts.len()];
-        let mut at = 0;
-        for d in 0..DIGITS {
-            for (c, count) in counts.iter().enumerate() {
-                starts[c][d] = at;
-                at += count[d];
-            }
-        }
-        let out_k = Scatter(dst_k.as_mut_ptr());
-        let out_v = dst_v.as_deref_mut().map(|v| Scatter(v.as_mut_ptr()));
         let src_v_ref = src_v.as_deref();
-        src_k
-            .par_chunks(chunk)
-            .zip(starts)
-            .enumerate()
-            .for_each(move |(c, (ks, mut next))| {
-                let base = c * chunk;
-                for (j, &k) in ks.iter().enumerate() {
-                    let d = digit(k);
-                    let to = next[d];
-                    next[d] += 1;
-                    // SAFETY: `to` < n, and the places of (chunk, digit) pairs are disjoint
-                    // ranges covering 0..n once (the prefix above).
-                    unsafe { out_k.write(to, k) };
-                    if let (Some(out), Some(vs)) = (out_v, src_v_ref) {
-                        // SAFETY: as for the key.
-                        unsafe { out.write(to, vs[base + j]) };
-                    }
-                }
-            });
+        if scatter_by_digit(src_k, src_v_ref, dst_k, dst_v.as_deref_mut(), digit, chunk).is_none() {
+            continue;
+        }
         std::mem::swap(&mut src_k, &mut dst_k);
         std::mem::swap(&mut src_v, &mut dst_v);
         moved = !moved;
