@@ -672,7 +672,7 @@ fn radix_passes<K: RadixKey, V: Num, const PAIRS: u32, const ROUNDS: u32>(
     )
 }
 
-/// The CPU device's sort: a stable LSD radix sort on the host (`host::radix_sort`) over
+/// The CPU device's sort: a stable radix sort on the host (`host::radix_sort`) over
 /// the compared bits, on the buffers' memory in place.
 fn host_sort<K: RadixKey, V: Num>(
     queue: &impl AsStream,
