@@ -304,8 +304,9 @@ fn add_counts(a: &mut [u32], b: &[u32]) {
 /// A pointer that parallel chunks write through at positions no other chunk writes.
 #[derive(Clone, Copy)]
 struct Scatter<T>(*mut T);
-// SAFETY: each position is written by exactly one chunk (see `radix_sort`), and the
-// writes finish before the slice behind the pointer is used again (rayon joins).
+// SAFETY: each position is written by exactly one task (a chunk of `radix_sort`'s pass, a
+// tile of `transpose`), and the writes finish before the slice behind the pointer is used
+// again (rayon joins).
 unsafe impl<T: Send> Send for Scatter<T> {}
 // SAFETY: as for Send.
 unsafe impl<T: Send> Sync for Scatter<T> {}
@@ -583,4 +584,28 @@ fn lsd_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
             dst.copy_from_slice(src);
         }
     }
+}
+
+/// `y = xᵀ` for the row-major `rows × cols` matrix `x` (`y` is `cols × rows`), by square
+/// tiles in parallel: a tile's input rows stay in the core's cache while its columns are
+/// written out as runs of consecutive output elements. The GPU kernel through the CPU
+/// backend ran at 0.08× of a copy (2 cores, 1024 × 1023 `u32`).
+pub(crate) fn transpose<T: Copy + Send + Sync>(x: &[T], rows: usize, cols: usize, y: &mut [T]) {
+    const EDGE: usize = 32;
+    let (tile_rows, tile_cols) = (rows.div_ceil(EDGE), cols.div_ceil(EDGE));
+    let out = Scatter(y.as_mut_ptr());
+    (0..tile_rows * tile_cols)
+        .into_par_iter()
+        .with_min_len(16)
+        .for_each(move |t| {
+            let (r0, c0) = ((t / tile_cols) * EDGE, (t % tile_cols) * EDGE);
+            let (r1, c1) = ((r0 + EDGE).min(rows), (c0 + EDGE).min(cols));
+            for c in c0..c1 {
+                for r in r0..r1 {
+                    // SAFETY: `c * rows + r` < rows × cols = y.len(), and each output
+                    // element belongs to exactly one tile (its row `c`, column `r`).
+                    unsafe { out.write(c * rows + r, x[r * cols + c]) };
+                }
+            }
+        });
 }

@@ -110,6 +110,10 @@ pub fn transpose<T: Num>(
     if input.is_empty() {
         return Ok(());
     }
+    if crate::host::is_cpu(queue) {
+        let x = crate::host::elements(queue, input)?;
+        return crate::host::fill_output(output, |y| crate::host::transpose(&x, rows, cols, y));
+    }
     let (w, h) = (cols as u32, rows as u32);
     let tiles_x = cols.div_ceil(TILE as usize);
     // The column order puts the column tiles in the grid's `y`, which devices limit to
