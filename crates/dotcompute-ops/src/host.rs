@@ -334,25 +334,26 @@ impl<T> Scatter<T> {
 /// ranges and buckets too large for a cache take whole-array LSD passes ([`lsd_sort`]).
 pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     keys: &mut [K],
-    values: Option<&mut [V]>,
+    mut values: Option<&mut [V]>,
     bits: std::ops::Range<u32>,
     key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
 ) {
     let n = keys.len();
+    let mut key_scratch = scratch_copy(keys);
+    let mut value_scratch = values.as_deref().map(scratch_copy);
     if n < MSD_MIN || bits.end - bits.start <= DIGIT_BITS {
-        return lsd_sort(keys, values, bits, key_bits);
+        return lsd_sort(
+            keys,
+            values,
+            &mut key_scratch,
+            value_scratch.as_deref_mut(),
+            bits,
+            key_bits,
+        );
     }
     let top = bits.end - DIGIT_BITS;
     let (low, mask) = (bits.start..top, DIGITS as u64 - 1);
     let digit = move |k: K| ((key_bits(k) >> top) & mask) as usize;
-    let chunk = chunk_len(n);
-    let mut key_scratch = Vec::with_capacity(n);
-    keys.par_iter().copied().collect_into_vec(&mut key_scratch);
-    let mut value_scratch = values.as_deref().map(|v| {
-        let mut scratch = Vec::with_capacity(n);
-        v.par_iter().copied().collect_into_vec(&mut scratch);
-        scratch
-    });
     // Into the scratch copies, by the top digit.
     let Some(totals) = scatter_by_digit(
         keys,
@@ -360,38 +361,74 @@ pub(crate) fn radix_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
         &mut key_scratch,
         value_scratch.as_deref_mut(),
         digit,
-        chunk,
+        chunk_len(n),
     ) else {
         // One top digit for every key: one bucket, the whole input.
-        return lsd_sort(keys, values, low, key_bits);
+        return lsd_sort(
+            keys,
+            values,
+            &mut key_scratch,
+            value_scratch.as_deref_mut(),
+            low,
+            key_bits,
+        );
     };
     // Each bucket from the scratch copies back into its place in the caller's slices,
     // sorted by the lower bits.
-    let mut buckets = Vec::with_capacity(DIGITS);
-    let (mut rest_k, mut rest_s) = (keys, key_scratch.as_mut_slice());
-    let (mut rest_v, mut rest_sv) = (values, value_scratch.as_deref_mut());
-    for &len in &totals {
-        let (k, after_k) = std::mem::take(&mut rest_k).split_at_mut(len);
-        let (sk, after_s) = std::mem::take(&mut rest_s).split_at_mut(len);
-        rest_k = after_k;
-        rest_s = after_s;
-        let v = rest_v.take().map(|v| {
-            let (v, after) = v.split_at_mut(len);
-            rest_v = Some(after);
-            v
-        });
-        let sv = rest_sv.take().map(|v| {
-            let (v, after) = v.split_at_mut(len);
-            rest_sv = Some(after);
-            v
-        });
-        if len > 0 {
-            buckets.push((sk, sv, k, v));
-        }
-    }
+    let sorted_k = split_by_lengths(keys, &totals);
+    let scratch_k = split_by_lengths(&mut key_scratch, &totals);
+    let mut sorted_v = values
+        .take()
+        .map(|v| split_by_lengths(v, &totals).into_iter());
+    let mut scratch_v = value_scratch
+        .as_deref_mut()
+        .map(|v| split_by_lengths(v, &totals).into_iter());
+    let buckets: Vec<_> = scratch_k
+        .into_iter()
+        .zip(sorted_k)
+        .map(|(sk, k)| {
+            let sv = scratch_v.as_mut().and_then(Iterator::next);
+            let v = sorted_v.as_mut().and_then(Iterator::next);
+            (sk, sv, k, v)
+        })
+        .filter(|b| !b.0.is_empty())
+        .collect();
     buckets
         .into_par_iter()
         .for_each(|(sk, sv, k, v)| sort_bucket(sk, sv, k, v, low.clone(), key_bits));
+}
+
+/// A copy of `x` made in parallel: scratch space whose pages are first touched by many
+/// threads (the passes write it from many threads).
+fn scratch_copy<T: Copy + Send + Sync>(x: &[T]) -> Vec<T> {
+    let mut scratch = Vec::with_capacity(x.len());
+    x.par_iter().copied().collect_into_vec(&mut scratch);
+    scratch
+}
+
+/// `x` cut into consecutive pieces of `lengths` (which add up to its length).
+fn split_by_lengths<'a, T>(mut x: &'a mut [T], lengths: &[usize]) -> Vec<&'a mut [T]> {
+    lengths
+        .iter()
+        .map(|&len| {
+            let (piece, rest) = std::mem::take(&mut x).split_at_mut(len);
+            x = rest;
+            piece
+        })
+        .collect()
+}
+
+/// Copies the keys (and values) of `src` into `dst`.
+fn copy_pairs<K: Copy, V: Copy>(
+    dst_k: &mut [K],
+    dst_v: Option<&mut [V]>,
+    src_k: &[K],
+    src_v: Option<&[V]>,
+) {
+    dst_k.copy_from_slice(src_k);
+    if let (Some(d), Some(s)) = (dst_v, src_v) {
+        d.copy_from_slice(s);
+    }
 }
 
 /// Bits of a digit: 11 (3 passes for 32-bit keys: 2^24 u32 keys sorted in 98–113 ms on 2
@@ -424,11 +461,17 @@ fn sort_bucket<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
 ) {
     if src_k.len() > BUCKET_MAX {
-        let mut src_v = src_v;
-        lsd_sort(src_k, src_v.as_deref_mut(), bits, key_bits);
-        dst_k.copy_from_slice(src_k);
-        if let (Some(d), Some(s)) = (dst_v, src_v) {
-            d.copy_from_slice(s);
+        // Whole-array passes, `dst` their scratch space; the result ends in `dst`.
+        let (mut src_v, mut dst_v) = (src_v, dst_v);
+        if !lsd_passes(
+            src_k,
+            src_v.as_deref_mut(),
+            dst_k,
+            dst_v.as_deref_mut(),
+            bits,
+            key_bits,
+        ) {
+            copy_pairs(dst_k, dst_v, src_k, src_v.as_deref());
         }
         return;
     }
@@ -469,10 +512,7 @@ fn sort_bucket<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     }
     if !in_dst {
         // The sorted bucket is in `src` (now `from`): into `dst` (now `to`).
-        to_k.copy_from_slice(from_k);
-        if let (Some(t), Some(f)) = (to_v, from_v) {
-            t.copy_from_slice(f);
-        }
+        copy_pairs(to_k, to_v, from_k, from_v.as_deref());
     }
 }
 
@@ -538,29 +578,45 @@ fn scatter_by_digit<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     Some(totals)
 }
 
-/// A stable LSD radix sort by bits `bits`, 11 bits a pass over the whole array: each
-/// pass is [`scatter_by_digit`] (a pass whose digit is the same for every key moves
-/// nothing), ping-ponging between the slices and one scratch copy.
+/// A stable LSD radix sort of `keys` (and `values`) by bits `bits` ([`lsd_passes`]), with
+/// `key_scratch` (and `value_scratch`), of the same lengths, as the passes' other side.
 fn lsd_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
     keys: &mut [K],
-    values: Option<&mut [V]>,
+    mut values: Option<&mut [V]>,
+    key_scratch: &mut [K],
+    mut value_scratch: Option<&mut [V]>,
     bits: std::ops::Range<u32>,
     key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
 ) {
-    let n = keys.len();
-    let chunk = chunk_len(n);
-    // The scratch copies in parallel (their pages are first touched by many threads).
-    let mut key_scratch = Vec::with_capacity(n);
-    keys.par_iter().copied().collect_into_vec(&mut key_scratch);
-    let (mut src_k, mut dst_k): (&mut [K], &mut [K]) = (keys, &mut key_scratch);
-    let mut value_scratch = values.as_deref().map(|v| {
-        let mut scratch = Vec::with_capacity(n);
-        v.par_iter().copied().collect_into_vec(&mut scratch);
-        scratch
-    });
-    let (mut src_v, mut dst_v): (Option<&mut [V]>, Option<&mut [V]>) =
-        (values, value_scratch.as_deref_mut());
-    let mut moved = false; // whether the sorted data is in the scratch copies
+    if lsd_passes(
+        keys,
+        values.as_deref_mut(),
+        key_scratch,
+        value_scratch.as_deref_mut(),
+        bits,
+        key_bits,
+    ) {
+        // The sorted data is in the scratch copies: back into the caller's slices.
+        copy_pairs(keys, values, key_scratch, value_scratch.as_deref());
+    }
+}
+
+/// LSD passes by bits `bits`, 11 bits a pass over the whole slices: each pass is
+/// [`scatter_by_digit`] (a pass whose digit is the same for every key moves nothing),
+/// ping-ponging between `a` (where the data starts) and `b` (free space of the same
+/// length). Returns whether the sorted data ended in `b`.
+fn lsd_passes<K: Copy + Send + Sync, V: Copy + Send + Sync>(
+    a_k: &mut [K],
+    a_v: Option<&mut [V]>,
+    b_k: &mut [K],
+    b_v: Option<&mut [V]>,
+    bits: std::ops::Range<u32>,
+    key_bits: impl Fn(K) -> u64 + Send + Sync + Copy,
+) -> bool {
+    let chunk = chunk_len(a_k.len());
+    let (mut src_k, mut dst_k) = (a_k, b_k);
+    let (mut src_v, mut dst_v) = (a_v, b_v);
+    let mut in_b = false;
     let mut shift = bits.start;
     while shift < bits.end {
         let (at_bit, mask) = (shift, (1u64 << (bits.end - shift).min(DIGIT_BITS)) - 1);
@@ -575,15 +631,9 @@ fn lsd_sort<K: Copy + Send + Sync, V: Copy + Send + Sync>(
         }
         std::mem::swap(&mut src_k, &mut dst_k);
         std::mem::swap(&mut src_v, &mut dst_v);
-        moved = !moved;
+        in_b = !in_b;
     }
-    if moved {
-        // The sorted data is in the scratch copies: back into the caller's slices.
-        dst_k.copy_from_slice(src_k);
-        if let (Some(dst), Some(src)) = (dst_v, src_v) {
-            dst.copy_from_slice(src);
-        }
-    }
+    in_b
 }
 
 /// `y = xᵀ` for the row-major `rows × cols` matrix `x` (`y` is `cols × rows`), by square
