@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 /// Dynamic shared memory beyond this needs the function's opt-in attribute.
 pub(crate) const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
 
-/// A loaded program.
 /// The code a backend has loaded: functions by program content key (computed once per
 /// program, never per launch) and checked mode, the modules that hold them (unloaded when
 /// the backend drops), and the compile-cache counters.
@@ -25,6 +24,7 @@ pub(crate) struct LoadedCode {
     pub(crate) stats: Mutex<CompileStats>,
 }
 
+/// A loaded program.
 pub(crate) struct Function {
     pub func: sys::CUfunction,
     /// The parameter slots every entry point of the module takes (from the code
