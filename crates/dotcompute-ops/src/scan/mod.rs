@@ -708,7 +708,7 @@ fn scan_on_device<T: Reducible>(
     // forms, and the subgroup form's min and max scan by shuffles where its sum has
     // `subgroup_inclusive_add`.
     let segmented = if heads.is_some() { "segmented " } else { "" };
-    let what = format!("{segmented}scan {}", format!("{op:?}").to_lowercase());
+    let what = format!("{segmented}scan {op:?}").to_lowercase();
     let form = choose_three_pass::<T>(queue, &what, forms, input.len(), |i| run(i, output))?;
     run(form, output)
 }
