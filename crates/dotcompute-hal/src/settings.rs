@@ -132,6 +132,39 @@ impl Config {
             })
     }
 
+    /// A comma-separated list of some of `choices` (compared without case, each once,
+    /// in `choices`' order): `Ok(None)` when unset or empty.
+    pub fn choice_list(
+        &self,
+        name: &'static str,
+        choices: &[&'static str],
+        expected: &'static str,
+    ) -> Result<Option<Vec<&'static str>>> {
+        let Some(v) = self.value(name) else {
+            return Ok(None);
+        };
+        let refused = || Error::Config {
+            variable: name,
+            value: v.clone(),
+            expected,
+        };
+        let mut chosen = Vec::new();
+        for part in v.split(',').map(str::trim) {
+            let c = choices
+                .iter()
+                .find(|c| c.eq_ignore_ascii_case(part))
+                .ok_or_else(refused)?;
+            chosen.push(*c);
+        }
+        Ok(Some(
+            choices
+                .iter()
+                .copied()
+                .filter(|c| chosen.contains(c))
+                .collect(),
+        ))
+    }
+
     /// A comma-separated list of backends: see [`backends`].
     pub fn backends(&self, name: &'static str) -> Result<Vec<crate::BackendKind>> {
         let Some(list) = self.value(name) else {
@@ -264,6 +297,40 @@ pub fn choice(
     expected: &'static str,
 ) -> Result<Option<&'static str>> {
     Config::get().choice(name, choices, expected)
+}
+
+/// Some of `choices` from the process's [`Config`], comma-separated: `Ok(None)` when
+/// unset or empty (see [`Config::choice_list`]).
+pub fn choice_list(
+    name: &'static str,
+    choices: &[&'static str],
+    expected: &'static str,
+) -> Result<Option<Vec<&'static str>>> {
+    Config::get().choice_list(name, choices, expected)
+}
+
+/// The parts of `dotcompute bench ops` that `DOTCOMPUTE_BENCH_OPS` can name.
+pub const BENCH_OPS_PARTS: &[&str] = &[
+    "reduce",
+    "scan",
+    "copy-if",
+    "sort",
+    "histogram",
+    "softmax",
+    "transpose",
+    "matmul",
+    "rayon",
+];
+
+/// What `DOTCOMPUTE_BENCH_OPS` accepts.
+pub const BENCH_OPS_EXPECTED: &str = "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon";
+
+/// The parts of `dotcompute bench ops` to run: all when `DOTCOMPUTE_BENCH_OPS` is unset.
+pub fn bench_ops_parts() -> Result<Vec<&'static str>> {
+    Ok(
+        choice_list("DOTCOMPUTE_BENCH_OPS", BENCH_OPS_PARTS, BENCH_OPS_EXPECTED)?
+            .unwrap_or_else(|| BENCH_OPS_PARTS.to_vec()),
+    )
 }
 
 /// A variable that takes one of a fixed list of values: the one definition its reader
@@ -428,6 +495,22 @@ mod tests {
         assert!(with(name, "sometimes")
             .choice(name, &["always"], "always")
             .is_err());
+    }
+
+    #[test]
+    fn choice_lists_keep_the_choices_order_and_refuse_unknown_parts() {
+        let name = "DOTCOMPUTE_TEST_CHOICE";
+        let parts = with(name, "Sort, scan").choice_list(name, &["scan", "sort"], "parts");
+        assert_eq!(parts.unwrap(), Some(vec!["scan", "sort"]));
+        assert!(with(name, "scan,sorts")
+            .choice_list(name, &["scan", "sort"], "parts")
+            .is_err());
+        assert_eq!(
+            with(name, "")
+                .choice_list(name, &["scan"], "parts")
+                .unwrap(),
+            None
+        );
     }
 
     #[test]

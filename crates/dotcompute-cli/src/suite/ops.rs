@@ -29,16 +29,31 @@ fn label(n: usize) -> String {
 }
 
 fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
+    // `DOTCOMPUTE_BENCH_OPS` names the parts to run (all by default).
+    let parts = dotcompute::settings::bench_ops_parts().map_err(super::s)?;
+    let mut figs = Vec::new();
+    if parts.contains(&"reduce") {
+        figs.extend(reduce_figures(ctx)?);
+    }
+    if parts.contains(&"scan") || parts.contains(&"copy-if") {
+        figs.extend(scan_and_copy_if_figures(ctx, &parts)?);
+    }
+    if parts.contains(&"sort") {
+        figs.extend(sort_figures(ctx)?);
+    }
+    figs.extend(rows_ops(ctx, &parts)?);
+    if ctx.kind() == BackendKind::Cpu && parts.contains(&"rayon") {
+        figs.extend(against_rayon(ctx)?);
+    }
+    Ok(figs)
+}
+
+/// Reduce sum of f32: bytes read against the copy's bytes moved.
+fn reduce_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
     let n = size(ctx);
     let d = ctx.device;
     let s = super::s;
-    let mut rng = fastrand::Rng::with_seed(28);
     let mut figs = Vec::new();
-    // Each figure's reference: a copy of as many 4-byte elements, verified (bytes read +
-    // written per second).
-    let copy_bytes = CopyRef::bytes(n);
-
-    // reduce sum f32 (bytes read against the copy's bytes moved).
     ctx.step(&format!("reduce sum {} f32", label(n)));
     let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32 * 0.25).collect();
     let want: f64 = x.iter().map(|&v| v as f64).sum();
@@ -62,10 +77,23 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             Unit::GBs,
         )
         .ours("dotcompute_ops::reduce", 4.0 * n as f64, times[0].clone())
-        .against(COPY, copy_bytes, times[1].clone())
+        .against(COPY, CopyRef::bytes(n), times[1].clone())
         .target("≥ 1.0 (bytes read / copy's bytes moved)")
         .build(),
     );
+    Ok(figs)
+}
+
+/// Exclusive scan of u32 in each form the device has, then copy-if of half the
+/// elements, each against a copy of as many 4-byte elements (bytes read + written per
+/// second), verified.
+fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
+    let n = size(ctx);
+    let d = ctx.device;
+    let s = super::s;
+    let mut rng = fastrand::Rng::with_seed(28);
+    let mut figs = Vec::new();
+    let copy_bytes = CopyRef::bytes(n);
 
     // exclusive scan u32 (reads n, writes n: the copy's bytes), in each form the device
     // has (CUDA's single pass, and the three passes every device runs).
@@ -100,7 +128,8 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
             ("three-pass-subgroup-narrow", "subgroups, half-length tiles"),
         ]
     };
-    for &(form, about) in forms {
+    let scan_forms = if parts.contains(&"scan") { forms } else { &[] };
+    for &(form, about) in scan_forms {
         ctx.step(&format!("exclusive scan {} u32, {form}", label(n)));
         let times: [Stats; 2] = versus_copy(ctx, n, || {
             dotcompute_ops::tune::with_candidate(form, || scan::exclusive_sum(d, &dk, &mut out))
@@ -149,11 +178,11 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     let df = d.upload(&flags).map_err(s)?;
     drop(flags);
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
-    // Selection has the scan's forms but its narrow and subgroup three passes (pinning
-    // those names would measure its three passes again under another label).
-    let selection_forms = forms
-        .iter()
-        .filter(|(form, _)| !form.starts_with("three-pass-"));
+    // Selection has the scan's forms but its narrow three passes (pinning those names
+    // would measure its default three passes again under another label).
+    let selection_forms = forms.iter().filter(|(form, _)| {
+        !(form.starts_with("three-pass") && form.ends_with("-narrow")) && parts.contains(&"copy-if")
+    });
     for &(form, about) in selection_forms {
         ctx.step(&format!("copy-if {} u32, 50% kept, {form}", label(n)));
         let mut kept = 0;
@@ -189,9 +218,18 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
         );
     }
     drop((df, out, want));
+    Ok(figs)
+}
 
-    // radix sort: keys, then pairs (GB/s of keys sorted = 4 bytes per key; GKey/s in the
-    // note).
+/// Radix sort of u32 keys, then pairs, by each algorithm in turn (GB/s of keys sorted =
+/// 4 bytes per key; GKey/s in the note), against a copy of as many elements.
+fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
+    let n = size(ctx);
+    let d = ctx.device;
+    let s = super::s;
+    let mut rng = fastrand::Rng::with_seed(282_828);
+    let mut figs = Vec::new();
+    let copy_bytes = CopyRef::bytes(n);
     let full: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
     let mut want = full.clone();
     want.sort_unstable();
@@ -261,10 +299,6 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     }
     drop(full);
     drop(want);
-    figs.extend(rows_ops(ctx)?);
-    if ctx.kind() == BackendKind::Cpu {
-        figs.extend(against_rayon(ctx)?);
-    }
     Ok(figs)
 }
 
@@ -291,14 +325,27 @@ fn histogram_label(ctx: &Ctx, kernel: &str, key: &str) -> String {
     )
 }
 
-/// Histogram, softmax and transpose, each against a copy of the same bytes moved.
-fn rows_ops(ctx: &Ctx) -> Res<Vec<Figure>> {
+/// Histogram, softmax and transpose, each against a copy of the same bytes moved, and
+/// the tuned matmul: those of them in `parts`.
+fn rows_ops(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
     let big = !ctx.quick && ctx.kind() != BackendKind::Cpu;
-    let mut rng = fastrand::Rng::with_seed(2828);
-    let mut figs = histogram_figures(ctx, &mut rng)?;
-    figs.extend(softmax_figures(ctx, &mut rng, big)?);
-    figs.extend(transpose_figures(ctx, big)?);
-    figs.extend(matmul_figures(ctx, big)?);
+    let mut figs = Vec::new();
+    if parts.contains(&"histogram") {
+        figs.extend(histogram_figures(ctx, &mut fastrand::Rng::with_seed(2828))?);
+    }
+    if parts.contains(&"softmax") {
+        figs.extend(softmax_figures(
+            ctx,
+            &mut fastrand::Rng::with_seed(2829),
+            big,
+        )?);
+    }
+    if parts.contains(&"transpose") {
+        figs.extend(transpose_figures(ctx, big)?);
+    }
+    if parts.contains(&"matmul") {
+        figs.extend(matmul_figures(ctx, big)?);
+    }
     Ok(figs)
 }
 

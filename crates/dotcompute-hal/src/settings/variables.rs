@@ -323,6 +323,14 @@ pub const VARIABLES: &[Variable] = &[
         check: Some(|| check_switch("DOTCOMPUTE_BENCH_KERNELS")),
     },
     Variable {
+        name: "DOTCOMPUTE_BENCH_OPS",
+        scope: Scope::Tools,
+        read: "by `dotcompute bench ops`, when it starts",
+        accepts: "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon (the CPU's rayon references); default all",
+        effect: "runs only those parts of the library-operations benchmark",
+        check: Some(|| super::bench_ops_parts().map(drop)),
+    },
+    Variable {
         name: "DOTCOMPUTE_STRESS_OPS",
         scope: Scope::Tests,
         read: "by the facade's stress tests",
