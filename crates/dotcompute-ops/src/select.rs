@@ -4,12 +4,16 @@
 //! Three passes, each needing no forward-progress guarantee between groups (as
 //! Vulkan requires): (1) each group counts the kept elements of its tile of 2,048
 //! (`GROUP × ITEMS`); (2) one group scans the counts into each tile's first output
-//! position (the scan module's `scan_sums`, with one more slot that receives the
-//! total); (3) each group loads its tile's keep marks into shared memory, scans them,
-//! writes each element's destination in place of its mark, and then moves the elements
-//! in coalesced rounds: a warp's kept elements go to consecutive positions. Element
-//! order is kept everywhere (the partition's rejected part too), and results are exact
-//! and the same on every backend.
+//! position (the scan module's `exclusive_sum_of_counts`, with one more slot that
+//! receives the total); (3) each group places its tile's kept elements and moves them.
+//! Where the device has subgroups, pass 3 takes the subgroup form: each subgroup takes
+//! a run of the tile in coalesced rounds and counts the marks before each element
+//! across its lanes (a ballot on 32-lane subgroups), so that only the subgroups' counts
+//! pass through shared memory. Elsewhere each group loads its tile's keep marks into
+//! shared memory, scans them, writes each element's destination in place of its mark,
+//! and then moves the elements in coalesced rounds. Element order is kept everywhere
+//! (the partition's rejected part too), and results are exact and the same on every
+//! backend.
 //!
 //! Every operation returns how many elements it kept, which it reads from the device
 //! (one small read: the call waits for the work before it). Outputs need room only for
@@ -166,6 +170,132 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
     }
 }
 
+/// Pass 1 of the subgroup form: as [`count_kept`], with whole tiles loaded unguarded
+/// and the group's count combined by subgroups (one barrier).
+#[kernel]
+fn count_kept_subgroup<T: Num, const MODE: u32>(
+    x: &[T],
+    flags: &[u32],
+    counts: &mut [u32],
+    n: u32,
+) {
+    let s = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    let width = subgroup_size();
+    let base = group_id().x * TILE;
+    let mut kept = 0u32;
+    if n - base >= TILE {
+        for r in 0..ITEMS {
+            kept += keep_mark(x, flags, base + r * GROUP + lid, MODE);
+        }
+    } else {
+        for r in 0..ITEMS {
+            let i = base + r * GROUP + lid;
+            if i < n {
+                kept += keep_mark(x, flags, i, MODE);
+            }
+        }
+    }
+    let total = subgroup_add(kept);
+    if subgroup_lane() == 0u32 {
+        s[lid / width] = total;
+    }
+    barrier();
+    if lid == 0u32 {
+        let mut all = 0u32;
+        for w in 0..GROUP / width {
+            all += s[w];
+        }
+        counts[group_id().x] = all;
+    }
+}
+
+/// Pass 3 of the subgroup form: as [`scatter_kept`], but each subgroup takes a run of
+/// `width × ITEMS` consecutive elements of the tile in coalesced rounds and places its
+/// kept ones by counting marks across its lanes (a ballot's bits below the lane where
+/// `BALLOT` is 1, for 32-lane subgroups; an exclusive subgroup sum elsewhere): no
+/// shared tile of marks, one barrier for the subgroups' counts.
+#[kernel]
+fn scatter_kept_subgroup<T: Num, const MODE: u32, const INDICES: u32, const BALLOT: u32>(
+    x: &[T],
+    flags: &[u32],
+    out: &mut [T],
+    idx: &mut [u32],
+    offsets: &[u32],
+    n: u32,
+    tiles: u32,
+) {
+    let s = shared::<u32, GROUP>();
+    let lid = local_id().x;
+    let width = subgroup_size();
+    let lane = subgroup_lane();
+    let sub = lid / width;
+    let tile = group_id().x;
+    let first = tile * TILE + sub * width * ITEMS + lane;
+    let whole = n - tile * TILE >= TILE;
+    let mut held = [T::zero(); ITEMS as usize];
+    let mut place = [0u32; ITEMS as usize];
+    // Every load before any counting, so that they are in flight together (unguarded in
+    // whole tiles: a load under a branch is not issued early).
+    if whole {
+        for r in 0..ITEMS {
+            let i = first + r * width;
+            held[r] = x[i];
+            place[r] = keep_mark(x, flags, i, MODE);
+        }
+    } else {
+        for r in 0..ITEMS {
+            let i = first + r * width;
+            if i < n {
+                held[r] = x[i];
+                place[r] = keep_mark(x, flags, i, MODE);
+            }
+        }
+    }
+    // `place[r]` becomes the number of the run's kept elements before element `r`'s; its
+    // mark is kept in bit `r` of `marks`.
+    let mut marks = 0u32;
+    let mut running = 0u32;
+    for r in 0..ITEMS {
+        let m = place[r];
+        marks |= m << r;
+        if BALLOT == 1u32 {
+            let kept = subgroup_ballot(m != 0u32);
+            place[r] = running + (kept & ((1u32 << lane) - 1u32)).count_ones();
+            running += kept.count_ones();
+        } else {
+            place[r] = running + subgroup_exclusive_add(m);
+            running += subgroup_add(m);
+        }
+    }
+    if lane == 0u32 {
+        s[sub] = running;
+    }
+    barrier();
+    let mut kept_before = offsets[tile];
+    for w in 0..GROUP / width {
+        if w < sub {
+            kept_before += s[w];
+        }
+    }
+    let total = offsets[tiles];
+    for r in 0..ITEMS {
+        let i = first + r * width;
+        if i < n {
+            let d = kept_before + place[r];
+            if (marks >> r) & 1u32 == 1u32 {
+                out[d] = held[r];
+                if INDICES == 1 {
+                    idx[d] = i;
+                }
+            } else if MODE == PARTITION {
+                // `d` kept elements are before element `i`, so `i - d` rejected ones.
+                out[total + (i - d)] = held[r];
+            }
+        }
+    }
+}
+
 /// The single pass of copy-if and unique (CUDA; chosen in `select_on_device`): tiles
 /// numbered in the order groups start find their first output position by a decoupled
 /// look-back over earlier tiles' kept counts (`scan::warp_look_back`), so flags are read once
@@ -293,7 +423,12 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     }
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
     let mut counts = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
-    count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut counts, n)?;
+    let subgroups = subgroup_form_applies(queue);
+    if subgroups {
+        count_kept_subgroup::launch::<T, MODE>(queue, groups, input, flags, &mut counts, n)?;
+    } else {
+        count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut counts, n)?;
+    }
     let offsets = exclusive_sum_of_counts(queue, counts)?;
     let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
     // A partition writes every element (its output's length was checked first).
@@ -305,11 +440,35 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     if indices_given {
         check_room(op, idx.len(), kept)?;
     }
-    scatter_kept::launch::<T, MODE, INDICES>(
-        queue, groups, input, flags, out, idx, &offsets, n, tiles,
-    )?;
+    let ballot = queue.device().info().caps.subgroup_size == Some([32, 32]);
+    match (subgroups, ballot) {
+        (true, true) => scatter_kept_subgroup::launch::<T, MODE, INDICES, 1>(
+            queue, groups, input, flags, out, idx, &offsets, n, tiles,
+        )?,
+        (true, false) => scatter_kept_subgroup::launch::<T, MODE, INDICES, 0>(
+            queue, groups, input, flags, out, idx, &offsets, n, tiles,
+        )?,
+        _ => scatter_kept::launch::<T, MODE, INDICES>(
+            queue, groups, input, flags, out, idx, &offsets, n, tiles,
+        )?,
+    }
     Ok(kept)
 }
+
+/// Whether the three passes take their subgroup form on `queue`: wherever the device
+/// has subgroups, unless the calling thread pinned the shared-tile form
+/// (`tune::with_candidate("three-pass", ..)`). Not tuned: on an H200 (2026-11-28,
+/// `docs/benchmarks.md`) the subgroup form's count and scatter took 285 and 668 µs on
+/// NVIDIA Vulkan for 2^28 `u32` against 441 and 1,496 µs, and on CUDA 249 and 611 µs
+/// against 273 and 1,140 µs.
+fn subgroup_form_applies(queue: &impl AsStream) -> bool {
+    queue.device().info().caps.subgroup_size.is_some()
+        && crate::tune::pinned(&THREE_PASS_FORMS) != Some(0)
+}
+
+/// The three passes' forms by the names `tune::with_candidate` pins: marks in a shared
+/// tile, and the subgroup form (the scan's names for its own two forms).
+const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-subgroup"];
 
 /// The single pass in the form the tuner chooses (the scan's forms: wide tiles hold
 /// twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28 `u32` on an H200,

@@ -105,12 +105,12 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
     forms
 }
 
-/// The forms a copy-if or a unique can take on `d`: the scan's but its narrow and subgroup
-/// three passes, which selection does not have (pinning them would run the three passes
-/// again).
+/// The forms a copy-if or a unique can take on `d`: the scan's but its narrow three
+/// passes, which selection does not have (pinning them would run the default three
+/// passes again).
 pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
     pass_forms(d)
         .into_iter()
-        .filter(|&f| !f.starts_with("three-pass-"))
+        .filter(|&f| !(f.starts_with("three-pass") && f.ends_with("-narrow")))
         .collect()
 }

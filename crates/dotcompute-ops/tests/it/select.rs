@@ -179,3 +179,54 @@ fn selection_on_a_stream() {
         assert!((0..10_001).all(|k| got[k] == k as f32), "{}", d.label());
     }
 }
+
+/// The kernel each pinned selection form must run (by its name's start: the element type
+/// and constants follow): a pin that were ignored would let the form tests check the
+/// default form again and pass.
+fn selection_kernel_of(form: &str) -> &'static str {
+    match form {
+        "single-pass" => "select_single_pass_u32_0_0_16",
+        "single-pass-narrow" => "select_single_pass_u32_0_0_8",
+        "three-pass" => "scatter_kept_u32_0_0",
+        "three-pass-subgroup" => "scatter_kept_subgroup_u32_0_0_",
+        other => panic!("no kernel known for the selection form {other}"),
+    }
+}
+
+#[test]
+fn each_pinned_selection_form_runs_its_own_kernels() {
+    for d in devices() {
+        if d.backend_kind() == dotcompute::BackendKind::Cpu {
+            continue; // the CPU device selects in host code, without kernels
+        }
+        let n = 10_000u32;
+        let x = d.upload(&(0..n).collect::<Vec<_>>()).unwrap();
+        let flags = d
+            .upload(&(0..n).map(|i| i % 3).collect::<Vec<_>>())
+            .unwrap();
+        let want: Vec<u32> = (0..n).filter(|i| i % 3 != 0).collect();
+        for form in selection_forms(&d) {
+            let mut y = d.alloc_filled(n as usize, 7u32).unwrap();
+            d.synchronize().unwrap();
+            d.take_timings();
+            d.set_profiling(true);
+            let kept = tune::with_candidate(form, || copy_if(&d, &x, &flags, &mut y)).unwrap();
+            d.synchronize().unwrap();
+            d.set_profiling(false);
+            let labels: Vec<String> = d.take_timings().into_iter().map(|t| t.label).collect();
+            let want_kernel = selection_kernel_of(form);
+            assert!(
+                labels.iter().any(|l| l.starts_with(want_kernel)),
+                "{} {form}: ran {labels:?}, not {want_kernel}",
+                d.label()
+            );
+            assert_eq!(kept, want.len(), "{} {form}", d.label());
+            assert_eq!(
+                y.to_vec().unwrap()[..kept],
+                want[..],
+                "{} {form}",
+                d.label()
+            );
+        }
+    }
+}
