@@ -257,7 +257,8 @@ fn bad_heads_and_offsets_are_errors() {
 }
 
 /// The kernel a pinned scan form must run on `d` (its name with the element type and the
-/// elements a thread): a pin that were ignored (a form missing from the candidates it is
+/// elements a thread, and for the subgroup form its constants: an exclusive sum's pass
+/// 3): a pin that were ignored (a form missing from the candidates it is
 /// looked up in) would let the form tests check the default form again and pass.
 fn kernel_of(d: &dotcompute::Device, form: &str) -> String {
     let software = d.info().device_type == dotcompute::DeviceType::SoftwareGpu;
@@ -267,9 +268,9 @@ fn kernel_of(d: &dotcompute::Device, form: &str) -> String {
         "three-pass" if software => "scan_tiles_u32_0".into(),
         "three-pass" => "scan_tiles_u32_16".into(),
         "three-pass-narrow" => "scan_tiles_u32_8".into(),
-        "three-pass-subgroup" if software => "subgroup_scan_tiles_u32_4".into(),
-        "three-pass-subgroup" => "subgroup_scan_tiles_u32_16".into(),
-        "three-pass-subgroup-narrow" => "subgroup_scan_tiles_u32_8".into(),
+        "three-pass-subgroup" if software => "subgroup_scan_tiles_u32_4_0_0_0".into(),
+        "three-pass-subgroup" => "subgroup_scan_tiles_u32_16_0_0_0".into(),
+        "three-pass-subgroup-narrow" => "subgroup_scan_tiles_u32_8_0_0_0".into(),
         other => panic!("no kernel known for the form {other}"),
     }
 }
