@@ -114,6 +114,10 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
                 "reduce-then-scan, subgroups in registers",
             ),
             ("three-pass-subgroup-narrow", "subgroups, half-length tiles"),
+            (
+                "three-pass-subgroup-quads",
+                "subgroups, four consecutive elements a lane",
+            ),
         ]
     } else if ctx.kind() == BackendKind::Cpu {
         &[("three-pass", "reduce-then-scan")]
@@ -126,6 +130,10 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
                 "reduce-then-scan, subgroups in registers",
             ),
             ("three-pass-subgroup-narrow", "subgroups, half-length tiles"),
+            (
+                "three-pass-subgroup-quads",
+                "subgroups, four consecutive elements a lane",
+            ),
         ]
     };
     let scan_forms = if parts.contains(&"scan") { forms } else { &[] };
@@ -178,10 +186,12 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
     let df = d.upload(&flags).map_err(s)?;
     drop(flags);
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
-    // Selection has the scan's forms but its narrow three passes (pinning those names
-    // would measure its default three passes again under another label).
+    // Selection has the scan's forms but its narrow three passes and quads (pinning those
+    // names would measure its default three passes again under another label).
     let selection_forms = forms.iter().filter(|(form, _)| {
-        !(form.starts_with("three-pass") && form.ends_with("-narrow")) && parts.contains(&"copy-if")
+        let scan_only = form.ends_with("-quads")
+            || (form.starts_with("three-pass") && form.ends_with("-narrow"));
+        !scan_only && parts.contains(&"copy-if")
     });
     for &(form, about) in selection_forms {
         ctx.step(&format!("copy-if {} u32, 50% kept, {form}", label(n)));

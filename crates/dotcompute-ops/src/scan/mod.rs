@@ -685,9 +685,13 @@ fn scan_on_device<T: Reducible>(
     };
     let subgroups = subgroup::applies::<T>(queue, heads.is_some());
     if crate::software_gpu(queue) {
-        // One form (loop counts at run time), unless a test pins the subgroup form.
-        if subgroups && crate::tune::pinned(&[SUBGROUP_FORM]).is_some() {
-            return subgroup::passes::<T, SOFTWARE_ITEMS>(queue, &job, output);
+        // One form (loop counts at run time), unless a test pins a subgroup form.
+        if subgroups {
+            match crate::tune::pinned(&[SUBGROUP_FORM, SUBGROUP_QUADS_FORM]) {
+                Some(0) => return subgroup::passes::<T, SOFTWARE_ITEMS, 0>(queue, &job, output),
+                Some(_) => return subgroup::passes::<T, SOFTWARE_ITEMS, 1>(queue, &job, output),
+                None => {}
+            }
         }
         return scan_passes::<T, 0>(queue, &job, output);
     }
@@ -696,11 +700,12 @@ fn scan_on_device<T: Reducible>(
     let forms: &[&str] = if subgroups {
         &THREE_PASS_FORMS
     } else {
-        &THREE_PASS_FORMS[2..]
+        &THREE_PASS_FORMS[3..]
     };
     let run = |form: usize, output: &mut Buffer<T>| match forms[form] {
-        SUBGROUP_FORM => subgroup::passes::<T, GPU_ITEMS>(queue, &job, output),
-        SUBGROUP_NARROW_FORM => subgroup::passes::<T, NARROW_ITEMS>(queue, &job, output),
+        SUBGROUP_FORM => subgroup::passes::<T, GPU_ITEMS, 0>(queue, &job, output),
+        SUBGROUP_NARROW_FORM => subgroup::passes::<T, NARROW_ITEMS, 0>(queue, &job, output),
+        SUBGROUP_QUADS_FORM => subgroup::passes::<T, GPU_ITEMS, 1>(queue, &job, output),
         "three-pass-narrow" => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
         _ => scan_passes::<T, GPU_ITEMS>(queue, &job, output),
     };
@@ -735,19 +740,24 @@ struct ScanJob<'a, T: dotcompute::Element> {
 /// pass takes these scans, 0.626× against 0.587×. Wide forms (32 a thread) were slower on NVIDIA
 /// Vulkan in both kinds (H100 and H200) and are not offered. Only exact types take the
 /// narrow forms: a float sum's tree follows the tile, and a float scan gives the same bits
-/// on every run of a device whichever the tuner chose. `tune::with_candidate` pins one
-/// (on software GPUs only the subgroup form besides the default); `"three-pass"` is also
-/// the name that keeps CUDA off its single pass ([`single_pass_allowed`]).
-pub(crate) const THREE_PASS_FORMS: [&str; 4] = [
+/// on every run of a device whichever the tuner chose. The subgroup form's quads
+/// (`subgroup_scan_quads`: four consecutive elements a lane, one subgroup scan per four)
+/// are a third candidate: 7 % faster on NVIDIA Vulkan, 31 % slower on CUDA (H200, same
+/// run). `tune::with_candidate` pins one (on software GPUs only the subgroup forms
+/// besides the default); `"three-pass"` is also the name that keeps CUDA off its single
+/// pass ([`single_pass_allowed`]).
+pub(crate) const THREE_PASS_FORMS: [&str; 5] = [
     SUBGROUP_FORM,
     SUBGROUP_NARROW_FORM,
+    SUBGROUP_QUADS_FORM,
     "three-pass",
     "three-pass-narrow",
 ];
 
-/// The three passes' subgroup form (`subgroup.rs`) and its narrow twin.
+/// The three passes' subgroup form (`subgroup.rs`), its narrow twin and its quads.
 const SUBGROUP_FORM: &str = "three-pass-subgroup";
 const SUBGROUP_NARROW_FORM: &str = "three-pass-subgroup-narrow";
+const SUBGROUP_QUADS_FORM: &str = "three-pass-subgroup-quads";
 
 /// Elements per thread of the narrow three-pass form.
 const NARROW_ITEMS: u32 = 8;

@@ -97,7 +97,7 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
         forms.push("three-pass-narrow");
     }
     if d.info().caps.subgroup_size.is_some() {
-        forms.push("three-pass-subgroup");
+        forms.extend(["three-pass-subgroup", "three-pass-subgroup-quads"]);
         if !software {
             forms.push("three-pass-subgroup-narrow");
         }
@@ -106,11 +106,12 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
 }
 
 /// The forms a copy-if or a unique can take on `d`: the scan's but its narrow three
-/// passes, which selection does not have (pinning them would run the default three
-/// passes again).
+/// passes and its quads, which selection does not have (pinning them would run the
+/// default three passes again).
 pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
     pass_forms(d)
         .into_iter()
+        .filter(|&f| !f.ends_with("-quads"))
         .filter(|&f| !(f.starts_with("three-pass") && f.ends_with("-narrow")))
         .collect()
 }
