@@ -299,40 +299,6 @@ pub fn choice(
     Config::get().choice(name, choices, expected)
 }
 
-/// Some of `choices` from the process's [`Config`], comma-separated: `Ok(None)` when
-/// unset or empty (see [`Config::choice_list`]).
-pub fn choice_list(
-    name: &'static str,
-    choices: &[&'static str],
-    expected: &'static str,
-) -> Result<Option<Vec<&'static str>>> {
-    Config::get().choice_list(name, choices, expected)
-}
-
-/// The parts of `dotcompute bench ops` that `DOTCOMPUTE_BENCH_OPS` can name.
-pub const BENCH_OPS_PARTS: &[&str] = &[
-    "reduce",
-    "scan",
-    "copy-if",
-    "sort",
-    "histogram",
-    "softmax",
-    "transpose",
-    "matmul",
-    "rayon",
-];
-
-/// What `DOTCOMPUTE_BENCH_OPS` accepts.
-pub const BENCH_OPS_EXPECTED: &str = "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon";
-
-/// The parts of `dotcompute bench ops` to run: all when `DOTCOMPUTE_BENCH_OPS` is unset.
-pub fn bench_ops_parts() -> Result<Vec<&'static str>> {
-    Ok(
-        choice_list("DOTCOMPUTE_BENCH_OPS", BENCH_OPS_PARTS, BENCH_OPS_EXPECTED)?
-            .unwrap_or_else(|| BENCH_OPS_PARTS.to_vec()),
-    )
-}
-
 /// A variable that takes one of a fixed list of values: the one definition its reader
 /// and the settings table ([`VARIABLES`]) both use.
 #[derive(Clone, Copy, Debug)]
@@ -347,6 +313,12 @@ impl Choice {
     /// The value (compared without case): `Ok(None)` when unset or empty.
     pub fn read(&self) -> Result<Option<&'static str>> {
         choice(self.name, self.values, self.expected)
+    }
+
+    /// Some of the values, comma-separated (see [`Config::choice_list`]): `Ok(None)` when
+    /// unset or empty.
+    pub fn read_list(&self) -> Result<Option<Vec<&'static str>>> {
+        Config::get().choice_list(self.name, self.values, self.expected)
     }
 }
 
@@ -379,6 +351,22 @@ pub mod choices {
         name: "DOTCOMPUTE_F16_KERNEL",
         values: &["n128d16", "n128d32", "n256d16"],
         expected: "n128d16, n128d32 or n256d16",
+    };
+    /// The parts of `dotcompute bench ops` to run (a list: [`Choice::read_list`]).
+    pub const BENCH_OPS: Choice = Choice {
+        name: "DOTCOMPUTE_BENCH_OPS",
+        values: &[
+            "reduce",
+            "scan",
+            "copy-if",
+            "sort",
+            "histogram",
+            "softmax",
+            "transpose",
+            "matmul",
+            "rayon",
+        ],
+        expected: "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon",
     };
     pub const AUTOTUNE: Choice = Choice {
         name: "DOTCOMPUTE_AUTOTUNE",

@@ -30,7 +30,11 @@ fn label(n: usize) -> String {
 
 fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     // `DOTCOMPUTE_BENCH_OPS` names the parts to run (all by default).
-    let parts = dotcompute::settings::bench_ops_parts().map_err(super::s)?;
+    let which = dotcompute::settings::choices::BENCH_OPS;
+    let parts = which
+        .read_list()
+        .map_err(super::s)?
+        .unwrap_or_else(|| which.values.to_vec());
     let mut figs = Vec::new();
     if parts.contains(&"reduce") {
         figs.extend(reduce_figures(ctx)?);
@@ -506,7 +510,7 @@ fn softmax_figures(ctx: &Ctx, rng: &mut fastrand::Rng, big: bool) -> Res<Vec<Fig
 /// the CPU device transposes host memory instead (`dotcompute_ops::host`).
 fn transpose_label(ctx: &Ctx, elements: usize) -> String {
     if ctx.kind() == BackendKind::Cpu {
-        return "dotcompute_ops::transpose (host memory, tiles of 8 × 8 AVX blocks)".into();
+        return "dotcompute_ops::transpose (host memory, by tiles; 8 × 8 AVX blocks where the CPU has AVX)".into();
     }
     let ty = format!("{:?}", <u32 as dotcompute::Element>::TYPE);
     let key = dotcompute_ops::tune::key(ctx.device, "transpose", &ty, elements);

@@ -328,7 +328,7 @@ pub const VARIABLES: &[Variable] = &[
         read: "by `dotcompute bench ops`, when it starts",
         accepts: "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon (the CPU's rayon references); default all",
         effect: "runs only those parts of the library-operations benchmark",
-        check: Some(|| super::bench_ops_parts().map(drop)),
+        check: Some(|| choices::BENCH_OPS.read_list().map(drop)),
     },
     Variable {
         name: "DOTCOMPUTE_STRESS_OPS",
