@@ -307,26 +307,26 @@ pub(super) fn passes<T: Reducible, const ITEMS: u32, const QUADS: u32>(
     };
     tile_sums(queue, groups, job.input, &mut sums, n, id)?;
     let offsets = chained_exclusive::<T, ITEMS>(queue, &sums, id, code)?;
-    let scan_tiles = match (code, job.inclusive) {
-        (0, false) => subgroup_scan_tiles::launch::<T, ITEMS, 0, 0, 0>,
-        (0, true) => subgroup_scan_tiles::launch::<T, ITEMS, 0, 1, 0>,
-        (1, false) => subgroup_scan_tiles::launch::<T, ITEMS, 1, 0, 0>,
-        (1, true) => subgroup_scan_tiles::launch::<T, ITEMS, 1, 1, 0>,
-        (_, false) => subgroup_scan_tiles::launch::<T, ITEMS, 2, 0, 0>,
-        (_, true) => subgroup_scan_tiles::launch::<T, ITEMS, 2, 1, 0>,
-    };
-    if QUADS == 1 {
-        let quads = match (code, job.inclusive) {
-            (0, false) => subgroup_scan_quads::launch::<T, ITEMS, 0, 0>,
-            (0, true) => subgroup_scan_quads::launch::<T, ITEMS, 0, 1>,
-            (1, false) => subgroup_scan_quads::launch::<T, ITEMS, 1, 0>,
-            (1, true) => subgroup_scan_quads::launch::<T, ITEMS, 1, 1>,
-            (_, false) => subgroup_scan_quads::launch::<T, ITEMS, 2, 0>,
-            (_, true) => subgroup_scan_quads::launch::<T, ITEMS, 2, 1>,
+    // Pass 3's instance for the operation and inclusiveness (`$more`: the constants after
+    // them), in rounds or in quads.
+    macro_rules! by_operation {
+        ($kernel:ident $(, $more:literal)*) => {
+            match (code, job.inclusive) {
+                (0, false) => $kernel::launch::<T, ITEMS, 0, 0 $(, $more)*>,
+                (0, true) => $kernel::launch::<T, ITEMS, 0, 1 $(, $more)*>,
+                (1, false) => $kernel::launch::<T, ITEMS, 1, 0 $(, $more)*>,
+                (1, true) => $kernel::launch::<T, ITEMS, 1, 1 $(, $more)*>,
+                (_, false) => $kernel::launch::<T, ITEMS, 2, 0 $(, $more)*>,
+                (_, true) => $kernel::launch::<T, ITEMS, 2, 1 $(, $more)*>,
+            }
         };
-        return quads(queue, groups, job.input, output, &offsets, n, id);
     }
-    scan_tiles(queue, groups, job.input, output, &offsets, n, id)
+    let tiles_pass = if QUADS == 1 {
+        by_operation!(subgroup_scan_quads)
+    } else {
+        by_operation!(subgroup_scan_tiles, 0)
+    };
+    tiles_pass(queue, groups, job.input, output, &offsets, n, id)
 }
 
 /// The exclusive scan of `x` with operation `code` into a new buffer, by one group, tile
