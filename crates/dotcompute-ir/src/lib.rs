@@ -96,6 +96,7 @@ mod features;
 pub mod interface;
 mod kernel;
 mod ops;
+pub mod ranges;
 mod types;
 pub mod unroll;
 mod validate;

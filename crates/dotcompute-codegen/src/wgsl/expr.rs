@@ -76,14 +76,14 @@ impl Gen<'_> {
             ExprKind::Load { mem, index } => {
                 let idx = self.expr(index);
                 let value = if self.atomic.contains(mem) {
-                    let load = format!("atomicLoad(&{})", self.element(*mem, &idx));
+                    let load = format!("atomicLoad(&{})", self.element(*mem, index));
                     if self.f32_as_bits(e.ty) {
                         format!("bitcast<f32>({load})")
                     } else {
                         load
                     }
                 } else {
-                    self.element(*mem, &idx)
+                    self.element(*mem, index)
                 };
                 match self.bounds_check(*mem, &idx) {
                     // Out of bounds in checked mode: 0 (the clamped load select discards

@@ -3,12 +3,16 @@
 
 /// Checked mode: `i < n`, and otherwise the launch's first violation recorded in
 /// `dc_err` (the invocation that sets the flag writes the rest). The compare-exchange is
-/// retried on a spurious failure.
+/// retried on a spurious failure, with a trip counter as every loop of generated code
+/// that does not end by construction (see `Gen::bounded_loop`).
 pub(super) const CHECKED_HELPER: &str = "fn dc_in(i: u32, n: u32, what: u32) -> bool {
     if (i < n) {
         return true;
     }
+    var dc_bound: vec2<u32> = vec2<u32>(4294967295u);
     loop {
+        if (all(dc_bound == vec2<u32>(0u))) { break; }
+        dc_bound = vec2<u32>(dc_bound.x - 1u, dc_bound.y - u32(dc_bound.x == 0u));
         let r = atomicCompareExchangeWeak(&dc_err[0], 0u, 1u);
         if (r.exchanged) {
             atomicStore(&dc_err[1], what);

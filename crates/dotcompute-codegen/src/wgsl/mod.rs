@@ -249,6 +249,7 @@ pub fn generate(kernel: &Kernel, opts: &WgslOptions) -> Result<WgslModule, Codeg
         native_f32_atomics: opts.native_f32_atomics,
         storage_barriers: opts.storage_barriers,
         loop_budget,
+        ranges: dotcompute_ir::ranges::ValueRanges::new(kernel, opts.group_size),
     };
     g.check_types()?;
     g.module(opts);
@@ -289,6 +290,8 @@ struct Gen<'k> {
     storage_barriers: bool,
     /// [`WgslOptions::loop_budget`], for kernels with loops.
     loop_budget: Option<u32>,
+    /// The ranges of the kernel's `u32` values, which prove array indices in bounds.
+    ranges: dotcompute_ir::ranges::ValueRanges<'k>,
 }
 
 impl Gen<'_> {

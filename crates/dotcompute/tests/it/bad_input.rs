@@ -718,3 +718,58 @@ fn a_static_shared_array_beyond_the_static_limit_is_refused() {
         assert_eq!(out.to_vec().unwrap(), vec![2.0; 256]);
     }
 }
+
+/// Thread 0 writes element `at` of a 16-element shared array and of a 4-element private
+/// array, then every thread reads its shared element back; thread 0 also reads the
+/// private array's last element.
+#[kernel]
+fn unproven_indices(at: u32, out: &mut [u32]) {
+    let s = shared::<u32, 16>();
+    let mut private = [0u32; 4];
+    let lid = local_id().x;
+    s[lid] = lid;
+    barrier();
+    if lid == 0 {
+        s[at] = 99;
+        private[at] = 7;
+    }
+    barrier();
+    out[lid] = s[lid];
+    if lid == 0 {
+        out[16] = private[3];
+    }
+}
+
+/// The WGSL generator clamps the shared and private array indices it cannot prove in
+/// bounds, the way wgpu's own translation does (`min(i, len - 1)`), since the SPIR-V it
+/// hands NVIDIA's and Mesa's drivers no longer carries naga's clamps (out of range is
+/// undefined there). An index past the end therefore lands on the last element: this
+/// fails if the generator's clamp is missing (the write goes elsewhere or nowhere).
+#[test]
+fn an_unproven_array_index_past_the_end_lands_on_the_last_element_on_wgpu() {
+    let Some(d) = crate::common::wgpu_device() else {
+        return;
+    };
+    let launch = || Launch::threads(16).group(16);
+    for at in [5u32, 15, 16, 100, u32::MAX] {
+        let mut out = d.alloc_filled(17, u32::MAX - 1).unwrap();
+        unproven_indices::launch(&d, launch(), at, &mut out).unwrap();
+        let got = out.to_vec().unwrap();
+        let shared_at = at.min(15) as usize;
+        let want: Vec<u32> = (0..17)
+            .map(|i| match i {
+                16 => {
+                    if at >= 3 {
+                        7
+                    } else {
+                        0
+                    }
+                }
+                i if i == shared_at => 99,
+                i => i as u32,
+            })
+            .collect();
+        assert_eq!(got, want, "index {at} on {}", d.label());
+    }
+    still_works(&d);
+}
