@@ -320,8 +320,9 @@ fn load_step<T: Float>(
 ///
 /// `PAIRS = 1` steps through the staged depth two at a time, the two steps written out
 /// (the printer writes out the inner loop of two trips, not the 16 of the whole depth,
-/// whose module NVIDIA's Vulkan compiler took 161 s to build): the driver then
-/// schedules one step's shared reads under the other's multiply-adds. On NVIDIA Vulkan
+/// whose module NVIDIA's Vulkan compiler took 161 s to build), which gives the driver
+/// two steps' shared reads and multiply-adds to schedule together (the gain is measured;
+/// that this is its cause is a guess, not a profile). On NVIDIA Vulkan
 /// 26.1 → 28.1 TFLOP/s at 4096³, the first build 0.39 → 0.45 s (H200, run124). CUDA's
 /// compiler writes the loop out itself.
 ///
