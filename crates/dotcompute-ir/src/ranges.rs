@@ -12,8 +12,9 @@
 //! expression can take in any execution of the kernel with the given group size, or the
 //! whole `u32` range. It is flow-insensitive: a local's range is the union of the ranges
 //! of everything ever stored into it (its initial value, each assignment, the atomic
-//! results written to it, its loop's counter values), and a local whose value depends on
-//! itself (`k0 = k0 + 16`) is unbounded. The IR's total semantics are followed exactly
+//! results written to it, its loop's counter values); a local that grows from itself
+//! (`k0 = k0 + 16`) is unbounded, one that only shrinks itself (`s = s / 2`) keeps the
+//! bound of its start. The IR's total semantics are followed exactly
 //! (wrapping arithmetic, `x / 0 == x`, `x % 0 == 0`, shift amounts modulo 32): an
 //! operation whose result may wrap is unbounded.
 
@@ -63,8 +64,8 @@ enum Source<'k> {
     Value(&'k Expr),
     /// The counter of `for var in start..end`: from `start` up to below `end`.
     Counter { start: &'k Expr, end: &'k Expr },
-    /// Anything (an atomic's previous value, a declaration without initialiser is the
-    /// zero `Value` instead).
+    /// Anything: an atomic's previous value. (A declaration without initialiser is a
+    /// `Value` of zero.)
     Unknown,
 }
 
