@@ -22,7 +22,7 @@
 
 use crate::scan::{
     choose_single_pass, exclusive_sum_of_counts, group_inclusive_sum, look_back_state,
-    single_pass_allowed, take_tile, warp_inclusive_sum, warp_look_back,
+    single_pass_allowed, store_group_total, take_tile, warp_inclusive_sum, warp_look_back,
 };
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
@@ -181,7 +181,6 @@ fn count_kept_subgroup<T: Num, const MODE: u32>(
 ) {
     let s = shared::<u32, GROUP>();
     let lid = local_id().x;
-    let width = subgroup_size();
     let base = group_id().x * TILE;
     let mut kept = 0u32;
     if n - base >= TILE {
@@ -196,18 +195,8 @@ fn count_kept_subgroup<T: Num, const MODE: u32>(
             }
         }
     }
-    let total = subgroup_add(kept);
-    if subgroup_lane() == 0u32 {
-        s[lid / width] = total;
-    }
-    barrier();
-    if lid == 0u32 {
-        let mut all = 0u32;
-        for w in 0..GROUP / width {
-            all += s[w];
-        }
-        counts[group_id().x] = all;
-    }
+    // Operation 0 is the sum.
+    store_group_total(s, kept, counts, 0u32, 0u32);
 }
 
 /// Pass 3 of the subgroup form: as [`scatter_kept`], but each subgroup takes a run of

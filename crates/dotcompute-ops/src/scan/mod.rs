@@ -22,6 +22,7 @@ pub(crate) use look_back::{
     choose_single_pass, look_back_state, single_pass_allowed, take_tile, warp_look_back,
 };
 use look_back::{single_pass, single_pass_applies};
+pub(crate) use subgroup::store_group_total;
 
 /// Elements per thread of a tile on GPUs.
 const GPU_ITEMS: u32 = 16;

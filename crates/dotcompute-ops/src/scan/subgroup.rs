@@ -57,7 +57,6 @@ fn subgroup_tile_sums<T: Num, const ITEMS: u32, const OP: u32>(
 ) {
     let s = shared::<T, GROUP>();
     let lid = local_id().x;
-    let width = subgroup_size();
     let base = group_id().x * GROUP * ITEMS;
     let mut acc = identity;
     if n - base >= GROUP * ITEMS {
@@ -72,7 +71,17 @@ fn subgroup_tile_sums<T: Num, const ITEMS: u32, const OP: u32>(
             }
         }
     }
-    let total = subgroup_combine(acc, OP);
+    store_group_total(s, acc, sums, OP, identity);
+}
+
+/// Writes the combination with `op` of every thread's `v` to `out[group_id().x]`: one
+/// subgroup combination, each subgroup's total in `s` (one barrier), then thread 0
+/// combines the totals. Every thread of the group must reach it (it has a barrier).
+#[kernel_fn]
+pub(crate) fn store_group_total<T: Num>(s: &mut [T], v: T, out: &mut [T], op: u32, identity: T) {
+    let lid = local_id().x;
+    let width = subgroup_size();
+    let total = subgroup_combine(v, op);
     if subgroup_lane() == 0u32 {
         s[lid / width] = total;
     }
@@ -80,9 +89,9 @@ fn subgroup_tile_sums<T: Num, const ITEMS: u32, const OP: u32>(
     if lid == 0u32 {
         let mut all = identity;
         for w in 0..GROUP / width {
-            all = combine(all, s[w], OP);
+            all = combine(all, s[w], op);
         }
-        sums[group_id().x] = all;
+        out[group_id().x] = all;
     }
 }
 
