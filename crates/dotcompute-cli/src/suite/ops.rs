@@ -505,7 +505,6 @@ fn softmax_figures(ctx: &Ctx, rng: &mut fastrand::Rng, big: bool) -> Res<Vec<Fig
     Ok(figs)
 }
 
-/// Transposes at the shapes (`big`) or a small one, the tuner choosing.
 /// A transpose row's label: the kernel and the tuner's choice of tile order on GPUs;
 /// the CPU device transposes host memory instead (`dotcompute_ops::host`).
 fn transpose_label(ctx: &Ctx, elements: usize) -> String {
@@ -520,6 +519,7 @@ fn transpose_label(ctx: &Ctx, elements: usize) -> String {
     )
 }
 
+/// Transposes at the shapes, or a small one with `--quick`, the tuner choosing.
 fn transpose_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
     let d = ctx.device;
     let s = super::s;
