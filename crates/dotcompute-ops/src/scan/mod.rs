@@ -701,7 +701,12 @@ fn scan_on_device<T: Reducible>(
     let forms: &[&str] = if subgroups {
         &THREE_PASS_FORMS
     } else {
-        &THREE_PASS_FORMS[3..]
+        // The subgroup forms come first; the rest stage tiles in shared memory.
+        let subgroup_forms = THREE_PASS_FORMS
+            .iter()
+            .filter(|f| f.starts_with(SUBGROUP_FORM))
+            .count();
+        &THREE_PASS_FORMS[subgroup_forms..]
     };
     let run = |form: usize, output: &mut Buffer<T>| match forms[form] {
         SUBGROUP_FORM => subgroup::passes::<T, GPU_ITEMS, 0>(queue, &job, output),
