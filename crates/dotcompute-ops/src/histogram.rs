@@ -395,7 +395,7 @@ fn tuned(
     };
     let names = GROUP_CHOICES.map(|c| c.0);
     let key = crate::tune::key(queue, op, ty, n as usize);
-    let winner = crate::tune::choose(&key, n as usize, &names, &mut run, || {
+    let winner = crate::tune::choose_on(queue, &key, n as usize, &names, &mut run, || {
         queue.device().synchronize()
     })?;
     run(winner)

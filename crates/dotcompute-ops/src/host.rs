@@ -16,9 +16,11 @@ use std::borrow::Cow;
 /// Elements per chunk: the unit of parallel work and of the fixed summation tree.
 pub(crate) const CHUNK: usize = 1 << 16;
 
-/// Whether `queue`'s device is the host's CPU (or one of its streams).
+/// Whether the operation takes the host path: `queue`'s device is the host's CPU (or
+/// one of its streams), and the work is run now, not recorded into a graph (a host path
+/// cannot be recorded: a recording takes the kernels, which the CPU device runs too).
 pub(crate) fn is_cpu(queue: &impl AsStream) -> bool {
-    queue.device().info().device_type == dotcompute::DeviceType::Cpu
+    queue.device().info().device_type == dotcompute::DeviceType::Cpu && !queue.recording()
 }
 
 /// The elements of `b` on the host: in place on the CPU device (no copy), else read.

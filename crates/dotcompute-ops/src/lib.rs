@@ -54,7 +54,7 @@ pub use reduce::ReduceOp;
 pub use sort::{KeyKind, Order, RadixKey};
 
 use dotcompute::prelude::*;
-use dotcompute::{AsStream, Buffer, Error, Result};
+use dotcompute::{AsStream, Buffer, Element, Error, Result};
 
 /// Threads per group of every kernel here (a power of two every backend allows).
 pub(crate) const GROUP: u32 = 256;
@@ -92,9 +92,21 @@ fn index_in_row(out: &mut [u32], cols: u32) {
 /// `0..n`), made on the device instead of uploaded from the host. `n` is checked for
 /// `u32` indices by the caller.
 pub(crate) fn index_in_rows(queue: &impl AsStream, n: usize, cols: usize) -> Result<Buffer<u32>> {
-    let mut out = queue.device().alloc::<u32>(n)?;
+    let mut out = queue.scratch::<u32>(n)?;
     index_in_row::launch(queue, Launch::threads(n), &mut out, cols as u32)?;
     Ok(out)
+}
+
+/// A temporary of `len` copies of `value` for work on `queue` (kept by a graph when
+/// `queue` records: see [`AsStream::scratch`]).
+pub(crate) fn scratch_filled<T: Element>(
+    queue: &impl AsStream,
+    len: usize,
+    value: T,
+) -> Result<Buffer<T>> {
+    let mut b = queue.scratch::<T>(len)?;
+    queue.fill_buffer(&mut b, value)?;
+    Ok(b)
 }
 
 /// The error of a bad argument to operation `op` (`Error::Range`, as the facade's own

@@ -264,7 +264,7 @@ pub fn reduce_into<T: Reducible>(
     let def = strided_kernel::<T>(op);
     let mut run = |i: usize| {
         let groups = n.div_ceil(GROUP * 16).clamp(1, GROUP_CHOICES[i].1);
-        let mut partials = queue.device().alloc::<T>(groups as usize)?;
+        let mut partials = queue.scratch::<T>(groups as usize)?;
         queue.launch_kernel(
             def,
             Launch::threads((groups * GROUP) as usize).group(GROUP),
@@ -293,7 +293,7 @@ pub fn reduce_into<T: Reducible>(
         &format!("{:?} {op:?}", <T as dotcompute::Element>::TYPE),
         n as usize,
     );
-    let winner = crate::tune::choose(&key, n as usize, &names, &mut run, || {
+    let winner = crate::tune::choose_on(queue, &key, n as usize, &names, &mut run, || {
         queue.device().synchronize()
     })?;
     run(winner)
@@ -311,7 +311,7 @@ pub fn reduce_into<T: Reducible>(
 /// # Ok::<(), dotcompute::Error>(())
 /// ```
 pub fn reduce<T: Reducible>(queue: &impl AsStream, input: &Buffer<T>, op: ReduceOp) -> Result<T> {
-    let mut out = queue.device().alloc::<T>(1)?;
+    let mut out = queue.scratch::<T>(1)?;
     reduce_into(queue, input, op, &mut out)?;
     Ok(queue.read_buffer(&out)?[0])
 }
@@ -561,11 +561,10 @@ fn arg<T: Reducible, const MAX: u32>(
     if n == 0 {
         return Ok(None);
     }
-    let device = queue.device();
     let groups = n.div_ceil(GROUP * 16).clamp(1, 1024);
-    let mut v1 = device.alloc::<T>(groups as usize)?;
-    let mut k1 = device.alloc::<u32>(groups as usize)?;
-    let unused = device.alloc::<u32>(1)?;
+    let mut v1 = queue.scratch::<T>(groups as usize)?;
+    let mut k1 = queue.scratch::<u32>(groups as usize)?;
+    let unused = queue.scratch::<u32>(1)?;
     arg_kernel::launch::<T, MAX, 0>(
         queue,
         Launch::threads((groups * GROUP) as usize).group(GROUP),
@@ -575,8 +574,8 @@ fn arg<T: Reducible, const MAX: u32>(
         &mut k1,
         n,
     )?;
-    let mut v2 = device.alloc::<T>(1)?;
-    let mut k2 = device.alloc::<u32>(1)?;
+    let mut v2 = queue.scratch::<T>(1)?;
+    let mut k2 = queue.scratch::<u32>(1)?;
     arg_kernel::launch::<T, MAX, 1>(
         queue,
         Launch::threads(GROUP as usize).group(GROUP),

@@ -381,14 +381,13 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     idx: Option<&mut Buffer<u32>>,
 ) -> Result<usize> {
     let n = index_len(op, input.len())?;
-    let device = queue.device();
     let tiles = n.div_ceil(TILE);
     // Operations without flags bind a placeholder that their mode never reads.
     let placeholder;
     let flags = match flags {
         Some(f) => f,
         None => {
-            placeholder = device.alloc_filled::<u32>(1, 0)?;
+            placeholder = crate::scratch_filled(queue, 1, 0u32)?;
             &placeholder
         }
     };
@@ -398,7 +397,7 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     let idx = match idx {
         Some(i) => i,
         None => {
-            idx_placeholder = device.alloc::<u32>(1)?;
+            idx_placeholder = queue.scratch::<u32>(1)?;
             &mut idx_placeholder
         }
     };
@@ -411,7 +410,7 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
         return single_pass::<T, MODE, INDICES>(queue, op, input, flags, out, idx);
     }
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
-    let mut counts = device.alloc_filled::<u32>(tiles as usize + 1, 0)?;
+    let mut counts = crate::scratch_filled(queue, tiles as usize + 1, 0u32)?;
     let subgroups = subgroup_form_applies(queue);
     if subgroups {
         count_kept_subgroup::launch::<T, MODE>(queue, groups, input, flags, &mut counts, n)?;
@@ -492,7 +491,7 @@ fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32
     let n = input.len() as u32;
     let tiles = n.div_ceil(GROUP * SPAN);
     let (mut status, mut counter) = look_back_state(queue, tiles)?;
-    let mut total = queue.device().alloc::<u32>(1)?;
+    let mut total = queue.scratch::<u32>(1)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
     select_single_pass::launch::<T, MODE, INDICES, SPAN>(
         queue,
@@ -672,9 +671,8 @@ pub fn run_length_encode<T: Num>(
         return write_prefix(OP, counts, &lens);
     }
     // The run starts (indices of the unique elements), then the lengths between them.
-    let device = queue.device();
-    let mut heads = device.alloc::<T>(input.len())?;
-    let mut starts = device.alloc::<u32>(input.len())?;
+    let mut heads = queue.scratch::<T>(input.len())?;
+    let mut starts = queue.scratch::<u32>(input.len())?;
     let runs =
         select_on_device::<T, UNIQUE, 1>(queue, OP, input, None, &mut heads, Some(&mut starts))?;
     check_room(OP, values.len(), runs)?;

@@ -56,8 +56,7 @@ pub fn top_k<K: RadixKey>(
     if k == 0 {
         return Ok(());
     }
-    let device = queue.device();
-    let mut keys = device.alloc::<K>(n)?;
+    let mut keys = queue.scratch::<K>(n)?;
     queue.copy_buffer(input, &mut keys)?;
     let mut at = index_in_rows(queue, n, n)?;
     radix_sort::<K, u32, 1>(queue, OP, &mut keys, Some(&mut at), order, 0..K::WIDTH)?;
@@ -100,12 +99,11 @@ pub fn top_k_rows<K: RadixKey>(
     if k == 0 || rows == 0 {
         return Ok(());
     }
-    let device = queue.device();
-    let mut keys = device.alloc::<K>(n)?;
+    let mut keys = queue.scratch::<K>(n)?;
     queue.copy_buffer(input, &mut keys)?;
     let mut columns = index_in_rows(queue, n, cols)?;
     let bounds: Vec<u32> = (0..=rows).map(|r| (r * cols) as u32).collect();
-    let offsets = device.upload(&bounds)?;
+    let offsets = queue.scratch_from(&bounds)?;
     sort_segments_pairs(queue, &mut keys, &mut columns, &offsets, order)?;
     take_first(queue, &keys, &columns, cols, k, values, indices)
 }

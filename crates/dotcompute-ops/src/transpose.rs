@@ -142,7 +142,8 @@ pub fn transpose<T: Num>(
     };
     let what = format!("{:?}", <T as dotcompute::Element>::TYPE);
     let key = crate::tune::key(queue, OP, &what, input.len());
-    let order = crate::tune::choose(
+    let order = crate::tune::choose_on(
+        queue,
         &key,
         input.len(),
         &names,

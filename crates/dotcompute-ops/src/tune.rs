@@ -186,6 +186,34 @@ pub fn key(queue: &impl AsStream, op: &str, ty: &str, n: usize) -> String {
     )
 }
 
+/// [`choose`] for work on `queue`: while `queue` records into a graph, nothing can be
+/// measured (the candidates' runs would become nodes), so the choice is the pinned or
+/// cached winner if there is one, else the default (0).
+pub(crate) fn choose_on(
+    queue: &impl AsStream,
+    key: &str,
+    n: usize,
+    candidates: &[&str],
+    run: impl FnMut(usize) -> Result<()>,
+    sync: impl FnMut() -> Result<()>,
+) -> Result<usize> {
+    if !queue.recording() {
+        return choose(key, n, candidates, run, sync);
+    }
+    if let Some(i) = pinned(candidates) {
+        return Ok(i);
+    }
+    if mode()? == Mode::Off {
+        return Ok(0);
+    }
+    let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+    let choices = state.choices.get_or_insert_with(load);
+    Ok(choices
+        .get(key)
+        .and_then(|c| candidates.iter().position(|&name| name == c.winner))
+        .unwrap_or(0))
+}
+
 /// The index of the candidate to run for `key`: the default (0) when off or for fewer
 /// than [`MIN_TUNED`] elements, the cached winner when known, else the fastest of `candidates` measured with `run(i)` (which
 /// must leave only the operation's own outputs changed). `sync` waits for the queue.

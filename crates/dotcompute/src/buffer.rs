@@ -1,11 +1,13 @@
 //! Typed device buffers and views.
 
 use crate::device::Device;
+use crate::graph::{Keeper, Kept};
 use crate::tracking::Uses;
-use dotcompute_hal::{Error, RawBuffer, Result, StreamId};
+use dotcompute_hal::{Error, RawBuffer, Result, StreamId, StreamSet};
 use dotcompute_ir::{Literal, ScalarType, Type, Vec2, Vec4};
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
 
 mod sealed {
     pub trait Sealed {}
@@ -96,6 +98,10 @@ pub struct Buffer<T: Element> {
     raw: Option<RawBuffer>,
     len: usize,
     uses: Uses,
+    /// Set on a buffer a graph recording made ([`AsStream::scratch`] on a
+    /// [`Recorder`](crate::Recorder)): dropped, its memory goes to the graph, which
+    /// replays the recorded work on it, instead of back to the pool.
+    pub(crate) keeper: Option<Arc<Keeper>>,
     _t: PhantomData<T>,
 }
 
@@ -165,6 +171,7 @@ impl<T: Element> Buffer<T> {
             raw: Some(raw),
             len,
             uses: Uses::new(previous_users),
+            keeper: None,
             _t: PhantomData,
         };
         // A byte buffer's last word is read whole through `as_words`: the bytes past its
@@ -332,7 +339,14 @@ impl<T: Element> Buffer<T> {
 impl<T: Element> Drop for Buffer<T> {
     fn drop(&mut self) {
         if let Some(raw) = self.raw.take() {
-            self.device.backend().free(raw, self.uses.users());
+            match self.keeper.take() {
+                Some(keeper) => keeper.keep(Kept::new(
+                    self.device.clone(),
+                    raw,
+                    std::mem::replace(&mut self.uses, Uses::new(StreamSet::EMPTY)),
+                )),
+                None => self.device.backend().free(raw, self.uses.users()),
+            }
         }
     }
 }

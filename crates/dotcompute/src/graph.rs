@@ -54,7 +54,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 mod exec;
+mod record;
 pub use exec::ExecGraph;
+pub(crate) use record::{Keeper, Kept};
+pub use record::{Lend, Recorded, Recorder};
 
 static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -239,6 +242,11 @@ pub struct Graph<'a> {
     nodes: Vec<Node>,
     /// `(before, after)`: `after` starts once `before` is done.
     edges: Vec<(usize, usize)>,
+    /// The memory of temporaries made by recordings ([`Graph::record`]), which
+    /// registrations of `buffers` refer to: declared last, so dropped after them; boxed,
+    /// so that they stay where the registrations point.
+    #[allow(clippy::vec_box)]
+    kept: Vec<Box<Kept>>,
 }
 
 impl<'a> Graph<'a> {
@@ -249,6 +257,7 @@ impl<'a> Graph<'a> {
             buffers: Vec::new(),
             nodes: Vec::new(),
             edges: Vec::new(),
+            kept: Vec::new(),
         }
     }
 
@@ -536,10 +545,13 @@ impl<'a> Graph<'a> {
             before[y * words + x / 64] & (1 << (x % 64)) != 0
                 || before[x * words + y / 64] & (1 << (y % 64)) != 0
         };
-        // For each buffer, its users in node order.
+        // For each buffer, its users in node order. Registrations of one buffer's memory
+        // (a lent buffer and the ranges of it a recording used) count as one buffer.
+        let memory = self.memory_of_registrations();
         let mut users: Vec<Vec<(usize, bool)>> = vec![Vec::new(); self.buffers.len()];
         for (i, node) in self.nodes.iter().enumerate() {
             for (b, writes) in node.accesses() {
+                let b = memory[b];
                 if users[b]
                     .last()
                     .is_some_and(|&(last, w)| last == i && (w || !writes))
@@ -550,7 +562,7 @@ impl<'a> Graph<'a> {
             }
         }
         for (b, list) in users.iter().enumerate() {
-            if self.buffers[b].unordered {
+            if (0..self.buffers.len()).any(|r| memory[r] == b && self.buffers[r].unordered) {
                 continue;
             }
             for (k, &(x, wx)) in list.iter().enumerate() {
@@ -575,6 +587,17 @@ impl<'a> Graph<'a> {
             }
         }
         Ok(())
+    }
+
+    /// For each registration, the first registration of the same buffer.
+    fn memory_of_registrations(&self) -> Vec<usize> {
+        (0..self.buffers.len())
+            .map(|b| {
+                (0..=b)
+                    .find(|&r| std::ptr::eq(self.buffers[r].raw, self.buffers[b].raw))
+                    .unwrap_or(b)
+            })
+            .collect()
     }
 
     /// Adds a device-to-device copy of `src` into `dst` (same length).

@@ -272,7 +272,9 @@ pub use dotcompute_hal::{
 };
 pub use dotcompute_ir::vector::{Vec2, Vec4};
 pub use dotcompute_macros::{kernel, kernel_fn};
-pub use graph::{ExecGraph, Graph, GraphArg, GraphBuffer, GraphBufferMut, NodeId};
+pub use graph::{
+    ExecGraph, Graph, GraphArg, GraphBuffer, GraphBufferMut, Lend, NodeId, Recorded, Recorder,
+};
 pub use half::{bf16, f16};
 pub use host::{Event, HostBuffer};
 pub use lang::{Float, Int, Num};

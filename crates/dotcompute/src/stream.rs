@@ -38,6 +38,35 @@ pub trait AsStream {
         dst.view_mut().copy_from_on(self.stream_id(), &src.view())
     }
 
+    /// A buffer of `len` elements for work on this queue (a library's temporary): the
+    /// device's [`Device::alloc`], except on a graph [`Recorder`](crate::Recorder), whose
+    /// buffers the graph keeps for its replays once the caller drops them. Code that
+    /// should record into graphs makes its temporaries here.
+    fn scratch<T: Element>(&self, len: usize) -> Result<Buffer<T>>
+    where
+        Self: Sized,
+    {
+        self.device().alloc(len)
+    }
+
+    /// A buffer holding a copy of `data` for work on this queue (see
+    /// [`AsStream::scratch`]). On a recorder it is a constant of the graph: written once
+    /// now, and read-only for the recorded work.
+    fn scratch_from<T: Element>(&self, data: &[T]) -> Result<Buffer<T>>
+    where
+        Self: Sized,
+    {
+        self.device().upload(data)
+    }
+
+    /// Whether work given to this queue is recorded into a graph ([`crate::Graph::record`])
+    /// rather than run: code with a host path (reading a count back, working on the CPU
+    /// device's memory in place) takes its device path instead, and a tuner uses what it
+    /// already knows instead of measuring.
+    fn recording(&self) -> bool {
+        false
+    }
+
     /// Reads `src` to the host after this queue's earlier work.
     fn read_buffer<T: Element>(&self, src: &Buffer<T>) -> Result<Vec<T>>
     where

@@ -21,6 +21,10 @@ use std::sync::Mutex;
 struct State {
     writers: StreamSet,
     readers: StreamSet,
+    /// Lent to a [`Graph::record`](crate::Graph::record) body (or made by one) while it
+    /// runs: every use outside the recording is refused, so that nothing the body does
+    /// to it happens at record time instead of at each replay.
+    recording: bool,
 }
 
 /// The use-tracking state of one buffer.
@@ -33,6 +37,7 @@ impl Uses {
         Uses(Mutex::new(State {
             writers: StreamSet::EMPTY,
             readers: previous,
+            recording: false,
         }))
     }
 
@@ -50,6 +55,14 @@ impl Uses {
         write: bool,
     ) -> Result<()> {
         let mut st = self.lock();
+        if st.recording {
+            return Err(dotcompute_hal::Error::Graph {
+                detail: "the buffer is being recorded into a graph (Graph::record): it can be \
+                         used only through the recorder until the recording ends; reading it \
+                         to the host or writing it from the host cannot be recorded"
+                    .into(),
+            });
+        }
         let mut wait = st.writers.without(s);
         if write {
             wait = wait.union(st.readers.without(s));
@@ -64,6 +77,11 @@ impl Uses {
             st.readers.insert(s);
         }
         Ok(())
+    }
+
+    /// Marks the buffer lent to a graph recording, or no longer.
+    pub(crate) fn set_recording(&self, recording: bool) {
+        self.lock().recording = recording;
     }
 
     /// Every stream that may still use the buffer.

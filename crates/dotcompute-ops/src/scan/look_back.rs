@@ -259,10 +259,9 @@ pub(crate) fn look_back_state(
     queue: &impl AsStream,
     tiles: u32,
 ) -> Result<(Buffer<u32>, Buffer<u32>)> {
-    let device = queue.device();
-    let mut status = device.alloc::<u32>(2 * tiles as usize)?;
+    let mut status = queue.scratch::<u32>(2 * tiles as usize)?;
     queue.fill_buffer(&mut status, 0)?;
-    let mut counter = device.alloc::<u32>(1)?;
+    let mut counter = queue.scratch::<u32>(1)?;
     queue.fill_buffer(&mut counter, 0)?;
     Ok((status, counter))
 }
@@ -285,7 +284,7 @@ pub(crate) fn choose_single_pass<T: dotcompute::Element>(
 ) -> Result<usize> {
     let what = format!("{:?}", T::TYPE);
     let key = crate::tune::key(queue, op, &what, n);
-    crate::tune::choose(&key, n, &SINGLE_PASS_FORMS, run, || {
+    crate::tune::choose_on(queue, &key, n, &SINGLE_PASS_FORMS, run, || {
         queue.device().synchronize()
     })
 }

@@ -616,7 +616,7 @@ pub fn scan_by_offsets<T: Reducible>(
             heads[b as usize] = 1;
         }
     }
-    let heads = queue.device().upload(&heads)?;
+    let heads = queue.scratch_from(&heads)?;
     scan(queue, OP, input, Some(&heads), output, op, inclusive)
 }
 
@@ -786,7 +786,7 @@ fn choose_three_pass<T: Reducible>(
         return Ok(0);
     }
     let key = crate::tune::key(queue, &format!("{op} three-pass"), &format!("{ty:?}"), n);
-    crate::tune::choose(&key, n, forms, run, || queue.device().synchronize())
+    crate::tune::choose_on(queue, &key, n, forms, run, || queue.device().synchronize())
 }
 
 /// The passes with `ITEMS` elements per thread (0: the kernels take `SOFTWARE_ITEMS` at
@@ -805,13 +805,12 @@ fn scan_passes<T: Reducible, const ITEMS: u32>(
     } = *job;
     let items = if ITEMS == 0 { SOFTWARE_ITEMS } else { ITEMS };
     let n = input.len() as u32;
-    let device = queue.device();
     let tiles = n.div_ceil(GROUP * items);
-    let mut sums = device.alloc::<T>(tiles as usize)?;
+    let mut sums = queue.scratch::<T>(tiles as usize)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
     let one = Launch::threads(GROUP as usize).group(GROUP);
     let code = op_code(op);
-    let mut tile_heads = device.alloc::<u32>(tiles as usize)?;
+    let mut tile_heads = queue.scratch::<u32>(tiles as usize)?;
     let unused;
     let (heads, seg) = match heads {
         Some(h) => {
@@ -831,7 +830,7 @@ fn scan_passes<T: Reducible, const ITEMS: u32>(
         }
         None => {
             tile_sums::launch::<T, ITEMS>(queue, groups, input, &mut sums, n, id, code, items)?;
-            unused = device.alloc::<u32>(1)?;
+            unused = queue.scratch::<u32>(1)?;
             (&unused, 0)
         }
     };
@@ -879,7 +878,7 @@ pub(crate) fn exclusive_sum_of_counts(
         };
     }
     let count = counts.len() as u32;
-    let unused = queue.device().alloc::<u32>(1)?;
+    let unused = queue.scratch::<u32>(1)?;
     let one = Launch::threads(GROUP as usize).group(GROUP);
     if software {
         let items = SOFTWARE_ITEMS;

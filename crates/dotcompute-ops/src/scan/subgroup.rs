@@ -302,9 +302,8 @@ pub(super) fn passes<T: Reducible, const ITEMS: u32, const QUADS: u32>(
     output: &mut Buffer<T>,
 ) -> Result<()> {
     let n = job.input.len() as u32;
-    let device = queue.device();
     let tiles = n.div_ceil(GROUP * ITEMS);
-    let mut sums = device.alloc::<T>(tiles as usize)?;
+    let mut sums = queue.scratch::<T>(tiles as usize)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
     let (id, code) = (job.id, op_code(job.op));
     // The operation and the kind of scan are the kernels' constants (see
@@ -346,13 +345,12 @@ pub(super) fn chained_exclusive<T: Reducible, const ITEMS: u32>(
     identity: T,
     code: u32,
 ) -> Result<Buffer<T>> {
-    let device = queue.device();
-    let mut scanned = device.alloc::<T>(x.len())?;
+    let mut scanned = queue.scratch::<T>(x.len())?;
     if x.is_empty() {
         return Ok(scanned); // the kernel counts tiles from `n - 1`
     }
     // Chained, the kernel does not read `offsets`: one element stands in for it.
-    let unused = device.alloc::<T>(1)?;
+    let unused = queue.scratch::<T>(1)?;
     let one = Launch::threads(GROUP as usize).group(GROUP);
     let n = x.len() as u32;
     let chained = match code {

@@ -490,9 +490,8 @@ fn tune_sort<K: RadixKey, V: Num, const PAIRS: u32>(
     let mut copies: Option<(Buffer<K>, Option<Buffer<V>>)> = None;
     let run = |i: usize| -> Result<()> {
         if copies.is_none() {
-            let device = queue.device();
-            let v = values.map(|v| device.alloc::<V>(v.len())).transpose()?;
-            copies = Some((device.alloc::<K>(n)?, v));
+            let v = values.map(|v| queue.scratch::<V>(v.len())).transpose()?;
+            copies = Some((queue.scratch::<K>(n)?, v));
         }
         let (k, v) = copies.as_mut().expect("made above");
         queue.copy_buffer(keys, k)?;
@@ -509,7 +508,7 @@ fn tune_sort<K: RadixKey, V: Num, const PAIRS: u32>(
             n as u32,
         )
     };
-    crate::tune::choose(&key, n, &names, run, || queue.device().synchronize())
+    crate::tune::choose_on(queue, &key, n, &names, run, || queue.device().synchronize())
 }
 
 fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
@@ -583,13 +582,12 @@ fn ping_pong<K: RadixKey, V: Num, const PAIRS: u32>(
     digit_bits: u32,
     mut pass: impl FnMut(PassFrom<'_, K, V>, PassTo<'_, K, V>, (u32, u32)) -> Result<()>,
 ) -> Result<()> {
-    let device = queue.device();
     let n = keys.len();
-    let mut keys_alt = device.alloc::<K>(n)?;
+    let mut keys_alt = queue.scratch::<K>(n)?;
     // Keys alone still bind a value buffer (one element, never read).
     let value_len = if PAIRS == 1 { n } else { 1 };
-    let mut values_alt = device.alloc::<V>(value_len)?;
-    let mut no_values = device.alloc::<V>(1)?;
+    let mut values_alt = queue.scratch::<V>(value_len)?;
+    let mut no_values = queue.scratch::<V>(1)?;
     let mut in_alt = false;
     let mut shift = bits.start;
     while shift < bits.end {
@@ -637,10 +635,9 @@ fn radix_passes<K: RadixKey, V: Num, const PAIRS: u32, const ROUNDS: u32>(
 ) -> Result<()> {
     let kind = K::KIND as u32;
     let (inf, flip_bits) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
-    let device = queue.device();
     let tiles = n.div_ceil(GROUP * rounds);
-    let mut counts = device.alloc::<u32>((RADIX * tiles) as usize)?;
-    let mut offsets = device.alloc::<u32>((RADIX * tiles) as usize)?;
+    let mut counts = queue.scratch::<u32>((RADIX * tiles) as usize)?;
+    let mut offsets = queue.scratch::<u32>((RADIX * tiles) as usize)?;
     let groups = Launch::threads((tiles * GROUP) as usize).group(GROUP);
     ping_pong::<K, V, PAIRS>(
         queue,

@@ -275,8 +275,8 @@ impl Scratch {
     pub(super) fn new(queue: &impl AsStream, plan: &Plan) -> Result<Scratch> {
         let len = (RADIX * plan.spans) as usize;
         Ok(Scratch {
-            counts: queue.device().alloc(len)?,
-            offsets: queue.device().alloc(len)?,
+            counts: queue.scratch(len)?,
+            offsets: queue.scratch(len)?,
         })
     }
 }

@@ -326,10 +326,9 @@ impl Scratch {
         bits: std::ops::Range<u32>,
         flip: u64,
     ) -> Result<Scratch> {
-        let device = queue.device();
         let passes = (bits.end - bits.start).div_ceil(BITS);
         let len = (RADIX * passes) as usize;
-        let mut counts = device.alloc::<u32>(len)?;
+        let mut counts = queue.scratch::<u32>(len)?;
         queue.fill_buffer(&mut counts, 0)?;
         let groups = n.div_ceil(GROUP).min(COUNT_GROUPS);
         let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
@@ -346,7 +345,7 @@ impl Scratch {
             inf,
             flip,
         )?;
-        let mut bases = device.alloc::<u32>(len)?;
+        let mut bases = queue.scratch::<u32>(len)?;
         onesweep_bases::launch(
             queue,
             Launch::threads(GROUP as usize).group(GROUP),
@@ -355,11 +354,11 @@ impl Scratch {
             passes,
         )?;
         let tiles = n.div_ceil(TILE);
-        let mut counter = device.alloc::<u32>(passes as usize)?;
+        let mut counter = queue.scratch::<u32>(passes as usize)?;
         queue.fill_buffer(&mut counter, 0)?;
         Ok(Scratch {
             bases,
-            status: device.alloc::<u32>((tiles * RADIX) as usize)?,
+            status: queue.scratch::<u32>((tiles * RADIX) as usize)?,
             counter,
             tiles,
             start_bit: bits.start,

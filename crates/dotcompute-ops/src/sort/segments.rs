@@ -98,12 +98,11 @@ fn segmented<K: RadixKey, V: Num>(
     if crate::host::is_cpu(queue) {
         return host_segmented(queue, keys, values, &segment_of, order);
     }
-    let device = queue.device();
     let segments = segment_of.last().map_or(1, |&s| s + 1);
     // Bits that number the segments (at least one: the sort takes a non-empty range).
     let segment_bits = (32 - (segments - 1).leading_zeros()).max(1);
     let mut at = crate::index_in_rows(queue, n, n)?;
-    let mut sorted_keys = device.alloc::<K>(n)?;
+    let mut sorted_keys = queue.scratch::<K>(n)?;
     queue.copy_buffer(keys, &mut sorted_keys)?;
     radix_sort::<K, u32, 1>(
         queue,
@@ -113,8 +112,8 @@ fn segmented<K: RadixKey, V: Num>(
         order,
         0..K::WIDTH,
     )?;
-    let segment_of = device.upload(&segment_of)?;
-    let mut segment_keys = device.alloc::<u32>(n)?;
+    let segment_of = queue.scratch_from(&segment_of)?;
+    let mut segment_keys = queue.scratch::<u32>(n)?;
     let threads = Launch::threads(n);
     gather::launch(queue, threads, &segment_of, &at, &mut segment_keys)?;
     radix_sort::<u32, u32, 1>(
@@ -128,7 +127,7 @@ fn segmented<K: RadixKey, V: Num>(
     gather::launch(queue, threads, keys, &at, &mut sorted_keys)?;
     queue.copy_buffer(&sorted_keys, keys)?;
     if let Some(values) = values {
-        let mut moved = device.alloc::<V>(n)?;
+        let mut moved = queue.scratch::<V>(n)?;
         gather::launch(queue, threads, values, &at, &mut moved)?;
         queue.copy_buffer(&moved, values)?;
     }

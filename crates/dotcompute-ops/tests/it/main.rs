@@ -4,6 +4,7 @@
 //! ≥ 2^24 on GPUs.
 
 mod common;
+mod graph;
 mod matmul;
 mod more;
 mod reduce;

@@ -254,3 +254,82 @@ fn probe_single_passes() {
         }
     }
 }
+
+/// 16 threads share one device, each recording its own graph of a pair sort and an
+/// exclusive sum of the sorted keys (`Graph::record`), replaying it with new keys on the
+/// device or its own stream, and sorting directly between replays, dropping graphs and
+/// buffers as it goes: every result is checked.
+#[test]
+fn sixteen_threads_record_and_replay_operation_graphs_with_no_wrong_result() {
+    let seed = seed();
+    for d in devices() {
+        std::thread::scope(|scope| {
+            for t in 0..16u64 {
+                let d = d.clone();
+                scope.spawn(move || {
+                    let mut rng = fastrand::Rng::with_seed(seed ^ t);
+                    let stream = d.stream().unwrap();
+                    for round in 0..3 {
+                        let n = rng.usize(1..20_000);
+                        let what =
+                            format!("{} thread {t} round {round} n {n} seed {seed}", d.label());
+                        let mut keys = d.alloc_filled(n, 0u32).unwrap();
+                        let mut values = d.alloc_filled(n, 0u32).unwrap();
+                        let mut sums = d.alloc_filled(n, 0u32).unwrap();
+                        let mut graph = dotcompute::Graph::new(&d);
+                        let recorded = graph
+                            .record((&mut keys, &mut values, &mut sums), &[], |q, (k, v, s)| {
+                                sort_pairs(q, k, v, Order::Ascending)?;
+                                exclusive_sum(q, k, s)
+                            })
+                            .unwrap();
+                        let (gk, gv, gs) = recorded.buffers;
+                        let mut exec = graph.instantiate().unwrap();
+                        for replay in 0..2 {
+                            let k: Vec<u32> = (0..n).map(|_| rng.u32(..1000)).collect();
+                            exec.write(gk, &k).unwrap();
+                            exec.write(gv, &(0..n as u32).collect::<Vec<_>>()).unwrap();
+                            exec.fill(gs, u32::MAX).unwrap();
+                            if (round + replay) % 2 == 1 {
+                                exec.launch(&stream).unwrap();
+                            } else {
+                                exec.launch(&d).unwrap();
+                            }
+                            let mut want: Vec<(u32, u32)> = k.iter().copied().zip(0..).collect();
+                            want.sort_by_key(|p| p.0);
+                            let got_k = exec.read(gk).unwrap();
+                            let got_v = exec.read(gv).unwrap();
+                            let got_s = exec.read(gs).unwrap();
+                            let mut acc = 0u32;
+                            for (i, &(wk, wv)) in want.iter().enumerate() {
+                                assert_eq!(
+                                    (got_k[i], got_v[i]),
+                                    (wk, wv),
+                                    "{what} replay {replay} [{i}]"
+                                );
+                                assert_eq!(got_s[i], acc, "{what} replay {replay} sum [{i}]");
+                                acc = acc.wrapping_add(wk);
+                            }
+                            // A direct sort of other data between replays.
+                            let other: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+                            let mut direct = d.upload(&other).unwrap();
+                            dotcompute_ops::sort::sort_keys(
+                                &stream,
+                                &mut direct,
+                                Order::Descending,
+                            )
+                            .unwrap();
+                            let mut want_other = other;
+                            want_other.sort_unstable_by(|a, b| b.cmp(a));
+                            assert_eq!(direct.to_vec().unwrap(), want_other, "{what} direct");
+                        }
+                        drop(exec);
+                        drop(sums);
+                        // The buffers are the thread's again.
+                        assert!(keys.to_vec().unwrap().is_sorted(), "{what}");
+                    }
+                });
+            }
+        });
+    }
+}

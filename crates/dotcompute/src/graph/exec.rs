@@ -101,6 +101,13 @@ impl<'a> ExecGraph<'a> {
                 device: device.labels_against(&self.graph.device).0,
             });
         }
+        if on.recording() {
+            return Err(Error::Graph {
+                detail: "an executable graph cannot be replayed into a graph recording \
+                         (its replay would run now, not at the recording graph's replays)"
+                    .into(),
+            });
+        }
         let s = on.stream_id();
         if self.native.is_some() && self.dirty {
             self.recapture()?;
@@ -559,18 +566,30 @@ impl<'a> ExecGraph<'a> {
             self.graph.buffers[i].len,
             buffer.len(),
         )?;
-        let b = &mut self.graph.buffers[i];
-        b.raw = buffer.raw();
-        b.uses = buffer.uses();
-        b.offset = 0;
-        // Patch every launch that binds it.
+        // The handle's registration, and those a recording made for ranges of the same
+        // buffer (a writable buffer has no other: its `&mut` borrow excludes them), which
+        // keep their offsets into it.
+        let old = self.graph.buffers[i].raw;
+        let same: Vec<usize> = (0..self.graph.buffers.len())
+            .filter(|&j| std::ptr::eq(self.graph.buffers[j].raw, old))
+            .collect();
+        for &j in &same {
+            let b = &mut self.graph.buffers[j];
+            b.raw = buffer.raw();
+            b.uses = buffer.uses();
+            if j == i {
+                b.offset = 0;
+            }
+        }
+        // Patch every launch that binds them.
+        let uses = |b: &usize| same.contains(b);
         let users: Vec<usize> = (0..self.graph.nodes.len())
             .filter(|&j| match &self.graph.nodes[j].kind {
                 NodeKind::Launch { args, .. } => args
                     .iter()
-                    .any(|a| matches!(a, NodeArg::Buffer(b) if *b == i)),
-                NodeKind::Copy { src, dst, .. } => *src == i || *dst == i,
-                NodeKind::Fill { dst, .. } => *dst == i,
+                    .any(|a| matches!(a, NodeArg::Buffer(b) if uses(b))),
+                NodeKind::Copy { src, dst, .. } => uses(src) || uses(dst),
+                NodeKind::Fill { dst, .. } => uses(dst),
             })
             .collect();
         for j in users {

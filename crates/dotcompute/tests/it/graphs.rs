@@ -678,3 +678,198 @@ fn graphs_are_captured_while_other_threads_return_memory_to_the_driver() {
         });
     }
 }
+
+/// `Graph::record`: a body's scratch buffers are kept by the graph and reused by every
+/// replay (each replay starts from the lent input again), views of a lent buffer follow
+/// it through `ExecGraph::set_buffer`, and a recording on a stream's queue is not run.
+#[test]
+fn a_recording_keeps_its_scratch_buffers_and_follows_replaced_buffers() {
+    let seed = common::seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for d in common::devices() {
+        for n in [3usize, 1000, (1 << 20) + 5] {
+            let input: Vec<u32> = (0..n).map(|_| rng.u32(..1 << 20)).collect();
+            let mut x = d.upload(&input).unwrap();
+            let mut graph = Graph::new(&d);
+            let recorded = graph
+                .record(&mut x, &[], |q, x| {
+                    let mut t = q.scratch::<u32>(n)?;
+                    q.fill_buffer(&mut t, 0)?;
+                    q.copy_buffer(x, &mut t)?;
+                    lcg_step::launch(q, Launch::threads(n), &mut t, 3, 1)?;
+                    // Elements 1.. of the lent buffer, as a view.
+                    let mut tail = x.slice_mut(1..)?;
+                    lcg_step::launch(q, Launch::threads(n - 1), &mut tail, 5, 7)?;
+                    q.copy_buffer(&t, &mut q.scratch::<u32>(n)?)?;
+                    Ok(t.len())
+                })
+                .unwrap();
+            assert_eq!(recorded.value, n);
+            let gx = recorded.buffers;
+            // Nothing ran while recording.
+            let mut exec = graph.instantiate().unwrap();
+            assert_eq!(
+                exec.read(gx).unwrap(),
+                input,
+                "{} n {n}: ran while recording",
+                d.label()
+            );
+            let step = |v: &[u32]| -> Vec<u32> {
+                let mut out = v.to_vec();
+                for i in 1..n {
+                    out[i] = v[i]
+                        .wrapping_mul(5)
+                        .wrapping_add(7)
+                        .wrapping_add((i - 1) as u32);
+                }
+                out
+            };
+            let mut want = input.clone();
+            for replay in 0..3 {
+                exec.launch(&d).unwrap();
+                want = step(&want);
+                assert_eq!(
+                    exec.read(gx).unwrap(),
+                    want,
+                    "{} n {n} replay {replay} seed {seed}",
+                    d.label()
+                );
+            }
+            // Another buffer behind the handle: the view's node follows it.
+            let other: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+            let mut y = d.upload(&other).unwrap();
+            exec.set_buffer(gx, &mut y).unwrap();
+            exec.launch(&d).unwrap();
+            assert_eq!(
+                exec.read(gx).unwrap(),
+                step(&other),
+                "{} n {n} after set_buffer",
+                d.label()
+            );
+            drop(exec);
+            assert_eq!(y.to_vec().unwrap(), step(&other));
+            assert_eq!(
+                x.to_vec().unwrap(),
+                want,
+                "{} n {n}: the lent buffer after",
+                d.label()
+            );
+        }
+    }
+}
+
+/// Misuse of `Graph::record`, each a clear `Error::Graph` that adds nothing to the graph
+/// and leaves the buffers usable: a buffer neither lent nor made by the recorder, a
+/// scratch buffer still held when the body ends, a host read or write of a lent buffer
+/// inside the body, a recorded write to a read-only lent buffer or a `scratch_from`
+/// constant, a graph replayed into a recording; and a body that panics.
+#[test]
+fn a_recording_refuses_buffers_and_uses_it_cannot_replay_and_adds_nothing() {
+    for d in common::devices() {
+        let label = d.label();
+        let mut x = d.upload(&[1u32, 2, 3]).unwrap();
+        let ro = d.upload(&[4u32, 5, 6]).unwrap();
+        let mut stranger = d.upload(&[7u32, 8, 9]).unwrap();
+        let mut graph = Graph::new(&d);
+        let graph_error = |r: Result<(), Error>, what: &str| {
+            assert!(
+                matches!(r, Err(Error::Graph { .. })),
+                "{label}: {what}: {r:?}"
+            );
+        };
+        let mut x1 = d.upload(&[1u32, 2, 3]).unwrap();
+        let r = graph.record(&mut x1, &[], |q, _| {
+            lcg_step::launch(q, Launch::threads(3), &mut stranger, 1, 1)
+        });
+        graph_error(r.map(|_| ()), "a buffer that was not lent");
+        let mut x2 = d.upload(&[1u32, 2, 3]).unwrap();
+        let r = graph.record(&mut x2, &[], |q, x| {
+            let mut held = q.scratch::<u32>(3)?;
+            q.copy_buffer(x, &mut held)?;
+            Ok(held)
+        });
+        graph_error(r.map(|_| ()), "a scratch buffer held past the body");
+        let mut x3 = d.upload(&[1u32, 2, 3]).unwrap();
+        let r = graph.record(&mut x3, &[], |_, x| x.to_vec().map(|_| ()));
+        graph_error(r.map(|_| ()), "a host read of a lent buffer");
+        let mut x4 = d.upload(&[1u32, 2, 3]).unwrap();
+        let r = graph.record(&mut x4, &[], |_, x| x.write(&[0, 0, 0]));
+        graph_error(r.map(|_| ()), "a host write of a lent buffer");
+        let r = graph.record(&ro, &[], |q, _| {
+            // A kernel writing a read-only lent buffer does not type-check; an untyped
+            // launch does, and is refused when the recording is added.
+            q.launch_kernel(
+                &lcg_step::KERNEL,
+                Launch::threads(3),
+                &[
+                    dotcompute::Arg::buffer(&ro),
+                    dotcompute::Arg::scalar(1u32),
+                    dotcompute::Arg::scalar(1u32),
+                ],
+            )
+        });
+        assert!(
+            matches!(r, Err(Error::ArgumentType { .. })),
+            "{label}: a write to a read-only lent buffer: {r:?}"
+        );
+        let mut x5 = d.upload(&[1u32, 2, 3]).unwrap();
+        let r = graph.record(&mut x5, &[], |q, _| {
+            let mut constant = q.scratch_from(&[1u32, 2, 3])?;
+            lcg_step::launch(q, Launch::threads(3), &mut constant, 1, 1)
+        });
+        assert!(
+            matches!(r, Err(Error::ArgumentType { .. })),
+            "{label}: a write to a scratch_from constant: {r:?}"
+        );
+        // A replay into a recording.
+        let mut other = d.upload(&[1u32]).unwrap();
+        let mut inner = Graph::new(&d);
+        let gi = inner.buffer_mut(&mut other).unwrap();
+        inner.fill(gi, 3u32, &[]).unwrap();
+        let mut inner = inner.instantiate().unwrap();
+        let mut x6 = d.upload(&[1u32, 2, 3]).unwrap();
+        let r = graph.record(&mut x6, &[], |q, _| inner.launch(q));
+        graph_error(r.map(|_| ()), "a graph replayed into a recording");
+        drop(inner);
+        assert_eq!(other.to_vec().unwrap(), [1], "{label}: the inner graph ran");
+        // Nothing of the refused recordings is in the graph: a node after them is alone.
+        let kept = graph
+            .record(&mut x, &[], |q, x| {
+                lcg_step::launch(q, Launch::threads(3), *x, 2, 0)
+            })
+            .unwrap();
+        let mut exec = graph.instantiate().unwrap();
+        assert_eq!(exec.levels(), [1], "{label}: refused recordings left nodes");
+        exec.launch(&d).unwrap();
+        assert_eq!(exec.read(kept.buffers).unwrap(), [2, 5, 8], "{label}");
+        drop(exec);
+        for (b, want) in [
+            (&x2, [1, 2, 3]),
+            (&x3, [1, 2, 3]),
+            (&x4, [1, 2, 3]),
+            (&x5, [1, 2, 3]),
+        ] {
+            assert_eq!(
+                b.to_vec().unwrap(),
+                want,
+                "{label}: a refused recording's buffer"
+            );
+        }
+        assert_eq!(ro.to_vec().unwrap(), [4, 5, 6], "{label}");
+        assert_eq!(stranger.to_vec().unwrap(), [7, 8, 9], "{label}");
+        // A panicking body: the panic reaches the caller, the buffer is usable after.
+        let mut y = d.upload(&[1u32, 2, 3]).unwrap();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut g = Graph::new(&d);
+            let _ = g.record(&mut y, &[], |_, _| -> Result<(), Error> { panic!("boom") });
+        }));
+        assert!(panicked.is_err(), "{label}");
+        assert_eq!(
+            y.to_vec().unwrap(),
+            [1, 2, 3],
+            "{label}: after a panicking body"
+        );
+        lcg_step::launch(&d, Launch::threads(3), &mut y, 1, 0).unwrap();
+        assert_eq!(y.to_vec().unwrap(), [1, 3, 5], "{label}");
+    }
+}
