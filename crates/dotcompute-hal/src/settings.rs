@@ -365,8 +365,9 @@ pub mod choices {
             "transpose",
             "matmul",
             "rayon",
+            "graph",
         ],
-        expected: "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon",
+        expected: "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon, graph",
     };
     pub const AUTOTUNE: Choice = Choice {
         name: "DOTCOMPUTE_AUTOTUNE",

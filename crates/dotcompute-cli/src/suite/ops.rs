@@ -49,6 +49,112 @@ fn ops(ctx: &Ctx) -> Res<Vec<Figure>> {
     if ctx.kind() == BackendKind::Cpu && parts.contains(&"rayon") {
         figs.extend(against_rayon(ctx)?);
     }
+    if parts.contains(&"graph") {
+        figs.extend(graph_figures(ctx)?);
+    }
+    Ok(figs)
+}
+
+/// A pipeline of operations (sort pairs, exclusive sum of the sorted keys, their total)
+/// recorded once into a graph (`Graph::record`) and replayed, against the same three
+/// calls made directly on the same buffers in the same run: host wall time per pipeline,
+/// 10 pipelines and one `synchronize()` a sample. What a graph saves is the host's work
+/// per launch (planning, binding, submitting), so small sizes show it most.
+fn graph_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
+    let d = ctx.device;
+    let s = super::s;
+    let mut rng = fastrand::Rng::with_seed(131_131);
+    let mut figs = Vec::new();
+    let sizes: &[usize] = if ctx.kind() == BackendKind::Cpu {
+        &[1 << 12, 1 << 16]
+    } else {
+        &[1 << 12, 1 << 16, 1 << 20]
+    };
+    for &n in sizes {
+        ctx.step(&format!("recorded pipeline, {} pairs", label(n)));
+        let keys: Vec<u32> = (0..n).map(|_| rng.u32(..1 << 24)).collect();
+        let values: Vec<u32> = (0..n as u32).collect();
+        let pipeline = |q: &dotcompute::Recorder,
+                        k: &mut dotcompute::Buffer<u32>,
+                        v: &mut dotcompute::Buffer<u32>,
+                        sums: &mut dotcompute::Buffer<u32>,
+                        total: &mut dotcompute::Buffer<u32>| {
+            sort::sort_pairs(q, k, v, Order::Ascending)?;
+            scan::exclusive_sum(q, k, sums)?;
+            reduce::reduce_into(q, k, ReduceOp::Sum, total)
+        };
+        // The direct calls' buffers, and the graph's.
+        let (mut dk, mut dv) = (d.upload(&keys).map_err(s)?, d.upload(&values).map_err(s)?);
+        let (mut dsums, mut dtotal) =
+            (d.alloc::<u32>(n).map_err(s)?, d.alloc::<u32>(1).map_err(s)?);
+        let (mut gk, mut gv) = (d.upload(&keys).map_err(s)?, d.upload(&values).map_err(s)?);
+        let (mut gsums, mut gtotal) =
+            (d.alloc::<u32>(n).map_err(s)?, d.alloc::<u32>(1).map_err(s)?);
+        // One direct run first: the tuner's choices (the sort's algorithm on CUDA), made by
+        // measuring, are then cached, and the recording takes the same ones.
+        sort::sort_pairs(d, &mut dk, &mut dv, Order::Ascending).map_err(s)?;
+        scan::exclusive_sum(d, &dk, &mut dsums).map_err(s)?;
+        let mut graph = dotcompute::Graph::new(d);
+        let recorded = graph
+            .record(
+                (&mut gk, &mut gv, &mut gsums, &mut gtotal),
+                &[],
+                |q, (k, v, sums, total)| pipeline(q, k, v, sums, total),
+            )
+            .map_err(s)?;
+        let (hk, hv, hsums, htotal) = recorded.buffers;
+        let mut exec = graph.instantiate().map_err(s)?;
+        let times = super::measure_batched(
+            ctx,
+            10,
+            &mut [&mut || exec.launch(d).map_err(s), &mut || {
+                sort::sort_pairs(d, &mut dk, &mut dv, Order::Ascending).map_err(s)?;
+                scan::exclusive_sum(d, &dk, &mut dsums).map_err(s)?;
+                reduce::reduce_into(d, &dk, ReduceOp::Sum, &mut dtotal).map_err(s)
+            }],
+        )?;
+        // Both sorted the same keys (already sorted after the first run): the same
+        // results, and the right ones.
+        let mut want: Vec<(u32, u32)> = keys.iter().copied().zip(values.iter().copied()).collect();
+        want.sort_by_key(|p| p.0);
+        let want_keys: Vec<u32> = want.iter().map(|p| p.0).collect();
+        let got = (
+            exec.read(hk).map_err(s)?,
+            exec.read(hv).map_err(s)?,
+            exec.read(hsums).map_err(s)?,
+            exec.read(htotal).map_err(s)?,
+        );
+        let direct = (
+            dk.to_vec().map_err(s)?,
+            dv.to_vec().map_err(s)?,
+            dsums.to_vec().map_err(s)?,
+            dtotal.to_vec().map_err(s)?,
+        );
+        if got != direct || got.0 != want_keys {
+            return Err(format!(
+                "the recorded pipeline of {n} pairs disagrees with the direct calls or the reference"
+            ));
+        }
+        figs.push(
+            ctx.figure(
+                "ops",
+                format!("recorded pipeline, {} pairs", label(n)),
+                n as f64,
+                Unit::Us,
+            )
+            .ours(
+                "Graph::record of sort_pairs + exclusive_sum + reduce_into, replayed",
+                1.0,
+                times[0].clone(),
+            )
+            .against("the same three calls made directly", 1.0, times[1].clone())
+            .note(format!(
+                "{} nodes; host wall time per pipeline, 10 a sample",
+                exec.levels().iter().sum::<usize>()
+            ))
+            .build(),
+        );
+    }
     Ok(figs)
 }
 

@@ -326,7 +326,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "DOTCOMPUTE_BENCH_OPS",
         scope: Scope::Tools,
         read: "by `dotcompute bench ops`, when it starts",
-        accepts: "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon (the CPU's rayon references); default all",
+        accepts: "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon (the CPU's rayon references), graph (recorded operations replayed against the same calls made directly); default all",
         effect: "runs only those parts of the library-operations benchmark",
         check: Some(|| choices::BENCH_OPS.read_list().map(drop)),
     },
