@@ -321,6 +321,11 @@ unsafe impl<T: Send> Send for Scatter<T> {}
 unsafe impl<T: Send> Sync for Scatter<T> {}
 
 impl<T> Scatter<T> {
+    /// The pointer (a method, for the reason `write` is one).
+    fn base(&self) -> *mut T {
+        self.0
+    }
+
     /// Writes `value` at `index`. (A method, so that closures capture the whole `Scatter`,
     /// which is Sync, not its pointer field.)
     ///
@@ -648,14 +653,29 @@ fn lsd_passes<K: Copy + Send + Sync, V: Copy + Send + Sync>(
 /// `y = xᵀ` for the row-major `rows × cols` matrix `x` (`y` is `cols × rows`), by square
 /// tiles in parallel: a tile's input rows stay in the core's cache while its columns are
 /// written out as runs of consecutive output elements, four-byte elements by 8 × 8
-/// blocks in AVX registers where the CPU has AVX. The GPU kernel through the CPU backend
+/// blocks in AVX registers where the CPU has AVX, with streamed stores when `streamed`
+/// ([`transpose_streamed`]; ignored where the elements do not move by AVX blocks). The GPU kernel through the CPU backend
 /// ran at 0.08× of a copy (2 cores, 1024 × 1023 `u32`).
-pub(crate) fn transpose<T: Copy + Send + Sync>(x: &[T], rows: usize, cols: usize, y: &mut [T]) {
+pub(crate) fn transpose<T: Copy + Send + Sync>(
+    x: &[T],
+    rows: usize,
+    cols: usize,
+    y: &mut [T],
+    streamed: bool,
+) {
     // 8 × 8 blocks in registers where the CPU can (four-byte elements), in tiles of 128:
     // 2.2× the element-by-element tiles of 32 at 4096 × 4095 and 8191 × 8193 `u32` on the
     // 2-core development machine (0.21–0.28× → 0.52–0.55× of a copy; tiles of 32, 64 and
     // 256 with blocks measured 0.33×, 0.46× and 0.53×).
     let simd = simd_transpose::<T>();
+    #[cfg(target_arch = "x86_64")]
+    if simd && streamed {
+        // SAFETY: `simd` says the CPU has AVX and `T` is four bytes; `x` and `y` are
+        // `rows × cols` elements each, and different slices.
+        unsafe { transpose_streamed(x.as_ptr().cast(), rows, cols, y.as_mut_ptr().cast()) };
+        return;
+    }
+    let _ = streamed; // only four-byte elements with AVX stream
     let edge = if simd { 128 } else { 32 };
     let (tile_rows, tile_cols) = (rows.div_ceil(edge), cols.div_ceil(edge));
     let out = Scatter(y.as_mut_ptr());
@@ -700,6 +720,136 @@ pub(crate) fn transpose<T: Copy + Send + Sync>(x: &[T], rows: usize, cols: usize
             }
             scalar(r0, r1, c0, c1);
         });
+}
+
+/// Edge of the square tiles of [`transpose_streamed`].
+#[cfg(target_arch = "x86_64")]
+const STREAM_EDGE: usize = 128;
+
+/// [`transpose`] of four-byte elements on a CPU with AVX for matrices larger than the
+/// caches: each tile is transposed by 8 × 8 register blocks into a buffer of the thread's
+/// (in its L2), then each of the tile's output rows is written with non-temporal stores,
+/// which do not read the destination's cache lines first (an ordinary store does, so a
+/// transpose moved three bytes per byte where a copy, whose `memcpy` streams, moves two).
+///
+/// # Safety
+/// The CPU has AVX; `x` holds `rows × cols` elements and `y` as many, not overlapping.
+#[cfg(target_arch = "x86_64")]
+unsafe fn transpose_streamed(x: *const f32, rows: usize, cols: usize, y: *mut f32) {
+    use std::cell::RefCell;
+    thread_local! {
+        static TILE: RefCell<Vec<f32>> = RefCell::new(vec![0.0; STREAM_EDGE * STREAM_EDGE]);
+    }
+    let edge = STREAM_EDGE;
+    let (tile_rows, tile_cols) = (rows.div_ceil(edge), cols.div_ceil(edge));
+    let (src, out) = (Scatter(x as *mut f32), Scatter(y));
+    (0..tile_rows * tile_cols)
+        .into_par_iter()
+        .for_each(move |t| {
+            let (r0, c0) = ((t / tile_cols) * edge, (t % tile_cols) * edge);
+            let (r1, c1) = ((r0 + edge).min(rows), (c0 + edge).min(cols));
+            TILE.with(|tile| {
+                let mut tile = tile.borrow_mut();
+                let buf = tile.as_mut_ptr();
+                // SAFETY: the caller's contract for `x` and `y`; the tile's input rows
+                // r0..r1 and columns c0..c1 are inside `x`, the buffer holds edge × edge
+                // (output row c - c0 at c - c0 times edge), and the tile's output rows
+                // c0..c1, columns r0..r1, belong to this tile alone.
+                unsafe {
+                    transpose_tile_streamed(
+                        src.base(),
+                        rows,
+                        cols,
+                        out.base(),
+                        buf,
+                        (r0, r1),
+                        (c0, c1),
+                    )
+                };
+            });
+        });
+}
+
+/// One tile of [`transpose_streamed`]: rows `r0..r1` and columns `c0..c1` of `x`.
+///
+/// # Safety
+/// As [`transpose_streamed`]; `buf` holds `STREAM_EDGE²` elements.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn transpose_tile_streamed(
+    x: *const f32,
+    rows: usize,
+    cols: usize,
+    y: *mut f32,
+    buf: *mut f32,
+    (r0, r1): (usize, usize),
+    (c0, c1): (usize, usize),
+) {
+    use std::arch::x86_64::*;
+    let edge = STREAM_EDGE;
+    let (r8, c8) = (r0 + (r1 - r0) / 8 * 8, c0 + (c1 - c0) / 8 * 8);
+    // SAFETY: the caller's contract; every index below stays within the tile's rows and
+    // columns of `x`, its rows of `y`, and `buf`'s edge × edge elements.
+    unsafe {
+        for c in (c0..c8).step_by(8) {
+            for r in (r0..r8).step_by(8) {
+                transpose_8x8_avx(
+                    x.add(r * cols + c),
+                    cols,
+                    buf.add((c - c0) * edge + (r - r0)),
+                    edge,
+                );
+            }
+        }
+        // The ragged edges one by one.
+        for c in c0..c1 {
+            let from = if c < c8 { r8 } else { r0 };
+            for r in from..r1 {
+                *buf.add((c - c0) * edge + (r - r0)) = *x.add(r * cols + c);
+            }
+        }
+        // Each output row: ordinary stores up to a cache line's boundary, then whole
+        // streamed lines, then the rest.
+        let len = r1 - r0;
+        for c in c0..c1 {
+            let dst = y.add(c * rows + r0);
+            let from = buf.add((c - c0) * edge);
+            let misaligned = (dst as usize & 63) / 4;
+            let head = if misaligned == 0 {
+                0
+            } else {
+                (16 - misaligned).min(len)
+            };
+            for i in 0..head {
+                *dst.add(i) = *from.add(i);
+            }
+            let mut i = head;
+            while i + 16 <= len {
+                _mm256_stream_ps(dst.add(i), _mm256_loadu_ps(from.add(i)));
+                _mm256_stream_ps(dst.add(i + 8), _mm256_loadu_ps(from.add(i + 8)));
+                i += 16;
+            }
+            for j in i..len {
+                *dst.add(j) = *from.add(j);
+            }
+        }
+        // Streamed stores are weakly ordered: fence them before the task ends (the
+        // join that follows is what makes them visible to the caller).
+        _mm_sfence();
+    }
+}
+
+/// The tuner's name of [`transpose`] with streamed stores.
+pub(crate) const STREAMED_STORES: &str = "streamed-stores";
+
+/// The stores [`transpose`] can make for `T`, the default first: ordinary (cached)
+/// stores, and streamed ones where `T` moves by AVX blocks.
+pub(crate) fn transpose_stores<T>() -> &'static [&'static str] {
+    if simd_transpose::<T>() {
+        &["cached-stores", STREAMED_STORES]
+    } else {
+        &["cached-stores"]
+    }
 }
 
 /// Whether [`transpose`] moves `T` by 8 × 8 blocks in AVX registers: four-byte elements

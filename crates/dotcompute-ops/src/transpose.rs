@@ -111,8 +111,7 @@ pub fn transpose<T: Num>(
         return Ok(());
     }
     if crate::host::is_cpu(queue) {
-        let x = crate::host::elements(queue, input)?;
-        return crate::host::fill_output(output, |y| crate::host::transpose(&x, rows, cols, y));
+        return on_host(queue, input, rows, cols, output);
     }
     let (w, h) = (cols as u32, rows as u32);
     let tiles_x = cols.div_ceil(TILE as usize);
@@ -151,4 +150,38 @@ pub fn transpose<T: Num>(
         || queue.device().synchronize(),
     )?;
     run(order, output)
+}
+
+/// The CPU device's transpose, in place in host memory, with the tuner's choice of stores
+/// where the CPU can stream them (`host::TRANSPOSE_STORES`): streamed stores do not read
+/// the destination first, which pays where the matrix is larger than the caches (8191 ×
+/// 8193 `u32` on the 16-core H200 host: 0.48–0.53× of a copy → 0.74–0.76×) and costs
+/// where it is not (4096 × 4095: 0.51–0.56× → 0.48–0.52×; `docs/benchmarks.md`).
+fn on_host<T: Num>(
+    queue: &impl AsStream,
+    input: &Buffer<T>,
+    rows: usize,
+    cols: usize,
+    output: &mut Buffer<T>,
+) -> Result<()> {
+    let x = crate::host::elements(queue, input)?;
+    let forms = crate::host::transpose_stores::<T>();
+    let run = |i: usize, output: &mut Buffer<T>| {
+        let streamed = forms[i] == crate::host::STREAMED_STORES;
+        crate::host::fill_output(output, |y| {
+            crate::host::transpose(&x, rows, cols, y, streamed)
+        })
+    };
+    let what = format!("{:?} on the host", <T as dotcompute::Element>::TYPE);
+    let key = crate::tune::key(queue, "transpose", &what, input.len());
+    // The host's work is done when `run` returns: nothing to wait for.
+    let form = crate::tune::choose_on(
+        queue,
+        &key,
+        input.len(),
+        forms,
+        |i| run(i, output),
+        || Ok(()),
+    )?;
+    run(form, output)
 }

@@ -614,10 +614,19 @@ fn softmax_figures(ctx: &Ctx, rng: &mut fastrand::Rng, big: bool) -> Res<Vec<Fig
 /// A transpose row's label: the kernel and the tuner's choice of tile order on GPUs;
 /// the CPU device transposes host memory instead (`dotcompute_ops::host`).
 fn transpose_label(ctx: &Ctx, elements: usize) -> String {
-    if ctx.kind() == BackendKind::Cpu {
-        return "dotcompute_ops::transpose (host memory, by tiles; 8 × 8 AVX blocks where the CPU has AVX)".into();
-    }
     let ty = format!("{:?}", <u32 as dotcompute::Element>::TYPE);
+    if ctx.kind() == BackendKind::Cpu {
+        let key = dotcompute_ops::tune::key(
+            ctx.device,
+            "transpose",
+            &format!("{ty} on the host"),
+            elements,
+        );
+        return format!(
+            "dotcompute_ops::transpose (host memory, by tiles; 8 × 8 AVX blocks where the CPU has AVX; tuner: {})",
+            tuner_choice(&key)
+        );
+    }
     let key = dotcompute_ops::tune::key(ctx.device, "transpose", &ty, elements);
     format!(
         "dotcompute_ops::transpose (padded shared tile; tuner: {})",
