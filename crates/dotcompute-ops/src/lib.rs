@@ -23,6 +23,40 @@
 //! Operations with more than one good configuration are tuned per device, operation,
 //! type and size class ([`tune`]; `DOTCOMPUTE_AUTOTUNE=on|off|force`).
 //!
+//! ## In graphs
+//!
+//! Every operation that returns nothing to the host can be recorded into a
+//! [`Graph`](dotcompute::Graph) with [`Graph::record`](dotcompute::Graph::record) and
+//! replayed with new inputs: its temporaries come from
+//! [`AsStream::scratch`](dotcompute::AsStream::scratch), which the graph keeps. Those that
+//! need a value on the host (a count, offsets) refuse with `Error::Graph` there.
+//!
+//! ```
+//! use dotcompute::prelude::*;
+//! use dotcompute::Graph;
+//! use dotcompute_ops::{scan, sort, Order};
+//!
+//! let device = Device::cpu();
+//! let (mut keys, mut values) = (device.alloc::<u32>(4)?, device.alloc::<u32>(4)?);
+//! let mut sums = device.alloc::<u32>(4)?;
+//! let mut graph = Graph::new(&device);
+//! let recorded = graph.record((&mut keys, &mut values, &mut sums), &[], |q, (k, v, s)| {
+//!     sort::sort_pairs(q, k, v, Order::Ascending)?;
+//!     scan::exclusive_sum(q, k, s)
+//! })?;
+//! let (k, v, s) = recorded.buffers;
+//! let mut exec = graph.instantiate()?;
+//! for input in [[4u32, 1, 3, 2], [9, 9, 0, 5]] {
+//!     exec.write(k, &input)?;
+//!     exec.write(v, &[0, 1, 2, 3])?;
+//!     exec.launch(&device)?;
+//! }
+//! assert_eq!(exec.read(k)?, [0, 5, 9, 9]);
+//! assert_eq!(exec.read(v)?, [2, 3, 0, 1]);
+//! assert_eq!(exec.read(s)?, [0, 0, 5, 14]);
+//! # Ok::<(), dotcompute::Error>(())
+//! ```
+//!
 //! ## Contract
 //!
 //! *Validates*: lengths (outputs as long as inputs, row shapes that divide the input,
@@ -32,7 +66,7 @@
 //! alias inputs: the borrow checker refuses `&buffer` and `&mut buffer` together.
 //!
 //! *Trusts* the facade for everything a launch checks (bounds, devices, ordering on
-//! streams), and states each operation's numeric result: integer results and sorts are
+//! streams, what a graph recording may use), and states each operation's numeric result: integer results and sorts are
 //! exact and the same on every backend; float sums are computed in a fixed tree whose
 //! shape depends only on the length, so a device gives the same bits on every run, with
 //! the error bound written on each function.

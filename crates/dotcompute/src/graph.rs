@@ -621,6 +621,11 @@ impl<'a> Graph<'a> {
         }
         crate::buffer::same_len("Graph::copy", self.buffers[d].len, self.buffers[s].len)?;
         let bytes = self.buffers[d].len * std::mem::size_of::<T>();
+        self.push_copy(s, d, bytes, deps)
+    }
+
+    /// Adds a copy of `bytes` from registered buffer `s` to `d` (checked by the caller).
+    fn push_copy(&mut self, s: usize, d: usize, bytes: usize, deps: &[NodeId]) -> Result<NodeId> {
         self.push(
             "copy".into(),
             NodeKind::Copy {

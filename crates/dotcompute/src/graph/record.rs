@@ -495,16 +495,7 @@ impl<'a> Graph<'a> {
                 Pending::Copy { src, dst } => {
                     let (s, d) = (index_of(src, self)?, index_of(dst, self)?);
                     self.writable_for(d, "copy")?;
-                    let bytes = dst.len * dst.elem.size_bytes();
-                    self.push(
-                        "copy".into(),
-                        NodeKind::Copy {
-                            src: s,
-                            dst: d,
-                            bytes,
-                        },
-                        &done,
-                    )?
+                    self.push_copy(s, d, dst.len * dst.elem.size_bytes(), &done)?
                 }
                 Pending::Fill { dst, pattern } => {
                     let d = index_of(dst, self)?;
