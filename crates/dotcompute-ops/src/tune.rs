@@ -187,8 +187,8 @@ pub fn key(queue: &impl AsStream, op: &str, ty: &str, n: usize) -> String {
 }
 
 /// [`choose`] for work on `queue`: while `queue` records into a graph, nothing can be
-/// measured (the candidates' runs would become nodes), so the choice is the pinned or
-/// cached winner if there is one, else the default (0).
+/// measured (the candidates' runs would become nodes), so a key with no cached winner
+/// takes the default (0) instead of being measured.
 pub(crate) fn choose_on(
     queue: &impl AsStream,
     key: &str,
@@ -197,21 +197,7 @@ pub(crate) fn choose_on(
     run: impl FnMut(usize) -> Result<()>,
     sync: impl FnMut() -> Result<()>,
 ) -> Result<usize> {
-    if !queue.recording() {
-        return choose(key, n, candidates, run, sync);
-    }
-    if let Some(i) = pinned(candidates) {
-        return Ok(i);
-    }
-    if mode()? == Mode::Off {
-        return Ok(0);
-    }
-    let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
-    let choices = state.choices.get_or_insert_with(load);
-    Ok(choices
-        .get(key)
-        .and_then(|c| candidates.iter().position(|&name| name == c.winner))
-        .unwrap_or(0))
+    choose_measuring(key, n, candidates, !queue.recording(), run, sync)
 }
 
 /// The index of the candidate to run for `key`: the default (0) when off or for fewer
@@ -221,6 +207,19 @@ pub fn choose(
     key: &str,
     n: usize,
     candidates: &[&str],
+    run: impl FnMut(usize) -> Result<()>,
+    sync: impl FnMut() -> Result<()>,
+) -> Result<usize> {
+    choose_measuring(key, n, candidates, true, run, sync)
+}
+
+/// [`choose`], measuring only where `measure` allows (else the default stands in for a
+/// winner not yet known).
+fn choose_measuring(
+    key: &str,
+    n: usize,
+    candidates: &[&str],
+    measure: bool,
     mut run: impl FnMut(usize) -> Result<()>,
     mut sync: impl FnMut() -> Result<()>,
 ) -> Result<usize> {
@@ -236,17 +235,22 @@ pub fn choose(
     {
         let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
         let choices = state.choices.get_or_insert_with(load);
-        if mode == Mode::On {
+        // `force` measures again, but where nothing can be measured the cache still serves.
+        if mode == Mode::On || !measure {
             if let Some(c) = choices.get(key) {
                 match candidates.iter().position(|&name| name == c.winner) {
                     Some(i) => return Ok(i),
-                    None => {
+                    None if measure => {
                         tracing::warn!(key, winner = %c.winner, "the cached winner is no longer a candidate: measured again");
                         choices.remove(key);
                     }
+                    None => {}
                 }
             }
         }
+    }
+    if !measure {
+        return Ok(0);
     }
     // Measured outside the lock: other keys (and other threads) go on.
     let started = Instant::now();

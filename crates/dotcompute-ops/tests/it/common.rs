@@ -115,3 +115,14 @@ pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
         .filter(|&f| !(f.starts_with("three-pass") && f.ends_with("-narrow")))
         .collect()
 }
+
+/// The GPU transpose's tile orders and heights, the tuner's candidates (pinned in turn by
+/// the tests and the timing probe).
+pub const TRANSPOSE_ORDERS: [&str; 6] = [
+    "row-raster",
+    "column-raster",
+    "row-raster-64",
+    "column-raster-64",
+    "row-raster-128",
+    "column-raster-128",
+];

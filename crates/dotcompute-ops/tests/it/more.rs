@@ -131,14 +131,7 @@ fn transposes_of_any_shape_and_width() {
             let orders: &[&str] = if host {
                 &["cached-stores", "streamed-stores"]
             } else {
-                &[
-                    "row-raster",
-                    "column-raster",
-                    "row-raster-64",
-                    "column-raster-64",
-                    "row-raster-128",
-                    "column-raster-128",
-                ]
+                &crate::common::TRANSPOSE_ORDERS
             };
             for &order in orders {
                 let mut y = d.alloc_filled(rows * cols, 0xDEAD_BEEFu32).unwrap();

@@ -188,14 +188,7 @@ fn probe_transpose() {
         ] {
             let x = d.alloc_filled(rows * cols, 1u32).unwrap();
             let mut y = d.alloc::<u32>(rows * cols).unwrap();
-            for order in [
-                "row-raster",
-                "column-raster",
-                "row-raster-64",
-                "column-raster-64",
-                "row-raster-128",
-                "column-raster-128",
-            ] {
+            for order in crate::common::TRANSPOSE_ORDERS {
                 let mut best = f64::MAX;
                 for _ in 0..3 {
                     let t = std::time::Instant::now();

@@ -417,7 +417,7 @@ impl<'a> Graph<'a> {
         });
         let recorder = Recorder {
             device: self.device.clone(),
-            lent: lent.clone(),
+            lent,
             keeper: Arc::new(Keeper(Mutex::new(Vec::new()))),
             recording: RefCell::new(Recording::default()),
         };
@@ -430,11 +430,17 @@ impl<'a> Graph<'a> {
             Ok(value) => value?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        let kept = recorder.keeper.take();
+        let Recorder {
+            lent,
+            keeper,
+            recording,
+            ..
+        } = recorder;
+        let kept = keeper.take();
         for k in &kept {
             k.uses.set_recording(false);
         }
-        let recording = recorder.recording.into_inner();
+        let recording = recording.into_inner();
         let before = (self.nodes.len(), self.edges.len(), self.buffers.len());
         match self.add_recording(buffers, &lent, &kept, recording, deps) {
             Ok((handles, done)) => {
