@@ -155,7 +155,7 @@ pub fn transpose<T: Num>(
 /// The CPU device's transpose, in place in host memory, with the tuner's choice of stores
 /// where the CPU can stream them (`host::transpose_stores`): streamed stores do not read
 /// the destination first (on the 16-core H200 host, tuned, tiles of 256: 8191 × 8193
-/// `u32` 0.48–0.53× of a copy → 0.70–0.77×, 4096 × 4095 0.51–0.58× → 0.77–0.93×;
+/// `u32` 0.48–0.53× of a copy → 0.70–0.77×, 4096 × 4095 0.51–0.58× → 0.76–0.93×;
 /// `docs/benchmarks.md`), and the tuner keeps ordinary stores where they win.
 fn on_host<T: Num>(
     queue: &impl AsStream,
