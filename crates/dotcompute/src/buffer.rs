@@ -667,6 +667,48 @@ impl Buffer<u8> {
     pub fn as_words(&self) -> ByteWords<'_> {
         ByteWords(self)
     }
+
+    /// The whole 16-byte runs of the bytes as `len / 16` quads of words, for a
+    /// `&[Vec4<u32>]` kernel parameter (read-only): quad `q` holds words `4q..4q + 4` of
+    /// [`Buffer::as_words`] in `x, y, z, w`, one 16-byte load on GPUs. The last
+    /// `len % 16` bytes are in no quad: read them through `as_words`. `None` when the
+    /// buffer has no whole quad (a kernel parameter is never empty).
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// use dotcompute::Vec4;
+    /// #[kernel]
+    /// fn low_bytes(quads: &[Vec4<u32>], out: &mut [u32]) {
+    ///     let i = global_id().x;
+    ///     if i < quads.len() {
+    ///         let q = quads[i];
+    ///         out[i] = (q.x & 255) + (q.y & 255) + (q.z & 255) + (q.w & 255);
+    ///     }
+    /// }
+    /// fn main() -> Result<(), dotcompute::Error> {
+    ///     let d = Device::cpu();
+    ///     let bytes = d.upload(&(0..20u8).collect::<Vec<_>>())?;
+    ///     let mut out = d.alloc::<u32>(1)?;
+    ///     let quads = bytes.as_word_quads().expect("20 bytes hold one quad");
+    ///     low_bytes::launch(&d, Launch::threads(1), &quads, &mut out)?;
+    ///     assert_eq!(out.to_vec()?, [0 + 4 + 8 + 12]);
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn as_word_quads(&self) -> Option<ByteQuads<'_>> {
+        (self.len >= 16).then_some(ByteQuads(self))
+    }
+}
+
+/// A byte buffer read as quads of `u32` words by a kernel ([`Buffer::as_word_quads`]).
+#[derive(Clone, Copy)]
+pub struct ByteQuads<'a>(&'a Buffer<u8>);
+
+impl KernelBuffer<Vec4<u32>> for ByteQuads<'_> {
+    fn arg(&self) -> Arg<'_> {
+        // A prefix of the allocation, which starts 16-byte aligned on every backend.
+        Arg::read_only_as(self.0, self.0.len / 16, Vec4::<u32>::TYPE)
+    }
 }
 
 impl KernelBuffer<u32> for ByteWords<'_> {

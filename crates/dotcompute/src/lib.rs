@@ -258,8 +258,8 @@ pub mod trace;
 mod tracking;
 
 pub use buffer::{
-    Arg, Buffer, BufferView, BufferViewMut, ByteWords, Element, KernelBuffer, KernelBufferMut,
-    ScalarArg,
+    Arg, Buffer, BufferView, BufferViewMut, ByteQuads, ByteWords, Element, KernelBuffer,
+    KernelBufferMut, ScalarArg,
 };
 pub use device::{Device, BACKEND_ENV};
 /// Strict parsing of `DOTCOMPUTE_*` settings (for crates built on dotcompute, such as

@@ -540,7 +540,7 @@ fn histogram_figures(ctx: &Ctx, rng: &mut fastrand::Rng) -> Res<Vec<Figure>> {
         .ours(
             &histogram_label(
                 ctx,
-                "4 bytes per load, shared atomics",
+                "shared atomics",
                 &dotcompute_ops::tune::key(d, "histogram_even_u8", "u8", n / 4),
             ),
             n as f64,

@@ -196,6 +196,14 @@ fn transposes_of_any_shape_and_width() {
 
 /// The histogram forms every test runs (pinned): one copy of each bin, and copies.
 const HISTOGRAM_FORMS: [&str; 2] = ["1024 groups", "1024 groups, 16 copies"];
+/// The byte histogram's forms: [`HISTOGRAM_FORMS`] and the counts by byte value in 16 and
+/// 32 copies.
+const BYTE_HISTOGRAM_FORMS: [&str; 4] = [
+    HISTOGRAM_FORMS[0],
+    HISTOGRAM_FORMS[1],
+    "byte values, 16 copies, 1024 groups",
+    "byte values, 32 copies, 512 groups",
+];
 
 #[test]
 fn histograms_count_every_sample_exactly() {
@@ -354,7 +362,9 @@ fn byte_histograms_count_every_sample_exactly() {
             (3, 1, 250),
             (1, 0, 256),
         ];
-        for n in [0usize, 1, 3, 255, 1001, large] {
+        // Sizes around the 16-byte quads the byte-value forms read, and tails of one to
+        // four words after them.
+        for n in [0usize, 1, 3, 15, 16, 17, 47, 255, 1001, large] {
             // Random bytes, and (large) all equal: every count lands in one bin.
             let kinds: &[&str] = if n == large {
                 &["random", "equal"]
@@ -375,7 +385,7 @@ fn byte_histograms_count_every_sample_exactly() {
                             want[bin as usize] += 1;
                         }
                     }
-                    for form in HISTOGRAM_FORMS {
+                    for form in BYTE_HISTOGRAM_FORMS {
                         let mut h = d.alloc_filled(bins as usize, 77u32).unwrap();
                         tune::with_candidate(form, || {
                             histogram_even_u8(&d, &dx, bins, lower, upper, &mut h)

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use dotcompute::{kernel, BackendKind, Device, Error, Launch};
+use dotcompute::{kernel, BackendKind, Device, Error, Launch, Vec4};
 use std::time::Instant;
 
 /// `data[i] = data[i] * 3 + 1`, in place.
@@ -245,12 +245,25 @@ fn copy_words(words: &[u32], out: &mut [u32]) {
     }
 }
 
+/// Copies a byte buffer's quads of words (`Buffer::<u8>::as_word_quads`) as words.
+#[kernel]
+fn copy_quads(quads: &[Vec4<u32>], out: &mut [u32]) {
+    let i = global_id().x;
+    if i < quads.len() {
+        let q = quads[i];
+        out[4 * i] = q.x;
+        out[4 * i + 1] = q.y;
+        out[4 * i + 2] = q.z;
+        out[4 * i + 3] = q.w;
+    }
+}
+
 #[test]
 fn bytes_are_a_storage_type_and_kernels_read_them_as_words() {
     let seed = common::seed();
     for d in devices() {
         let mut rng = fastrand::Rng::with_seed(seed);
-        for n in [1usize, 2, 3, 5, 1001, (1 << 20) + 3] {
+        for n in [1usize, 2, 3, 5, 15, 16, 17, 1001, (1 << 20) + 3] {
             // The pool's block was last a whole-word buffer of 0xff: the new buffer's
             // padding must still read as zero.
             drop(d.alloc_filled(n.next_multiple_of(4), 0xffu8).unwrap());
@@ -289,6 +302,18 @@ fn bytes_are_a_storage_type_and_kernels_read_them_as_words() {
             let got = out.to_vec().unwrap();
             for i in 0..words {
                 assert_eq!(got[i], expected[i], "{d:?} n={n} word {i} (seed {seed})");
+            }
+            // And as quads: the whole 16-byte runs only, none below 16 bytes.
+            let quads = n / 16;
+            assert_eq!(copy.as_word_quads().is_some(), quads > 0, "{d:?} n={n}");
+            if let Some(q) = copy.as_word_quads() {
+                let mut out = d.alloc_filled(4 * quads, 0xdead_beefu32).unwrap();
+                copy_quads::launch(&d, Launch::threads(quads), &q, &mut out).unwrap();
+                assert_eq!(
+                    out.to_vec().unwrap(),
+                    expected[..4 * quads],
+                    "{d:?} n={n} quads (seed {seed})"
+                );
             }
         }
     }
