@@ -10,7 +10,8 @@
 # 2. checks formatting and clippy, also of the Metal crate (with and without its shim) and the facade's `metal`
 #    feature for aarch64-apple-darwin (type-checked only: no Apple hardware here), and that
 #    a CUDA-only build of the facade compiles without naga;
-# 3. runs every test (cargo nextest if present, else cargo test) and the doctests;
+# 3. runs every test (cargo nextest if present, else cargo test) and the doctests, then the
+#    library operations' tests again in checked mode (DOTCOMPUTE_CHECKED=1);
 # 4. runs the main job, `dotcompute validate --backend all`, in release, and checks that
 #    `validate --backend cuda` fails with a one-line reason where no CUDA driver exists.
 #
@@ -85,6 +86,15 @@ else
   # intermittently on NVIDIA (docs/architecture.md, known issues); nextest runs each test
   # in its own process and is not affected.
   cargo test --workspace -j "$jobs" --no-fail-fast -- --test-threads=1
+fi
+
+step "the library operations again in checked mode (every array access bounds-checked)"
+# Their kernels use subgroup operations after branches; checked mode adds a branch to
+# every access, and lavapipe once sorted wrong there (docs/architecture.md, known issues).
+if cargo nextest --version >/dev/null 2>&1; then
+  DOTCOMPUTE_CHECKED=1 cargo nextest run -p dotcompute-ops -j "$jobs" --no-fail-fast
+else
+  DOTCOMPUTE_CHECKED=1 cargo test -p dotcompute-ops -j "$jobs" --no-fail-fast -- --test-threads=1
 fi
 
 step "dotcompute validate --backend all (release)"

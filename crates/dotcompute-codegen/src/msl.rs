@@ -608,13 +608,16 @@ template <typename P> DC_FN f32 dc_atomic_add_f32(P p, f32 v) {
 "#;
 
 /// Checked mode: `i < n`, and otherwise the launch's first violation recorded in `err`
-/// (`[set, memory, index, len]`; the thread that sets the flag writes the rest).
+/// (`[set, memory, index, len]`; the thread that sets the flag writes the rest). The flag
+/// is set by a fetch-or, which cannot fail: no loop in the branch of every checked access
+/// (a loop there made lavapipe lose lanes at later subgroup operations; see the WGSL
+/// helper).
 const MSL_CHECKED_HELPER: &str = r#"
 template <typename P> DC_FN bool dc_in(u32 i, u32 n, u32 what, P err) {
     if (i < n) {
         return true;
     }
-    if (dc_atomic_cas(err, 0u, 1u) == 0u) {
+    if (atomic_fetch_or_explicit(err, 1u, memory_order_relaxed) == 0u) {
         ((device u32*)err)[1] = what;
         ((device u32*)err)[2] = i;
         ((device u32*)err)[3] = n;

@@ -2,27 +2,19 @@
 //! the IR's semantics for casts, saturation and NaN.
 
 /// Checked mode: `i < n`, and otherwise the launch's first violation recorded in
-/// `dc_err` (the invocation that sets the flag writes the rest). The compare-exchange is
-/// retried on a spurious failure, with a trip counter as every loop of generated code
-/// that does not end by construction (see `Gen::bounded_loop`).
+/// `dc_err` (the invocation that sets the flag writes the rest). The flag is set by
+/// `atomicOr`, which cannot fail, so the helper has no loop: a retried weak
+/// compare-exchange (its form before 2026-11-28) put a loop inside the branch of every
+/// checked access, and lavapipe then ran the subgroup operations after such a branch
+/// with lanes missing (the multisplit sort's scatter lost keys, silently).
 pub(super) const CHECKED_HELPER: &str = "fn dc_in(i: u32, n: u32, what: u32) -> bool {
     if (i < n) {
         return true;
     }
-    var dc_bound: vec2<u32> = vec2<u32>(4294967295u);
-    loop {
-        if (all(dc_bound == vec2<u32>(0u))) { break; }
-        dc_bound = vec2<u32>(dc_bound.x - 1u, dc_bound.y - u32(dc_bound.x == 0u));
-        let r = atomicCompareExchangeWeak(&dc_err[0], 0u, 1u);
-        if (r.exchanged) {
-            atomicStore(&dc_err[1], what);
-            atomicStore(&dc_err[2], i);
-            atomicStore(&dc_err[3], n);
-            break;
-        }
-        if (r.old_value != 0u) {
-            break;
-        }
+    if (atomicOr(&dc_err[0], 1u) == 0u) {
+        atomicStore(&dc_err[1], what);
+        atomicStore(&dc_err[2], i);
+        atomicStore(&dc_err[3], n);
     }
     return false;
 }
