@@ -28,7 +28,7 @@
 //! the byte-value forms first ([`BYTE_VALUE_CHOICES`]; the default: 16 copies, 1,024
 //! groups), then those.
 
-use crate::{index_len, invalid, GROUP};
+use crate::{index_len, invalid, GroupCount, GROUP};
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
@@ -50,53 +50,45 @@ const GROUP_CHOICES: [(&str, u32, bool); 4] = [
 /// ([`histogram_byte_values_16`], [`histogram_byte_values_32`]) in a number of groups:
 /// fixed, or so many per compute unit where the device tells its units (CUDA: an equal
 /// share of groups on every SM, all resident at once), else the fixed count given.
-const BYTE_VALUE_CHOICES: [(&str, u32, ByteGroups); 5] = [
+const BYTE_VALUE_CHOICES: [(&str, u32, GroupCount); 5] = [
     (
         "byte values, 16 copies, 1024 groups",
         4,
-        ByteGroups::Fixed(1024),
+        GroupCount::Fixed(1024),
     ),
     (
         "byte values, 16 copies, 2048 groups",
         4,
-        ByteGroups::Fixed(2048),
+        GroupCount::Fixed(2048),
     ),
     (
         "byte values, 32 copies, 512 groups",
         5,
-        ByteGroups::Fixed(512),
+        GroupCount::Fixed(512),
     ),
     (
         "byte values, 32 copies, 4 groups a unit",
         5,
-        ByteGroups::PerUnit(4, 512),
+        GroupCount::PerUnit(4, 512),
     ),
     (
         "byte values, 16 copies, 8 groups a unit",
         4,
-        ByteGroups::PerUnit(8, 1024),
+        GroupCount::PerUnit(8, 1024),
     ),
 ];
 
-/// How many groups a byte-value form runs at most.
-#[derive(Clone, Copy)]
-enum ByteGroups {
-    Fixed(u32),
-    /// So many per compute unit, else (units unknown) the second count.
-    PerUnit(u32, u32),
-}
-
-impl ByteGroups {
-    fn count(self, queue: &impl AsStream) -> u32 {
-        match self {
-            ByteGroups::Fixed(g) => g,
-            ByteGroups::PerUnit(per, fallback) => match queue.device().info().compute_units {
-                0 => fallback,
-                units => units.saturating_mul(per),
-            },
-        }
-    }
-}
+/// The f32 histogram's first candidates: 16 bytes a load ([`histogram_f32_vec4`]), one
+/// copy of each bin; the first is the default. On an H200 (2026-11-28) they took CUDA's
+/// 2^28-sample histogram from 0.83× to 0.98× of a copy, NVIDIA Vulkan's from 0.41× to
+/// 0.56×.
+const F32_VEC4_CHOICES: [(&str, GroupCount); 2] = [
+    (
+        "vector loads, 8 groups a unit",
+        GroupCount::PerUnit(8, 1024),
+    ),
+    ("vector loads, 4096 groups", GroupCount::Fixed(4096)),
+];
 
 /// Zeroes the group's `bins` counters, then waits for the group.
 #[kernel_fn]
@@ -232,6 +224,51 @@ fn histogram_f32(
         i += stride;
     }
     add_bins(local, hist, bins, copies);
+}
+
+/// [`histogram_f32`] reading 16 bytes a load: `x4` holds the whole vectors of `x` (`n`
+/// samples), two in flight per step; the samples after the last whole vector (at most
+/// three) go to the first threads.
+#[kernel]
+fn histogram_f32_vec4(
+    x4: &[Vec4<f32>],
+    x: &[f32],
+    hist: &mut [u32],
+    n: u32,
+    bins: u32,
+    lower: f32,
+    upper: f32,
+    scale: f32,
+) {
+    let local = shared::<u32, MAX_BINS>();
+    clear_bins(local, bins);
+    let stride = GROUP * num_groups().x;
+    let mut i = global_id().x;
+    while i + stride < x4.len() {
+        let q0 = x4[i];
+        let q1 = x4[i + stride];
+        count_f32(local, q0.x, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q0.y, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q0.z, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q0.w, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q1.x, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q1.y, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q1.z, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q1.w, lower, upper, scale, bins, 1, 0);
+        i += 2 * stride;
+    }
+    if i < x4.len() {
+        let q = x4[i];
+        count_f32(local, q.x, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q.y, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q.z, lower, upper, scale, bins, 1, 0);
+        count_f32(local, q.w, lower, upper, scale, bins, 1, 0);
+    }
+    let tail = 4 * x4.len() + global_id().x;
+    if tail < n {
+        count_f32(local, x[tail], lower, upper, scale, bins, 1, 0);
+    }
+    add_bins(local, hist, bins, 1);
 }
 
 #[kernel]
@@ -634,9 +671,36 @@ pub fn histogram_even_f32(
             }
         }));
     }
-    tuned(queue, OP, "f32", n, bins, hist, |hist, l, copies| {
+    // The vector forms first: the first is the default.
+    let names: Vec<&str> = F32_VEC4_CHOICES
+        .iter()
+        .map(|c| c.0)
+        .chain(GROUP_CHOICES.iter().map(|c| c.0))
+        .collect();
+    run_tuned(queue, OP, "f32", n, &names, hist, |hist, i| {
+        if let (Some(&(_, groups)), Some(x4)) = (F32_VEC4_CHOICES.get(i), samples.as_vec4s()) {
+            let l = launch(n / 4, groups.count(queue));
+            return histogram_f32_vec4::launch(
+                queue, l, &x4, samples, hist, n, bins, lower, upper, scale,
+            );
+        }
+        // A vector form where the samples have no whole vector takes the first other form.
+        let (_, groups, copies) = GROUP_CHOICES
+            .get(i.saturating_sub(F32_VEC4_CHOICES.len()))
+            .copied()
+            .unwrap_or(GROUP_CHOICES[0]);
+        let copies = if copies { copies_for(bins) } else { 1 };
         histogram_f32::launch(
-            queue, l, samples, hist, n, bins, lower, upper, scale, copies,
+            queue,
+            launch(n, groups),
+            samples,
+            hist,
+            n,
+            bins,
+            lower,
+            upper,
+            scale,
+            copies,
         )
     })
 }

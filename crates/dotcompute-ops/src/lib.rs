@@ -240,3 +240,25 @@ pub(crate) fn read_covering_offsets(
     }
     Ok(bounds)
 }
+
+/// How many groups a form of an operation runs at most: fixed, or so many per compute
+/// unit where the device tells its units (CUDA: an equal share on every SM), else the
+/// fixed count given.
+#[derive(Clone, Copy)]
+pub(crate) enum GroupCount {
+    Fixed(u32),
+    /// So many per compute unit, else (units unknown) the second count.
+    PerUnit(u32, u32),
+}
+
+impl GroupCount {
+    pub(crate) fn count(self, queue: &impl AsStream) -> u32 {
+        match self {
+            GroupCount::Fixed(g) => g,
+            GroupCount::PerUnit(per, fallback) => match queue.device().info().compute_units {
+                0 => fallback,
+                units => units.saturating_mul(per),
+            },
+        }
+    }
+}

@@ -700,6 +700,84 @@ impl Buffer<u8> {
     }
 }
 
+impl<T: Element> Buffer<T> {
+    /// The whole runs of four elements as `len / 4` vectors, for a `&[Vec4<T>]` kernel
+    /// parameter (read-only), when `T` is `f32`, `i32` or `u32`: vector `v` holds elements
+    /// `4v..4v + 4` in `x, y, z, w`, one 16-byte load on GPUs. The last `len % 4` elements
+    /// are in none: read them through the buffer itself. `None` for other element types,
+    /// or below four elements (a kernel parameter is never empty).
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// use dotcompute::Vec4;
+    /// #[kernel]
+    /// fn lane_sums(v: &[Vec4<f32>], out: &mut [f32]) {
+    ///     let i = global_id().x;
+    ///     if i < v.len() {
+    ///         let q = v[i];
+    ///         out[i] = q.x + q.y + q.z + q.w;
+    ///     }
+    /// }
+    /// fn main() -> Result<(), dotcompute::Error> {
+    ///     let d = Device::cpu();
+    ///     let x = d.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])?;
+    ///     let mut out = d.alloc::<f32>(2)?;
+    ///     let vectors = x.as_vec4s().expect("nine f32 hold two vectors");
+    ///     lane_sums::launch(&d, Launch::threads(2), &vectors, &mut out)?;
+    ///     assert_eq!(out.to_vec()?, [10.0, 26.0]);
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn as_vec4s(&self) -> Option<Vec4s<'_, T>> {
+        let lane = matches!(
+            T::TYPE,
+            Type {
+                scalar: ScalarType::F32 | ScalarType::I32 | ScalarType::U32,
+                lanes: 1,
+                ..
+            }
+        );
+        (lane && self.len >= 4).then_some(Vec4s(self))
+    }
+}
+
+/// A buffer of `f32`, `i32` or `u32` read four elements a load by a kernel
+/// ([`Buffer::as_vec4s`]).
+pub struct Vec4s<'a, T: Element>(&'a Buffer<T>);
+
+impl<T: Element> Clone for Vec4s<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Element> Copy for Vec4s<'_, T> {}
+
+impl<'a, T: Element> Vec4s<'a, T> {
+    /// The vectors as a read-only argument of [`crate::AsStream::launch_kernel`] (a
+    /// typed launch takes `&Vec4s` itself).
+    pub fn arg(self) -> Arg<'a> {
+        Arg::read_only_as(self.0, self.0.len / 4, Type::vector(T::TYPE.scalar, 4))
+    }
+
+    /// The vectors' bits as a read-only `&[Vec4<u32>]` argument of
+    /// [`crate::AsStream::launch_kernel`], for a kernel generic over the element type,
+    /// which bitcasts each lane back (`T::bitcast(v.x)`): its host side cannot name
+    /// `Vec4<T>` as a buffer element.
+    pub fn bits(self) -> Arg<'a> {
+        Arg::read_only_as(self.0, self.0.len / 4, Vec4::<u32>::TYPE)
+    }
+}
+
+impl<T: Element + dotcompute_ir::vector::VectorLane> KernelBuffer<Vec4<T>> for Vec4s<'_, T>
+where
+    Vec4<T>: Element,
+{
+    fn arg(&self) -> Arg<'_> {
+        // A prefix of the allocation, which starts 16-byte aligned on every backend.
+        Vec4s::arg(*self)
+    }
+}
+
 /// A byte buffer read as quads of `u32` words by a kernel ([`Buffer::as_word_quads`]).
 #[derive(Clone, Copy)]
 pub struct ByteQuads<'a>(&'a Buffer<u8>);

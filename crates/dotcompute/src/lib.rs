@@ -259,7 +259,7 @@ mod tracking;
 
 pub use buffer::{
     Arg, Buffer, BufferView, BufferViewMut, ByteQuads, ByteWords, Element, KernelBuffer,
-    KernelBufferMut, ScalarArg,
+    KernelBufferMut, ScalarArg, Vec4s,
 };
 pub use device::{Device, BACKEND_ENV};
 /// Strict parsing of `DOTCOMPUTE_*` settings (for crates built on dotcompute, such as

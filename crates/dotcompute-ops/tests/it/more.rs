@@ -196,6 +196,12 @@ fn transposes_of_any_shape_and_width() {
 
 /// The histogram forms every test runs (pinned): one copy of each bin, and copies.
 const HISTOGRAM_FORMS: [&str; 2] = ["1024 groups", "1024 groups, 16 copies"];
+/// The f32 histogram's forms: [`HISTOGRAM_FORMS`] and vector loads.
+const F32_HISTOGRAM_FORMS: [&str; 3] = [
+    HISTOGRAM_FORMS[0],
+    HISTOGRAM_FORMS[1],
+    "vector loads, 8 groups a unit",
+];
 /// The byte histogram's forms: [`HISTOGRAM_FORMS`] and the counts by byte value in 16 and
 /// 32 copies.
 const BYTE_HISTOGRAM_FORMS: [&str; 4] = [
@@ -240,8 +246,8 @@ fn histograms_count_every_sample_exactly() {
                     want[(((v - 0.0) * scale).floor() as u32).min(bins - 1) as usize] += 1;
                 }
             }
-            // One copy of each bin, and the tuner's copies candidate.
-            for form in HISTOGRAM_FORMS {
+            // One copy of each bin, the tuner's copies candidate, and vector loads.
+            for form in F32_HISTOGRAM_FORMS {
                 let mut h = d.alloc_filled(bins as usize, 77u32).unwrap();
                 let t = std::time::Instant::now();
                 tune::with_candidate(form, || {
@@ -258,6 +264,27 @@ fn histograms_count_every_sample_exactly() {
                     h.to_vec().unwrap(),
                     want,
                     "{} f32 bins {bins} ({form}) seed {seed}",
+                    d.label()
+                );
+            }
+        }
+        // Small sizes: no whole vector, one, one and a tail.
+        for small in [1usize, 3, 4, 5, 17] {
+            let dx = d.upload(&x[..small]).unwrap();
+            let mut want = [0u32; 7];
+            for &v in &x[..small] {
+                if (0.0..10.0).contains(&v) {
+                    want[((v * 0.7).floor() as u32).min(6) as usize] += 1;
+                }
+            }
+            for form in F32_HISTOGRAM_FORMS {
+                let mut h = d.alloc_filled(7, 77u32).unwrap();
+                tune::with_candidate(form, || histogram_even_f32(&d, &dx, 7, 0.0, 10.0, &mut h))
+                    .unwrap();
+                assert_eq!(
+                    h.to_vec().unwrap(),
+                    want,
+                    "{} f32 n={small} ({form}) seed {seed}",
                     d.label()
                 );
             }

@@ -1,7 +1,10 @@
 use crate::common::{devices, seed, sizes};
 use dotcompute::Device;
 use dotcompute_ops::reduce::{reduce, reduce_into, reduce_rows};
-use dotcompute_ops::ReduceOp;
+use dotcompute_ops::{tune, ReduceOp};
+
+/// The whole-buffer reduction's forms: scalar loads, and (32-bit elements) vector loads.
+const REDUCE_FORMS: [&str; 2] = ["1024 groups", "vector loads, 8 groups a unit"];
 
 #[test]
 fn integer_reductions_are_exact_on_every_size() {
@@ -12,17 +15,23 @@ fn integer_reductions_are_exact_on_every_size() {
             let x: Vec<i32> = (0..n).map(|_| rng.i32(..)).collect();
             let u: Vec<u32> = x.iter().map(|&v| v as u32).collect();
             let (dx, du) = (d.upload(&x).unwrap(), d.upload(&u).unwrap());
-            let ctx = format!("{} n={n} seed {seed}", d.label());
-            let sum = x.iter().fold(0i32, |a, &b| a.wrapping_add(b));
-            assert_eq!(reduce(&d, &dx, ReduceOp::Sum).unwrap(), sum, "{ctx}");
-            let min = x.iter().copied().min().unwrap_or(i32::MAX);
-            assert_eq!(reduce(&d, &dx, ReduceOp::Min).unwrap(), min, "{ctx}");
-            let max = x.iter().copied().max().unwrap_or(i32::MIN);
-            assert_eq!(reduce(&d, &dx, ReduceOp::Max).unwrap(), max, "{ctx}");
-            let usum = u.iter().fold(0u32, |a, &b| a.wrapping_add(b));
-            assert_eq!(reduce(&d, &du, ReduceOp::Sum).unwrap(), usum, "{ctx}");
-            let umax = u.iter().copied().max().unwrap_or(0);
-            assert_eq!(reduce(&d, &du, ReduceOp::Max).unwrap(), umax, "{ctx}");
+            for form in REDUCE_FORMS {
+                let ctx = format!("{} n={n} {form} seed {seed}", d.label());
+                tune::with_candidate(form, || {
+                    let sum = x.iter().fold(0i32, |a, &b| a.wrapping_add(b));
+                    assert_eq!(reduce(&d, &dx, ReduceOp::Sum).unwrap(), sum, "{ctx}");
+                    let min = x.iter().copied().min().unwrap_or(i32::MAX);
+                    assert_eq!(reduce(&d, &dx, ReduceOp::Min).unwrap(), min, "{ctx}");
+                    let max = x.iter().copied().max().unwrap_or(i32::MIN);
+                    assert_eq!(reduce(&d, &dx, ReduceOp::Max).unwrap(), max, "{ctx}");
+                    let usum = u.iter().fold(0u32, |a, &b| a.wrapping_add(b));
+                    assert_eq!(reduce(&d, &du, ReduceOp::Sum).unwrap(), usum, "{ctx}");
+                    let umin = u.iter().copied().min().unwrap_or(u32::MAX);
+                    assert_eq!(reduce(&d, &du, ReduceOp::Min).unwrap(), umin, "{ctx}");
+                    let umax = u.iter().copied().max().unwrap_or(0);
+                    assert_eq!(reduce(&d, &du, ReduceOp::Max).unwrap(), umax, "{ctx}");
+                });
+            }
         }
     }
 }
@@ -35,37 +44,42 @@ fn float_sums_meet_the_stated_bound_and_repeat_bit_for_bit() {
         for n in sizes(&d) {
             let x: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.3) * 1000.0).collect();
             let dx = d.upload(&x).unwrap();
-            let got = reduce(&d, &dx, ReduceOp::Sum).unwrap();
-            let exact: f64 = x.iter().map(|&v| v as f64).sum();
-            let abs: f64 = x.iter().map(|&v| (v as f64).abs()).sum();
-            // The documented bound: (⌈n / 65,536⌉ + 24) unit roundoffs of Σ|x|.
-            let bound = (n.div_ceil(65_536) as f64 + 24.0) * (f32::EPSILON as f64 / 2.0) * abs;
-            assert!(
-                (got as f64 - exact).abs() <= bound,
-                "{} n={n} seed {seed}: {got} against {exact} (bound {bound})",
-                d.label()
-            );
-            let again = reduce(&d, &dx, ReduceOp::Sum).unwrap();
-            assert_eq!(
-                got.to_bits(),
-                again.to_bits(),
-                "{} n={n}: not repeatable",
-                d.label()
-            );
-            let min = x.iter().copied().fold(f32::INFINITY, f32::min);
-            assert_eq!(
-                reduce(&d, &dx, ReduceOp::Min).unwrap(),
-                min,
-                "{} n={n}",
-                d.label()
-            );
-            let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            assert_eq!(
-                reduce(&d, &dx, ReduceOp::Max).unwrap(),
-                max,
-                "{} n={n}",
-                d.label()
-            );
+            for form in REDUCE_FORMS {
+                tune::with_candidate(form, || {
+                    let got = reduce(&d, &dx, ReduceOp::Sum).unwrap();
+                    let exact: f64 = x.iter().map(|&v| v as f64).sum();
+                    let abs: f64 = x.iter().map(|&v| (v as f64).abs()).sum();
+                    // The documented bound: (⌈n / 65,536⌉ + 24) unit roundoffs of Σ|x|.
+                    let bound =
+                        (n.div_ceil(65_536) as f64 + 24.0) * (f32::EPSILON as f64 / 2.0) * abs;
+                    assert!(
+                        (got as f64 - exact).abs() <= bound,
+                        "{} n={n} {form} seed {seed}: {got} against {exact} (bound {bound})",
+                        d.label()
+                    );
+                    let again = reduce(&d, &dx, ReduceOp::Sum).unwrap();
+                    assert_eq!(
+                        got.to_bits(),
+                        again.to_bits(),
+                        "{} n={n} {form}: not repeatable",
+                        d.label()
+                    );
+                    let min = x.iter().copied().fold(f32::INFINITY, f32::min);
+                    assert_eq!(
+                        reduce(&d, &dx, ReduceOp::Min).unwrap(),
+                        min,
+                        "{} n={n} {form}",
+                        d.label()
+                    );
+                    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    assert_eq!(
+                        reduce(&d, &dx, ReduceOp::Max).unwrap(),
+                        max,
+                        "{} n={n} {form}",
+                        d.label()
+                    );
+                });
+            }
         }
     }
 }
