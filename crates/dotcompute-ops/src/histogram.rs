@@ -47,7 +47,7 @@ const GROUP_CHOICES: [(&str, u32, bool); 4] = [
     ("1024 groups, 16 copies", 1024, true),
 ];
 /// The byte histogram's further candidates: counts by byte value in 16 or 32 copies
-/// ([`histogram_byte_values_16`], [`histogram_byte_values_32`]) in a number of groups:
+/// ([`histogram_byte_values`]) in a number of groups:
 /// fixed, or so many per compute unit where the device tells its units (CUDA: an equal
 /// share of groups on every SM, all resident at once), else the fixed count given.
 const BYTE_VALUE_CHOICES: [(&str, u32, GroupCount); 5] = [
@@ -455,8 +455,8 @@ fn count_byte_values(local: &mut [u32], w: u32, log_copies: u32, copy: u32) {
     }
 }
 
-/// The body of the byte-value forms ([`histogram_byte_values_16`],
-/// [`histogram_byte_values_32`]) over the group's `256 << log_copies` counters `local`:
+/// The body of the byte-value forms ([`histogram_byte_values`]) over the group's
+/// `256 << log_copies` counters `local`:
 /// counts the whole quads of the `n` bytes (16 bytes a load, two in flight), then the
 /// words after them, then folds the counts into the bins.
 #[kernel_fn]
@@ -522,10 +522,11 @@ fn byte_values_body(
     }
 }
 
-/// Byte samples counted by value in 16 copies of 256 counters (16 KiB of shared memory):
-/// lanes `t` and `t + 16` share a copy.
+/// Byte samples counted by value in `1 << LOG_COPIES` copies of 256 counters: 16 copies
+/// (16 KiB of shared memory; lanes `t` and `t + 16` share a copy) or 32 (32 KiB: every
+/// lane of a 32-wide subgroup has its own bank, whatever the bytes).
 #[kernel]
-fn histogram_byte_values_16(
+fn histogram_byte_values<const LOG_COPIES: u32>(
     quads: &[Vec4<u32>],
     words: &[u32],
     hist: &mut [u32],
@@ -535,25 +536,10 @@ fn histogram_byte_values_16(
     width: u32,
     shift: u32,
 ) {
-    let local = shared::<u32, 4096>();
-    byte_values_body(local, quads, words, hist, n, lower, upper, width, shift, 4);
-}
-
-/// [`histogram_byte_values_16`] with 32 copies (32 KiB): every lane of a 32-wide
-/// subgroup has its own bank, whatever the bytes.
-#[kernel]
-fn histogram_byte_values_32(
-    quads: &[Vec4<u32>],
-    words: &[u32],
-    hist: &mut [u32],
-    n: u32,
-    lower: u32,
-    upper: u32,
-    width: u32,
-    shift: u32,
-) {
-    let local = shared::<u32, 8192>();
-    byte_values_body(local, quads, words, hist, n, lower, upper, width, shift, 5);
+    let local = shared::<u32, { 256 << LOG_COPIES }>();
+    byte_values_body(
+        local, quads, words, hist, n, lower, upper, width, shift, LOG_COPIES,
+    );
 }
 
 /// The bin of every byte sample (`n` bytes read as words).
@@ -842,12 +828,15 @@ pub fn histogram_even_u8(
         {
             let l = launch(n / 16, groups.count(queue));
             let words = &samples.as_words();
-            let run = if log_copies == 4 {
-                histogram_byte_values_16::launch
+            return if log_copies == 4 {
+                histogram_byte_values::launch::<4>(
+                    queue, l, &quads, words, hist, n, lower, upper, width, shift,
+                )
             } else {
-                histogram_byte_values_32::launch
+                histogram_byte_values::launch::<5>(
+                    queue, l, &quads, words, hist, n, lower, upper, width, shift,
+                )
             };
-            return run(queue, l, &quads, words, hist, n, lower, upper, width, shift);
         }
         // Fewer than 16 bytes (no quad) take the first of the other forms.
         let (_, groups, copies) = GROUP_CHOICES
