@@ -24,9 +24,10 @@
 //! widths, and the bin is `(x − lower) / width`.
 //!
 //! The number of groups and the copies are tuned ([`crate::tune`]): 1,024 groups with
-//! one copy (the default), 256 or 4,096 groups, or 1,024 groups with copies. Bytes take
-//! the byte-value forms first ([`BYTE_VALUE_CHOICES`]; the default: 16 copies, 1,024
-//! groups), then those.
+//! one copy (the default for integer samples), 256 or 4,096 groups, or 1,024 groups with
+//! copies. Bytes take the byte-value forms first ([`BYTE_VALUE_CHOICES`]; the default:
+//! 16 copies, 1,024 groups), f32 samples two forms reading 16 bytes a load
+//! ([`F32_VEC4_CHOICES`]; the default: 8 groups per compute unit), then those.
 
 use crate::{index_len, invalid, GroupCount, GROUP};
 use dotcompute::prelude::*;
@@ -46,10 +47,9 @@ const GROUP_CHOICES: [(&str, u32, bool); 4] = [
     ("4096 groups", 4096, false),
     ("1024 groups, 16 copies", 1024, true),
 ];
-/// The byte histogram's further candidates: counts by byte value in 16 or 32 copies
-/// ([`histogram_byte_values`]) in a number of groups:
-/// fixed, or so many per compute unit where the device tells its units (CUDA: an equal
-/// share of groups on every SM, all resident at once), else the fixed count given.
+/// The byte histogram's first candidates (the first is its default): counts by byte
+/// value in 16 or 32 copies ([`histogram_byte_values`]) in a number of groups, fixed or
+/// so many per compute unit ([`GroupCount`]).
 const BYTE_VALUE_CHOICES: [(&str, u32, GroupCount); 5] = [
     (
         "byte values, 16 copies, 1024 groups",
@@ -443,7 +443,7 @@ fn histogram_bytes_direct(
 const _: () = assert!(GROUP == 256);
 
 /// Counts the four bytes of word `w` by value, in copy `copy` of `copies = 1 << log_copies`
-/// (every byte, whatever the bins: [`fold_byte_values`] drops the values outside the
+/// (every byte, whatever the bins: [`byte_values_body`] drops the values outside the
 /// range at the end). Value `v`'s copy `c` is counter `v · copies + c`: one shift and
 /// one mask per byte, no range check, then the shared atomic.
 #[kernel_fn]

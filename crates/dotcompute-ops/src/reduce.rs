@@ -342,7 +342,6 @@ pub fn reduce_into<T: Reducible>(
         return output.write(&[total]);
     }
     let def = strided_kernel::<T>(op);
-    // 32-bit elements may also be read as vectors (`as_vec4s`: None for the others).
     // 32-bit elements are also read as vectors (`as_vec4s`: None for the others), and
     // those forms come first.
     let vectors = input.as_vec4s();
