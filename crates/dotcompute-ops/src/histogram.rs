@@ -128,6 +128,22 @@ fn copies_for(bins: u32) -> u32 {
     (MAX_BINS / bins).clamp(1, 16)
 }
 
+/// The names of `first` candidates, then of [`GROUP_CHOICES`].
+fn names_before_groups<'a>(first: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    first.chain(GROUP_CHOICES.iter().map(|c| c.0)).collect()
+}
+
+/// The group count and copies of candidate `i` where `first` other candidates come
+/// before [`GROUP_CHOICES`]; one of those that cannot run (too few samples for a whole
+/// vector) takes the first of them.
+fn group_choice(i: usize, first: usize, bins: u32) -> (u32, u32) {
+    let (_, groups, copies) = GROUP_CHOICES
+        .get(i.saturating_sub(first))
+        .copied()
+        .unwrap_or(GROUP_CHOICES[0]);
+    (groups, if copies { copies_for(bins) } else { 1 })
+}
+
 /// The bin index of a sample outside `[lower, upper)` (or NaN) in [`bin_indices_even_f32`]
 /// and [`bin_indices_even`].
 pub const NO_BIN: u32 = u32::MAX;
@@ -443,7 +459,7 @@ fn histogram_bytes_direct(
 const _: () = assert!(GROUP == 256);
 
 /// Counts the four bytes of word `w` by value, in copy `copy` of `copies = 1 << log_copies`
-/// (every byte, whatever the bins: [`byte_values_body`] drops the values outside the
+/// (every byte, whatever the bins: [`histogram_byte_values`] drops the values outside the
 /// range at the end). Value `v`'s copy `c` is counter `v · copies + c`: one shift and
 /// one mask per byte, no range check, then the shared atomic.
 #[kernel_fn]
@@ -455,13 +471,13 @@ fn count_byte_values(local: &mut [u32], w: u32, log_copies: u32, copy: u32) {
     }
 }
 
-/// The body of the byte-value forms ([`histogram_byte_values`]) over the group's
-/// `256 << log_copies` counters `local`:
-/// counts the whole quads of the `n` bytes (16 bytes a load, two in flight), then the
-/// words after them, then folds the counts into the bins.
-#[kernel_fn]
-fn byte_values_body(
-    local: &mut [u32],
+/// Byte samples counted by value in `1 << LOG_COPIES` copies of 256 counters: 16 copies
+/// (16 KiB of shared memory; lanes `t` and `t + 16` share a copy) or 32 (32 KiB: every
+/// lane of a 32-wide subgroup has its own bank, whatever the bytes). Counts the whole
+/// quads of the `n` bytes (16 bytes a load, two in flight), then the words after them,
+/// then folds the counts into the bins.
+#[kernel]
+fn histogram_byte_values<const LOG_COPIES: u32>(
     quads: &[Vec4<u32>],
     words: &[u32],
     hist: &mut [u32],
@@ -470,8 +486,9 @@ fn byte_values_body(
     upper: u32,
     width: u32,
     shift: u32,
-    log_copies: u32,
 ) {
+    let local = shared::<u32, { 256 << LOG_COPIES }>();
+    let log_copies = LOG_COPIES;
     let copies = 1u32 << log_copies;
     clear_bins(local, 256u32 << log_copies);
     let copy = local_id().x % copies;
@@ -520,26 +537,6 @@ fn byte_values_body(
     if bin != NO_BIN && count != 0 {
         atomic_add(&hist[bin], count);
     }
-}
-
-/// Byte samples counted by value in `1 << LOG_COPIES` copies of 256 counters: 16 copies
-/// (16 KiB of shared memory; lanes `t` and `t + 16` share a copy) or 32 (32 KiB: every
-/// lane of a 32-wide subgroup has its own bank, whatever the bytes).
-#[kernel]
-fn histogram_byte_values<const LOG_COPIES: u32>(
-    quads: &[Vec4<u32>],
-    words: &[u32],
-    hist: &mut [u32],
-    n: u32,
-    lower: u32,
-    upper: u32,
-    width: u32,
-    shift: u32,
-) {
-    let local = shared::<u32, { 256 << LOG_COPIES }>();
-    byte_values_body(
-        local, quads, words, hist, n, lower, upper, width, shift, LOG_COPIES,
-    );
 }
 
 /// The bin of every byte sample (`n` bytes read as words).
@@ -592,8 +589,7 @@ fn tuned(
 ) -> Result<()> {
     let names = GROUP_CHOICES.map(|c| c.0);
     run_tuned(queue, op, ty, n, &names, hist, |hist, i| {
-        let (_, groups, copies) = GROUP_CHOICES[i];
-        let copies = if copies { copies_for(bins) } else { 1 };
+        let (groups, copies) = group_choice(i, 0, bins);
         launch_with(hist, launch(n, groups), copies)
     })
 }
@@ -658,11 +654,7 @@ pub fn histogram_even_f32(
         }));
     }
     // The vector forms first: the first is the default.
-    let names: Vec<&str> = F32_VEC4_CHOICES
-        .iter()
-        .map(|c| c.0)
-        .chain(GROUP_CHOICES.iter().map(|c| c.0))
-        .collect();
+    let names = names_before_groups(F32_VEC4_CHOICES.iter().map(|c| c.0));
     run_tuned(queue, OP, "f32", n, &names, hist, |hist, i| {
         if let (Some(&(_, groups)), Some(x4)) = (F32_VEC4_CHOICES.get(i), samples.as_vec4s()) {
             let l = launch(n / 4, groups.count(queue));
@@ -670,12 +662,7 @@ pub fn histogram_even_f32(
                 queue, l, &x4, samples, hist, n, bins, lower, upper, scale,
             );
         }
-        // A vector form where the samples have no whole vector takes the first other form.
-        let (_, groups, copies) = GROUP_CHOICES
-            .get(i.saturating_sub(F32_VEC4_CHOICES.len()))
-            .copied()
-            .unwrap_or(GROUP_CHOICES[0]);
-        let copies = if copies { copies_for(bins) } else { 1 };
+        let (groups, copies) = group_choice(i, F32_VEC4_CHOICES.len(), bins);
         histogram_f32::launch(
             queue,
             launch(n, groups),
@@ -817,11 +804,7 @@ pub fn histogram_even_u8(
     // The launch counts groups by words.
     let words = n.div_ceil(4);
     // The byte-value forms first: the first is the default.
-    let names: Vec<&str> = BYTE_VALUE_CHOICES
-        .iter()
-        .map(|c| c.0)
-        .chain(GROUP_CHOICES.iter().map(|c| c.0))
-        .collect();
+    let names = names_before_groups(BYTE_VALUE_CHOICES.iter().map(|c| c.0));
     run_tuned(queue, OP, "u8", words, &names, hist, |hist, i| {
         if let (Some(&(_, log_copies, groups)), Some(quads)) =
             (BYTE_VALUE_CHOICES.get(i), samples.as_word_quads())
@@ -838,12 +821,7 @@ pub fn histogram_even_u8(
                 )
             };
         }
-        // Fewer than 16 bytes (no quad) take the first of the other forms.
-        let (_, groups, copies) = GROUP_CHOICES
-            .get(i.saturating_sub(BYTE_VALUE_CHOICES.len()))
-            .copied()
-            .unwrap_or(GROUP_CHOICES[0]);
-        let copies = if copies { copies_for(bins) } else { 1 };
+        let (groups, copies) = group_choice(i, BYTE_VALUE_CHOICES.len(), bins);
         let l = launch(words, groups);
         if width == 1 {
             return histogram_bytes_direct::launch(
