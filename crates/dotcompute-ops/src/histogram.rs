@@ -242,6 +242,15 @@ fn histogram_f32(
     add_bins(local, hist, bins, copies);
 }
 
+/// [`count_f32`] for the four samples of `q`, one copy of each bin.
+#[kernel_fn]
+fn count_f32_lanes(local: &mut [u32], q: Vec4<f32>, lower: f32, upper: f32, scale: f32, bins: u32) {
+    count_f32(local, q.x, lower, upper, scale, bins, 1, 0);
+    count_f32(local, q.y, lower, upper, scale, bins, 1, 0);
+    count_f32(local, q.z, lower, upper, scale, bins, 1, 0);
+    count_f32(local, q.w, lower, upper, scale, bins, 1, 0);
+}
+
 /// [`histogram_f32`] reading 16 bytes a load: `x4` holds the whole vectors of `x` (`n`
 /// samples), two in flight per step; the samples after the last whole vector (at most
 /// three) go to the first threads.
@@ -263,22 +272,12 @@ fn histogram_f32_vec4(
     while i + stride < x4.len() {
         let q0 = x4[i];
         let q1 = x4[i + stride];
-        count_f32(local, q0.x, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q0.y, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q0.z, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q0.w, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q1.x, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q1.y, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q1.z, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q1.w, lower, upper, scale, bins, 1, 0);
+        count_f32_lanes(local, q0, lower, upper, scale, bins);
+        count_f32_lanes(local, q1, lower, upper, scale, bins);
         i += 2 * stride;
     }
     if i < x4.len() {
-        let q = x4[i];
-        count_f32(local, q.x, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q.y, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q.z, lower, upper, scale, bins, 1, 0);
-        count_f32(local, q.w, lower, upper, scale, bins, 1, 0);
+        count_f32_lanes(local, x4[i], lower, upper, scale, bins);
     }
     let tail = 4 * x4.len() + global_id().x;
     if tail < n {
@@ -471,6 +470,15 @@ fn count_byte_values(local: &mut [u32], w: u32, log_copies: u32, copy: u32) {
     }
 }
 
+/// [`count_byte_values`] for the four words of quad `q`.
+#[kernel_fn]
+fn count_quad_values(local: &mut [u32], q: Vec4<u32>, log_copies: u32, copy: u32) {
+    count_byte_values(local, q.x, log_copies, copy);
+    count_byte_values(local, q.y, log_copies, copy);
+    count_byte_values(local, q.z, log_copies, copy);
+    count_byte_values(local, q.w, log_copies, copy);
+}
+
 /// Byte samples counted by value in `1 << LOG_COPIES` copies of 256 counters: 16 copies
 /// (16 KiB of shared memory; lanes `t` and `t + 16` share a copy) or 32 (32 KiB: every
 /// lane of a 32-wide subgroup has its own bank, whatever the bytes). Counts the whole
@@ -497,22 +505,12 @@ fn histogram_byte_values<const LOG_COPIES: u32>(
     while i + stride < quads.len() {
         let q0 = quads[i];
         let q1 = quads[i + stride];
-        count_byte_values(local, q0.x, log_copies, copy);
-        count_byte_values(local, q0.y, log_copies, copy);
-        count_byte_values(local, q0.z, log_copies, copy);
-        count_byte_values(local, q0.w, log_copies, copy);
-        count_byte_values(local, q1.x, log_copies, copy);
-        count_byte_values(local, q1.y, log_copies, copy);
-        count_byte_values(local, q1.z, log_copies, copy);
-        count_byte_values(local, q1.w, log_copies, copy);
+        count_quad_values(local, q0, log_copies, copy);
+        count_quad_values(local, q1, log_copies, copy);
         i += 2 * stride;
     }
     if i < quads.len() {
-        let q = quads[i];
-        count_byte_values(local, q.x, log_copies, copy);
-        count_byte_values(local, q.y, log_copies, copy);
-        count_byte_values(local, q.z, log_copies, copy);
-        count_byte_values(local, q.w, log_copies, copy);
+        count_quad_values(local, quads[i], log_copies, copy);
     }
     // The words after the last whole quad (at most four, in group 0); the last one's bytes
     // past `n` read as zero and are taken off byte value 0 in the fold.
