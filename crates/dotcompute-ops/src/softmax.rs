@@ -248,6 +248,137 @@ fn softmax_group_rows<const LOG: u32, const ITEMS: u32>(x: &[f32], out: &mut [f3
     }
 }
 
+/// Quad `i` of a row at `base`, or four `-inf` past the row's `quads` (they add nothing to
+/// the sum), held as elements `4k..4k + 4` of `hold`; returns the quad's maximum.
+#[kernel_fn]
+fn hold_quad(x: &[Vec4<f32>], base: u32, i: u32, quads: u32, hold: &mut [f32], k: u32) -> f32 {
+    let mut q = Vec4::new(
+        f32::NEG_INFINITY,
+        f32::NEG_INFINITY,
+        f32::NEG_INFINITY,
+        f32::NEG_INFINITY,
+    );
+    if i < quads {
+        q = x[base + i];
+    }
+    hold[4u32 * k] = q.x;
+    hold[4u32 * k + 1u32] = q.y;
+    hold[4u32 * k + 2u32] = q.z;
+    hold[4u32 * k + 3u32] = q.w;
+    q.x.max(q.y).max(q.z.max(q.w))
+}
+
+/// [`exp_term`] for the four elements of held quad `k`.
+#[kernel_fn]
+fn exp_quad(hold: &mut [f32], k: u32, top: f32, log: u32) -> f32 {
+    let a = exp_term(hold, 4u32 * k, top, log) + exp_term(hold, 4u32 * k + 1u32, top, log);
+    a + (exp_term(hold, 4u32 * k + 2u32, top, log) + exp_term(hold, 4u32 * k + 3u32, top, log))
+}
+
+/// [`finish`] for the four elements of held quad `k`.
+#[kernel_fn]
+fn finish_quad(hold: &mut [f32], k: u32, scale: f32, shift: f32, log: u32) -> Vec4<f32> {
+    Vec4::new(
+        finish(hold[4u32 * k], scale, shift, log),
+        finish(hold[4u32 * k + 1u32], scale, shift, log),
+        finish(hold[4u32 * k + 2u32], scale, shift, log),
+        finish(hold[4u32 * k + 3u32], scale, shift, log),
+    )
+}
+
+/// [`softmax_subgroup_rows`] reading and writing 16 bytes an access, for rows of whole
+/// quads (`cols = 4 · quads`, `quads ≤ 32 · ITEMS`): lane `l` holds quads `l, l + 32, …`
+/// of its row in `4 · ITEMS` registers.
+#[kernel]
+fn softmax_subgroup_rows_vec4<const LOG: u32, const ITEMS: u32, const HELD: u32>(
+    x: &[Vec4<f32>],
+    out: &mut [Vec4<f32>],
+    rows: u32,
+    quads: u32,
+) {
+    let lane = subgroup_lane();
+    let row = group_id().x * WARPS + local_id().x / 32;
+    if row < rows {
+        let base = row * quads;
+        let mut held = [0.0f32; HELD as usize];
+        let mut m = f32::NEG_INFINITY;
+        for k in 0..ITEMS {
+            m = m.max(hold_quad(x, base, lane + k * 32, quads, held, k));
+        }
+        let top = subgroup_max(m);
+        let mut s = 0.0f32;
+        for k in 0..ITEMS {
+            s += exp_quad(held, k, top, LOG);
+        }
+        let total = subgroup_add(s);
+        let scale = 1.0f32 / total;
+        let shift = top + total.ln();
+        for k in 0..ITEMS {
+            let i = lane + k * 32;
+            if i < quads {
+                out[base + i] = finish_quad(held, k, scale, shift, LOG);
+            }
+        }
+    }
+}
+
+/// [`softmax_group_rows`] reading and writing 16 bytes an access with `THREADS` threads per
+/// row, for rows of whole quads (`quads ≤ THREADS · ITEMS`): thread `t` holds quads
+/// `t, t + THREADS, …` of its row in `4 · ITEMS = HELD` registers. More threads per row
+/// hold fewer registers each, so more rows are in flight per multiprocessor.
+#[kernel]
+fn softmax_group_rows_vec4<
+    const LOG: u32,
+    const THREADS: u32,
+    const ITEMS: u32,
+    const HELD: u32,
+>(
+    x: &[Vec4<f32>],
+    out: &mut [Vec4<f32>],
+    quads: u32,
+) {
+    let partial = shared::<f32, 32>();
+    let lid = local_id().x;
+    let base = group_id().x * quads;
+    let mut held = [0.0f32; HELD as usize];
+    let mut m = f32::NEG_INFINITY;
+    for k in 0..ITEMS {
+        m = m.max(hold_quad(x, base, lid + k * THREADS, quads, held, k));
+    }
+    let warps = THREADS / 32;
+    let warp_top = subgroup_max(m);
+    if subgroup_lane() == 0u32 {
+        partial[lid / 32u32] = warp_top;
+    }
+    barrier();
+    let mut top = partial[0];
+    for w in 1..warps {
+        top = top.max(partial[w]);
+    }
+    barrier();
+    let mut s = 0.0f32;
+    for k in 0..ITEMS {
+        s += exp_quad(held, k, top, LOG);
+    }
+    let warp_total = subgroup_add(s);
+    if subgroup_lane() == 0u32 {
+        partial[lid / 32u32] = warp_total;
+    }
+    barrier();
+    let mut total = partial[0];
+    for w in 1..warps {
+        total += partial[w];
+    }
+    let scale = 1.0f32 / total;
+    let shift = top + total.ln();
+    for k in 0..ITEMS {
+        let i = lid + k * THREADS;
+        if i < quads {
+            out[base + i] = finish_quad(held, k, scale, shift, LOG);
+        }
+    }
+}
+
 /// `output[r][c] = exp(x[r][c] − max_r) / Σ_c exp(x[r][c] − max_r)` for the row-major
 /// `rows × cols` matrix `input` (`rows = input.len() / cols`).
 ///
@@ -291,6 +422,139 @@ pub fn log_softmax_rows(
     rows_op::<1>(queue, "log_softmax_rows", input, cols, output)
 }
 
+/// The most columns a row held in registers may have (a group of 256 holding 64 each).
+const MAX_HELD: u32 = 16_384;
+
+/// The held forms, in the tuner's order (the first is the default): scalar loads, then
+/// 16-byte loads and stores (rows of whole quads) with 256, 512 or 1,024 threads a row
+/// (rows longer than 1,024 columns; a subgroup per row otherwise).
+const HELD_FORMS: [(&str, u32); 4] = [
+    ("held", 0),
+    ("held, vector loads", 256),
+    ("held, vector loads, 512 threads a row", 512),
+    ("held, vector loads, 1024 threads a row", 1024),
+];
+
+/// Softmax of rows of at most [`MAX_HELD`] columns held in registers, in the form the
+/// tuner chose for this row length.
+fn held_rows<const LOG: u32>(
+    queue: &impl AsStream,
+    input: &Buffer<f32>,
+    rows: usize,
+    cols: usize,
+    output: &mut Buffer<f32>,
+) -> Result<()> {
+    let by_subgroup = cols <= 1024;
+    let max_threads = queue.device().info().limits.max_group_threads;
+    let forms: Vec<(&str, u32)> = HELD_FORMS
+        .into_iter()
+        .filter(|&(_, threads)| {
+            threads == 0
+                || (cols % 4 == 0 && threads <= max_threads && (!by_subgroup || threads == 256))
+        })
+        .collect();
+    let names: Vec<&str> = forms.iter().map(|f| f.0).collect();
+    let (r, c, quads) = (rows as u32, cols as u32, (cols / 4) as u32);
+    let subgroup_rows =
+        Launch::threads(rows.div_ceil(WARPS as usize) * GROUP as usize).group(GROUP);
+    let run = |form: usize, output: &mut Buffer<f32>| -> Result<()> {
+        let threads = forms[form].1;
+        if threads == 0 {
+            return scalar_held_rows::<LOG>(queue, input, r, c, output);
+        }
+        let x = input.as_vec4s().expect("whole quads of f32");
+        let mut y = output.as_vec4s_mut().expect("whole quads of f32");
+        if by_subgroup {
+            return match quads {
+                0..=64 => softmax_subgroup_rows_vec4::launch::<LOG, 2, 8>(
+                    queue,
+                    subgroup_rows,
+                    &x,
+                    &mut y,
+                    r,
+                    quads,
+                ),
+                _ => softmax_subgroup_rows_vec4::launch::<LOG, 8, 32>(
+                    queue,
+                    subgroup_rows,
+                    &x,
+                    &mut y,
+                    r,
+                    quads,
+                ),
+            };
+        }
+        let grid = Launch::threads(rows * threads as usize).group(threads);
+        let items = quads.div_ceil(threads).next_power_of_two();
+        macro_rules! group_rows {
+            ($($threads:literal, $items:literal;)*) => {
+                match (threads, items) {
+                    $(($threads, $items) => softmax_group_rows_vec4::launch::<
+                        LOG,
+                        $threads,
+                        $items,
+                        { 4 * $items },
+                    >(queue, grid, &x, &mut y, quads),)*
+                    _ => unreachable!("{threads} threads hold {items} quads: not a form"),
+                }
+            };
+        }
+        group_rows! {
+            256, 2; 256, 4; 256, 8; 256, 16;
+            512, 1; 512, 2; 512, 4; 512, 8;
+            1024, 1; 1024, 2; 1024, 4;
+        }
+    };
+    let bucket = match cols {
+        0..=256 => "rows of 1..=256",
+        257..=1024 => "rows of 257..=1024",
+        1025..=2048 => "rows of 1025..=2048",
+        2049..=8192 => "rows of 2049..=8192",
+        _ => "rows of 8193..=16384",
+    };
+    let whole = if cols % 4 == 0 { ", whole quads" } else { "" };
+    let key = crate::tune::key(
+        queue,
+        "softmax",
+        &format!("f32 {bucket}{whole}"),
+        input.len(),
+    );
+    let form = crate::tune::choose_on(
+        queue,
+        &key,
+        input.len(),
+        &names,
+        |i| run(i, output),
+        || queue.device().synchronize(),
+    )?;
+    run(form, output)
+}
+
+/// The scalar held forms: a subgroup per row up to 1,024 columns, else a group of 256.
+fn scalar_held_rows<const LOG: u32>(
+    queue: &impl AsStream,
+    input: &Buffer<f32>,
+    r: u32,
+    c: u32,
+    output: &mut Buffer<f32>,
+) -> Result<()> {
+    let rows = r as usize;
+    let subgroup_rows =
+        Launch::threads(rows.div_ceil(WARPS as usize) * GROUP as usize).group(GROUP);
+    let group_rows = Launch::threads(rows * GROUP as usize).group(GROUP);
+    match c {
+        0..=256 => {
+            softmax_subgroup_rows::launch::<LOG, 8>(queue, subgroup_rows, input, output, r, c)
+        }
+        257..=1024 => {
+            softmax_subgroup_rows::launch::<LOG, 32>(queue, subgroup_rows, input, output, r, c)
+        }
+        1025..=2048 => softmax_group_rows::launch::<LOG, 8>(queue, group_rows, input, output, c),
+        2049..=8192 => softmax_group_rows::launch::<LOG, 32>(queue, group_rows, input, output, c),
+        _ => softmax_group_rows::launch::<LOG, 64>(queue, group_rows, input, output, c),
+    }
+}
+
 fn rows_op<const LOG: u32>(
     queue: &impl AsStream,
     op: &'static str,
@@ -313,45 +577,10 @@ fn rows_op<const LOG: u32>(
     if rows == 0 {
         return Ok(());
     }
-    let held = crate::tune::pinned(&["held", "read-twice"]) != Some(1)
+    let held = crate::tune::pinned(&["read-twice"]).is_none()
         && queue.device().info().caps.subgroup_size == Some([32, 32]);
-    if held {
-        let (r, c) = (rows as u32, cols as u32);
-        let subgroup_rows =
-            Launch::threads(rows.div_ceil(WARPS as usize) * GROUP as usize).group(GROUP);
-        let group_rows = Launch::threads(rows * GROUP as usize).group(GROUP);
-        match cols {
-            0..=256 => {
-                return softmax_subgroup_rows::launch::<LOG, 8>(
-                    queue,
-                    subgroup_rows,
-                    input,
-                    output,
-                    r,
-                    c,
-                )
-            }
-            257..=1024 => {
-                return softmax_subgroup_rows::launch::<LOG, 32>(
-                    queue,
-                    subgroup_rows,
-                    input,
-                    output,
-                    r,
-                    c,
-                )
-            }
-            1025..=2048 => {
-                return softmax_group_rows::launch::<LOG, 8>(queue, group_rows, input, output, c)
-            }
-            2049..=8192 => {
-                return softmax_group_rows::launch::<LOG, 32>(queue, group_rows, input, output, c)
-            }
-            8193..=16384 => {
-                return softmax_group_rows::launch::<LOG, 64>(queue, group_rows, input, output, c)
-            }
-            _ => {}
-        }
+    if held && cols <= MAX_HELD as usize {
+        return held_rows::<LOG>(queue, input, rows, cols, output);
     }
     softmax_kernel::launch::<LOG>(
         queue,

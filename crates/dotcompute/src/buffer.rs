@@ -614,6 +614,16 @@ impl<'a> Arg<'a> {
             uses: &b.uses,
         })
     }
+    /// The whole of `b` bound read-write as `len` elements of type `elem`, from its first
+    /// byte; the exclusive borrow is the caller's (`Vec4sMut` holds it). The callers keep
+    /// `len` elements of `elem` inside the allocation.
+    fn writable_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type) -> Arg<'a> {
+        let mut arg = Arg::read_only_as(b, len, elem);
+        if let ArgKind::Buffer { writable, .. } = &mut arg.0 {
+            *writable = true;
+        }
+        arg
+    }
     /// A buffer bound read-only.
     pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
         Arg::range(b, 0, b.len, false)
@@ -739,11 +749,66 @@ impl<T: Element> Buffer<T> {
         );
         (lane && self.len >= 4).then_some(Vec4s(self))
     }
+
+    /// [`Buffer::as_vec4s`] for a `&mut [Vec4<T>]` kernel parameter: the kernel reads and
+    /// writes the whole runs of four elements, 16 bytes an access on GPUs; the last
+    /// `len % 4` elements are in none. `None` for other element types or below four
+    /// elements.
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// use dotcompute::Vec4;
+    /// #[kernel]
+    /// fn reverse_lanes(v: &mut [Vec4<f32>]) {
+    ///     let i = global_id().x;
+    ///     if i < v.len() {
+    ///         let q = v[i];
+    ///         v[i] = Vec4::new(q.w, q.z, q.y, q.x);
+    ///     }
+    /// }
+    /// fn main() -> Result<(), dotcompute::Error> {
+    ///     let d = Device::cpu();
+    ///     let mut x = d.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])?;
+    ///     let mut vectors = x.as_vec4s_mut().expect("nine f32 hold two vectors");
+    ///     reverse_lanes::launch(&d, Launch::threads(2), &mut vectors)?;
+    ///     assert_eq!(x.to_vec()?, [4.0, 3.0, 2.0, 1.0, 8.0, 7.0, 6.0, 5.0, 9.0]);
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn as_vec4s_mut(&mut self) -> Option<Vec4sMut<'_, T>> {
+        self.as_vec4s()?;
+        Some(Vec4sMut(self))
+    }
 }
 
 /// A buffer of `f32`, `i32` or `u32` read four elements a load by a kernel
 /// ([`Buffer::as_vec4s`]).
 pub struct Vec4s<'a, T: Element>(&'a Buffer<T>);
+
+/// A buffer of `f32`, `i32` or `u32` read and written four elements an access by a kernel
+/// ([`Buffer::as_vec4s_mut`]); holds the buffer's exclusive borrow.
+pub struct Vec4sMut<'a, T: Element>(&'a mut Buffer<T>);
+
+impl<T: Element> Vec4sMut<'_, T> {
+    /// The vectors' bits as a writable `&mut [Vec4<u32>]` argument of
+    /// [`crate::AsStream::launch_kernel`], for a kernel generic over the element type
+    /// (see [`Vec4s::bits`]), which bitcasts each lane to `u32` before it stores.
+    pub fn bits(&mut self) -> Arg<'_> {
+        let b = &*self.0;
+        Arg::writable_as(b, b.len / 4, Vec4::<u32>::TYPE)
+    }
+}
+
+impl<T: Element + dotcompute_ir::vector::VectorLane> KernelBufferMut<Vec4<T>> for Vec4sMut<'_, T>
+where
+    Vec4<T>: Element,
+{
+    fn arg_mut(&mut self) -> Arg<'_> {
+        // A prefix of the allocation, which starts 16-byte aligned on every backend.
+        let b = &*self.0;
+        Arg::writable_as(b, b.len / 4, Type::vector(T::TYPE.scalar, 4))
+    }
+}
 
 impl<T: Element> Clone for Vec4s<'_, T> {
     fn clone(&self) -> Self {

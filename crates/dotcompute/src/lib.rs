@@ -259,7 +259,7 @@ mod tracking;
 
 pub use buffer::{
     Arg, Buffer, BufferView, BufferViewMut, ByteQuads, ByteWords, Element, KernelBuffer,
-    KernelBufferMut, ScalarArg, Vec4s,
+    KernelBufferMut, ScalarArg, Vec4s, Vec4sMut,
 };
 pub use device::{Device, BACKEND_ENV};
 /// Strict parsing of `DOTCOMPUTE_*` settings (for crates built on dotcompute, such as

@@ -228,6 +228,10 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
                 "three-pass-subgroup-quads",
                 "subgroups, four consecutive elements a lane",
             ),
+            (
+                "three-pass-subgroup-vec4",
+                "subgroups, four elements a lane in 16-byte accesses",
+            ),
         ]
     } else if ctx.kind() == BackendKind::Cpu {
         &[("three-pass", "reduce-then-scan")]
@@ -243,6 +247,10 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
             (
                 "three-pass-subgroup-quads",
                 "subgroups, four consecutive elements a lane",
+            ),
+            (
+                "three-pass-subgroup-vec4",
+                "subgroups, four elements a lane in 16-byte accesses",
             ),
         ]
     };
@@ -566,15 +574,30 @@ fn softmax_figures(ctx: &Ctx, rng: &mut fastrand::Rng, big: bool) -> Res<Vec<Fig
         &[(2048, 1000)]
     };
     let held = d.info().caps.subgroup_size == Some([32, 32]);
+    // "tuned" pins no form: the tuner's choice runs.
     let forms: &[(&str, &str)] = if held {
         &[
+            ("tuned", "the tuner's choice"),
             ("held", "the row held in registers, read once"),
+            ("held, vector loads", "held, 16-byte loads and stores"),
+            (
+                "held, vector loads, 512 threads a row",
+                "held, 16-byte accesses, 512 threads a row",
+            ),
+            (
+                "held, vector loads, 1024 threads a row",
+                "held, 16-byte accesses, 1024 threads a row",
+            ),
             ("read-twice", "online, two reads"),
         ]
     } else {
         &[("read-twice", "online, two reads")]
     };
     for &(rows, cols) in shapes {
+        // A subgroup holds a row of up to 1,024 columns: no forms by threads a row.
+        let forms = forms
+            .iter()
+            .filter(|f| cols > 1024 || !f.0.contains("threads a row"));
         let m = rows * cols;
         let x: Vec<f32> = (0..m).map(|_| (rng.f32() - 0.5) * 10.0).collect();
         let dx = d.upload(&x).map_err(s)?;

@@ -688,9 +688,10 @@ fn scan_on_device<T: Reducible>(
     if crate::software_gpu(queue) {
         // One form (loop counts at run time), unless a test pins a subgroup form.
         if subgroups {
-            match crate::tune::pinned(&[SUBGROUP_FORM, SUBGROUP_QUADS_FORM]) {
+            match crate::tune::pinned(&[SUBGROUP_FORM, SUBGROUP_QUADS_FORM, SUBGROUP_VEC4_FORM]) {
                 Some(0) => return subgroup::passes::<T, SOFTWARE_ITEMS, 0>(queue, &job, output),
-                Some(_) => return subgroup::passes::<T, SOFTWARE_ITEMS, 1>(queue, &job, output),
+                Some(1) => return subgroup::passes::<T, SOFTWARE_ITEMS, 1>(queue, &job, output),
+                Some(_) => return subgroup::passes::<T, SOFTWARE_ITEMS, 2>(queue, &job, output),
                 None => {}
             }
         }
@@ -712,6 +713,7 @@ fn scan_on_device<T: Reducible>(
         SUBGROUP_FORM => subgroup::passes::<T, GPU_ITEMS, 0>(queue, &job, output),
         SUBGROUP_NARROW_FORM => subgroup::passes::<T, NARROW_ITEMS, 0>(queue, &job, output),
         SUBGROUP_QUADS_FORM => subgroup::passes::<T, GPU_ITEMS, 1>(queue, &job, output),
+        SUBGROUP_VEC4_FORM => subgroup::passes::<T, GPU_ITEMS, 2>(queue, &job, output),
         "three-pass-narrow" => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
         _ => scan_passes::<T, GPU_ITEMS>(queue, &job, output),
     };
@@ -749,21 +751,25 @@ struct ScanJob<'a, T: dotcompute::Element> {
 /// on every run of a device whichever the tuner chose. The subgroup form's quads
 /// (`subgroup_scan_quads`: four consecutive elements a lane, one subgroup scan per four)
 /// are a third candidate: 7 % faster on NVIDIA Vulkan, 31 % slower on CUDA (H200, same
-/// run). `tune::with_candidate` pins one (on software GPUs only the subgroup forms
-/// besides the default); `"three-pass"` is also the name that keeps CUDA off its single
-/// pass ([`single_pass_allowed`]).
-pub(crate) const THREE_PASS_FORMS: [&str; 5] = [
+/// run). The quads in 16-byte accesses (`subgroup_scan_vec4`, then one thread for the
+/// last `n % 4` elements) are a fourth. `tune::with_candidate` pins one (on software
+/// GPUs only the subgroup forms besides the default); `"three-pass"` is also the name
+/// that keeps CUDA off its single pass ([`single_pass_allowed`]).
+pub(crate) const THREE_PASS_FORMS: [&str; 6] = [
     SUBGROUP_FORM,
     SUBGROUP_NARROW_FORM,
     SUBGROUP_QUADS_FORM,
+    SUBGROUP_VEC4_FORM,
     "three-pass",
     "three-pass-narrow",
 ];
 
-/// The three passes' subgroup form (`subgroup.rs`), its narrow twin and its quads.
+/// The three passes' subgroup form (`subgroup.rs`), its narrow twin, its quads and its
+/// quads in 16-byte accesses.
 const SUBGROUP_FORM: &str = "three-pass-subgroup";
 const SUBGROUP_NARROW_FORM: &str = "three-pass-subgroup-narrow";
 const SUBGROUP_QUADS_FORM: &str = "three-pass-subgroup-quads";
+const SUBGROUP_VEC4_FORM: &str = "three-pass-subgroup-vec4";
 
 /// Elements per thread of the narrow three-pass form.
 const NARROW_ITEMS: u32 = 8;

@@ -13,6 +13,7 @@
 //! order of their own.
 
 use super::*;
+use dotcompute::Arg;
 
 /// Combines `v` over the subgroup with `op`; every lane gets the result.
 #[kernel_fn]
@@ -233,42 +234,7 @@ fn subgroup_scan_quads<T: Num, const ITEMS: u32, const OP: u32, const INCL: u32>
             }
         }
     }
-    let mut running = identity;
-    for r in 0..ITEMS / 4u32 {
-        // The lane's four, scanned in the thread.
-        let mut acc = identity;
-        for k in 0..4u32 {
-            let here = v[4u32 * r + k];
-            let next = combine(acc, here, OP);
-            if INCL == 1u32 {
-                v[4u32 * r + k] = next;
-            } else {
-                v[4u32 * r + k] = acc;
-            }
-            acc = next;
-        }
-        // The lanes' totals across the subgroup.
-        let inc = subgroup_inclusive(acc, OP);
-        let mut before = subgroup_shuffle_up(inc, 1u32);
-        if lane == 0u32 {
-            before = identity;
-        }
-        let lane_base = combine(running, before, OP);
-        for k in 0..4u32 {
-            v[4u32 * r + k] = combine(lane_base, v[4u32 * r + k], OP);
-        }
-        running = combine(running, subgroup_shuffle(inc, width - 1u32), OP);
-    }
-    if lane == width - 1u32 {
-        s[sub] = running;
-    }
-    barrier();
-    let mut before = offsets[group_id().x];
-    for w in 0..GROUP / width {
-        if w < sub {
-            before = combine(before, s[w], OP);
-        }
-    }
+    let before = scan_lane_quads(s, v, ITEMS, OP, INCL, offsets[group_id().x], identity);
     if whole {
         for j in 0..ITEMS {
             y[first + (j / 4u32) * 4u32 * width + j % 4u32] = combine(before, v[j], OP);
@@ -279,6 +245,142 @@ fn subgroup_scan_quads<T: Num, const ITEMS: u32, const OP: u32, const INCL: u32>
             if i < n {
                 y[i] = combine(before, v[j], OP);
             }
+        }
+    }
+}
+
+/// The scan of a subgroup form's held quads (`v[4r..4r + 4]` of round `r`, `items` in
+/// all) across the group, for [`subgroup_scan_quads`] and [`subgroup_scan_vec4`]: each
+/// lane scans its four in the thread, the round scans the lanes' totals across the
+/// subgroup, the rounds chain through the last lane, and one barrier hands each subgroup
+/// the totals of those before it (in `s`). Returns what the group's first element adds
+/// to `v` (the tile's `offset` combined with the earlier subgroups' totals); every thread
+/// must reach it.
+#[kernel_fn]
+fn scan_lane_quads<T: Num>(
+    s: &mut [T],
+    v: &mut [T],
+    items: u32,
+    op: u32,
+    incl: u32,
+    offset: T,
+    identity: T,
+) -> T {
+    let width = subgroup_size();
+    let lane = subgroup_lane();
+    let sub = local_id().x / width;
+    let mut running = identity;
+    for r in 0..items / 4u32 {
+        // The lane's four, scanned in the thread.
+        let mut acc = identity;
+        for k in 0..4u32 {
+            let here = v[4u32 * r + k];
+            let next = combine(acc, here, op);
+            if incl == 1u32 {
+                v[4u32 * r + k] = next;
+            } else {
+                v[4u32 * r + k] = acc;
+            }
+            acc = next;
+        }
+        // The lanes' totals across the subgroup.
+        let inc = subgroup_inclusive(acc, op);
+        let mut before = subgroup_shuffle_up(inc, 1u32);
+        if lane == 0u32 {
+            before = identity;
+        }
+        let lane_base = combine(running, before, op);
+        for k in 0..4u32 {
+            v[4u32 * r + k] = combine(lane_base, v[4u32 * r + k], op);
+        }
+        running = combine(running, subgroup_shuffle(inc, width - 1u32), op);
+    }
+    if lane == width - 1u32 {
+        s[sub] = running;
+    }
+    barrier();
+    let mut before = offset;
+    for w in 0..GROUP / width {
+        if w < sub {
+            before = combine(before, s[w], op);
+        }
+    }
+    before
+}
+
+/// Pass 3 in quads of 16-byte accesses, for 32-bit integers: [`subgroup_scan_quads`]
+/// reading and writing each lane's four as one vector (the scalar form's four loads a
+/// lane, 16 bytes apart across the lanes, are one coalesced access each here). `x4` and
+/// `y4` are the input's and output's whole quads (`Vec4s::bits`, the lanes bitcast to
+/// `T`); quads past `x4`'s end scan as the identity. The elements after the last whole
+/// quad (at most three) are [`scan_tail`]'s.
+#[kernel]
+fn subgroup_scan_vec4<T: Num, const ITEMS: u32, const OP: u32, const INCL: u32>(
+    x4: &[Vec4<u32>],
+    y4: &mut [Vec4<u32>],
+    offsets: &[T],
+    identity: T,
+) {
+    let s = shared::<T, GROUP>();
+    let width = subgroup_size();
+    let sub = local_id().x / width;
+    let quads = x4.len();
+    let first = (group_id().x * GROUP * ITEMS + sub * width * ITEMS) / 4u32 + subgroup_lane();
+    let mut v = [identity; ITEMS];
+    for r in 0..ITEMS / 4u32 {
+        let i = first + r * width;
+        if i < quads {
+            let q = x4[i];
+            v[4u32 * r] = T::bitcast(q.x);
+            v[4u32 * r + 1u32] = T::bitcast(q.y);
+            v[4u32 * r + 2u32] = T::bitcast(q.z);
+            v[4u32 * r + 3u32] = T::bitcast(q.w);
+        }
+    }
+    let before = scan_lane_quads(s, v, ITEMS, OP, INCL, offsets[group_id().x], identity);
+    for r in 0..ITEMS / 4u32 {
+        let i = first + r * width;
+        if i < quads {
+            y4[i] = Vec4::new(
+                u32::bitcast(combine(before, v[4u32 * r], OP)),
+                u32::bitcast(combine(before, v[4u32 * r + 1u32], OP)),
+                u32::bitcast(combine(before, v[4u32 * r + 2u32], OP)),
+                u32::bitcast(combine(before, v[4u32 * r + 3u32], OP)),
+            );
+        }
+    }
+}
+
+/// The scan of the elements after the last whole quad (`4 · (n / 4)..n`, at most three)
+/// after [`subgroup_scan_vec4`], by one thread: from the last whole quad's last output
+/// (and, for an exclusive scan, its input), or from `offsets[tile]` where their tile
+/// (starting at element `tile_start`) has no whole quad.
+#[kernel]
+fn scan_tail<T: Num, const OP: u32, const INCL: u32>(
+    x: &[T],
+    y: &mut [T],
+    offsets: &[T],
+    n: u32,
+    tile: u32,
+    tile_start: u32,
+) {
+    if global_id().x == 0u32 {
+        let start = (n / 4u32) * 4u32;
+        let mut acc = offsets[tile];
+        if start > tile_start {
+            acc = y[start - 1u32];
+            if INCL == 0u32 {
+                acc = combine(acc, x[start - 1u32], OP);
+            }
+        }
+        for i in start..n {
+            let next = combine(acc, x[i], OP);
+            if INCL == 1u32 {
+                y[i] = next;
+            } else {
+                y[i] = acc;
+            }
+            acc = next;
         }
     }
 }
@@ -295,7 +397,9 @@ pub(super) fn applies<T: Reducible>(queue: &impl AsStream, segmented: bool) -> b
 
 /// The three passes of the subgroup form with `ITEMS` elements a thread: tile
 /// aggregates, their exclusive scan by one group (into a second buffer), and the tiles
-/// (in rounds of one element a lane, or with `QUADS` 1 of four: [`subgroup_scan_quads`]).
+/// (in rounds of one element a lane; with `QUADS` 1 of four, [`subgroup_scan_quads`];
+/// with `QUADS` 2 of four in 16-byte accesses, [`subgroup_scan_vec4`], then
+/// [`scan_tail`] where `n` is not a multiple of four).
 pub(super) fn passes<T: Reducible, const ITEMS: u32, const QUADS: u32>(
     queue: &impl AsStream,
     job: &ScanJob<'_, T>,
@@ -329,12 +433,89 @@ pub(super) fn passes<T: Reducible, const ITEMS: u32, const QUADS: u32>(
             }
         };
     }
+    if QUADS == 2 {
+        if let Some(x4) = job.input.as_vec4s() {
+            return vec4_pass::<T, ITEMS>(queue, job, x4, output, &offsets, code);
+        }
+    }
     let tiles_pass = if QUADS == 1 {
         by_operation!(subgroup_scan_quads)
     } else {
         by_operation!(subgroup_scan_tiles, 0)
     };
     tiles_pass(queue, groups, job.input, output, &offsets, n, id)
+}
+
+/// Pass 3 by [`subgroup_scan_vec4`] (and [`scan_tail`] for the last `n % 4` elements):
+/// `x4` is `job.input`'s whole quads, `offsets` the tiles' exclusive prefixes.
+fn vec4_pass<T: Reducible, const ITEMS: u32>(
+    queue: &impl AsStream,
+    job: &ScanJob<'_, T>,
+    x4: dotcompute::Vec4s<'_, T>,
+    output: &mut Buffer<T>,
+    offsets: &Buffer<T>,
+    code: u32,
+) -> Result<()> {
+    let n = job.input.len() as u32;
+    let tile = GROUP * ITEMS;
+    let tiles = n.div_ceil(tile);
+    let (kernel, tail) = match (code, job.inclusive) {
+        (0, false) => (
+            subgroup_scan_vec4::kernel::<T, ITEMS, 0, 0>(),
+            scan_tail::kernel::<T, 0, 0>(),
+        ),
+        (0, true) => (
+            subgroup_scan_vec4::kernel::<T, ITEMS, 0, 1>(),
+            scan_tail::kernel::<T, 0, 1>(),
+        ),
+        (1, false) => (
+            subgroup_scan_vec4::kernel::<T, ITEMS, 1, 0>(),
+            scan_tail::kernel::<T, 1, 0>(),
+        ),
+        (1, true) => (
+            subgroup_scan_vec4::kernel::<T, ITEMS, 1, 1>(),
+            scan_tail::kernel::<T, 1, 1>(),
+        ),
+        (_, false) => (
+            subgroup_scan_vec4::kernel::<T, ITEMS, 2, 0>(),
+            scan_tail::kernel::<T, 2, 0>(),
+        ),
+        (_, true) => (
+            subgroup_scan_vec4::kernel::<T, ITEMS, 2, 1>(),
+            scan_tail::kernel::<T, 2, 1>(),
+        ),
+    };
+    {
+        let mut y4 = output
+            .as_vec4s_mut()
+            .expect("as many elements as the input");
+        queue.launch_kernel(
+            kernel,
+            Launch::threads(tiles as usize * GROUP as usize).group(GROUP),
+            &[
+                x4.bits(),
+                y4.bits(),
+                Arg::buffer(offsets),
+                Arg::scalar(job.id),
+            ],
+        )?;
+    }
+    if n % 4 == 0 {
+        return Ok(());
+    }
+    let last = (n - 1) / tile;
+    queue.launch_kernel(
+        tail,
+        Launch::threads(1),
+        &[
+            Arg::buffer(job.input),
+            Arg::buffer_mut(output),
+            Arg::buffer(offsets),
+            Arg::scalar(n),
+            Arg::scalar(last),
+            Arg::scalar(last * tile),
+        ],
+    )
 }
 
 /// The exclusive scan of `x` with operation `code` into a new buffer, by one group, tile

@@ -9,8 +9,9 @@ use dotcompute_ops::softmax::{log_softmax_rows, softmax_rows};
 use dotcompute_ops::transpose::transpose;
 use dotcompute_ops::tune;
 
-/// Every form ([`dotcompute_ops::softmax`]: a subgroup per row, a group per row held,
-/// read twice) at the edges of its row lengths, against f64 on the host.
+/// Every form ([`dotcompute_ops::softmax`]: a subgroup per row, a group per row held, with
+/// scalar or 16-byte loads and 256 to 1,024 threads a row, read twice) at the edges of
+/// its row lengths, against f64 on the host.
 #[test]
 fn softmax_and_log_softmax_of_any_row_length() {
     let seed = seed();
@@ -24,6 +25,9 @@ fn softmax_and_log_softmax_of_any_row_length() {
                 (64, 1000),
                 (9, 33),
                 (3, 1025),
+                (9, 252),
+                (3, 1028),
+                (2, 4100),
                 (2, 9000),
                 (2, 40_000),
             ]
@@ -38,11 +42,23 @@ fn softmax_and_log_softmax_of_any_row_length() {
                 (3, 2049),
                 (5, 8192),
                 (64, 16_384),
+                (9, 252),
+                (4, 260),
+                (3, 1028),
+                (5, 4100),
+                (6, 16_380),
                 (2, 16_385),
                 (2, 1_000_003),
             ]
         };
-        for form in ["held", "read-twice"] {
+        let forms = [
+            "held",
+            "held, vector loads",
+            "held, vector loads, 512 threads a row",
+            "held, vector loads, 1024 threads a row",
+            "read-twice",
+        ];
+        for form in forms {
             for &(rows, cols) in shapes {
                 let x: Vec<f32> = (0..rows * cols).map(|_| (rng.f32() - 0.5) * 40.0).collect();
                 let dx = d.upload(&x).unwrap();

@@ -319,6 +319,52 @@ fn bytes_are_a_storage_type_and_kernels_read_them_as_words() {
     }
 }
 
+/// Vector `i` of `v` becomes its lanes reversed plus vector `i` of `add`, in place.
+#[kernel]
+fn reverse_and_add_quads(v: &mut [Vec4<u32>], add: &[Vec4<u32>]) {
+    let i = global_id().x;
+    if i < v.len() {
+        let q = v[i];
+        let a = add[i];
+        v[i] = Vec4::new(q.w + a.x, q.z + a.y, q.y + a.z, q.x + a.w);
+    }
+}
+
+/// `Buffer::as_vec4s_mut`: kernels read and write whole runs of four, 16 bytes an
+/// access; the elements after the last whole run keep their values; other element types
+/// and buffers under four elements have no vector view.
+#[test]
+fn vector_views_write_whole_runs_of_four_and_leave_the_rest() {
+    let seed = common::seed();
+    for d in devices() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for n in [4usize, 5, 7, 8, 1023, (1 << 20) + 3] {
+            let data: Vec<u32> = (0..n).map(|_| rng.u32(..u32::MAX / 2)).collect();
+            let add: Vec<u32> = (0..n).map(|_| rng.u32(..u32::MAX / 2)).collect();
+            let mut x = d.upload(&data).unwrap();
+            let a = d.upload(&add).unwrap();
+            let quads = n / 4;
+            let mut v = x.as_vec4s_mut().expect("at least four u32");
+            let av = a.as_vec4s().expect("at least four u32");
+            reverse_and_add_quads::launch(&d, Launch::threads(quads), &mut v, &av).unwrap();
+            let got = x.to_vec().unwrap();
+            for i in 0..n {
+                let want = match i < 4 * quads {
+                    true => data[i - i % 4 + 3 - i % 4] + add[i],
+                    false => data[i],
+                };
+                assert_eq!(got[i], want, "{d:?} n={n} element {i} (seed {seed})");
+            }
+        }
+        assert!(d.alloc::<u32>(3).unwrap().as_vec4s_mut().is_none());
+        assert!(d.alloc::<f32>(4).unwrap().as_vec4s_mut().is_some());
+        assert!(d.alloc::<u8>(64).unwrap().as_vec4s_mut().is_none());
+        if d.info().caps.f64 {
+            assert!(d.alloc::<f64>(8).unwrap().as_vec4s_mut().is_none());
+        }
+    }
+}
+
 /// `+1` on every element (writes the buffer a later host slice reads).
 #[kernel]
 fn bump(x: &mut [u32]) {
