@@ -7,12 +7,15 @@
 //!   its row, the row's maximum and sum come from `subgroup_max` / `subgroup_add`: no
 //!   shared memory and no barrier (a group tree of eight barriers per row held the
 //!   8192 × 1000 softmax at 0.52× of a copy on the H100);
-//! * **a group per row, held** (up to 16,384 columns): 256 threads hold `ITEMS` elements
-//!   each, and the subgroups' maxima and sums meet in 8 shared words;
+//! * **a group per row, held** (up to 16,384 columns): 256 (or 512) threads hold
+//!   `ITEMS` elements each, and the subgroups' maxima and sums meet in shared words;
 //! * **a group per row, read twice** (any length, and every device): below.
 //!
-//! Pinning `tune::with_candidate("read-twice", ..)` forces the last form (tests compare
-//! the forms on the same rows).
+//! Rows of whole quads (`cols % 4 == 0`) are read and written 16 bytes an access
+//! ([`Buffer::as_vec4s`]) in the held forms; the tuner chooses among them and the
+//! scalar ones per row length ([`HELD_FORMS`]). Pinning
+//! `tune::with_candidate("read-twice", ..)` forces the last form, and each held form's
+//! name pins it (tests compare the forms on the same rows).
 //!
 //! The read-twice form: one group per row. Each thread runs the online form over its strided share of the row
 //! (its maximum `m`, and the sum `s` of `exp(x - m)` rescaled whenever `m` grows), the
@@ -425,14 +428,18 @@ pub fn log_softmax_rows(
 /// The most columns a row held in registers may have (a group of 256 holding 64 each).
 const MAX_HELD: u32 = 16_384;
 
-/// The held forms, in the tuner's order (the first is the default): scalar loads, then
-/// 16-byte loads and stores (rows of whole quads) with 256, 512 or 1,024 threads a row
-/// (rows longer than 1,024 columns; a subgroup per row otherwise).
-const HELD_FORMS: [(&str, u32); 4] = [
-    ("held", 0),
+/// The held forms, in the tuner's order (the first is the default): rows of whole quads
+/// (`cols % 4 == 0`) in 16-byte loads and stores with 256 threads a row (or a subgroup a
+/// row up to 1,024 columns), then with 512 (longer rows only), then scalar accesses,
+/// the only form for other rows. On an H200 (2026-11-29, `docs/benchmarks.md`) the
+/// vectors took CUDA's 16384² softmax from 0.811× to 0.991× of a copy and 8192 × 1000
+/// from 0.907× to 1.018×; NVIDIA Vulkan's 16384² ran best with 512 threads a row (0.982×,
+/// where CUDA's fell to 0.746×: CUDA's 256 keep more rows in flight). 1,024 threads a row
+/// measured the same as 512 on both and is not offered.
+const HELD_FORMS: [(&str, u32); 3] = [
     ("held, vector loads", 256),
     ("held, vector loads, 512 threads a row", 512),
-    ("held, vector loads, 1024 threads a row", 1024),
+    ("held", 0),
 ];
 
 /// Softmax of rows of at most [`MAX_HELD`] columns held in registers, in the form the
@@ -502,7 +509,6 @@ fn held_rows<const LOG: u32>(
         group_rows! {
             256, 2; 256, 4; 256, 8; 256, 16;
             512, 1; 512, 2; 512, 4; 512, 8;
-            1024, 1; 1024, 2; 1024, 4;
         }
     };
     let bucket = match cols {

@@ -225,10 +225,6 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
             ),
             ("three-pass-subgroup-narrow", "subgroups, half-length tiles"),
             (
-                "three-pass-subgroup-quads",
-                "subgroups, four consecutive elements a lane",
-            ),
-            (
                 "three-pass-subgroup-vec4",
                 "subgroups, four elements a lane in 16-byte accesses",
             ),
@@ -244,10 +240,6 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
                 "reduce-then-scan, subgroups in registers",
             ),
             ("three-pass-subgroup-narrow", "subgroups, half-length tiles"),
-            (
-                "three-pass-subgroup-quads",
-                "subgroups, four consecutive elements a lane",
-            ),
             (
                 "three-pass-subgroup-vec4",
                 "subgroups, four elements a lane in 16-byte accesses",
@@ -583,10 +575,6 @@ fn softmax_figures(ctx: &Ctx, rng: &mut fastrand::Rng, big: bool) -> Res<Vec<Fig
             (
                 "held, vector loads, 512 threads a row",
                 "held, 16-byte accesses, 512 threads a row",
-            ),
-            (
-                "held, vector loads, 1024 threads a row",
-                "held, 16-byte accesses, 1024 threads a row",
             ),
             ("read-twice", "online, two reads"),
         ]

@@ -688,17 +688,16 @@ fn scan_on_device<T: Reducible>(
     if crate::software_gpu(queue) {
         // One form (loop counts at run time), unless a test pins a subgroup form.
         if subgroups {
-            match crate::tune::pinned(&[SUBGROUP_FORM, SUBGROUP_QUADS_FORM, SUBGROUP_VEC4_FORM]) {
+            match crate::tune::pinned(&[SUBGROUP_FORM, SUBGROUP_VEC4_FORM]) {
                 Some(0) => return subgroup::passes::<T, SOFTWARE_ITEMS, 0>(queue, &job, output),
-                Some(1) => return subgroup::passes::<T, SOFTWARE_ITEMS, 1>(queue, &job, output),
-                Some(_) => return subgroup::passes::<T, SOFTWARE_ITEMS, 2>(queue, &job, output),
+                Some(_) => return subgroup::passes::<T, SOFTWARE_ITEMS, 1>(queue, &job, output),
                 None => {}
             }
         }
         return scan_passes::<T, 0>(queue, &job, output);
     }
-    // Where the subgroup form applies it is the default (first): 1.8× the shared-tile
-    // form's speed on NVIDIA Vulkan, 1.06× on CUDA (H200, 2026-11-28).
+    // Where the subgroup forms apply they come first (the quads the default): 2.7× the
+    // shared-tile form's speed on NVIDIA Vulkan, 1.1× on CUDA (H200, 2026-11-29).
     let forms: &[&str] = if subgroups {
         &THREE_PASS_FORMS
     } else {
@@ -712,8 +711,7 @@ fn scan_on_device<T: Reducible>(
     let run = |form: usize, output: &mut Buffer<T>| match forms[form] {
         SUBGROUP_FORM => subgroup::passes::<T, GPU_ITEMS, 0>(queue, &job, output),
         SUBGROUP_NARROW_FORM => subgroup::passes::<T, NARROW_ITEMS, 0>(queue, &job, output),
-        SUBGROUP_QUADS_FORM => subgroup::passes::<T, GPU_ITEMS, 1>(queue, &job, output),
-        SUBGROUP_VEC4_FORM => subgroup::passes::<T, GPU_ITEMS, 2>(queue, &job, output),
+        SUBGROUP_VEC4_FORM => subgroup::passes::<T, GPU_ITEMS, 1>(queue, &job, output),
         "three-pass-narrow" => scan_passes::<T, NARROW_ITEMS>(queue, &job, output),
         _ => scan_passes::<T, GPU_ITEMS>(queue, &job, output),
     };
@@ -738,37 +736,33 @@ struct ScanJob<'a, T: dotcompute::Element> {
 
 /// The three passes' forms on GPUs, by name. Where it applies (unsegmented scans of
 /// 32-bit integers on devices with subgroups, `subgroup.rs`) the default is the subgroup
-/// form, whose tiles are scanned in registers with `GPU_ITEMS` elements a thread, with its
-/// narrow twin (`NARROW_ITEMS`); elsewhere the default is the shared-tile form with
-/// `GPU_ITEMS`, with its narrow twin (twice the groups, each with half the work and half
-/// the shared tile), which fills a device better at smaller sizes. Measured at 2^28 `u32`
-/// on an H200 (2026-11-28, `docs/benchmarks.md`): on NVIDIA Vulkan the subgroup form at
-/// 0.385× of a copy against 0.210× for the shared tile, and its narrow twin chosen by the
-/// tuner at 2^18–2^21 (1–8 % faster than the next form there); on CUDA, where the single
-/// pass takes these scans, 0.626× against 0.587×. Wide forms (32 a thread) were slower on NVIDIA
-/// Vulkan in both kinds (H100 and H200) and are not offered. Only exact types take the
-/// narrow forms: a float sum's tree follows the tile, and a float scan gives the same bits
-/// on every run of a device whichever the tuner chose. The subgroup form's quads
-/// (`subgroup_scan_quads`: four consecutive elements a lane, one subgroup scan per four)
-/// are a third candidate: 7 % faster on NVIDIA Vulkan, 31 % slower on CUDA (H200, same
-/// run). The quads in 16-byte accesses (`subgroup_scan_vec4`, then one thread for the
-/// last `n % 4` elements) are a fourth. `tune::with_candidate` pins one (on software
-/// GPUs only the subgroup forms besides the default); `"three-pass"` is also the name
-/// that keeps CUDA off its single pass ([`single_pass_allowed`]).
-pub(crate) const THREE_PASS_FORMS: [&str; 6] = [
+/// form in quads of 16-byte accesses (`subgroup_scan_vec4`), then the subgroup form in
+/// rounds (one element a lane per round, `GPU_ITEMS` a thread) and its narrow twin
+/// (`NARROW_ITEMS`); elsewhere the default is the shared-tile form with `GPU_ITEMS`, with
+/// its narrow twin (twice the groups, each with half the work and half the shared tile),
+/// which fills a device better at smaller sizes. Measured at 2^28 `u32` on an H200
+/// (2026-11-29, `docs/benchmarks.md`): on NVIDIA Vulkan the quads at 0.560× of a copy,
+/// the rounds 0.463×, the shared tile 0.211×; on CUDA, where the single pass takes these
+/// scans, 0.658×, 0.652× and 0.588×. The narrow subgroup twin was chosen by the tuner at
+/// 2^18–2^21 on NVIDIA Vulkan (2026-11-28: 1–8 % faster than the next form there). Wide
+/// forms (32 a thread) were slower on NVIDIA Vulkan in both kinds (H100 and H200) and are
+/// not offered. Only exact types take the narrow forms: a float sum's tree follows the
+/// tile, and a float scan gives the same bits on every run of a device whichever the
+/// tuner chose. `tune::with_candidate` pins one (on software GPUs only the subgroup forms
+/// besides the default); `"three-pass"` is also the name that keeps CUDA off its single
+/// pass ([`single_pass_allowed`]).
+pub(crate) const THREE_PASS_FORMS: [&str; 5] = [
+    SUBGROUP_VEC4_FORM,
     SUBGROUP_FORM,
     SUBGROUP_NARROW_FORM,
-    SUBGROUP_QUADS_FORM,
-    SUBGROUP_VEC4_FORM,
     "three-pass",
     "three-pass-narrow",
 ];
 
-/// The three passes' subgroup form (`subgroup.rs`), its narrow twin, its quads and its
-/// quads in 16-byte accesses.
+/// The three passes' subgroup forms (`subgroup.rs`): in quads of 16-byte accesses, in
+/// rounds, and in rounds with narrow tiles.
 const SUBGROUP_FORM: &str = "three-pass-subgroup";
 const SUBGROUP_NARROW_FORM: &str = "three-pass-subgroup-narrow";
-const SUBGROUP_QUADS_FORM: &str = "three-pass-subgroup-quads";
 const SUBGROUP_VEC4_FORM: &str = "three-pass-subgroup-vec4";
 
 /// Elements per thread of the narrow three-pass form.

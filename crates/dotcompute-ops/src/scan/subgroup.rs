@@ -198,60 +198,9 @@ fn subgroup_scan_tiles<
     }
 }
 
-/// Pass 3 in quads: as [`subgroup_scan_tiles`] with `CHAINED` 0, but lane `l` of each
-/// round holds four consecutive elements (`4l..4l + 4` of the round's `4 × width`), scans
-/// them in the thread, and the round scans only the lanes' totals across the subgroup:
-/// one subgroup scan per four elements instead of one per element, for loads and stores
-/// that are no longer one coalesced access per round. A tuner candidate: on an H200
-/// (2026-11-28) NVIDIA's Vulkan driver ran it in 696 µs against 748 µs for the rounds
-/// (2^28 `u32`), CUDA in 665 µs against 508 µs.
-#[kernel]
-fn subgroup_scan_quads<T: Num, const ITEMS: u32, const OP: u32, const INCL: u32>(
-    x: &[T],
-    y: &mut [T],
-    offsets: &[T],
-    n: u32,
-    identity: T,
-) {
-    let s = shared::<T, GROUP>();
-    let lid = local_id().x;
-    let width = subgroup_size();
-    let lane = subgroup_lane();
-    let sub = lid / width;
-    let tile_base = group_id().x * GROUP * ITEMS;
-    let first = tile_base + sub * width * ITEMS + 4u32 * lane;
-    let whole = n - tile_base >= GROUP * ITEMS;
-    let mut v = [identity; ITEMS];
-    if whole {
-        for j in 0..ITEMS {
-            v[j] = x[first + (j / 4u32) * 4u32 * width + j % 4u32];
-        }
-    } else {
-        for j in 0..ITEMS {
-            let i = first + (j / 4u32) * 4u32 * width + j % 4u32;
-            if i < n {
-                v[j] = x[i];
-            }
-        }
-    }
-    let before = scan_lane_quads(s, v, ITEMS, OP, INCL, offsets[group_id().x], identity);
-    if whole {
-        for j in 0..ITEMS {
-            y[first + (j / 4u32) * 4u32 * width + j % 4u32] = combine(before, v[j], OP);
-        }
-    } else {
-        for j in 0..ITEMS {
-            let i = first + (j / 4u32) * 4u32 * width + j % 4u32;
-            if i < n {
-                y[i] = combine(before, v[j], OP);
-            }
-        }
-    }
-}
-
 /// The scan of a subgroup form's held quads (`v[4r..4r + 4]` of round `r`, `items` in
-/// all) across the group, for [`subgroup_scan_quads`] and [`subgroup_scan_vec4`]: each
-/// lane scans its four in the thread, the round scans the lanes' totals across the
+/// all) across the group, for [`subgroup_scan_vec4`]: each lane scans its four in the
+/// thread, the round scans the lanes' totals across the
 /// subgroup, the rounds chain through the last lane, and one barrier hands each subgroup
 /// the totals of those before it (in `s`). Returns what the group's first element adds
 /// to `v` (the tile's `offset` combined with the earlier subgroups' totals); every thread
@@ -308,12 +257,17 @@ fn scan_lane_quads<T: Num>(
     before
 }
 
-/// Pass 3 in quads of 16-byte accesses, for 32-bit integers: [`subgroup_scan_quads`]
-/// reading and writing each lane's four as one vector (the scalar form's four loads a
-/// lane, 16 bytes apart across the lanes, are one coalesced access each here). `x4` and
-/// `y4` are the input's and output's whole quads (`Vec4s::bits`, the lanes bitcast to
-/// `T`); quads past `x4`'s end scan as the identity. The elements after the last whole
-/// quad (at most three) are [`scan_tail`]'s.
+/// Pass 3 in quads of 16-byte accesses, for 32-bit integers: lane `l` of each round holds
+/// four consecutive elements (`4l..4l + 4` of the round's `4 × width`) loaded as one
+/// vector, scans them in the thread, and the round scans only the lanes' totals across
+/// the subgroup ([`scan_lane_quads`]): one subgroup scan per four elements, and one
+/// coalesced 16-byte access a lane. `x4` and `y4` are the input's and output's whole
+/// quads (`Vec4s::bits`, the lanes bitcast to `T`); quads past `x4`'s end scan as the
+/// identity. The elements after the last whole quad (at most three) are [`scan_tail`]'s.
+/// On an H200 (2026-11-29, `docs/benchmarks.md`) NVIDIA's Vulkan driver ran a 2^28 `u32`
+/// exclusive sum at 0.560× of a copy this way against 0.463× in rounds and 0.459× for
+/// the same quads loaded element by element (four loads a lane, 16 bytes apart across
+/// the lanes: that form was dropped); CUDA's three passes 0.658× against 0.652× and 0.537×.
 #[kernel]
 fn subgroup_scan_vec4<T: Num, const ITEMS: u32, const OP: u32, const INCL: u32>(
     x4: &[Vec4<u32>],
@@ -397,9 +351,9 @@ pub(super) fn applies<T: Reducible>(queue: &impl AsStream, segmented: bool) -> b
 
 /// The three passes of the subgroup form with `ITEMS` elements a thread: tile
 /// aggregates, their exclusive scan by one group (into a second buffer), and the tiles
-/// (in rounds of one element a lane; with `QUADS` 1 of four, [`subgroup_scan_quads`];
-/// with `QUADS` 2 of four in 16-byte accesses, [`subgroup_scan_vec4`], then
-/// [`scan_tail`] where `n` is not a multiple of four).
+/// (in rounds of one element a lane, or with `QUADS` 1 of four in 16-byte accesses,
+/// [`subgroup_scan_vec4`], then [`scan_tail`] where `n` is not a multiple of four; below
+/// four elements there is no quad and the rounds run).
 pub(super) fn passes<T: Reducible, const ITEMS: u32, const QUADS: u32>(
     queue: &impl AsStream,
     job: &ScanJob<'_, T>,
@@ -419,29 +373,19 @@ pub(super) fn passes<T: Reducible, const ITEMS: u32, const QUADS: u32>(
     };
     tile_sums(queue, groups, job.input, &mut sums, n, id)?;
     let offsets = chained_exclusive::<T, ITEMS>(queue, &sums, id, code)?;
-    // Pass 3's instance for the operation and inclusiveness (`$more`: the constants after
-    // them), in rounds or in quads.
-    macro_rules! by_operation {
-        ($kernel:ident $(, $more:literal)*) => {
-            match (code, job.inclusive) {
-                (0, false) => $kernel::launch::<T, ITEMS, 0, 0 $(, $more)*>,
-                (0, true) => $kernel::launch::<T, ITEMS, 0, 1 $(, $more)*>,
-                (1, false) => $kernel::launch::<T, ITEMS, 1, 0 $(, $more)*>,
-                (1, true) => $kernel::launch::<T, ITEMS, 1, 1 $(, $more)*>,
-                (_, false) => $kernel::launch::<T, ITEMS, 2, 0 $(, $more)*>,
-                (_, true) => $kernel::launch::<T, ITEMS, 2, 1 $(, $more)*>,
-            }
-        };
-    }
-    if QUADS == 2 {
+    if QUADS == 1 {
         if let Some(x4) = job.input.as_vec4s() {
             return vec4_pass::<T, ITEMS>(queue, job, x4, output, &offsets, code);
         }
     }
-    let tiles_pass = if QUADS == 1 {
-        by_operation!(subgroup_scan_quads)
-    } else {
-        by_operation!(subgroup_scan_tiles, 0)
+    // Pass 3's instance for the operation and inclusiveness.
+    let tiles_pass = match (code, job.inclusive) {
+        (0, false) => subgroup_scan_tiles::launch::<T, ITEMS, 0, 0, 0>,
+        (0, true) => subgroup_scan_tiles::launch::<T, ITEMS, 0, 1, 0>,
+        (1, false) => subgroup_scan_tiles::launch::<T, ITEMS, 1, 0, 0>,
+        (1, true) => subgroup_scan_tiles::launch::<T, ITEMS, 1, 1, 0>,
+        (_, false) => subgroup_scan_tiles::launch::<T, ITEMS, 2, 0, 0>,
+        (_, true) => subgroup_scan_tiles::launch::<T, ITEMS, 2, 1, 0>,
     };
     tiles_pass(queue, groups, job.input, output, &offsets, n, id)
 }

@@ -97,11 +97,7 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
         forms.push("three-pass-narrow");
     }
     if d.info().caps.subgroup_size.is_some() {
-        forms.extend([
-            "three-pass-subgroup",
-            "three-pass-subgroup-quads",
-            "three-pass-subgroup-vec4",
-        ]);
+        forms.extend(["three-pass-subgroup", "three-pass-subgroup-vec4"]);
         if !software {
             forms.push("three-pass-subgroup-narrow");
         }
@@ -110,12 +106,12 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
 }
 
 /// The forms a copy-if or a unique can take on `d`: the scan's but its narrow three
-/// passes and its quads (both kinds), which selection does not have (pinning them would run the
+/// passes and its quads, which selection does not have (pinning them would run the
 /// default three passes again).
 pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
     pass_forms(d)
         .into_iter()
-        .filter(|&f| !f.ends_with("-quads") && !f.ends_with("-vec4"))
+        .filter(|&f| !f.ends_with("-vec4"))
         .filter(|&f| !(f.starts_with("three-pass") && f.ends_with("-narrow")))
         .collect()
 }

@@ -271,8 +271,6 @@ fn kernel_of(d: &dotcompute::Device, form: &str) -> String {
         "three-pass-subgroup" if software => "subgroup_scan_tiles_u32_4_0_0_0".into(),
         "three-pass-subgroup" => "subgroup_scan_tiles_u32_16_0_0_0".into(),
         "three-pass-subgroup-narrow" => "subgroup_scan_tiles_u32_8_0_0_0".into(),
-        "three-pass-subgroup-quads" if software => "subgroup_scan_quads_u32_4_0_0".into(),
-        "three-pass-subgroup-quads" => "subgroup_scan_quads_u32_16_0_0".into(),
         "three-pass-subgroup-vec4" if software => "subgroup_scan_vec4_u32_4_0_0".into(),
         "three-pass-subgroup-vec4" => "subgroup_scan_vec4_u32_16_0_0".into(),
         other => panic!("no kernel known for the form {other}"),
