@@ -428,14 +428,17 @@ pub fn log_softmax_rows(
 /// The most columns a row held in registers may have (a group of 256 holding 64 each).
 const MAX_HELD: u32 = 16_384;
 
-/// The held forms, in the tuner's order (the first is the default): rows of whole quads
-/// (`cols % 4 == 0`) in 16-byte loads and stores with 256 threads a row (or a subgroup a
-/// row up to 1,024 columns), then with 512 (longer rows only), then scalar accesses,
-/// the only form for other rows. On an H200 (2026-11-29, `docs/benchmarks.md`) the
-/// vectors took CUDA's 16384² softmax from 0.811× to 0.991× of a copy and 8192 × 1000
-/// from 0.907× to 1.018×; NVIDIA Vulkan's 16384² ran best with 512 threads a row (0.982×,
-/// where CUDA's fell to 0.746×: CUDA's 256 keep more rows in flight). 1,024 threads a row
-/// measured the same as 512 on both and is not offered.
+/// The held forms: rows of whole quads (`cols % 4 == 0`) in 16-byte loads and stores
+/// with 256 threads a row (or a subgroup a row up to 1,024 columns; the default), or 512
+/// (longer rows only), chosen by the tuner; scalar accesses for other rows. On an H200
+/// (2026-11-29, two runs, `docs/benchmarks.md`) the vectors took CUDA's 16384² softmax
+/// from 0.81× to 0.99× of a copy and 8192 × 1000 from 0.91–0.93× to 1.02×, NVIDIA
+/// Vulkan's from 0.94× to 0.98× and from 0.77–0.79× to 0.86×, so rows of whole quads do
+/// not measure the scalar form (it stays pinnable by name); a 25 µs kernel on wgpu is
+/// below what the tuner's host clock resolves (it once kept the scalar form there).
+/// NVIDIA Vulkan's 16384² ran best with 512 threads a row (0.98×, where CUDA's fell to
+/// 0.75×: CUDA's 256 keep more rows in flight). 1,024 threads a row measured the same as
+/// 512 on both and is not offered.
 const HELD_FORMS: [(&str, u32); 3] = [
     ("held, vector loads", 256),
     ("held, vector loads, 512 threads a row", 512),
@@ -525,15 +528,26 @@ fn held_rows<const LOG: u32>(
         &format!("f32 {bucket}{whole}"),
         input.len(),
     );
+    if let Some(pinned) = crate::tune::pinned(&names) {
+        return run(pinned, output);
+    }
+    // Rows of whole quads choose among the vector forms only (a subgroup a row has one,
+    // so nothing is measured): the scalar form lost to them on both GPUs measured, and
+    // the tuner's host clock cannot tell them apart for short kernels on wgpu (module
+    // docs of `HELD_FORMS`).
+    let tuned: Vec<usize> = (0..forms.len())
+        .filter(|&i| forms[i].1 != 0 || cols % 4 != 0)
+        .collect();
+    let tuned_names: Vec<&str> = tuned.iter().map(|&i| names[i]).collect();
     let form = crate::tune::choose_on(
         queue,
         &key,
         input.len(),
-        &names,
-        |i| run(i, output),
+        &tuned_names,
+        |i| run(tuned[i], output),
         || queue.device().synchronize(),
     )?;
-    run(form, output)
+    run(tuned[form], output)
 }
 
 /// The scalar held forms: a subgroup per row up to 1,024 columns, else a group of 256.

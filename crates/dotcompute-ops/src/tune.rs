@@ -8,7 +8,8 @@
 //!   maximum and repetitions (or its error), so a user can read why. `DOTCOMPUTE_CACHE=off`
 //!   keeps choices in memory only.
 //! * **`DOTCOMPUTE_AUTOTUNE`**: `on` (default), `off` (each operation's documented default,
-//!   its first candidate, without measuring), `force` (measure again and overwrite).
+//!   its first candidate, without measuring), `force` (measure again, once per key and
+//!   process, and overwrite: later calls in the same process reuse what it measured).
 //! * **Never a panic, never a different exact result.** An unreadable file is reported
 //!   through `tracing` and replaced; a cached winner that is no longer a candidate is
 //!   dropped with a warning and measured again; a candidate that fails while measured is
@@ -24,7 +25,7 @@
 
 use dotcompute::{AsStream, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -73,9 +74,15 @@ pub struct Choice {
 struct State {
     /// `None` until the file was read.
     choices: Option<BTreeMap<String, Choice>>,
+    /// The keys this process measured: under `force` they are measured once per process,
+    /// then served like cached choices.
+    measured: BTreeSet<String>,
 }
 
-static STATE: Mutex<State> = Mutex::new(State { choices: None });
+static STATE: Mutex<State> = Mutex::new(State {
+    choices: None,
+    measured: BTreeSet::new(),
+});
 
 thread_local! {
     /// Candidates pinned on this thread by [`with_candidate`], innermost last.
@@ -234,9 +241,11 @@ fn choose_measuring(
     }
     {
         let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+        let measured_here = state.measured.contains(key);
         let choices = state.choices.get_or_insert_with(load);
-        // `force` measures again, but where nothing can be measured the cache still serves.
-        if mode == Mode::On || !measure {
+        // `force` measures again, once per process; where nothing can be measured the
+        // cache still serves.
+        if mode == Mode::On || !measure || measured_here {
             if let Some(c) = choices.get(key) {
                 match candidates.iter().position(|&name| name == c.winner) {
                     Some(i) => return Ok(i),
@@ -325,6 +334,7 @@ fn choose_measuring(
     };
     tracing::info!(key, winner = %choice.winner, tuning_s = choice.tuning_s, "tuned");
     let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+    state.measured.insert(key.to_string());
     let choices = state.choices.get_or_insert_with(load);
     choices.insert(key.to_string(), choice);
     store(choices);

@@ -299,7 +299,7 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
     // Selection has the scan's forms but its narrow three passes and quads (pinning those
     // names would measure its default three passes again under another label).
     let selection_forms = forms.iter().filter(|(form, _)| {
-        let scan_only = form.ends_with("-quads")
+        let scan_only = form.ends_with("-vec4")
             || (form.starts_with("three-pass") && form.ends_with("-narrow"));
         !scan_only && parts.contains(&"copy-if")
     });

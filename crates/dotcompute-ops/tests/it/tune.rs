@@ -186,6 +186,16 @@ fn tuned_child() {
         want[((v * 1.0).floor() as usize).min(9)] += 1;
     }
     assert_eq!(h.to_vec().unwrap(), want, "{}", d.label());
+    if std::env::var("DOTCOMPUTE_AUTOTUNE").unwrap() == "force" {
+        // `force` measures once per key and process: the same call again reuses it.
+        let file = dotcompute_ops::tune::file().unwrap().expect("a tuner file");
+        let before = std::fs::read_to_string(&file).unwrap();
+        let mut again = d.alloc_filled(10, 99u32).unwrap();
+        histogram_even_f32(d, &dx, 10, 0.0, 10.0, &mut again).unwrap();
+        assert_eq!(again.to_vec().unwrap(), want, "{} again", d.label());
+        let after = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(after, before, "force measured twice in one process");
+    }
     let ints: Vec<i32> = (0..300_007).map(|_| rng.i32(-1000..1000)).collect();
     let di = d.upload(&ints).unwrap();
     assert_eq!(
