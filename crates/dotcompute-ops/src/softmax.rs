@@ -199,6 +199,41 @@ fn softmax_subgroup_rows<const LOG: u32, const ITEMS: u32>(
     }
 }
 
+/// The maximum of every thread's `m` over a group of `warps` subgroups of 32 lanes, in
+/// every thread: lane 0 of each subgroup leaves its subgroup's maximum in `partial`, and
+/// every thread combines the `warps` words in the same order. The second barrier lets
+/// `partial` be written again. Every thread of the group must reach it.
+#[kernel_fn]
+fn group_max(partial: &mut [f32], m: f32, warps: u32) -> f32 {
+    let warp_top = subgroup_max(m);
+    if subgroup_lane() == 0u32 {
+        partial[local_id().x / 32u32] = warp_top;
+    }
+    barrier();
+    let mut top = partial[0];
+    for w in 1..warps {
+        top = top.max(partial[w]);
+    }
+    barrier();
+    top
+}
+
+/// [`group_max`] for the sum of every thread's `s`, in the same order on every thread;
+/// `partial` is not written after it (no second barrier).
+#[kernel_fn]
+fn group_sum(partial: &mut [f32], s: f32, warps: u32) -> f32 {
+    let warp_total = subgroup_add(s);
+    if subgroup_lane() == 0u32 {
+        partial[local_id().x / 32u32] = warp_total;
+    }
+    barrier();
+    let mut total = partial[0];
+    for w in 1..warps {
+        total += partial[w];
+    }
+    total
+}
+
 /// A group of `GROUP` threads per row, the row held in registers (`cols ≤ GROUP ·
 /// ITEMS`): each subgroup combines its lanes, lane 0 leaves the subgroup's maximum (then
 /// sum) in `partial`, and every thread combines the `WARPS` words in the same order.
@@ -218,29 +253,12 @@ fn softmax_group_rows<const LOG: u32, const ITEMS: u32>(x: &[f32], out: &mut [f3
         held[k] = v;
         m = m.max(v);
     }
-    let warp_top = subgroup_max(m);
-    if subgroup_lane() == 0u32 {
-        partial[lid / 32u32] = warp_top;
-    }
-    barrier();
-    let mut top = partial[0];
-    for w in 1..WARPS {
-        top = top.max(partial[w]);
-    }
-    barrier();
+    let top = group_max(partial, m, WARPS);
     let mut s = 0.0f32;
     for k in 0..ITEMS {
         s += exp_term(held, k, top, LOG);
     }
-    let warp_total = subgroup_add(s);
-    if subgroup_lane() == 0u32 {
-        partial[lid / 32u32] = warp_total;
-    }
-    barrier();
-    let mut total = partial[0];
-    for w in 1..WARPS {
-        total += partial[w];
-    }
+    let total = group_sum(partial, s, WARPS);
     let scale = 1.0f32 / total;
     let shift = top + total.ln();
     for k in 0..ITEMS {
@@ -348,30 +366,12 @@ fn softmax_group_rows_vec4<
     for k in 0..ITEMS {
         m = m.max(hold_quad(x, base, lid + k * THREADS, quads, held, k));
     }
-    let warps = THREADS / 32;
-    let warp_top = subgroup_max(m);
-    if subgroup_lane() == 0u32 {
-        partial[lid / 32u32] = warp_top;
-    }
-    barrier();
-    let mut top = partial[0];
-    for w in 1..warps {
-        top = top.max(partial[w]);
-    }
-    barrier();
+    let top = group_max(partial, m, THREADS / 32);
     let mut s = 0.0f32;
     for k in 0..ITEMS {
         s += exp_quad(held, k, top, LOG);
     }
-    let warp_total = subgroup_add(s);
-    if subgroup_lane() == 0u32 {
-        partial[lid / 32u32] = warp_total;
-    }
-    barrier();
-    let mut total = partial[0];
-    for w in 1..warps {
-        total += partial[w];
-    }
+    let total = group_sum(partial, s, THREADS / 32);
     let scale = 1.0f32 / total;
     let shift = top + total.ln();
     for k in 0..ITEMS {
