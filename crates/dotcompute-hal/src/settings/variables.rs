@@ -103,7 +103,7 @@ pub const VARIABLES: &[Variable] = &[
         scope: Scope::Library,
         read: "at each tuned library operation",
         accepts: "on (default), off, force",
-        effect: "on: `dotcompute-ops` measures its candidates once per device, operation, type and size class and keeps the winner; off: documented defaults; force: measure again",
+        effect: "on: `dotcompute-ops` measures its candidates once per device, operation, type and size class and keeps the winner; off: documented defaults; force: measure again (once per key and process) and overwrite",
         check: Some(|| choices::AUTOTUNE.read().map(drop)),
     },
     Variable {
