@@ -22,6 +22,12 @@ fn integer_sums_of_every_size(d: dotcompute::Device, seed: u64, form: &str) {
         // software GPUs; on GPUs the large size, 2^24 + 5, has 4,097 tiles of 4,096).
         sizes.push((1 << 20) + 1025);
     }
+    if form == "three-pass-subgroup-vec4" {
+        // Two elements after the last whole quad (the sizes above leave one or three):
+        // after a quad of the same tile (1,030: tiles of 1,024 on software GPUs) and alone
+        // in the last tile (4,098: tiles of 4,096 on GPUs).
+        sizes.extend([1030, 4098]);
+    }
     for n in sizes {
         let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
         // The whole range: the sums wrap, as the documentation says they do.
