@@ -514,6 +514,9 @@ fn held_rows<const LOG: u32>(
             512, 1; 512, 2; 512, 4; 512, 8;
         }
     };
+    if let Some(pinned) = crate::tune::pinned(&names) {
+        return run(pinned, output);
+    }
     let bucket = match cols {
         0..=256 => "rows of 1..=256",
         257..=1024 => "rows of 257..=1024",
@@ -528,9 +531,6 @@ fn held_rows<const LOG: u32>(
         &format!("f32 {bucket}{whole}"),
         input.len(),
     );
-    if let Some(pinned) = crate::tune::pinned(&names) {
-        return run(pinned, output);
-    }
     // Rows of whole quads choose among the vector forms only (a subgroup a row has one,
     // so nothing is measured): the scalar form lost to them on both GPUs measured, and
     // the tuner's host clock cannot tell them apart for short kernels on wgpu (module

@@ -604,13 +604,17 @@ impl<'a> Arg<'a> {
     /// The whole of `b` bound read-only as `len` elements of type `elem`, from its first
     /// byte. The callers keep `len` elements of `elem` inside the allocation.
     fn read_only_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type) -> Arg<'a> {
+        Arg::whole_as(b, len, elem, false)
+    }
+    /// [`Arg::read_only_as`] or [`Arg::writable_as`].
+    fn whole_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type, writable: bool) -> Arg<'a> {
         Arg(ArgKind::Buffer {
             device: &b.device,
             raw: b.raw(),
             offset: 0,
             len,
             elem,
-            writable: false,
+            writable,
             uses: &b.uses,
         })
     }
@@ -618,11 +622,7 @@ impl<'a> Arg<'a> {
     /// byte; the exclusive borrow is the caller's (`Vec4sMut` holds it). The callers keep
     /// `len` elements of `elem` inside the allocation.
     fn writable_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type) -> Arg<'a> {
-        let mut arg = Arg::read_only_as(b, len, elem);
-        if let ArgKind::Buffer { writable, .. } = &mut arg.0 {
-            *writable = true;
-        }
-        arg
+        Arg::whole_as(b, len, elem, true)
     }
     /// A buffer bound read-only.
     pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {

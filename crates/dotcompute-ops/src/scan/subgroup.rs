@@ -200,9 +200,9 @@ fn subgroup_scan_tiles<
 
 /// The scan of a subgroup form's held quads (`v[4r..4r + 4]` of round `r`, `items` in
 /// all) across the group, for [`subgroup_scan_vec4`]: each lane scans its four in the
-/// thread, the round scans the lanes' totals across the
-/// subgroup, the rounds chain through the last lane, and one barrier hands each subgroup
-/// the totals of those before it (in `s`). Returns what the group's first element adds
+/// thread, the round scans the lanes' totals across the subgroup, the rounds chain
+/// through the last lane, and one barrier hands each subgroup the totals of those before
+/// it (in `s`). Returns what the group's first element adds
 /// to `v` (the tile's `offset` combined with the earlier subgroups' totals); every thread
 /// must reach it.
 #[kernel_fn]
@@ -306,20 +306,21 @@ fn subgroup_scan_vec4<T: Num, const ITEMS: u32, const OP: u32, const INCL: u32>(
 }
 
 /// The scan of the elements after the last whole quad (`4 · (n / 4)..n`, at most three)
-/// after [`subgroup_scan_vec4`], by one thread: from the last whole quad's last output
-/// (and, for an exclusive scan, its input), or from `offsets[tile]` where their tile
-/// (starting at element `tile_start`) has no whole quad.
+/// after [`subgroup_scan_vec4`] with tiles of `tile_len` elements, by one thread: from the
+/// last whole quad's last output (and, for an exclusive scan, its input), or from the
+/// last tile's offset where that tile has no whole quad.
 #[kernel]
 fn scan_tail<T: Num, const OP: u32, const INCL: u32>(
     x: &[T],
     y: &mut [T],
     offsets: &[T],
     n: u32,
-    tile: u32,
-    tile_start: u32,
+    tile_len: u32,
 ) {
     if global_id().x == 0u32 {
         let start = (n / 4u32) * 4u32;
+        let tile = (n - 1u32) / tile_len;
+        let tile_start = tile * tile_len;
         let mut acc = offsets[tile];
         if start > tile_start {
             acc = y[start - 1u32];
@@ -375,7 +376,7 @@ pub(super) fn passes<T: Reducible, const ITEMS: u32, const QUADS: u32>(
     let offsets = chained_exclusive::<T, ITEMS>(queue, &sums, id, code)?;
     if QUADS == 1 {
         if let Some(x4) = job.input.as_vec4s() {
-            return vec4_pass::<T, ITEMS>(queue, job, x4, output, &offsets, code);
+            return vec4_pass::<T, ITEMS>(queue, job, groups, x4, output, &offsets, code);
         }
     }
     // Pass 3's instance for the operation and inclusiveness.
@@ -391,18 +392,18 @@ pub(super) fn passes<T: Reducible, const ITEMS: u32, const QUADS: u32>(
 }
 
 /// Pass 3 by [`subgroup_scan_vec4`] (and [`scan_tail`] for the last `n % 4` elements):
-/// `x4` is `job.input`'s whole quads, `offsets` the tiles' exclusive prefixes.
+/// `groups` is one group a tile, `x4` `job.input`'s whole quads, `offsets` the tiles'
+/// exclusive prefixes.
 fn vec4_pass<T: Reducible, const ITEMS: u32>(
     queue: &impl AsStream,
     job: &ScanJob<'_, T>,
+    groups: Launch,
     x4: dotcompute::Vec4s<'_, T>,
     output: &mut Buffer<T>,
     offsets: &Buffer<T>,
     code: u32,
 ) -> Result<()> {
     let n = job.input.len() as u32;
-    let tile = GROUP * ITEMS;
-    let tiles = n.div_ceil(tile);
     let (kernel, tail) = match (code, job.inclusive) {
         (0, false) => (
             subgroup_scan_vec4::kernel::<T, ITEMS, 0, 0>(),
@@ -435,7 +436,7 @@ fn vec4_pass<T: Reducible, const ITEMS: u32>(
             .expect("as many elements as the input");
         queue.launch_kernel(
             kernel,
-            Launch::threads(tiles as usize * GROUP as usize).group(GROUP),
+            groups,
             &[
                 x4.bits(),
                 y4.bits(),
@@ -447,7 +448,6 @@ fn vec4_pass<T: Reducible, const ITEMS: u32>(
     if n % 4 == 0 {
         return Ok(());
     }
-    let last = (n - 1) / tile;
     queue.launch_kernel(
         tail,
         Launch::threads(1),
@@ -456,8 +456,7 @@ fn vec4_pass<T: Reducible, const ITEMS: u32>(
             Arg::buffer_mut(output),
             Arg::buffer(offsets),
             Arg::scalar(n),
-            Arg::scalar(last),
-            Arg::scalar(last * tile),
+            Arg::scalar(GROUP * ITEMS),
         ],
     )
 }
