@@ -347,99 +347,6 @@ fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u
     }
 }
 
-/// The single pass with ranks from warp ballots (CUDA's 32-lane warps): as
-/// [`select_single_pass`], but each warp takes a run of `32 × SPAN` consecutive elements
-/// of the tile in coalesced rounds and places its kept ones as
-/// [`scatter_kept_subgroup`] does, from one ballot a round, so no tile of marks passes
-/// through shared memory: one barrier for the warps' counts before the look-back, one
-/// after it.
-#[kernel]
-fn select_single_pass_ballot<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
-    x: &[T],
-    flags: &[u32],
-    out: &mut [T],
-    idx: &mut [u32],
-    status: &mut [u32],
-    counter: &mut [u32],
-    total: &mut [u32],
-    n: u32,
-) {
-    let s = shared::<u32, { GROUP / 32 }>();
-    let number = shared::<u32, 1>();
-    let first = shared::<u32, 1>();
-    let lid = local_id().x;
-    let lane = subgroup_lane();
-    let warp = lid / 32u32;
-    let t = take_tile(number, counter, 0);
-    let base = t * GROUP * SPAN;
-    let start = base + warp * 32u32 * SPAN + lane;
-    let mut held = [T::zero(); SPAN as usize];
-    let mut place = [0u32; SPAN as usize];
-    // Every load before any ballot, so that they are in flight together (unguarded in
-    // whole tiles: a load under a branch is not issued early).
-    if n - base >= GROUP * SPAN {
-        for r in 0..SPAN {
-            let i = start + r * 32u32;
-            held[r] = x[i];
-            place[r] = keep_mark(x, flags, i, MODE);
-        }
-    } else {
-        for r in 0..SPAN {
-            let i = start + r * 32u32;
-            if i < n {
-                held[r] = x[i];
-                place[r] = keep_mark(x, flags, i, MODE);
-            }
-        }
-    }
-    // `place[r]` becomes the number of the warp's kept elements before element `r`'s; its
-    // mark is kept in bit `r` of `marks`.
-    let mut marks = 0u32;
-    let mut running = 0u32;
-    for r in 0..SPAN {
-        let m = place[r];
-        marks |= m << r;
-        let kept = subgroup_ballot(m != 0u32);
-        place[r] = running + (kept & ((1u32 << lane) - 1u32)).count_ones();
-        running += kept.count_ones();
-    }
-    if lane == 0u32 {
-        s[warp] = running;
-    }
-    barrier();
-    let mut warps_before = 0u32;
-    let mut tile_kept = 0u32;
-    for w in 0..GROUP / 32 {
-        let c = s[w];
-        if w < warp {
-            warps_before += c;
-        }
-        tile_kept += c;
-    }
-    // The last warp looks back over earlier tiles' kept counts.
-    if warp == GROUP / 32 - 1 {
-        let before = warp_look_back(status, t, tile_kept, 0u32, 0u32);
-        if lane == 0u32 {
-            first[0] = before;
-            if t == num_groups().x - 1u32 {
-                total[0] = before + tile_kept;
-            }
-        }
-    }
-    barrier();
-    let kept_before = first[0] + warps_before;
-    for r in 0..SPAN {
-        let i = start + r * 32u32;
-        if i < n && (marks >> r) & 1u32 == 1u32 {
-            let d = kept_before + place[r];
-            out[d] = held[r];
-            if INDICES == 1 {
-                idx[d] = i;
-            }
-        }
-    }
-}
-
 /// Run lengths from run starts: `counts[k] = starts[k + 1] - starts[k]` (the last run
 /// ends at `n`), and `values[k] = x[starts[k]]`.
 #[kernel]
@@ -551,17 +458,14 @@ fn subgroup_form_applies(queue: &impl AsStream) -> bool {
 /// tile, and the subgroup form (the scan's names for its own two forms).
 const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-subgroup"];
 
-/// The single pass's forms by the names `tune::with_candidate` pins, each with the
-/// elements a thread takes: ranks from warp ballots ([`select_single_pass_ballot`]),
-/// then ranks through a shared tile of marks ([`select_single_pass`], the scan's names:
-/// 0.63× of a copy in wide tiles against 0.52× in narrow ones for 2^28 `u32` on an H200,
-/// 2026-11-27). The tuner chooses per size class; the first is the default.
-const SINGLE_PASS_FORMS: [&str; 4] = [
-    "single-pass-ballot",
-    "single-pass-ballot-wide",
-    "single-pass",
-    "single-pass-narrow",
-];
+/// The single pass's forms by the names `tune::with_candidate` pins, with the elements a
+/// thread takes: wider tiles mean fewer look-backs, each a chain of status reads that
+/// the group waits on (16 elements a thread: 0.63× of a copy against 0.52× with 8, for
+/// 2^28 `u32` on an H200, 2026-11-27). The tuner chooses per size class; the first is
+/// the default. (Ranks from warp ballots instead of a shared tile of marks were slower
+/// here: 0.51× with 16 elements a thread and 0.53× with 32 against the shared tile's
+/// 0.62×, H200, 2026-11-29, `docs/benchmarks.md`.)
+const SINGLE_PASS_FORMS: [&str; 3] = ["single-pass", "single-pass-wide", "single-pass-narrow"];
 
 /// The single pass in the form the tuner chooses, then the total kept.
 fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
@@ -575,35 +479,22 @@ fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| {
         let args = (input, flags, out, idx);
         match form {
-            0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }, 1>(queue, args),
-            1 => single_pass_with::<T, MODE, INDICES, { 4 * ITEMS }, 1>(queue, args),
-            2 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }, 0>(queue, args),
-            _ => single_pass_with::<T, MODE, INDICES, ITEMS, 0>(queue, args),
+            0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }>(queue, args),
+            1 => single_pass_with::<T, MODE, INDICES, { 4 * ITEMS }>(queue, args),
+            _ => single_pass_with::<T, MODE, INDICES, ITEMS>(queue, args),
         }
     };
-    // Ballots rank 32 lanes at once: CUDA's warps (the single pass is CUDA's alone).
-    let forms = match queue.device().info().caps.subgroup_size {
-        Some([32, 32]) => &SINGLE_PASS_FORMS[..],
-        _ => &SINGLE_PASS_FORMS[2..],
-    };
-    let first = SINGLE_PASS_FORMS.len() - forms.len();
     let n = input.len();
-    let form = first
-        + choose_single_pass::<T>(queue, op, n, forms, |i| run(first + i, out, idx).map(drop))?;
+    let form = choose_single_pass::<T>(queue, op, n, &SINGLE_PASS_FORMS, |i| {
+        run(i, out, idx).map(drop)
+    })?;
     let total = run(form, out, idx)?;
     Ok(queue.read_buffer(&total)?[0] as usize)
 }
 
-/// The single pass with `SPAN` elements per thread, its ranks from ballots where
-/// `BALLOT` is 1: zeroed status words and tile counter, one launch; returns the buffer
-/// the last tile writes the total kept to.
-fn single_pass_with<
-    T: Num,
-    const MODE: u32,
-    const INDICES: u32,
-    const SPAN: u32,
-    const BALLOT: u32,
->(
+/// The single pass with `SPAN` elements per thread: zeroed status words and tile
+/// counter, one launch; returns the buffer the last tile writes the total kept to.
+fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
     queue: &impl AsStream,
     (input, flags, out, idx): (&Buffer<T>, &Buffer<u32>, &mut Buffer<T>, &mut Buffer<u32>),
 ) -> Result<Buffer<u32>> {
@@ -612,12 +503,7 @@ fn single_pass_with<
     let (mut status, mut counter) = look_back_state(queue, tiles)?;
     let mut total = queue.scratch::<u32>(1)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
-    let launch = if BALLOT == 1 {
-        select_single_pass_ballot::launch::<T, MODE, INDICES, SPAN>
-    } else {
-        select_single_pass::launch::<T, MODE, INDICES, SPAN>
-    };
-    launch(
+    select_single_pass::launch::<T, MODE, INDICES, SPAN>(
         queue,
         groups,
         input,
@@ -838,15 +724,13 @@ fn write_prefix<T: Num>(op: &'static str, output: &mut Buffer<T>, kept: &[T]) ->
 mod tests {
     use super::*;
 
-    /// The single passes build and validate in each mode they serve (they run only on
-    /// CUDA, so this is what a machine without it can check).
+    /// The single pass builds and validates in each mode and width it serves (it runs
+    /// only on CUDA, so this is what a machine without it can check).
     #[test]
-    fn the_single_passes_build_for_copy_if_and_unique() {
+    fn the_single_pass_builds_for_copy_if_and_unique() {
         select_single_pass::ir::<u32, COPY_IF, 0, ITEMS>().unwrap();
         select_single_pass::ir::<f64, COPY_IF, 1, { 2 * ITEMS }>().unwrap();
         select_single_pass::ir::<i32, UNIQUE, 0, ITEMS>().unwrap();
-        select_single_pass_ballot::ir::<u32, COPY_IF, 0, { 2 * ITEMS }>().unwrap();
-        select_single_pass_ballot::ir::<f64, COPY_IF, 1, { 4 * ITEMS }>().unwrap();
-        select_single_pass_ballot::ir::<i32, UNIQUE, 0, { 2 * ITEMS }>().unwrap();
+        select_single_pass::ir::<u32, COPY_IF, 1, { 4 * ITEMS }>().unwrap();
     }
 }

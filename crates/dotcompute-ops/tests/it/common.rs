@@ -107,11 +107,12 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
 
 /// The forms a copy-if or a unique can take on `d`: the scan's but its narrow three
 /// passes and its quads, which selection does not have (pinning them would run the
-/// default three passes again), and on CUDA its single passes ranked by warp ballots.
+/// default three passes again), and on CUDA its single pass in tiles of 32 elements a
+/// thread.
 pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
     let mut forms = Vec::new();
     if d.backend_kind() == dotcompute::BackendKind::Cuda {
-        forms.extend(["single-pass-ballot", "single-pass-ballot-wide"]);
+        forms.push("single-pass-wide");
     }
     forms.extend(
         pass_forms(d)
