@@ -458,16 +458,9 @@ fn subgroup_form_applies(queue: &impl AsStream) -> bool {
 /// tile, and the subgroup form (the scan's names for its own two forms).
 const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-subgroup"];
 
-/// The single pass's forms by the names `tune::with_candidate` pins, with the elements a
-/// thread takes: wider tiles mean fewer look-backs, each a chain of status reads that
-/// the group waits on (16 elements a thread: 0.63× of a copy against 0.52× with 8, for
-/// 2^28 `u32` on an H200, 2026-11-27). The tuner chooses per size class; the first is
-/// the default. (Ranks from warp ballots instead of a shared tile of marks were slower
-/// here: 0.51× with 16 elements a thread and 0.53× with 32 against the shared tile's
-/// 0.62×, H200, 2026-11-29, `docs/benchmarks.md`.)
-const SINGLE_PASS_FORMS: [&str; 3] = ["single-pass", "single-pass-wide", "single-pass-narrow"];
-
-/// The single pass in the form the tuner chooses, then the total kept.
+/// The single pass in the form the tuner chooses (the scan's forms: wide tiles hold
+/// twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28 `u32` on an H200,
+/// 2026-11-27; narrow ones `ITEMS`), then the total kept.
 fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     queue: &impl AsStream,
     op: &str,
@@ -476,18 +469,12 @@ fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     out: &mut Buffer<T>,
     idx: &mut Buffer<u32>,
 ) -> Result<usize> {
-    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| {
-        let args = (input, flags, out, idx);
-        match form {
-            0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }>(queue, args),
-            1 => single_pass_with::<T, MODE, INDICES, { 4 * ITEMS }>(queue, args),
-            _ => single_pass_with::<T, MODE, INDICES, ITEMS>(queue, args),
-        }
+    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| match form {
+        0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }>(queue, input, flags, out, idx),
+        _ => single_pass_with::<T, MODE, INDICES, ITEMS>(queue, input, flags, out, idx),
     };
     let n = input.len();
-    let form = choose_single_pass::<T>(queue, op, n, &SINGLE_PASS_FORMS, |i| {
-        run(i, out, idx).map(drop)
-    })?;
+    let form = choose_single_pass::<T>(queue, op, n, |i| run(i, out, idx).map(drop))?;
     let total = run(form, out, idx)?;
     Ok(queue.read_buffer(&total)?[0] as usize)
 }
@@ -496,7 +483,10 @@ fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
 /// counter, one launch; returns the buffer the last tile writes the total kept to.
 fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
     queue: &impl AsStream,
-    (input, flags, out, idx): (&Buffer<T>, &Buffer<u32>, &mut Buffer<T>, &mut Buffer<u32>),
+    input: &Buffer<T>,
+    flags: &Buffer<u32>,
+    out: &mut Buffer<T>,
+    idx: &mut Buffer<u32>,
 ) -> Result<Buffer<u32>> {
     let n = input.len() as u32;
     let tiles = n.div_ceil(GROUP * SPAN);
@@ -724,13 +714,12 @@ fn write_prefix<T: Num>(op: &'static str, output: &mut Buffer<T>, kept: &[T]) ->
 mod tests {
     use super::*;
 
-    /// The single pass builds and validates in each mode and width it serves (it runs
-    /// only on CUDA, so this is what a machine without it can check).
+    /// The single pass builds and validates in each mode it serves (it runs only on
+    /// CUDA, so this is what a machine without it can check).
     #[test]
     fn the_single_pass_builds_for_copy_if_and_unique() {
         select_single_pass::ir::<u32, COPY_IF, 0, ITEMS>().unwrap();
         select_single_pass::ir::<f64, COPY_IF, 1, { 2 * ITEMS }>().unwrap();
         select_single_pass::ir::<i32, UNIQUE, 0, ITEMS>().unwrap();
-        select_single_pass::ir::<u32, COPY_IF, 1, { 4 * ITEMS }>().unwrap();
     }
 }

@@ -298,13 +298,7 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
     // Selection has the scan's forms but its narrow three passes and quads (pinning those
     // names would measure its default three passes again under another label).
-    // CUDA's selection also has a single pass in tiles twice the scan's wide ones.
-    let wider: &[(&str, &str)] = if ctx.kind() == BackendKind::Cuda {
-        &[("single-pass-wide", "single pass, 32 elements a thread")]
-    } else {
-        &[]
-    };
-    let selection_forms = wider.iter().chain(forms).filter(|(form, _)| {
+    let selection_forms = forms.iter().filter(|(form, _)| {
         let scan_only = form.ends_with("-vec4")
             || (form.starts_with("three-pass") && form.ends_with("-narrow"));
         !scan_only && parts.contains(&"copy-if")
@@ -367,17 +361,13 @@ fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
             "8-bit LSD, one pass per digit, decoupled look-back",
         ),
         (
-            "onesweep8-wide",
-            "8-bit LSD, one pass per digit, tiles of 16 keys a thread",
-        ),
-        (
             "multisplit8",
             "8-bit LSD, warp multisplit, reduce-then-scan",
         ),
         ("radix4", "4-bit LSD, shared-table ranks, reduce-then-scan"),
     ] {
         // The single pass is CUDA's alone (elsewhere the name would run the default).
-        if algorithm.starts_with("onesweep8") && ctx.kind() != BackendKind::Cuda {
+        if algorithm == "onesweep8" && ctx.kind() != BackendKind::Cuda {
             continue;
         }
         for pairs in [false, true] {

@@ -424,8 +424,8 @@ pub(crate) fn radix_sort<K: RadixKey, V: Num, const PAIRS: u32>(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Algorithm {
     /// One read and one write of the keys per 8-bit pass, with a decoupled look-back
-    /// (`onesweep.rs`; CUDA only), in tiles of 12 keys a thread or, `wide`, 16.
-    Onesweep8 { wide: bool },
+    /// (`onesweep.rs`; CUDA only).
+    Onesweep8,
     /// 8-bit passes ranked by warp multisplit (`multisplit.rs`), with subgroups this wide.
     Multisplit8 { width: u32 },
     /// 4-bit passes ranked through a shared table (`radix_passes`).
@@ -436,8 +436,7 @@ impl Algorithm {
     /// The tuner's name of the algorithm (stable: it is kept in the tuner's file).
     fn name(self) -> &'static str {
         match self {
-            Algorithm::Onesweep8 { wide: false } => "onesweep8",
-            Algorithm::Onesweep8 { wide: true } => "onesweep8-wide",
+            Algorithm::Onesweep8 => "onesweep8",
             Algorithm::Multisplit8 { .. } => "multisplit8",
             Algorithm::Radix4 => "radix4",
         }
@@ -457,8 +456,7 @@ fn algorithms<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> Vec<Algorithm
         out.insert(at, Algorithm::Multisplit8 { width });
     }
     if onesweep::available::<K, V>(queue, n, pairs) {
-        out.insert(0, Algorithm::Onesweep8 { wide: true });
-        out.insert(0, Algorithm::Onesweep8 { wide: false });
+        out.insert(0, Algorithm::Onesweep8);
     }
     out
 }
@@ -523,13 +521,8 @@ fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
     n: u32,
 ) -> Result<()> {
     match algorithm {
-        Algorithm::Onesweep8 { wide } => {
-            let items = if wide {
-                onesweep::WIDE_ITEMS
-            } else {
-                onesweep::ITEMS
-            };
-            let mut scratch = onesweep::Scratch::new(queue, keys, n, bits.clone(), flip, items)?;
+        Algorithm::Onesweep8 => {
+            let mut scratch = onesweep::Scratch::new(queue, keys, n, bits.clone(), flip)?;
             ping_pong::<K, V, PAIRS>(
                 queue,
                 keys,

@@ -3,7 +3,7 @@
 //! and writes the keys once, where the multisplit and 4-bit passes read them twice and
 //! write them scattered.
 //!
-//! A pass cuts the input into tiles of `GROUP × ITEMS` keys, one per group, numbered in the order
+//! A pass cuts the input into tiles of `TILE` keys, one per group, numbered in the order
 //! groups *start* (an atomic counter, not `group_id`). A group (1) ranks its keys per
 //! subgroup by warp multisplit (stable: input order within the tile), (2) publishes its
 //! digit counts, (3) finds how many keys of each digit all earlier tiles hold by a
@@ -40,12 +40,11 @@ const RADIX: u32 = 1 << BITS;
 const WIDTH: u32 = 32;
 /// Subgroups per group.
 const WARPS: u32 = GROUP / WIDTH;
-/// Keys per thread, the default tile's and the wide one's (fewer tiles, so fewer
-/// look-backs; 16 is the most whose two staged tiles, with the counters, stay under
-/// CUDA's 48 KiB of static shared memory): their loads are all in flight before any is
-/// ranked.
-pub(super) const ITEMS: u32 = 12;
-pub(super) const WIDE_ITEMS: u32 = 16;
+/// Keys per thread: their loads are all in flight before any is ranked.
+const ITEMS: u32 = 12;
+/// Keys per subgroup's part of a tile, and per tile.
+const WARP_KEYS: u32 = WIDTH * ITEMS;
+const TILE: u32 = GROUP * ITEMS;
 /// Passes at most (32-bit keys).
 const MAX_PASSES: u32 = 4;
 /// Status word flags (bits 30 and 31) and the value's bits.
@@ -61,7 +60,7 @@ const COUNT_GROUPS: u32 = 1024;
 
 /// Whether `queue`'s device can run the pass for `n` keys of `K` (with values of `V` when
 /// `pairs`): CUDA (see the module's note on forward progress), 32-lane subgroups, and
-/// 4-byte keys and values, whose two staged tiles (at most 32 KiB) leave room under CUDA's 48 KiB
+/// 4-byte keys and values, whose two staged tiles (32 KiB) leave room under CUDA's 48 KiB
 /// of static shared memory (64-bit keys take the other algorithms).
 pub(super) fn available<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> bool {
     let info = queue.device().info();
@@ -143,11 +142,11 @@ fn onesweep_bases(counts: &[u32], bases: &mut [u32], passes: u32) {
     }
 }
 
-/// One pass over tiles of `GROUP × ITEMS` keys: the keys (and values, when `PAIRS` is 1)
-/// of `keys` placed by their digit at `shift` (`mask` wide) into `keys_out`. `status` (a
-/// word per tile and digit) and `counter[pass]` start at zero.
+/// One pass: the keys (and values, when `PAIRS` is 1) of `keys` placed by their digit at
+/// `shift` (`mask` wide) into `keys_out`. `status` (a word per tile and digit) and
+/// `counter[pass]` start at zero.
 #[kernel]
-fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const ITEMS: u32>(
+fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     keys: &[K],
     values: &[V],
     keys_out: &mut [K],
@@ -163,9 +162,9 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const ITEMS: u32>(
     inf: B,
     flip: B,
 ) {
-    let stage = shared::<K, { GROUP * ITEMS }>();
+    let stage = shared::<K, TILE>();
     // Unused, and so dropped by the compiler, when sorting keys alone.
-    let value_stage = shared::<V, { GROUP * ITEMS }>();
+    let value_stage = shared::<V, TILE>();
     // Per subgroup and digit: its keys so far, then the tile's keys of the digit in
     // earlier subgroups.
     let hist = shared::<u32, { RADIX * WARPS }>();
@@ -181,7 +180,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const ITEMS: u32>(
     }
     // Its barrier also orders the zeroed counters before the ranking.
     let tile = take_tile(tile_number, counter, pass);
-    let base = tile * GROUP * ITEMS + warp * WIDTH * ITEMS;
+    let base = tile * TILE + warp * WARP_KEYS;
     let mut held = [K::zero(); ITEMS as usize];
     let mut vals = [V::zero(); ITEMS as usize];
     for j in 0..ITEMS {
@@ -277,9 +276,9 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const ITEMS: u32>(
     }
     barrier();
     // 5. Each digit's run of the tile to consecutive addresses.
-    let tile_start = tile * GROUP * ITEMS;
-    let mut tile_len = GROUP * ITEMS;
-    if n - tile_start < GROUP * ITEMS {
+    let tile_start = tile * TILE;
+    let mut tile_len = TILE;
+    if n - tile_start < TILE {
         tile_len = n - tile_start;
     }
     for r in 0..ITEMS {
@@ -315,21 +314,17 @@ pub(super) struct Scratch {
     status: Buffer<u32>,
     counter: Buffer<u32>,
     tiles: u32,
-    /// Keys per thread of a tile: [`ITEMS`] or [`WIDE_ITEMS`].
-    items: u32,
     start_bit: u32,
 }
 
 impl Scratch {
-    /// Counts the digits of every pass over `bits` of `keys` (`n` of them), for passes
-    /// in tiles of `items` ([`ITEMS`] or [`WIDE_ITEMS`]) keys a thread.
+    /// Counts the digits of every pass over `bits` of `keys` (`n` of them).
     pub(super) fn new<K: RadixKey>(
         queue: &impl AsStream,
         keys: &Buffer<K>,
         n: u32,
         bits: std::ops::Range<u32>,
         flip: u64,
-        items: u32,
     ) -> Result<Scratch> {
         let passes = (bits.end - bits.start).div_ceil(BITS);
         let len = (RADIX * passes) as usize;
@@ -358,7 +353,7 @@ impl Scratch {
             &mut bases,
             passes,
         )?;
-        let tiles = n.div_ceil(GROUP * items);
+        let tiles = n.div_ceil(TILE);
         let mut counter = queue.scratch::<u32>(passes as usize)?;
         queue.fill_buffer(&mut counter, 0)?;
         Ok(Scratch {
@@ -366,7 +361,6 @@ impl Scratch {
             status: queue.scratch::<u32>((tiles * RADIX) as usize)?,
             counter,
             tiles,
-            items,
             start_bit: bits.start,
         })
     }
@@ -386,12 +380,7 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
 ) -> Result<()> {
     let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
     queue.fill_buffer(&mut scratch.status, 0)?;
-    let launch = if scratch.items == WIDE_ITEMS {
-        onesweep_pass::launch::<K, K::Bits, V, PAIRS, WIDE_ITEMS>
-    } else {
-        onesweep_pass::launch::<K, K::Bits, V, PAIRS, ITEMS>
-    };
-    launch(
+    onesweep_pass::launch::<K, K::Bits, V, PAIRS>(
         queue,
         Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
         src_k,
@@ -422,9 +411,8 @@ mod tests {
         onesweep_bases::ir().unwrap();
         onesweep_counts::ir::<u32, u32>().unwrap();
         onesweep_counts::ir::<f32, u32>().unwrap();
-        onesweep_pass::ir::<u32, u32, u32, 0, ITEMS>().unwrap();
-        onesweep_pass::ir::<f32, u32, i32, 1, ITEMS>().unwrap();
-        onesweep_pass::ir::<i32, u32, f32, 1, WIDE_ITEMS>().unwrap();
-        onesweep_pass::ir::<u32, u32, u32, 0, WIDE_ITEMS>().unwrap();
+        onesweep_pass::ir::<u32, u32, u32, 0>().unwrap();
+        onesweep_pass::ir::<f32, u32, i32, 1>().unwrap();
+        onesweep_pass::ir::<i32, u32, f32, 1>().unwrap();
     }
 }

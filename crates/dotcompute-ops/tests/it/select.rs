@@ -185,7 +185,6 @@ fn selection_on_a_stream() {
 /// default form again and pass.
 fn selection_kernel_of(form: &str) -> &'static str {
     match form {
-        "single-pass-wide" => "select_single_pass_u32_0_0_32",
         "single-pass" => "select_single_pass_u32_0_0_16",
         "single-pass-narrow" => "select_single_pass_u32_0_0_8",
         "three-pass" => "scatter_kept_u32_0_0",
