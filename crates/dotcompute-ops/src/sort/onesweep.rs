@@ -40,7 +40,9 @@ const RADIX: u32 = 1 << BITS;
 const WIDTH: u32 = 32;
 /// Subgroups per group.
 const WARPS: u32 = GROUP / WIDTH;
-/// Keys per thread: their loads are all in flight before any is ranked.
+/// Keys per thread: their loads are all in flight before any is ranked. 16 (a quarter
+/// fewer tiles, so fewer look-backs) was slower on an H200: 23.0 against 24.6 GKey/s for
+/// 2^28 keys, 19.6 against 21.3 G pairs/s (2026-11-29, `docs/benchmarks.md`).
 const ITEMS: u32 = 12;
 /// Keys per subgroup's part of a tile, and per tile.
 const WARP_KEYS: u32 = WIDTH * ITEMS;
