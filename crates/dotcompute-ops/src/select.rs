@@ -289,17 +289,9 @@ fn scatter_kept_subgroup<T: Num, const MODE: u32, const INDICES: u32, const BALL
 /// numbered in the order groups start find their first output position by a decoupled
 /// look-back over earlier tiles' kept counts (`scan::warp_look_back`), so flags are read once
 /// and nothing waits for a count pass. The last tile writes the total kept to
-/// `total[0]`. With `EARLY` 1 the tile's elements are loaded first and held in
-/// registers; with 0 each kept one is loaded as it is moved (fewer registers, so more
-/// groups resident to hide the look-back).
+/// `total[0]`.
 #[kernel]
-fn select_single_pass<
-    T: Num,
-    const MODE: u32,
-    const INDICES: u32,
-    const SPAN: u32,
-    const EARLY: u32,
->(
+fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
     x: &[T],
     flags: &[u32],
     out: &mut [T],
@@ -319,12 +311,10 @@ fn select_single_pass<
     // The tile's elements are loaded before its flags are ranked, so that their loads
     // are in flight during the ranking's barriers instead of after them.
     let mut held = [T::zero(); SPAN as usize];
-    if EARLY == 1 {
-        for r in 0..SPAN {
-            let i = base + r * GROUP + lid;
-            if i < n {
-                held[r] = x[i];
-            }
+    for r in 0..SPAN {
+        let i = base + r * GROUP + lid;
+        if i < n {
+            held[r] = x[i];
         }
     }
     let local = tile_marks(dest, x, flags, base, n, MODE, SPAN);
@@ -348,11 +338,7 @@ fn select_single_pass<
         if i < n {
             let d = dest[padded(e)];
             if d < REJECTED {
-                if EARLY == 1 {
-                    out[kept_before + d] = held[r];
-                } else {
-                    out[kept_before + d] = x[i];
-                }
+                out[kept_before + d] = held[r];
                 if INDICES == 1 {
                     idx[kept_before + d] = i;
                 }
@@ -472,21 +458,14 @@ fn subgroup_form_applies(queue: &impl AsStream) -> bool {
 /// tile, and the subgroup form (the scan's names for its own two forms).
 const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-subgroup"];
 
-/// The single pass's forms by the names `tune::with_candidate` pins: the scan's two
-/// (wide tiles hold twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28
-/// `u32` on an H200, 2026-11-27; narrow ones `ITEMS`), and wide tiles whose elements are
-/// loaded late (see [`select_single_pass`]). The tuner chooses per size class; the first
-/// is the default. Measured and dropped (H200, 2026-11-29, `docs/benchmarks.md`): tiles
-/// of four times `ITEMS` (0.59× against 0.62×: their shared tile of marks leaves fewer
-/// groups resident), and ranks from warp ballots instead of the shared tile (0.51× and
-/// 0.53×).
-const SINGLE_PASS_FORMS: [&str; 3] = [
-    "single-pass",
-    "single-pass-narrow",
-    "single-pass-late-loads",
-];
-
-/// The single pass in the form the tuner chooses, then the total kept.
+/// The single pass in the form the tuner chooses (the scan's forms: wide tiles hold
+/// twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28 `u32` on an H200,
+/// 2026-11-27; narrow ones `ITEMS`), then the total kept. Measured and dropped (H200,
+/// 2026-11-29, `docs/benchmarks.md`): tiles of four times `ITEMS` (0.59× against 0.62×:
+/// their shared tile of marks leaves fewer groups resident), and ranks from warp ballots
+/// instead of the shared tile (0.51× and 0.53×), and each kept element loaded as it is
+/// moved instead of held from the start (0.54×: 32 registers and 94 % occupancy instead
+/// of 48 and 60 %, but the loads wait behind the look-back).
 fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     queue: &impl AsStream,
     op: &str,
@@ -495,41 +474,31 @@ fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     out: &mut Buffer<T>,
     idx: &mut Buffer<u32>,
 ) -> Result<usize> {
-    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| {
-        let args = (input, flags, out, idx);
-        match form {
-            0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }, 1>(queue, args),
-            1 => single_pass_with::<T, MODE, INDICES, ITEMS, 1>(queue, args),
-            _ => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }, 0>(queue, args),
-        }
+    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| match form {
+        0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }>(queue, input, flags, out, idx),
+        _ => single_pass_with::<T, MODE, INDICES, ITEMS>(queue, input, flags, out, idx),
     };
     let n = input.len();
-    let form = choose_single_pass::<T>(queue, op, n, &SINGLE_PASS_FORMS, |i| {
-        run(i, out, idx).map(drop)
-    })?;
+    let form = choose_single_pass::<T>(queue, op, n, |i| run(i, out, idx).map(drop))?;
     let total = run(form, out, idx)?;
     Ok(queue.read_buffer(&total)?[0] as usize)
 }
 
-/// The single pass with `SPAN` elements per thread, loaded early where `EARLY` is 1:
-/// zeroed status words and tile counter, one launch; returns the buffer the last tile
-/// writes the total kept to.
-fn single_pass_with<
-    T: Num,
-    const MODE: u32,
-    const INDICES: u32,
-    const SPAN: u32,
-    const EARLY: u32,
->(
+/// The single pass with `SPAN` elements per thread: zeroed status words and tile
+/// counter, one launch; returns the buffer the last tile writes the total kept to.
+fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
     queue: &impl AsStream,
-    (input, flags, out, idx): (&Buffer<T>, &Buffer<u32>, &mut Buffer<T>, &mut Buffer<u32>),
+    input: &Buffer<T>,
+    flags: &Buffer<u32>,
+    out: &mut Buffer<T>,
+    idx: &mut Buffer<u32>,
 ) -> Result<Buffer<u32>> {
     let n = input.len() as u32;
     let tiles = n.div_ceil(GROUP * SPAN);
     let (mut status, mut counter) = look_back_state(queue, tiles)?;
     let mut total = queue.scratch::<u32>(1)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
-    select_single_pass::launch::<T, MODE, INDICES, SPAN, EARLY>(
+    select_single_pass::launch::<T, MODE, INDICES, SPAN>(
         queue,
         groups,
         input,
@@ -754,10 +723,8 @@ mod tests {
     /// CUDA, so this is what a machine without it can check).
     #[test]
     fn the_single_pass_builds_for_copy_if_and_unique() {
-        select_single_pass::ir::<u32, COPY_IF, 0, ITEMS, 1>().unwrap();
-        select_single_pass::ir::<f64, COPY_IF, 1, { 2 * ITEMS }, 1>().unwrap();
-        select_single_pass::ir::<i32, UNIQUE, 0, ITEMS, 1>().unwrap();
-        select_single_pass::ir::<u32, COPY_IF, 1, { 2 * ITEMS }, 0>().unwrap();
-        select_single_pass::ir::<i32, UNIQUE, 0, { 2 * ITEMS }, 0>().unwrap();
+        select_single_pass::ir::<u32, COPY_IF, 0, ITEMS>().unwrap();
+        select_single_pass::ir::<f64, COPY_IF, 1, { 2 * ITEMS }>().unwrap();
+        select_single_pass::ir::<i32, UNIQUE, 0, ITEMS>().unwrap();
     }
 }

@@ -298,16 +298,7 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
     let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
     // Selection has the scan's forms but its narrow three passes and quads (pinning those
     // names would measure its default three passes again under another label).
-    // CUDA's selection also has a single pass that loads each kept element late.
-    let late: &[(&str, &str)] = if ctx.kind() == BackendKind::Cuda {
-        &[(
-            "single-pass-late-loads",
-            "single pass, elements loaded as they are moved",
-        )]
-    } else {
-        &[]
-    };
-    let selection_forms = late.iter().chain(forms).filter(|(form, _)| {
+    let selection_forms = forms.iter().filter(|(form, _)| {
         let scan_only = form.ends_with("-vec4")
             || (form.starts_with("three-pass") && form.ends_with("-narrow"));
         !scan_only && parts.contains(&"copy-if")

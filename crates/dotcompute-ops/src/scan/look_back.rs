@@ -269,24 +269,24 @@ pub(crate) fn look_back_state(
 /// The single pass's forms, by name: wide tiles, the default (the scan at 0.87× of a copy
 /// against 0.85× for 2^28 `u32`, H200, 2026-11-27: half the tiles, so half the
 /// look-backs), and narrow ones (twice the groups, for inputs that wide tiles leave the
-/// device short of groups): the scan's 32 or 16 elements per thread (copy-if and unique
-/// have forms of their own, `select::SINGLE_PASS_FORMS`). The tuner chooses per size class (the
+/// device short of groups). Each operation sets its own lengths: the scan 32 or 16
+/// elements per thread, copy-if and unique 16 or 8. The tuner chooses per size class (the
 /// first when it is off); `tune::with_candidate` pins one.
 pub(crate) const SINGLE_PASS_FORMS: [&str; 2] = ["single-pass", "single-pass-narrow"];
 
-/// The index in `forms` (the scan's [`SINGLE_PASS_FORMS`], or an operation's own) of the
-/// form to run for operation `op` on `n` elements of `T`, with `run(i)` running form `i`
-/// (see [`crate::tune::choose`]).
+/// The index in [`SINGLE_PASS_FORMS`] of the form to run for operation `op` on `n`
+/// elements of `T`, with `run(i)` running form `i` (see [`crate::tune::choose`]).
 pub(crate) fn choose_single_pass<T: dotcompute::Element>(
     queue: &impl AsStream,
     op: &str,
     n: usize,
-    forms: &[&str],
     run: impl FnMut(usize) -> Result<()>,
 ) -> Result<usize> {
     let what = format!("{:?}", T::TYPE);
     let key = crate::tune::key(queue, op, &what, n);
-    crate::tune::choose_on(queue, &key, n, forms, run, || queue.device().synchronize())
+    crate::tune::choose_on(queue, &key, n, &SINGLE_PASS_FORMS, run, || {
+        queue.device().synchronize()
+    })
 }
 
 /// The single pass in the form the tuner chooses.
@@ -304,7 +304,7 @@ pub(super) fn single_pass<T: Reducible>(
         _ => single_pass_with::<T, 16>(queue, input, output, how),
     };
     let n = input.len();
-    let form = choose_single_pass::<T>(queue, "scan", n, &SINGLE_PASS_FORMS, |i| run(i, output))?;
+    let form = choose_single_pass::<T>(queue, "scan", n, |i| run(i, output))?;
     run(form, output)
 }
 

@@ -107,19 +107,13 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
 
 /// The forms a copy-if or a unique can take on `d`: the scan's but its narrow three
 /// passes and its quads, which selection does not have (pinning them would run the
-/// default three passes again), and on CUDA its single pass with late loads.
+/// default three passes again).
 pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
-    let mut forms = Vec::new();
-    if d.backend_kind() == dotcompute::BackendKind::Cuda {
-        forms.push("single-pass-late-loads");
-    }
-    forms.extend(
-        pass_forms(d)
-            .into_iter()
-            .filter(|&f| !f.ends_with("-vec4"))
-            .filter(|&f| !(f.starts_with("three-pass") && f.ends_with("-narrow"))),
-    );
-    forms
+    pass_forms(d)
+        .into_iter()
+        .filter(|&f| !f.ends_with("-vec4"))
+        .filter(|&f| !(f.starts_with("three-pass") && f.ends_with("-narrow")))
+        .collect()
 }
 
 /// The GPU transpose's tile orders and heights, the tuner's candidates (pinned in turn by

@@ -185,9 +185,8 @@ fn selection_on_a_stream() {
 /// default form again and pass.
 fn selection_kernel_of(form: &str) -> &'static str {
     match form {
-        "single-pass" => "select_single_pass_u32_0_0_16_1",
-        "single-pass-narrow" => "select_single_pass_u32_0_0_8_1",
-        "single-pass-late-loads" => "select_single_pass_u32_0_0_16_0",
+        "single-pass" => "select_single_pass_u32_0_0_16",
+        "single-pass-narrow" => "select_single_pass_u32_0_0_8",
         "three-pass" => "scatter_kept_u32_0_0",
         "three-pass-subgroup" => "scatter_kept_subgroup_u32_0_0_",
         other => panic!("no kernel known for the selection form {other}"),
