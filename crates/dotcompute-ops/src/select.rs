@@ -461,11 +461,11 @@ const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-subgroup"];
 /// The single pass in the form the tuner chooses (the scan's forms: wide tiles hold
 /// twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28 `u32` on an H200,
 /// 2026-11-27; narrow ones `ITEMS`), then the total kept. Measured and dropped (H200,
-/// 2026-11-29, `docs/benchmarks.md`): tiles of four times `ITEMS` (0.59× against 0.62×:
-/// their shared tile of marks leaves fewer groups resident), and ranks from warp ballots
-/// instead of the shared tile (0.51× and 0.53×), and each kept element loaded as it is
-/// moved instead of held from the start (0.54×: 32 registers and 94 % occupancy instead
-/// of 48 and 60 %, but the loads wait behind the look-back).
+/// 2026-11-29, `docs/benchmarks.md`): tiles of four times `ITEMS` (0.59× against
+/// 0.62×), ranks from warp ballots instead of the shared tile (0.51× and 0.53×), and
+/// each kept element loaded as it is moved instead of held from the start (0.54×: 32
+/// registers and 94 % occupancy instead of 48 and 60 %, but its loads are issued only
+/// after the look-back).
 fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
     queue: &impl AsStream,
     op: &str,

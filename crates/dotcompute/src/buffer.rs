@@ -583,12 +583,23 @@ impl<'a> Arg<'a> {
     /// bindings come from the `&mut` constructors, which hold the exclusive borrow.)
     fn range<T: Element>(b: &'a Buffer<T>, offset: usize, len: usize, writable: bool) -> Arg<'a> {
         debug_assert!(offset + len <= b.len, "a view inside its buffer");
+        Arg::binding(b, offset, len, T::TYPE, writable)
+    }
+    /// Elements `offset..offset + len` of `b` seen by the kernel as elements of type
+    /// `elem` (every binding is built here). The callers keep them inside the allocation.
+    fn binding<T: Element>(
+        b: &'a Buffer<T>,
+        offset: usize,
+        len: usize,
+        elem: Type,
+        writable: bool,
+    ) -> Arg<'a> {
         Arg(ArgKind::Buffer {
             device: &b.device,
             raw: b.raw(),
             offset,
             len,
-            elem: T::TYPE,
+            elem,
             writable,
             uses: &b.uses,
         })
@@ -604,25 +615,13 @@ impl<'a> Arg<'a> {
     /// The whole of `b` bound read-only as `len` elements of type `elem`, from its first
     /// byte. The callers keep `len` elements of `elem` inside the allocation.
     fn read_only_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type) -> Arg<'a> {
-        Arg::whole_as(b, len, elem, false)
-    }
-    /// [`Arg::read_only_as`] or [`Arg::writable_as`].
-    fn whole_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type, writable: bool) -> Arg<'a> {
-        Arg(ArgKind::Buffer {
-            device: &b.device,
-            raw: b.raw(),
-            offset: 0,
-            len,
-            elem,
-            writable,
-            uses: &b.uses,
-        })
+        Arg::binding(b, 0, len, elem, false)
     }
     /// The whole of `b` bound read-write as `len` elements of type `elem`, from its first
     /// byte; the exclusive borrow is the caller's (`Vec4sMut` holds it). The callers keep
     /// `len` elements of `elem` inside the allocation.
     fn writable_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type) -> Arg<'a> {
-        Arg::whole_as(b, len, elem, true)
+        Arg::binding(b, 0, len, elem, true)
     }
     /// A buffer bound read-only.
     pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {

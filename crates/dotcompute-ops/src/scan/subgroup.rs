@@ -202,9 +202,8 @@ fn subgroup_scan_tiles<
 /// all) across the group, for [`subgroup_scan_vec4`]: each lane scans its four in the
 /// thread, the round scans the lanes' totals across the subgroup, the rounds chain
 /// through the last lane, and one barrier hands each subgroup the totals of those before
-/// it (in `s`). Returns what the group's first element adds
-/// to `v` (the tile's `offset` combined with the earlier subgroups' totals); every thread
-/// must reach it.
+/// it (in `s`). Returns what the group's first element adds to `v` (the tile's `offset`
+/// combined with the earlier subgroups' totals); every thread must reach it.
 #[kernel_fn]
 fn scan_lane_quads<T: Num>(
     s: &mut [T],
