@@ -364,10 +364,23 @@ fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
             "multisplit8",
             "8-bit LSD, warp multisplit, reduce-then-scan",
         ),
+        (
+            "tiles8",
+            "8-bit LSD, ranked tiles staged in shared memory, reduce-then-scan",
+        ),
         ("radix4", "4-bit LSD, shared-table ranks, reduce-then-scan"),
     ] {
         // The single pass is CUDA's alone (elsewhere the name would run the default).
         if algorithm == "onesweep8" && ctx.kind() != BackendKind::Cuda {
+            continue;
+        }
+        // The ranked tiles need 32-lane subgroups on a hardware GPU (elsewhere the name
+        // would run the default).
+        let caps = &d.info().caps;
+        if algorithm == "tiles8"
+            && (caps.subgroup_size != Some([32, 32])
+                || d.info().device_type == dotcompute::DeviceType::SoftwareGpu)
+        {
             continue;
         }
         for pairs in [false, true] {

@@ -32,6 +32,7 @@ use std::ops::Range;
 mod multisplit;
 mod onesweep;
 pub(crate) mod segments;
+mod tiles;
 pub use segments::{sort_segments_keys, sort_segments_pairs};
 
 /// Bits per pass.
@@ -428,6 +429,9 @@ enum Algorithm {
     Onesweep8,
     /// 8-bit passes ranked by warp multisplit (`multisplit.rs`), with subgroups this wide.
     Multisplit8 { width: u32 },
+    /// 8-bit passes in ranked, staged tiles, reduce-then-scan (`tiles.rs`; 32-lane
+    /// subgroups on hardware GPUs).
+    Tiles8,
     /// 4-bit passes ranked through a shared table (`radix_passes`).
     Radix4,
 }
@@ -438,6 +442,7 @@ impl Algorithm {
         match self {
             Algorithm::Onesweep8 => "onesweep8",
             Algorithm::Multisplit8 { .. } => "multisplit8",
+            Algorithm::Tiles8 => "tiles8",
             Algorithm::Radix4 => "radix4",
         }
     }
@@ -454,6 +459,9 @@ fn algorithms<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> Vec<Algorithm
             queue.device().backend_kind() == dotcompute::BackendKind::Cuda && n >= 1 << 27;
         let at = if large_on_cuda { 1 } else { 0 };
         out.insert(at, Algorithm::Multisplit8 { width });
+    }
+    if tiles::available::<K, V>(queue, n, pairs) {
+        out.insert(1.min(out.len() - 1), Algorithm::Tiles8);
     }
     if onesweep::available::<K, V>(queue, n, pairs) {
         out.insert(0, Algorithm::Onesweep8);
@@ -556,6 +564,13 @@ fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
                     )
                 },
             )
+        }
+        Algorithm::Tiles8 => {
+            let plan = tiles::Plan::new(n);
+            let mut scratch = tiles::Scratch::new(queue, &plan)?;
+            ping_pong::<K, V, PAIRS>(queue, keys, values, bits, tiles::BITS, |src, dst, digit| {
+                tiles::pass::<K, V, PAIRS>(queue, &plan, &mut scratch, src, dst, n, digit, flip)
+            })
         }
         Algorithm::Radix4 if crate::software_gpu(queue) => {
             radix_passes::<K, V, PAIRS, 0>(queue, keys, values, flip, bits, n, SOFTWARE_ROUNDS)

@@ -72,7 +72,7 @@ pub(super) fn width(queue: &impl AsStream) -> Option<u32> {
 /// (`n`, below `start` for a span past it, which then holds no key). Both kernels take a
 /// span's keys from here, so they agree on them.
 #[kernel_fn]
-fn span_end(start: u32, span_len: u32, n: u32) -> u32 {
+pub(super) fn span_end(start: u32, span_len: u32, n: u32) -> u32 {
     let mut end = n;
     if span_len < n - start.min(n) {
         end = start + span_len;

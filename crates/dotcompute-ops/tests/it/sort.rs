@@ -483,9 +483,8 @@ fn bad_segment_offsets_are_errors_and_lose_nothing() {
 fn every_sort_algorithm_sorts_right() {
     let seed = seed();
     for d in devices() {
-        for algorithm in ["onesweep8", "multisplit8", "radix4"] {
-            // The single pass runs on CUDA only (elsewhere the name would run the default).
-            if algorithm == "onesweep8" && d.backend_kind() != dotcompute::BackendKind::Cuda {
+        for algorithm in ["onesweep8", "multisplit8", "tiles8", "radix4"] {
+            if !sort_algorithm_runs_on(algorithm, &d) {
                 continue;
             }
             // lavapipe's compiler takes minutes over each key type's 4-bit kernels cold (a
@@ -537,6 +536,76 @@ fn every_sort_algorithm_sorts_right() {
                 check_bits_4_to_13(&d, &mut rng, &what);
             });
             eprintln!("{} {algorithm}: {:.1?}", d.label(), started.elapsed());
+        }
+    }
+}
+
+/// Whether the sort algorithm `name` runs on `d` when pinned (elsewhere a pinned name that
+/// is not among the device's candidates runs the default): CUDA's single pass needs
+/// CUDA, the ranked tiles 32-lane subgroups on a hardware GPU, the multisplit one fixed
+/// subgroup width of at most 32 lanes.
+fn sort_algorithm_runs_on(name: &str, d: &dotcompute::Device) -> bool {
+    let info = d.info();
+    let software = info.device_type == dotcompute::DeviceType::SoftwareGpu;
+    match name {
+        "onesweep8" => d.backend_kind() == dotcompute::BackendKind::Cuda,
+        "tiles8" => info.caps.subgroup_size == Some([32, 32]) && !software,
+        "multisplit8" => matches!(info.caps.subgroup_size, Some([lo, hi]) if lo == hi && lo <= 32),
+        _ => true,
+    }
+}
+
+/// The kernel each pinned sort algorithm must run: a pin that were ignored would let
+/// `every_sort_algorithm_sorts_right` check the default again and pass.
+fn sort_kernel_of(name: &str) -> &'static str {
+    match name {
+        "onesweep8" => "onesweep_pass",
+        "multisplit8" => "split_scatter",
+        "tiles8" => "tile_scatter",
+        "radix4" => "radix_scatter",
+        other => panic!("no kernel known for the sort algorithm {other}"),
+    }
+}
+
+#[test]
+fn each_pinned_sort_algorithm_runs_its_own_kernels() {
+    let seed = seed();
+    for d in devices() {
+        if d.backend_kind() == dotcompute::BackendKind::Cpu {
+            continue; // the CPU device sorts in host code, without kernels
+        }
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let n = 10_007;
+        let keys: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+        let mut want = keys.clone();
+        want.sort_unstable();
+        for name in ["onesweep8", "multisplit8", "tiles8", "radix4"] {
+            // lavapipe's compiler takes minutes over the 4-bit kernels cold.
+            let slow_compile = name == "radix4" && d.info().name.contains("llvmpipe");
+            if !sort_algorithm_runs_on(name, &d) || slow_compile {
+                continue;
+            }
+            let mut dk = d.upload(&keys).unwrap();
+            d.synchronize().unwrap();
+            d.take_timings();
+            d.set_profiling(true);
+            dotcompute_ops::tune::with_candidate(name, || sort_keys(&d, &mut dk, Order::Ascending))
+                .unwrap();
+            d.synchronize().unwrap();
+            d.set_profiling(false);
+            let labels: Vec<String> = d.take_timings().into_iter().map(|t| t.label).collect();
+            let kernel = sort_kernel_of(name);
+            assert!(
+                labels.iter().any(|l| l.starts_with(kernel)),
+                "{} {name}: ran {labels:?}, not {kernel}",
+                d.label()
+            );
+            assert_eq!(
+                dk.to_vec().unwrap(),
+                want,
+                "{} {name} (seed {seed})",
+                d.label()
+            );
         }
     }
 }

@@ -27,11 +27,11 @@ fn sixteen_threads_share_a_device_with_no_wrong_result() {
                         let vals: Vec<u32> = (0..n as u32).collect();
                         let (mut dk, mut dv) = (d.upload(&keys).unwrap(), d.upload(&vals).unwrap());
                         let on_stream = round % 2 == 1;
-                        // CUDA's single pass (whose look-back waits on other groups)
-                        // and the multisplit take turns (elsewhere an absent name runs
-                        // the default; the 4-bit sort is left out: lavapipe takes
-                        // minutes to compile it cold).
-                        let algorithm = ["onesweep8", "multisplit8"][(round / 2) % 2];
+                        // CUDA's single pass (whose look-back waits on other groups),
+                        // the multisplit and the ranked tiles take turns (where a name
+                        // is absent the default runs; the 4-bit sort is left out:
+                        // lavapipe takes minutes to compile it cold).
+                        let algorithm = ["onesweep8", "multisplit8", "tiles8"][(round / 2) % 3];
                         tune::with_candidate(algorithm, || {
                             if on_stream {
                                 sort_pairs(&stream, &mut dk, &mut dv, Order::Ascending)

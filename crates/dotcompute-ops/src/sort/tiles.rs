@@ -1,0 +1,364 @@
+//! The sort's 8-bit pass in ranked tiles, for devices with 32-lane subgroups whether or
+//! not their groups make forward progress (NVIDIA Vulkan, Apple's SIMD-groups; CUDA too).
+//!
+//! Reduce-then-scan like `multisplit.rs` (no group waits on another, so it is valid on
+//! Vulkan and Metal), but with Onesweep's tile (`onesweep.rs`, steps 1, 2, 4 and 5)
+//! in place of the multisplit's key-by-key scatter: the multisplit writes each key to
+//! its own position, so a subgroup's 32 keys land in up to 32 places, where a ranked
+//! tile is staged in shared memory in digit order and each digit's run of it leaves in
+//! consecutive addresses. Group `g` owns span `g`, `tiles_per_span` consecutive tiles:
+//! (1) `tile_counts` counts the digits of each span; (2) an exclusive scan of the
+//! digit-major counts (`RADIX × spans`) gives each (digit, span) its first output
+//! position; (3) `tile_scatter` walks its span's tiles in input order: it ranks each
+//! tile (per subgroup by warp multisplit, then across subgroups), stages it, writes it,
+//! and moves each digit's next position on by the tile's count of the digit. Ranks
+//! follow input order within a tile, tiles are taken in order within a span and spans
+//! are placed in order by the scan, so the pass is stable.
+//!
+//! **When.** 32-bit keys, alone or with 4-byte values (the two staged tiles, 24 KiB,
+//! and the rank tables take 34 KiB of shared memory: NVIDIA's Vulkan driver and CUDA
+//! give 48), subgroups of exactly 32 lanes (ballots of 32 bits, and 8 subgroups of a
+//! 256-thread group each keep a counter per digit), and hardware GPUs: lavapipe's
+//! subgroups are 8 lanes wide, so CI cannot run it; the GPU machine's tests pin it on
+//! CUDA and NVIDIA Vulkan.
+
+use super::multisplit::span_end;
+use super::onesweep::digit_peers;
+use super::{radix_digit, RadixKey};
+use crate::scan::{exclusive_sum, warp_inclusive_sum};
+use crate::GROUP;
+use dotcompute::prelude::*;
+use dotcompute::{AsStream, Buffer, Result};
+
+/// Bits per pass.
+pub(super) const BITS: u32 = 8;
+/// Digits per pass: one per thread of a group (`GROUP`).
+const RADIX: u32 = 1 << BITS;
+/// Lanes per subgroup the pass is written for.
+const WIDTH: u32 = 32;
+/// Subgroups per group.
+const WARPS: u32 = GROUP / WIDTH;
+/// Keys per thread in a tile: all loaded before any is ranked. Onesweep's width on CUDA
+/// (12 was its fastest on an H200; `onesweep::ITEMS`).
+const ITEMS: u32 = 12;
+/// Keys per subgroup's part of a tile, and per tile.
+const WARP_KEYS: u32 = WIDTH * ITEMS;
+const TILE: u32 = GROUP * ITEMS;
+/// Spans (groups) per pass at most: the counts to scan are `RADIX × spans` (1 Mi for
+/// 4,096, a 64th of the keys at 2^28), and 4,096 groups are about 10 waves of an H200
+/// (132 multiprocessors, 3 groups each at this kernel's registers).
+const MAX_SPANS: u32 = 4096;
+/// Inputs from this length take another algorithm: positions and a span's indices stay
+/// below 2^32.
+pub(super) const MAX_LEN: u32 = 1 << 31;
+
+/// Whether `queue`'s device can run the pass for keys of `K` (with values of `V` when
+/// `pairs`): see the module's note.
+pub(super) fn available<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> bool {
+    let info = queue.device().info();
+    info.caps.subgroup_size == Some([WIDTH, WIDTH])
+        && !crate::software_gpu(queue)
+        && n < MAX_LEN
+        && std::mem::size_of::<K>() == 4
+        && (!pairs || std::mem::size_of::<V>() == 4)
+        && info.limits.max_group_threads >= GROUP
+        && info.limits.max_static_shared_bytes >= SHARED_BYTES
+}
+
+/// The scatter's shared memory, the value stage counted even for keys alone (whether a
+/// compiler drops it is its own affair).
+const SHARED_BYTES: u64 = (2 * TILE + RADIX * WARPS + WARPS + 2 * RADIX) as u64 * 4;
+
+/// `counts[d * spans + s]`: the keys of span `s` (group `s`) with digit `d`.
+#[kernel]
+fn tile_counts<K: Num, B: Int>(
+    keys: &[K],
+    counts: &mut [u32],
+    n: u32,
+    shift: u32,
+    mask: u32,
+    kind: u32,
+    inf: B,
+    flip: B,
+    spans: u32,
+    span_len: u32,
+) {
+    // One counter table per subgroup: atomics contend only within it.
+    let hist = shared::<u32, { RADIX * WARPS }>();
+    let lid = local_id().x;
+    let warp = lid / WIDTH;
+    for w in 0..WARPS {
+        hist[w * RADIX + lid] = 0;
+    }
+    barrier();
+    let start = group_id().x * span_len;
+    let end = span_end(start, span_len, n);
+    let mut chunk = start;
+    while chunk < end {
+        // `ITEMS` loads in flight per thread before any is counted.
+        let mut held = [K::zero(); ITEMS as usize];
+        for j in 0..ITEMS {
+            let i = chunk + j * GROUP + lid;
+            if i < end {
+                held[j] = keys[i];
+            }
+        }
+        for j in 0..ITEMS {
+            if chunk + j * GROUP + lid < end {
+                let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+                atomic_add(&hist[warp * RADIX + d], 1u32);
+            }
+        }
+        chunk += TILE;
+    }
+    barrier();
+    let mut total = 0u32;
+    for w in 0..WARPS {
+        total += hist[w * RADIX + lid];
+    }
+    counts[lid * spans + group_id().x] = total;
+}
+
+/// Moves each key (and value, when `PAIRS` is 1) of the group's span to its position,
+/// a tile at a time.
+#[kernel]
+fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32>(
+    keys: &[K],
+    values: &[V],
+    keys_out: &mut [K],
+    values_out: &mut [V],
+    offsets: &[u32],
+    n: u32,
+    shift: u32,
+    mask: u32,
+    kind: u32,
+    inf: B,
+    flip: B,
+    spans: u32,
+    span_len: u32,
+) {
+    let stage = shared::<K, TILE>();
+    // Unused, and so dropped by the compiler, when sorting keys alone.
+    let value_stage = shared::<V, TILE>();
+    // Per subgroup and digit: its keys of the tile, then the tile's keys of the digit in
+    // earlier subgroups.
+    let hist = shared::<u32, { RADIX * WARPS }>();
+    let sums = shared::<u32, WARPS>();
+    let first_of = shared::<u32, RADIX>();
+    let out_base = shared::<u32, RADIX>();
+    let lid = local_id().x;
+    let lane = subgroup_lane();
+    let warp = lid / WIDTH;
+    let span = group_id().x;
+    // Thread `lid` owns digit `lid`: the next output position of the span's keys of it.
+    let mut next = offsets[lid * spans + span];
+    let start = span * span_len;
+    let end = span_end(start, span_len, n);
+    let lower_lanes = (1u32 << lane) - 1u32;
+    let mut tile_start = start;
+    while tile_start < end {
+        for w in 0..WARPS {
+            hist[w * RADIX + lid] = 0;
+        }
+        barrier();
+        let base = tile_start + warp * WARP_KEYS;
+        let mut held = [K::zero(); ITEMS as usize];
+        let mut vals = [V::zero(); ITEMS as usize];
+        for j in 0..ITEMS {
+            let i = base + j * WIDTH + lane;
+            if i < end {
+                held[j] = keys[i];
+                if PAIRS == 1 {
+                    vals[j] = values[i];
+                }
+            }
+        }
+        // 1. Ranks within the subgroup, in input order (as in `onesweep_pass`).
+        let mut rank = [0u32; ITEMS as usize];
+        for j in 0..ITEMS {
+            let valid = base + j * WIDTH + lane < end;
+            let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+            let peers = digit_peers(d, subgroup_ballot(valid), BITS);
+            let mut leader = lane;
+            if valid {
+                leader = peers.trailing_zeros();
+            }
+            let mut first = 0u32;
+            if valid && lane == leader {
+                first = atomic_add(&hist[warp * RADIX + d], peers.count_ones());
+            }
+            rank[j] = subgroup_shuffle(first, leader) + (peers & lower_lanes).count_ones();
+        }
+        barrier();
+        // 2. The tile's count of digit `lid`, and each subgroup's start in it.
+        let mut count = 0u32;
+        for w in 0..WARPS {
+            let at = w * RADIX + lid;
+            let c = hist[at];
+            hist[at] = count;
+            count += c;
+        }
+        let inclusive = warp_inclusive_sum(sums, count);
+        let first = inclusive - count;
+        first_of[lid] = first;
+        // Wraps below zero when `next < first`; `out_base[d] + i` is right for every
+        // staged `i` of digit `d` (`i >= first`).
+        out_base[lid] = next - first;
+        next += count;
+        barrier();
+        // 3. The tile's keys in digit order in shared memory.
+        for j in 0..ITEMS {
+            if base + j * WIDTH + lane < end {
+                let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+                rank[j] += first_of[d] + hist[warp * RADIX + d];
+                stage[rank[j]] = held[j];
+            }
+        }
+        barrier();
+        // 4. Each digit's run of the tile to consecutive addresses.
+        let mut tile_len = TILE;
+        if end - tile_start < TILE {
+            tile_len = end - tile_start;
+        }
+        for r in 0..ITEMS {
+            let i = r * GROUP + lid;
+            if i < tile_len {
+                let k = stage[i];
+                keys_out[out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i] = k;
+            }
+        }
+        if PAIRS == 1 {
+            for j in 0..ITEMS {
+                if base + j * WIDTH + lane < end {
+                    value_stage[rank[j]] = vals[j];
+                }
+            }
+            barrier();
+            for r in 0..ITEMS {
+                let i = r * GROUP + lid;
+                if i < tile_len {
+                    let d = radix_digit(stage[i], kind, inf, flip, shift, mask);
+                    values_out[out_base[d] + i] = value_stage[i];
+                }
+            }
+        }
+        // The next tile overwrites the tables and the stage.
+        barrier();
+        tile_start += TILE;
+    }
+}
+
+/// How one input is cut: spans of whole tiles, one per group, at most `MAX_SPANS`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Plan {
+    spans: u32,
+    span_len: u32,
+}
+
+impl Plan {
+    pub(super) fn new(n: u32) -> Plan {
+        let tiles = n.div_ceil(TILE).max(1);
+        let span_len = tiles.div_ceil(MAX_SPANS) * TILE;
+        Plan {
+            spans: n.div_ceil(span_len).max(1),
+            span_len,
+        }
+    }
+
+    fn groups(&self) -> Launch {
+        Launch::threads((self.spans * GROUP) as usize).group(GROUP)
+    }
+}
+
+/// The digit counts and their scan, allocated once for every pass of a sort.
+pub(super) struct Scratch {
+    counts: Buffer<u32>,
+    offsets: Buffer<u32>,
+}
+
+impl Scratch {
+    pub(super) fn new(queue: &impl AsStream, plan: &Plan) -> Result<Scratch> {
+        let len = (RADIX * plan.spans) as usize;
+        Ok(Scratch {
+            counts: queue.scratch(len)?,
+            offsets: queue.scratch(len)?,
+        })
+    }
+}
+
+/// One pass: the keys (and values) of `src` placed by their digit at `shift` (`mask`
+/// wide) into `dst`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
+    queue: &impl AsStream,
+    plan: &Plan,
+    scratch: &mut Scratch,
+    (src_k, src_v): (&Buffer<K>, &Buffer<V>),
+    (dst_k, dst_v): (&mut Buffer<K>, &mut Buffer<V>),
+    n: u32,
+    (shift, mask): (u32, u32),
+    flip: u64,
+) -> Result<()> {
+    let kind = K::KIND as u32;
+    let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
+    tile_counts::launch::<K, K::Bits>(
+        queue,
+        plan.groups(),
+        src_k,
+        &mut scratch.counts,
+        n,
+        shift,
+        mask,
+        kind,
+        inf,
+        flip,
+        plan.spans,
+        plan.span_len,
+    )?;
+    exclusive_sum(queue, &scratch.counts, &mut scratch.offsets)?;
+    tile_scatter::launch::<K, K::Bits, V, PAIRS>(
+        queue,
+        plan.groups(),
+        src_k,
+        src_v,
+        dst_k,
+        dst_v,
+        &scratch.offsets,
+        n,
+        shift,
+        mask,
+        kind,
+        inf,
+        flip,
+        plan.spans,
+        plan.span_len,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernels build and validate for every key and value type the sort gives them
+    /// (CI's lavapipe cannot run them: its subgroups are 8 lanes wide).
+    #[test]
+    fn the_kernels_build_for_every_key_type() {
+        tile_counts::ir::<u32, u32>().unwrap();
+        tile_counts::ir::<f32, u32>().unwrap();
+        tile_scatter::ir::<u32, u32, u32, 0>().unwrap();
+        tile_scatter::ir::<f32, u32, i32, 1>().unwrap();
+        tile_scatter::ir::<i32, u32, f32, 1>().unwrap();
+    }
+
+    /// Spans are whole tiles, at most `MAX_SPANS`, and cover the input.
+    #[test]
+    fn plans_cover_the_input() {
+        for n in [1u32, TILE - 1, TILE, TILE + 1, 1 << 24, (1 << 28) + 7] {
+            let p = Plan::new(n);
+            assert!(p.spans <= MAX_SPANS, "{n}: {p:?}");
+            assert_eq!(p.span_len % TILE, 0, "{n}: {p:?}");
+            assert!(p.spans * p.span_len >= n, "{n}: {p:?}");
+            assert!((p.spans - 1) * p.span_len < n, "{n}: {p:?}");
+        }
+    }
+}
