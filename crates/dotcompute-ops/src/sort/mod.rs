@@ -2,13 +2,15 @@
 //! with values of any kernel type, ascending or descending, over all key bits or a range
 //! of them.
 //!
-//! Two algorithms, chosen by the tuner per (device, key type, values, bits, size class)
-//! ([`crate::tune`]): where the device's subgroups have one fixed width of at most 32
-//! lanes, 8-bit passes ranked by warp multisplit (`multisplit.rs`; the default there
-//! except on CUDA from 2^27 keys: 4.9× the 4-bit sort on NVIDIA Vulkan at 2^28 keys, and
-//! faster on CUDA up to 2^25), and everywhere the 4-bit sort below (faster on CUDA at
-//! 2^28, where the multisplit's scattered writes cost more; `docs/benchmarks.md`). Both are stable and exact, so
-//! the choice never changes a result. The CPU device sorts on the host with rayon.
+//! Up to four algorithms, chosen by the tuner per (device, key type, values, bits, size
+//! class) ([`crate::tune`]; the default first, see `algorithms`): on CUDA, Onesweep's
+//! single passes (`onesweep.rs`); with 32-lane subgroups on a hardware GPU, 8-bit
+//! reduce-then-scan passes in ranked tiles written in digit runs (`tiles.rs`; the
+//! default on NVIDIA Vulkan: 3.8× the multisplit at 2^28 keys); where the device's
+//! subgroups have one fixed width of at most 32 lanes, 8-bit passes ranked by warp
+//! multisplit (`multisplit.rs`; the default on lavapipe, whose subgroups are 8 lanes
+//! wide); and everywhere the 4-bit sort below. All are stable and exact, so the choice
+//! never changes a result. The CPU device sorts on the host with rayon.
 //!
 //! The 4-bit sort: each pass sorts by 4 bits in three steps that need no forward-progress guarantee
 //! between groups (reduce-then-scan, as Vulkan requires): (1) each group counts the
@@ -28,6 +30,29 @@ use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
 
 use std::ops::Range;
+
+/// Runs `$body` with `$kind` (the key type's [`KeyKind`]) as the const `$name`: kernels
+/// that take the kind as a const generic rather than a uniform compute an unsigned key's
+/// digit in three instructions where the general form (signs, floats, NaNs) takes about
+/// twenty, and the single passes compute each key's digit up to four times.
+macro_rules! with_key_kind {
+    ($kind:expr, $name:ident => $body:expr) => {
+        match $kind {
+            KeyKind::Unsigned => {
+                const $name: u32 = KeyKind::Unsigned as u32;
+                $body
+            }
+            KeyKind::Signed => {
+                const $name: u32 = KeyKind::Signed as u32;
+                $body
+            }
+            KeyKind::Float => {
+                const $name: u32 = KeyKind::Float as u32;
+                $body
+            }
+        }
+    };
+}
 
 mod multisplit;
 mod onesweep;
@@ -448,10 +473,12 @@ impl Algorithm {
     }
 }
 
-/// The algorithms `queue`'s device can run for `n` keys, the default first: the
-/// multisplit pass where the device's subgroups allow it (it makes half the passes),
-/// except on CUDA from 2^27 keys, where the 4-bit pass was faster on an H200 (45.5
-/// against 56.8 ms for 2^28 keys; `docs/benchmarks.md`).
+/// The algorithms `queue`'s device can run for `n` keys, the default first: Onesweep on
+/// CUDA; else the ranked tiles where 32-lane subgroups allow them (on an H200 at 2^28
+/// keys, NVIDIA Vulkan 15.1 ms against the multisplit's 56.8, CUDA 14.1 against
+/// Onesweep's 10.8; `docs/benchmarks.md`); else the multisplit pass where the device's
+/// subgroups allow it (it makes half the 4-bit sort's passes), except on CUDA from 2^27
+/// keys, where the 4-bit pass was faster (45.5 against 56.8 ms for 2^28 keys).
 fn algorithms<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> Vec<Algorithm> {
     let mut out = vec![Algorithm::Radix4];
     if let Some(width) = multisplit::width(queue).filter(|_| n <= multisplit::MAX_LEN) {
@@ -461,7 +488,7 @@ fn algorithms<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> Vec<Algorithm
         out.insert(at, Algorithm::Multisplit8 { width });
     }
     if tiles::available::<K, V>(queue, n, pairs) {
-        out.insert(1.min(out.len() - 1), Algorithm::Tiles8);
+        out.insert(0, Algorithm::Tiles8);
     }
     if onesweep::available::<K, V>(queue, n, pairs) {
         out.insert(0, Algorithm::Onesweep8);

@@ -26,7 +26,7 @@
 //! **When.** 32-bit keys (4 passes), alone or with 4-byte values, 32-lane subgroups, `n` below 2^30. Keys and values are staged in shared memory for
 //! step (5).
 
-use super::{radix_digit, RadixKey};
+use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{group_inclusive_sum, take_tile, warp_inclusive_sum};
 use crate::GROUP;
 use dotcompute::prelude::*;
@@ -92,14 +92,13 @@ pub(super) fn digit_peers(d: u32, valid: u32, bits: u32) -> u32 {
 /// `counts[p * RADIX + d]` += the keys whose pass-`p` digit is `d`, for every pass of
 /// bits `start_bit..end_bit` (8 a pass, the last narrower). `counts` starts at zero.
 #[kernel]
-fn onesweep_counts<K: Num, B: Int>(
+fn onesweep_counts<K: Num, B: Int, const KIND: u32>(
     keys: &[K],
     counts: &mut [u32],
     n: u32,
     start_bit: u32,
     end_bit: u32,
     passes: u32,
-    kind: u32,
     inf: B,
     flip: B,
 ) {
@@ -116,7 +115,7 @@ fn onesweep_counts<K: Num, B: Int>(
         let mut shift = start_bit;
         for p in 0..passes {
             let mask = (1u32 << (end_bit - shift).min(BITS)) - 1u32;
-            let d = radix_digit(key, kind, inf, flip, shift, mask);
+            let d = radix_digit(key, KIND, inf, flip, shift, mask);
             atomic_add(&hist[p * RADIX + d], 1u32);
             shift += BITS;
         }
@@ -148,7 +147,7 @@ fn onesweep_bases(counts: &[u32], bases: &mut [u32], passes: u32) {
 /// `shift` (`mask` wide) into `keys_out`. `status` (a word per tile and digit) and
 /// `counter[pass]` start at zero.
 #[kernel]
-fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
+fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     keys: &[K],
     values: &[V],
     keys_out: &mut [K],
@@ -160,7 +159,6 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     pass: u32,
     shift: u32,
     mask: u32,
-    kind: u32,
     inf: B,
     flip: B,
 ) {
@@ -203,7 +201,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     let mut rank = [0u32; ITEMS as usize];
     for j in 0..ITEMS {
         let valid = base + j * WIDTH + lane < n;
-        let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+        let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
         let peers = digit_peers(d, subgroup_ballot(valid), BITS);
         let mut leader = lane;
         if valid {
@@ -271,7 +269,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
     barrier();
     for j in 0..ITEMS {
         if base + j * WIDTH + lane < n {
-            let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+            let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
             rank[j] += first_of[d] + hist[warp * RADIX + d];
             stage[rank[j]] = held[j];
         }
@@ -287,7 +285,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
         let i = r * GROUP + lid;
         if i < tile_len {
             let k = stage[i];
-            keys_out[out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i] = k;
+            keys_out[out_base[radix_digit(k, KIND, inf, flip, shift, mask)] + i] = k;
         }
     }
     if PAIRS == 1 {
@@ -302,7 +300,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32>(
         for r in 0..ITEMS {
             let i = r * GROUP + lid;
             if i < tile_len {
-                let d = radix_digit(stage[i], kind, inf, flip, shift, mask);
+                let d = radix_digit(stage[i], KIND, inf, flip, shift, mask);
                 values_out[out_base[d] + i] = value_stage[i];
             }
         }
@@ -334,7 +332,7 @@ impl Scratch {
         queue.fill_buffer(&mut counts, 0)?;
         let groups = n.div_ceil(GROUP).min(COUNT_GROUPS);
         let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
-        onesweep_counts::launch::<K, K::Bits>(
+        with_key_kind!(K::KIND, KIND => onesweep_counts::launch::<K, K::Bits, KIND>(
             queue,
             Launch::threads((groups * GROUP) as usize).group(GROUP),
             keys,
@@ -343,10 +341,9 @@ impl Scratch {
             bits.start,
             bits.end,
             passes,
-            K::KIND as u32,
             inf,
             flip,
-        )?;
+        ))?;
         let mut bases = queue.scratch::<u32>(len)?;
         onesweep_bases::launch(
             queue,
@@ -382,7 +379,7 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
 ) -> Result<()> {
     let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
     queue.fill_buffer(&mut scratch.status, 0)?;
-    onesweep_pass::launch::<K, K::Bits, V, PAIRS>(
+    with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<K, K::Bits, V, PAIRS, KIND>(
         queue,
         Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
         src_k,
@@ -396,10 +393,9 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         (shift - scratch.start_bit) / BITS,
         shift,
         mask,
-        K::KIND as u32,
         inf,
         flip,
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -411,10 +407,10 @@ mod tests {
     #[test]
     fn the_kernels_build_for_every_key_type() {
         onesweep_bases::ir().unwrap();
-        onesweep_counts::ir::<u32, u32>().unwrap();
-        onesweep_counts::ir::<f32, u32>().unwrap();
-        onesweep_pass::ir::<u32, u32, u32, 0>().unwrap();
-        onesweep_pass::ir::<f32, u32, i32, 1>().unwrap();
-        onesweep_pass::ir::<i32, u32, f32, 1>().unwrap();
+        onesweep_counts::ir::<u32, u32, 0>().unwrap();
+        onesweep_counts::ir::<f32, u32, 2>().unwrap();
+        onesweep_pass::ir::<u32, u32, u32, 0, 0>().unwrap();
+        onesweep_pass::ir::<f32, u32, i32, 1, 2>().unwrap();
+        onesweep_pass::ir::<i32, u32, f32, 1, 1>().unwrap();
     }
 }

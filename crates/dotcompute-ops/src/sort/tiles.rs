@@ -24,7 +24,7 @@
 
 use super::multisplit::span_end;
 use super::onesweep::digit_peers;
-use super::{radix_digit, RadixKey};
+use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{exclusive_sum, warp_inclusive_sum};
 use crate::GROUP;
 use dotcompute::prelude::*;
@@ -71,13 +71,12 @@ const SHARED_BYTES: u64 = (2 * TILE + RADIX * WARPS + WARPS + 2 * RADIX) as u64 
 
 /// `counts[d * spans + s]`: the keys of span `s` (group `s`) with digit `d`.
 #[kernel]
-fn tile_counts<K: Num, B: Int>(
+fn tile_counts<K: Num, B: Int, const KIND: u32>(
     keys: &[K],
     counts: &mut [u32],
     n: u32,
     shift: u32,
     mask: u32,
-    kind: u32,
     inf: B,
     flip: B,
     spans: u32,
@@ -105,7 +104,7 @@ fn tile_counts<K: Num, B: Int>(
         }
         for j in 0..ITEMS {
             if chunk + j * GROUP + lid < end {
-                let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+                let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
                 atomic_add(&hist[warp * RADIX + d], 1u32);
             }
         }
@@ -122,7 +121,7 @@ fn tile_counts<K: Num, B: Int>(
 /// Moves each key (and value, when `PAIRS` is 1) of the group's span to its position,
 /// a tile at a time.
 #[kernel]
-fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32>(
+fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     keys: &[K],
     values: &[V],
     keys_out: &mut [K],
@@ -131,7 +130,6 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32>(
     n: u32,
     shift: u32,
     mask: u32,
-    kind: u32,
     inf: B,
     flip: B,
     spans: u32,
@@ -177,7 +175,7 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32>(
         let mut rank = [0u32; ITEMS as usize];
         for j in 0..ITEMS {
             let valid = base + j * WIDTH + lane < end;
-            let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+            let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
             let peers = digit_peers(d, subgroup_ballot(valid), BITS);
             let mut leader = lane;
             if valid {
@@ -209,7 +207,7 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32>(
         // 3. The tile's keys in digit order in shared memory.
         for j in 0..ITEMS {
             if base + j * WIDTH + lane < end {
-                let d = radix_digit(held[j], kind, inf, flip, shift, mask);
+                let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
                 rank[j] += first_of[d] + hist[warp * RADIX + d];
                 stage[rank[j]] = held[j];
             }
@@ -224,7 +222,7 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32>(
             let i = r * GROUP + lid;
             if i < tile_len {
                 let k = stage[i];
-                keys_out[out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i] = k;
+                keys_out[out_base[radix_digit(k, KIND, inf, flip, shift, mask)] + i] = k;
             }
         }
         if PAIRS == 1 {
@@ -237,7 +235,7 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32>(
             for r in 0..ITEMS {
                 let i = r * GROUP + lid;
                 if i < tile_len {
-                    let d = radix_digit(stage[i], kind, inf, flip, shift, mask);
+                    let d = radix_digit(stage[i], KIND, inf, flip, shift, mask);
                     values_out[out_base[d] + i] = value_stage[i];
                 }
             }
@@ -299,9 +297,8 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
     (shift, mask): (u32, u32),
     flip: u64,
 ) -> Result<()> {
-    let kind = K::KIND as u32;
     let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
-    tile_counts::launch::<K, K::Bits>(
+    with_key_kind!(K::KIND, KIND => tile_counts::launch::<K, K::Bits, KIND>(
         queue,
         plan.groups(),
         src_k,
@@ -309,14 +306,13 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         n,
         shift,
         mask,
-        kind,
         inf,
         flip,
         plan.spans,
         plan.span_len,
-    )?;
+    ))?;
     exclusive_sum(queue, &scratch.counts, &mut scratch.offsets)?;
-    tile_scatter::launch::<K, K::Bits, V, PAIRS>(
+    with_key_kind!(K::KIND, KIND => tile_scatter::launch::<K, K::Bits, V, PAIRS, KIND>(
         queue,
         plan.groups(),
         src_k,
@@ -327,12 +323,11 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         n,
         shift,
         mask,
-        kind,
         inf,
         flip,
         plan.spans,
         plan.span_len,
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -343,11 +338,11 @@ mod tests {
     /// (CI's lavapipe cannot run them: its subgroups are 8 lanes wide).
     #[test]
     fn the_kernels_build_for_every_key_type() {
-        tile_counts::ir::<u32, u32>().unwrap();
-        tile_counts::ir::<f32, u32>().unwrap();
-        tile_scatter::ir::<u32, u32, u32, 0>().unwrap();
-        tile_scatter::ir::<f32, u32, i32, 1>().unwrap();
-        tile_scatter::ir::<i32, u32, f32, 1>().unwrap();
+        tile_counts::ir::<u32, u32, 0>().unwrap();
+        tile_counts::ir::<f32, u32, 2>().unwrap();
+        tile_scatter::ir::<u32, u32, u32, 0, 0>().unwrap();
+        tile_scatter::ir::<f32, u32, i32, 1, 2>().unwrap();
+        tile_scatter::ir::<i32, u32, f32, 1, 1>().unwrap();
     }
 
     /// Spans are whole tiles, at most `MAX_SPANS`, and cover the input.
