@@ -23,8 +23,8 @@
 //! of tiles `0..=t`). One 32-bit atomic carries flag and value together, so no memory
 //! fence orders them; values stay below 2^30, hence [`MAX_LEN`].
 //!
-//! **When.** 32-bit keys (4 passes), alone or with 4-byte values, 32-lane subgroups, `n`
-//! below 2^30. Keys and values are staged in shared memory for step (5).
+//! **When.** 32-bit keys (4 passes), alone or with 4-byte values, 32-lane subgroups, `n` below 2^30. Keys and values are staged in shared memory for
+//! step (5).
 
 use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{group_inclusive_sum, take_tile, warp_inclusive_sum};
@@ -62,7 +62,7 @@ const COUNT_GROUPS: u32 = 1024;
 
 /// Whether `queue`'s device can run the pass for `n` keys of `K` (with values of `V` when
 /// `pairs`): CUDA (see the module's note on forward progress), 32-lane subgroups, and
-/// 4-byte keys and values, whose two staged tiles (24 KiB) leave room under CUDA's 48 KiB
+/// 4-byte keys and values, whose two staged tiles (32 KiB) leave room under CUDA's 48 KiB
 /// of static shared memory (64-bit keys take the other algorithms).
 pub(super) fn available<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> bool {
     let info = queue.device().info();
@@ -162,9 +162,6 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     inf: B,
     flip: B,
 ) {
-    // The tile's keys, and (pairs) its values, in digit order. One tile for both would
-    // need a bitcast between `K` and `V`, which fails to compile for the 8-byte types
-    // the kernel is instantiated with (though never run with).
     let stage = shared::<K, TILE>();
     // Unused, and so dropped by the compiler, when sorting keys alone.
     let value_stage = shared::<V, TILE>();
@@ -184,13 +181,15 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     // Its barrier also orders the zeroed counters before the ranking.
     let tile = take_tile(tile_number, counter, pass);
     let base = tile * TILE + warp * WARP_KEYS;
-    // Values are loaded only once the keys are staged (step 6): held through the ranking
-    // and the look-back they would take `ITEMS` more registers a thread.
     let mut held = [K::zero(); ITEMS as usize];
+    let mut vals = [V::zero(); ITEMS as usize];
     for j in 0..ITEMS {
         let i = base + j * WIDTH + lane;
         if i < n {
             held[j] = keys[i];
+            if PAIRS == 1 {
+                vals[j] = values[i];
+            }
         }
     }
     // 1. Ranks within the subgroup, in input order: the lowest lane of each digit's
@@ -289,13 +288,12 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             keys_out[out_base[radix_digit(k, KIND, inf, flip, shift, mask)] + i] = k;
         }
     }
-    // 6. The values take their keys' places in their own stage and leave in the same
-    // coalesced runs.
     if PAIRS == 1 {
+        // The values take their keys' places in shared memory, then leave in the same
+        // coalesced runs (each destination from the staged key beside it).
         for j in 0..ITEMS {
-            let i = base + j * WIDTH + lane;
-            if i < n {
-                value_stage[rank[j]] = values[i];
+            if base + j * WIDTH + lane < n {
+                value_stage[rank[j]] = vals[j];
             }
         }
         barrier();

@@ -135,9 +135,6 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     spans: u32,
     span_len: u32,
 ) {
-    // The tile's keys, and (pairs) its values, in digit order. One tile for both would
-    // need a bitcast between `K` and `V`, which fails to compile for the 8-byte types
-    // the kernel is instantiated with (though never run with).
     let stage = shared::<K, TILE>();
     // Unused, and so dropped by the compiler, when sorting keys alone.
     let value_stage = shared::<V, TILE>();
@@ -163,13 +160,15 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         }
         barrier();
         let base = tile_start + warp * WARP_KEYS;
-        // Values are loaded only once the keys are staged (step 5): held through the
-        // ranking they would take `ITEMS` more registers a thread.
         let mut held = [K::zero(); ITEMS as usize];
+        let mut vals = [V::zero(); ITEMS as usize];
         for j in 0..ITEMS {
             let i = base + j * WIDTH + lane;
             if i < end {
                 held[j] = keys[i];
+                if PAIRS == 1 {
+                    vals[j] = values[i];
+                }
             }
         }
         // 1. Ranks within the subgroup, in input order (as in `onesweep_pass`).
@@ -226,13 +225,10 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
                 keys_out[out_base[radix_digit(k, KIND, inf, flip, shift, mask)] + i] = k;
             }
         }
-        // 5. The values take their keys' places in their own stage and leave in the
-        // same runs.
         if PAIRS == 1 {
             for j in 0..ITEMS {
-                let i = base + j * WIDTH + lane;
-                if i < end {
-                    value_stage[rank[j]] = values[i];
+                if base + j * WIDTH + lane < end {
+                    value_stage[rank[j]] = vals[j];
                 }
             }
             barrier();
