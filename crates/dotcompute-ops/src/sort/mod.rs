@@ -571,7 +571,7 @@ fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
         }
         Algorithm::Multisplit8 { width } => {
             let plan = multisplit::Plan::new(queue, n, width);
-            let mut scratch = multisplit::Scratch::new(queue, &plan)?;
+            let mut scratch = multisplit::Scratch::new(queue, plan.spans())?;
             ping_pong::<K, V, PAIRS>(
                 queue,
                 keys,
@@ -594,7 +594,7 @@ fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
         }
         Algorithm::Tiles8 => {
             let plan = tiles::Plan::new(n);
-            let mut scratch = tiles::Scratch::new(queue, &plan)?;
+            let mut scratch = multisplit::Scratch::new(queue, plan.spans())?;
             ping_pong::<K, V, PAIRS>(queue, keys, values, bits, tiles::BITS, |src, dst, digit| {
                 tiles::pass::<K, V, PAIRS>(queue, &plan, &mut scratch, src, dst, n, digit, flip)
             })

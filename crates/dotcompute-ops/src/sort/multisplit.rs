@@ -259,21 +259,26 @@ impl Plan {
         }
     }
 
+    pub(super) fn spans(&self) -> u32 {
+        self.spans
+    }
+
     fn groups(&self) -> Launch {
         let groups = self.spans.div_ceil(WARPS);
         Launch::threads((groups * self.group) as usize).group(self.group)
     }
 }
 
-/// The digit counts and their scan, allocated once for every pass of a sort.
+/// The digit counts of each span and their scan (`RADIX × spans`), allocated once for
+/// every pass of a sort (here and in `tiles.rs`).
 pub(super) struct Scratch {
-    counts: Buffer<u32>,
-    offsets: Buffer<u32>,
+    pub(super) counts: Buffer<u32>,
+    pub(super) offsets: Buffer<u32>,
 }
 
 impl Scratch {
-    pub(super) fn new(queue: &impl AsStream, plan: &Plan) -> Result<Scratch> {
-        let len = (RADIX * plan.spans) as usize;
+    pub(super) fn new(queue: &impl AsStream, spans: u32) -> Result<Scratch> {
+        let len = (RADIX * spans) as usize;
         Ok(Scratch {
             counts: queue.scratch(len)?,
             offsets: queue.scratch(len)?,

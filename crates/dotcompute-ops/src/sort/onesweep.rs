@@ -89,6 +89,44 @@ pub(super) fn digit_peers(d: u32, valid: u32, bits: u32) -> u32 {
     peers
 }
 
+/// The caller's key's rank among its subgroup's keys of digit `d` counted so far in
+/// `hist[row + d]`, which it counts there: the lowest of the valid lanes holding `d`
+/// takes places for them all with one shared atomic, and each lane's rank is the first
+/// of them plus its peers in lower lanes (input order within the step). A subgroup's
+/// counters must be touched by it alone; its successive steps are ordered (each step's
+/// atomic comes after the previous step's shuffle). Every lane must call it.
+#[kernel_fn]
+pub(super) fn warp_rank(hist: &mut [u32], row: u32, d: u32, valid: bool) -> u32 {
+    let lane = subgroup_lane();
+    let peers = digit_peers(d, subgroup_ballot(valid), BITS);
+    let mut leader = lane;
+    if valid {
+        leader = peers.trailing_zeros();
+    }
+    let mut first = 0u32;
+    if valid && lane == leader {
+        first = atomic_add(&hist[row + d], peers.count_ones());
+    }
+    let lower_lanes = (1u32 << lane) - 1u32;
+    subgroup_shuffle(first, leader) + (peers & lower_lanes).count_ones()
+}
+
+/// The tile's count of digit `lid` (the calling thread's) over the subgroups' rows of
+/// `hist` (`WARPS × RADIX`), each of which then holds the keys of the digit in earlier
+/// subgroups. Called by every thread of a `GROUP`, after the ranking's barrier.
+#[kernel_fn]
+pub(super) fn tile_digit_count(hist: &mut [u32]) -> u32 {
+    let lid = local_id().x;
+    let mut count = 0u32;
+    for w in 0..WARPS {
+        let at = w * RADIX + lid;
+        let c = hist[at];
+        hist[at] = count;
+        count += c;
+    }
+    count
+}
+
 /// `counts[p * RADIX + d]` += the keys whose pass-`p` digit is `d`, for every pass of
 /// bits `start_bit..end_bit` (8 a pass, the last narrower). `counts` starts at zero.
 #[kernel]
@@ -192,36 +230,18 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             }
         }
     }
-    // 1. Ranks within the subgroup, in input order: the lowest lane of each digit's
-    // peers takes their places with one shared atomic (the counters of one subgroup
-    // are touched by it alone; a step's atomic follows the previous step's shuffle).
-    let lower_lanes = (1u32 << lane) - 1u32;
-    // Digits and destinations are computed again where needed rather than kept: registers
-    // bound the groups an SM holds (114 a thread with them kept: 2 groups).
+    // 1. Ranks within the subgroup, in input order. Digits and destinations are computed
+    // again where needed rather than kept: registers bound the groups an SM holds (114 a
+    // thread with them kept: 2 groups).
     let mut rank = [0u32; ITEMS as usize];
     for j in 0..ITEMS {
         let valid = base + j * WIDTH + lane < n;
         let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-        let peers = digit_peers(d, subgroup_ballot(valid), BITS);
-        let mut leader = lane;
-        if valid {
-            leader = peers.trailing_zeros();
-        }
-        let mut first = 0u32;
-        if valid && lane == leader {
-            first = atomic_add(&hist[warp * RADIX + d], peers.count_ones());
-        }
-        rank[j] = subgroup_shuffle(first, leader) + (peers & lower_lanes).count_ones();
+        rank[j] = warp_rank(hist, warp * RADIX, d, valid);
     }
     barrier();
     // 2. Thread `lid` owns digit `lid`: the tile's count, each subgroup's start in it.
-    let mut count = 0u32;
-    for w in 0..WARPS {
-        let at = w * RADIX + lid;
-        let c = hist[at];
-        hist[at] = count;
-        count += c;
-    }
+    let count = tile_digit_count(hist);
     let word = tile * RADIX + lid;
     let mut flag = AGGREGATE;
     if tile == 0u32 {

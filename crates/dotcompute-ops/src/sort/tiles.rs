@@ -22,8 +22,8 @@
 //! subgroups are 8 lanes wide, so CI cannot run it; the GPU machine's tests pin it on
 //! CUDA and NVIDIA Vulkan.
 
-use super::multisplit::span_end;
-use super::onesweep::digit_peers;
+use super::multisplit::{span_end, Scratch};
+use super::onesweep::{tile_digit_count, warp_rank};
 use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{exclusive_sum, warp_inclusive_sum};
 use crate::GROUP;
@@ -152,7 +152,6 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     let mut next = offsets[lid * spans + span];
     let start = span * span_len;
     let end = span_end(start, span_len, n);
-    let lower_lanes = (1u32 << lane) - 1u32;
     let mut tile_start = start;
     while tile_start < end {
         for w in 0..WARPS {
@@ -176,26 +175,11 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         for j in 0..ITEMS {
             let valid = base + j * WIDTH + lane < end;
             let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-            let peers = digit_peers(d, subgroup_ballot(valid), BITS);
-            let mut leader = lane;
-            if valid {
-                leader = peers.trailing_zeros();
-            }
-            let mut first = 0u32;
-            if valid && lane == leader {
-                first = atomic_add(&hist[warp * RADIX + d], peers.count_ones());
-            }
-            rank[j] = subgroup_shuffle(first, leader) + (peers & lower_lanes).count_ones();
+            rank[j] = warp_rank(hist, warp * RADIX, d, valid);
         }
         barrier();
         // 2. The tile's count of digit `lid`, and each subgroup's start in it.
-        let mut count = 0u32;
-        for w in 0..WARPS {
-            let at = w * RADIX + lid;
-            let c = hist[at];
-            hist[at] = count;
-            count += c;
-        }
+        let count = tile_digit_count(hist);
         let inclusive = warp_inclusive_sum(sums, count);
         let first = inclusive - count;
         first_of[lid] = first;
@@ -263,24 +247,12 @@ impl Plan {
         }
     }
 
+    pub(super) fn spans(&self) -> u32 {
+        self.spans
+    }
+
     fn groups(&self) -> Launch {
         Launch::threads((self.spans * GROUP) as usize).group(GROUP)
-    }
-}
-
-/// The digit counts and their scan, allocated once for every pass of a sort.
-pub(super) struct Scratch {
-    counts: Buffer<u32>,
-    offsets: Buffer<u32>,
-}
-
-impl Scratch {
-    pub(super) fn new(queue: &impl AsStream, plan: &Plan) -> Result<Scratch> {
-        let len = (RADIX * plan.spans) as usize;
-        Ok(Scratch {
-            counts: queue.scratch(len)?,
-            offsets: queue.scratch(len)?,
-        })
     }
 }
 
