@@ -353,36 +353,20 @@ fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
     let full: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
     let mut want = full.clone();
     want.sort_unstable();
-    // Each algorithm pinned in turn (the tuner's candidates; a device without subgroups
-    // for the multisplit runs the 4-bit sort under both names).
-    for (algorithm, about) in [
-        (
-            "onesweep8",
-            "8-bit LSD, one pass per digit, decoupled look-back",
-        ),
-        (
-            "multisplit8",
-            "8-bit LSD, warp multisplit, reduce-then-scan",
-        ),
-        (
-            "tiles8",
-            "8-bit LSD, ranked tiles staged in shared memory, reduce-then-scan",
-        ),
-        ("radix4", "4-bit LSD, shared-table ranks, reduce-then-scan"),
-    ] {
-        // The single pass is CUDA's alone (elsewhere the name would run the default).
-        if algorithm == "onesweep8" && ctx.kind() != BackendKind::Cuda {
-            continue;
-        }
-        // The ranked tiles need 32-lane subgroups on a hardware GPU (elsewhere the name
-        // would run the default).
-        let caps = &d.info().caps;
-        if algorithm == "tiles8"
-            && (caps.subgroup_size != Some([32, 32])
-                || d.info().device_type == dotcompute::DeviceType::SoftwareGpu)
-        {
-            continue;
-        }
+    // Each algorithm the library would run here pinned in turn (the tuner's candidates,
+    // `sort_algorithms`; the CPU device sorts on the host, its row named "host").
+    let mut algorithms = sort::sort_algorithms::<u32, u32>(d, n, true);
+    if algorithms.is_empty() {
+        algorithms.push("host");
+    }
+    for algorithm in algorithms {
+        let about = match algorithm {
+            "onesweep8" => "8-bit LSD, one pass per digit, decoupled look-back",
+            "multisplit8" => "8-bit LSD, warp multisplit, reduce-then-scan",
+            "tiles8" => "8-bit LSD, ranked tiles staged in shared memory, reduce-then-scan",
+            "radix4" => "4-bit LSD, shared-table ranks, reduce-then-scan",
+            _ => "LSD radix sort on the host, in the buffers' memory",
+        };
         for pairs in [false, true] {
             let what = if pairs { "pairs" } else { "keys" };
             ctx.step(&format!("radix sort {} u32 {what}, {algorithm}", label(n)));

@@ -363,6 +363,33 @@ pub fn sort_pairs_by_bits<K: RadixKey, V: Num>(
     radix_sort::<K, V, 1>(queue, "sort_pairs_by_bits", keys, Some(values), order, bits)
 }
 
+/// The names of the sort algorithms `queue`'s device can run for `n` keys of `K` (with
+/// values of `V` when `pairs`), its default first: the tuner's candidates, and the names
+/// [`crate::tune::with_candidate`] pins (a pinned name outside this list runs the
+/// default). Empty on the CPU device, which sorts on the host whatever is pinned. Tests
+/// and benchmarks that pin each algorithm in turn take the list from here, so that they
+/// agree with the library on where each runs.
+///
+/// ```
+/// use dotcompute::prelude::*;
+/// let d = Device::cpu();
+/// assert!(dotcompute_ops::sort::sort_algorithms::<u32, u32>(&d, 1 << 20, true).is_empty());
+/// ```
+pub fn sort_algorithms<K: RadixKey, V: Num>(
+    queue: &impl AsStream,
+    n: usize,
+    pairs: bool,
+) -> Vec<&'static str> {
+    if crate::host::is_cpu(queue) {
+        return Vec::new();
+    }
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    algorithms::<K, V>(queue, n, pairs)
+        .into_iter()
+        .map(Algorithm::name)
+        .collect()
+}
+
 /// What the ordered bits of a `K` are XORed with for `order`: descending order
 /// complements them.
 pub(crate) fn order_flip<K: RadixKey>(order: Order) -> u64 {

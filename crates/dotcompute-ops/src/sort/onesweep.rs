@@ -43,7 +43,7 @@ const WARPS: u32 = GROUP / WIDTH;
 /// Keys per thread: their loads are all in flight before any is ranked. 16 (a quarter
 /// fewer tiles, so fewer look-backs) was slower on an H200: 23.0 against 24.6 GKey/s for
 /// 2^28 keys, 19.6 against 21.3 G pairs/s (2026-11-29, `docs/benchmarks.md`).
-const ITEMS: u32 = 12;
+pub(super) const ITEMS: u32 = 12;
 /// Keys per subgroup's part of a tile, and per tile.
 const WARP_KEYS: u32 = WIDTH * ITEMS;
 const TILE: u32 = GROUP * ITEMS;
@@ -125,6 +125,42 @@ pub(super) fn tile_digit_count(hist: &mut [u32]) -> u32 {
         count += c;
     }
     count
+}
+
+/// Step 5 of a ranked tile (Onesweep's and the ranked tiles'): the staged tile
+/// (`tile_len` keys in digit order in `stage`, and their values in `value_stage` when
+/// `pairs` is 1) leaves in each digit's run of consecutive addresses, key `i` of digit
+/// `d` to `out_base[d] + i`. A value leaves beside its key, with the destination computed
+/// once for both: staging the values with their keys (one barrier) and writing them here
+/// replaced a second staging and barrier after the keys had left. Called by every thread
+/// of a `GROUP` after the staging's barrier.
+#[kernel_fn]
+pub(super) fn write_tile<K: Num, B: Int, V: Num>(
+    stage: &[K],
+    value_stage: &[V],
+    out_base: &[u32],
+    keys_out: &mut [K],
+    values_out: &mut [V],
+    tile_len: u32,
+    pairs: u32,
+    kind: u32,
+    inf: B,
+    flip: B,
+    shift: u32,
+    mask: u32,
+) {
+    let lid = local_id().x;
+    for r in 0..ITEMS {
+        let i = r * GROUP + lid;
+        if i < tile_len {
+            let k = stage[i];
+            let at = out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i;
+            keys_out[at] = k;
+            if pairs == 1u32 {
+                values_out[at] = value_stage[i];
+            }
+        }
+    }
 }
 
 /// `counts[p * RADIX + d]` += the keys whose pass-`p` digit is `d`, for every pass of
@@ -281,7 +317,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     if tile > 0u32 {
         atomic_exchange(&status[word], (PREFIX << 30u32) | (before + count));
     }
-    // 4. The tile's keys in digit order in shared memory.
+    // 4. The tile's keys (and values) in digit order in shared memory.
     let inclusive = warp_inclusive_sum(sums, count);
     let first = inclusive - count;
     first_of[lid] = first;
@@ -290,8 +326,11 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     for j in 0..ITEMS {
         if base + j * WIDTH + lane < n {
             let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-            rank[j] += first_of[d] + hist[warp * RADIX + d];
-            stage[rank[j]] = held[j];
+            let at = rank[j] + first_of[d] + hist[warp * RADIX + d];
+            stage[at] = held[j];
+            if PAIRS == 1 {
+                value_stage[at] = vals[j];
+            }
         }
     }
     barrier();
@@ -301,30 +340,20 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     if n - tile_start < TILE {
         tile_len = n - tile_start;
     }
-    for r in 0..ITEMS {
-        let i = r * GROUP + lid;
-        if i < tile_len {
-            let k = stage[i];
-            keys_out[out_base[radix_digit(k, KIND, inf, flip, shift, mask)] + i] = k;
-        }
-    }
-    if PAIRS == 1 {
-        // The values take their keys' places in shared memory, then leave in the same
-        // coalesced runs (each destination from the staged key beside it).
-        for j in 0..ITEMS {
-            if base + j * WIDTH + lane < n {
-                value_stage[rank[j]] = vals[j];
-            }
-        }
-        barrier();
-        for r in 0..ITEMS {
-            let i = r * GROUP + lid;
-            if i < tile_len {
-                let d = radix_digit(stage[i], KIND, inf, flip, shift, mask);
-                values_out[out_base[d] + i] = value_stage[i];
-            }
-        }
-    }
+    write_tile(
+        stage,
+        value_stage,
+        out_base,
+        keys_out,
+        values_out,
+        tile_len,
+        PAIRS,
+        KIND,
+        inf,
+        flip,
+        shift,
+        mask,
+    );
 }
 
 /// The counts of every pass's digits and their bases, allocated and computed once per

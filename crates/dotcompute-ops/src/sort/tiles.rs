@@ -23,7 +23,7 @@
 //! CUDA and NVIDIA Vulkan.
 
 use super::multisplit::{span_end, Scratch};
-use super::onesweep::{tile_digit_count, warp_rank};
+use super::onesweep::{tile_digit_count, warp_rank, write_tile, ITEMS};
 use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{exclusive_sum, warp_inclusive_sum};
 use crate::GROUP;
@@ -38,10 +38,8 @@ const RADIX: u32 = 1 << BITS;
 const WIDTH: u32 = 32;
 /// Subgroups per group.
 const WARPS: u32 = GROUP / WIDTH;
-/// Keys per thread in a tile: all loaded before any is ranked. Onesweep's width on CUDA
-/// (12 was its fastest on an H200; `onesweep::ITEMS`).
-const ITEMS: u32 = 12;
-/// Keys per subgroup's part of a tile, and per tile.
+/// Keys per subgroup's part of a tile, and per tile: `ITEMS` a thread, Onesweep's, whose
+/// `write_tile` writes these tiles too.
 const WARP_KEYS: u32 = WIDTH * ITEMS;
 const TILE: u32 = GROUP * ITEMS;
 /// Spans (groups) per pass at most: the counts to scan are `RADIX × spans` (1 Mi for
@@ -188,12 +186,15 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         out_base[lid] = next - first;
         next += count;
         barrier();
-        // 3. The tile's keys in digit order in shared memory.
+        // 3. The tile's keys (and values) in digit order in shared memory.
         for j in 0..ITEMS {
             if base + j * WIDTH + lane < end {
                 let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-                rank[j] += first_of[d] + hist[warp * RADIX + d];
-                stage[rank[j]] = held[j];
+                let at = rank[j] + first_of[d] + hist[warp * RADIX + d];
+                stage[at] = held[j];
+                if PAIRS == 1 {
+                    value_stage[at] = vals[j];
+                }
             }
         }
         barrier();
@@ -202,28 +203,20 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         if end - tile_start < TILE {
             tile_len = end - tile_start;
         }
-        for r in 0..ITEMS {
-            let i = r * GROUP + lid;
-            if i < tile_len {
-                let k = stage[i];
-                keys_out[out_base[radix_digit(k, KIND, inf, flip, shift, mask)] + i] = k;
-            }
-        }
-        if PAIRS == 1 {
-            for j in 0..ITEMS {
-                if base + j * WIDTH + lane < end {
-                    value_stage[rank[j]] = vals[j];
-                }
-            }
-            barrier();
-            for r in 0..ITEMS {
-                let i = r * GROUP + lid;
-                if i < tile_len {
-                    let d = radix_digit(stage[i], KIND, inf, flip, shift, mask);
-                    values_out[out_base[d] + i] = value_stage[i];
-                }
-            }
-        }
+        write_tile(
+            stage,
+            value_stage,
+            out_base,
+            keys_out,
+            values_out,
+            tile_len,
+            PAIRS,
+            KIND,
+            inf,
+            flip,
+            shift,
+            mask,
+        );
         // The next tile overwrites the tables and the stage.
         barrier();
         tile_start += TILE;

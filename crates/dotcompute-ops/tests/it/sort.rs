@@ -483,10 +483,7 @@ fn bad_segment_offsets_are_errors_and_lose_nothing() {
 fn every_sort_algorithm_sorts_right() {
     let seed = seed();
     for d in devices() {
-        for algorithm in ["onesweep8", "multisplit8", "tiles8", "radix4"] {
-            if !sort_algorithm_runs_on(algorithm, &d) {
-                continue;
-            }
+        for algorithm in pinned_sort_algorithms(&d) {
             // lavapipe's compiler takes minutes over each key type's 4-bit kernels cold (a
             // coroutine frame per barrier), and lavapipe runs the multisplit by default:
             // the 4-bit sort is checked on the MSL shim and on GPUs.
@@ -540,18 +537,15 @@ fn every_sort_algorithm_sorts_right() {
     }
 }
 
-/// Whether the sort algorithm `name` runs on `d` when pinned (elsewhere a pinned name that
-/// is not among the device's candidates runs the default): CUDA's single pass needs
-/// CUDA, the ranked tiles 32-lane subgroups on a hardware GPU, the multisplit one fixed
-/// subgroup width of at most 32 lanes.
-fn sort_algorithm_runs_on(name: &str, d: &dotcompute::Device) -> bool {
-    let info = d.info();
-    let software = info.device_type == dotcompute::DeviceType::SoftwareGpu;
-    match name {
-        "onesweep8" => d.backend_kind() == dotcompute::BackendKind::Cuda,
-        "tiles8" => info.caps.subgroup_size == Some([32, 32]) && !software,
-        "multisplit8" => matches!(info.caps.subgroup_size, Some([lo, hi]) if lo == hi && lo <= 32),
-        _ => true,
+/// The sort algorithms to pin in turn on `d`: the library's own list of what runs there
+/// (`sort_algorithms`; a pinned name outside it would run the default), or on the CPU
+/// device, which sorts on the host whatever is pinned, one run under the name "host".
+fn pinned_sort_algorithms(d: &dotcompute::Device) -> Vec<&'static str> {
+    let names = dotcompute_ops::sort::sort_algorithms::<u32, u32>(d, (1 << 22) + 3, true);
+    if names.is_empty() {
+        vec!["host"]
+    } else {
+        names
     }
 }
 
@@ -579,10 +573,9 @@ fn each_pinned_sort_algorithm_runs_its_own_kernels() {
         let keys: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
         let mut want = keys.clone();
         want.sort_unstable();
-        for name in ["onesweep8", "multisplit8", "tiles8", "radix4"] {
+        for name in pinned_sort_algorithms(&d) {
             // lavapipe's compiler takes minutes over the 4-bit kernels cold.
-            let slow_compile = name == "radix4" && d.info().name.contains("llvmpipe");
-            if !sort_algorithm_runs_on(name, &d) || slow_compile {
+            if name == "radix4" && d.info().name.contains("llvmpipe") {
                 continue;
             }
             let mut dk = d.upload(&keys).unwrap();
