@@ -221,7 +221,7 @@ fn onesweep_bases(counts: &[u32], bases: &mut [u32], passes: u32) {
 /// `shift` (`mask` wide) into `keys_out`. `status` (a word per tile and digit) and
 /// `counter[pass]` start at zero.
 #[kernel]
-fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
+fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, const COMBINED: u32>(
     keys: &[K],
     values: &[V],
     keys_out: &mut [K],
@@ -327,8 +327,9 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         if base + j * WIDTH + lane < n {
             let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
             let at = rank[j] + first_of[d] + hist[warp * RADIX + d];
+            rank[j] = at;
             stage[at] = held[j];
-            if PAIRS == 1 {
+            if PAIRS == 1 && COMBINED == 1 {
                 value_stage[at] = vals[j];
             }
         }
@@ -347,13 +348,64 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         keys_out,
         values_out,
         tile_len,
-        PAIRS,
+        PAIRS * COMBINED,
         KIND,
         inf,
         flip,
         shift,
         mask,
     );
+    if PAIRS == 1 && COMBINED == 0 {
+        for j in 0..ITEMS {
+            if base + j * WIDTH + lane < n {
+                value_stage[rank[j]] = vals[j];
+            }
+        }
+        barrier();
+        write_tile_values(
+            stage,
+            value_stage,
+            out_base,
+            values_out,
+            tile_len,
+            KIND,
+            inf,
+            flip,
+            shift,
+            mask,
+        );
+    }
+}
+
+/// EXPERIMENT: values after keys.
+#[kernel_fn]
+pub(super) fn write_tile_values<K: Num, B: Int, V: Num>(
+    stage: &[K],
+    value_stage: &[V],
+    out_base: &[u32],
+    values_out: &mut [V],
+    tile_len: u32,
+    kind: u32,
+    inf: B,
+    flip: B,
+    shift: u32,
+    mask: u32,
+) {
+    let lid = local_id().x;
+    for r in 0..ITEMS {
+        let i = r * GROUP + lid;
+        if i < tile_len {
+            let d = radix_digit(stage[i], kind, inf, flip, shift, mask);
+            values_out[out_base[d] + i] = value_stage[i];
+        }
+    }
+}
+
+/// EXPERIMENT switch.
+pub(super) fn exp_combined() -> bool {
+    std::env::var("DC_EXP_COMBINED")
+        .map(|v| v == "1")
+        .unwrap_or(false)
 }
 
 /// The counts of every pass's digits and their bases, allocated and computed once per
@@ -428,23 +480,43 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
 ) -> Result<()> {
     let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
     queue.fill_buffer(&mut scratch.status, 0)?;
-    with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<K, K::Bits, V, PAIRS, KIND>(
-        queue,
-        Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
-        src_k,
-        src_v,
-        dst_k,
-        dst_v,
-        &scratch.bases,
-        &mut scratch.status,
-        &mut scratch.counter,
-        n,
-        (shift - scratch.start_bit) / BITS,
-        shift,
-        mask,
-        inf,
-        flip,
-    ))
+    if exp_combined() {
+        with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<K, K::Bits, V, PAIRS, KIND, 1>(
+            queue,
+            Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
+            src_k,
+            src_v,
+            dst_k,
+            dst_v,
+            &scratch.bases,
+            &mut scratch.status,
+            &mut scratch.counter,
+            n,
+            (shift - scratch.start_bit) / BITS,
+            shift,
+            mask,
+            inf,
+            flip,
+        ))
+    } else {
+        with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<K, K::Bits, V, PAIRS, KIND, 0>(
+            queue,
+            Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
+            src_k,
+            src_v,
+            dst_k,
+            dst_v,
+            &scratch.bases,
+            &mut scratch.status,
+            &mut scratch.counter,
+            n,
+            (shift - scratch.start_bit) / BITS,
+            shift,
+            mask,
+            inf,
+            flip,
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -458,8 +530,8 @@ mod tests {
         onesweep_bases::ir().unwrap();
         onesweep_counts::ir::<u32, u32, 0>().unwrap();
         onesweep_counts::ir::<f32, u32, 2>().unwrap();
-        onesweep_pass::ir::<u32, u32, u32, 0, 0>().unwrap();
-        onesweep_pass::ir::<f32, u32, i32, 1, 2>().unwrap();
-        onesweep_pass::ir::<i32, u32, f32, 1, 1>().unwrap();
+        onesweep_pass::ir::<u32, u32, u32, 0, 0, 0>().unwrap();
+        onesweep_pass::ir::<f32, u32, i32, 1, 2, 1>().unwrap();
+        onesweep_pass::ir::<i32, u32, f32, 1, 1, 0>().unwrap();
     }
 }

@@ -23,7 +23,7 @@
 //! CUDA and NVIDIA Vulkan.
 
 use super::multisplit::{span_end, Scratch};
-use super::onesweep::{tile_digit_count, warp_rank, write_tile, ITEMS};
+use super::onesweep::{tile_digit_count, warp_rank, write_tile, write_tile_values, ITEMS};
 use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{exclusive_sum, warp_inclusive_sum};
 use crate::GROUP;
@@ -119,7 +119,7 @@ fn tile_counts<K: Num, B: Int, const KIND: u32>(
 /// Moves each key (and value, when `PAIRS` is 1) of the group's span to its position,
 /// a tile at a time.
 #[kernel]
-fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
+fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, const COMBINED: u32>(
     keys: &[K],
     values: &[V],
     keys_out: &mut [K],
@@ -191,8 +191,9 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             if base + j * WIDTH + lane < end {
                 let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
                 let at = rank[j] + first_of[d] + hist[warp * RADIX + d];
+                rank[j] = at;
                 stage[at] = held[j];
-                if PAIRS == 1 {
+                if PAIRS == 1 && COMBINED == 1 {
                     value_stage[at] = vals[j];
                 }
             }
@@ -210,13 +211,33 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             keys_out,
             values_out,
             tile_len,
-            PAIRS,
+            PAIRS * COMBINED,
             KIND,
             inf,
             flip,
             shift,
             mask,
         );
+        if PAIRS == 1 && COMBINED == 0 {
+            for j in 0..ITEMS {
+                if base + j * WIDTH + lane < end {
+                    value_stage[rank[j]] = vals[j];
+                }
+            }
+            barrier();
+            write_tile_values(
+                stage,
+                value_stage,
+                out_base,
+                values_out,
+                tile_len,
+                KIND,
+                inf,
+                flip,
+                shift,
+                mask,
+            );
+        }
         // The next tile overwrites the tables and the stage.
         barrier();
         tile_start += TILE;
@@ -233,7 +254,11 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn new(n: u32) -> Plan {
         let tiles = n.div_ceil(TILE).max(1);
-        let span_len = tiles.div_ceil(MAX_SPANS) * TILE;
+        let max_spans = std::env::var("DC_EXP_SPANS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(MAX_SPANS);
+        let span_len = tiles.div_ceil(max_spans) * TILE;
         Plan {
             spans: n.div_ceil(span_len).max(1),
             span_len,
@@ -277,22 +302,41 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         plan.span_len,
     ))?;
     exclusive_sum(queue, &scratch.counts, &mut scratch.offsets)?;
-    with_key_kind!(K::KIND, KIND => tile_scatter::launch::<K, K::Bits, V, PAIRS, KIND>(
-        queue,
-        plan.groups(),
-        src_k,
-        src_v,
-        dst_k,
-        dst_v,
-        &scratch.offsets,
-        n,
-        shift,
-        mask,
-        inf,
-        flip,
-        plan.spans,
-        plan.span_len,
-    ))
+    if super::onesweep::exp_combined() {
+        with_key_kind!(K::KIND, KIND => tile_scatter::launch::<K, K::Bits, V, PAIRS, KIND, 1>(
+            queue,
+            plan.groups(),
+            src_k,
+            src_v,
+            dst_k,
+            dst_v,
+            &scratch.offsets,
+            n,
+            shift,
+            mask,
+            inf,
+            flip,
+            plan.spans,
+            plan.span_len,
+        ))
+    } else {
+        with_key_kind!(K::KIND, KIND => tile_scatter::launch::<K, K::Bits, V, PAIRS, KIND, 0>(
+            queue,
+            plan.groups(),
+            src_k,
+            src_v,
+            dst_k,
+            dst_v,
+            &scratch.offsets,
+            n,
+            shift,
+            mask,
+            inf,
+            flip,
+            plan.spans,
+            plan.span_len,
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -305,9 +349,9 @@ mod tests {
     fn the_kernels_build_for_every_key_type() {
         tile_counts::ir::<u32, u32, 0>().unwrap();
         tile_counts::ir::<f32, u32, 2>().unwrap();
-        tile_scatter::ir::<u32, u32, u32, 0, 0>().unwrap();
-        tile_scatter::ir::<f32, u32, i32, 1, 2>().unwrap();
-        tile_scatter::ir::<i32, u32, f32, 1, 1>().unwrap();
+        tile_scatter::ir::<u32, u32, u32, 0, 0, 0>().unwrap();
+        tile_scatter::ir::<f32, u32, i32, 1, 2, 1>().unwrap();
+        tile_scatter::ir::<i32, u32, f32, 1, 1, 0>().unwrap();
     }
 
     /// Spans are whole tiles, at most `MAX_SPANS`, and cover the input.
