@@ -359,9 +359,6 @@ fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
     if algorithms.is_empty() {
         algorithms.push("host");
     }
-    if let Ok(only) = std::env::var("DC_EXP_SORT") {
-        algorithms.retain(|a| only.split(',').any(|o| o == *a));
-    }
     for algorithm in algorithms {
         let about = match algorithm {
             "onesweep8" => "8-bit LSD, one pass per digit, decoupled look-back",

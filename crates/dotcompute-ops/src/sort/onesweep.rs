@@ -130,10 +130,10 @@ pub(super) fn tile_digit_count(hist: &mut [u32]) -> u32 {
 /// Step 5 of a ranked tile (Onesweep's and the ranked tiles'): the staged tile
 /// (`tile_len` keys in digit order in `stage`, and their values in `value_stage` when
 /// `pairs` is 1) leaves in each digit's run of consecutive addresses, key `i` of digit
-/// `d` to `out_base[d] + i`. A value leaves beside its key, with the destination computed
-/// once for both: staging the values with their keys (one barrier) and writing them here
-/// replaced a second staging and barrier after the keys had left. Called by every thread
-/// of a `GROUP` after the staging's barrier.
+/// `d` to `out_base[d] + i`; a value beside its key, the destination computed once for
+/// both (where values are staged with their keys: `tiles::values_with_keys`; otherwise
+/// [`write_tile_values`] writes them after a second staging). Called by every thread of
+/// a `GROUP` after the staging's barrier.
 #[kernel_fn]
 pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     stage: &[K],
@@ -221,7 +221,7 @@ fn onesweep_bases(counts: &[u32], bases: &mut [u32], passes: u32) {
 /// `shift` (`mask` wide) into `keys_out`. `status` (a word per tile and digit) and
 /// `counter[pass]` start at zero.
 #[kernel]
-fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, const COMBINED: u32>(
+fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     keys: &[K],
     values: &[V],
     keys_out: &mut [K],
@@ -317,7 +317,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, cons
     if tile > 0u32 {
         atomic_exchange(&status[word], (PREFIX << 30u32) | (before + count));
     }
-    // 4. The tile's keys (and values) in digit order in shared memory.
+    // 4. The tile's keys in digit order in shared memory.
     let inclusive = warp_inclusive_sum(sums, count);
     let first = inclusive - count;
     first_of[lid] = first;
@@ -326,12 +326,8 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, cons
     for j in 0..ITEMS {
         if base + j * WIDTH + lane < n {
             let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-            let at = rank[j] + first_of[d] + hist[warp * RADIX + d];
-            rank[j] = at;
-            stage[at] = held[j];
-            if PAIRS == 1 && COMBINED == 1 {
-                value_stage[at] = vals[j];
-            }
+            rank[j] += first_of[d] + hist[warp * RADIX + d];
+            stage[rank[j]] = held[j];
         }
     }
     barrier();
@@ -348,14 +344,18 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, cons
         keys_out,
         values_out,
         tile_len,
-        PAIRS * COMBINED,
+        0,
         KIND,
         inf,
         flip,
         shift,
         mask,
     );
-    if PAIRS == 1 && COMBINED == 0 {
+    if PAIRS == 1 {
+        // The values take their keys' places in the other stage, then leave in the same
+        // runs. Staging them with their keys instead (one barrier fewer, `write_tile`
+        // writing both) was slower on CUDA: 11.42 against 10.55 ms for 2^28 pairs on an
+        // H200 (80 registers a thread, 3 groups an SM; 2026-11-29).
         for j in 0..ITEMS {
             if base + j * WIDTH + lane < n {
                 value_stage[rank[j]] = vals[j];
@@ -377,7 +377,10 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, cons
     }
 }
 
-/// EXPERIMENT: values after keys.
+/// The values' half of step 5 where they are staged after their keys have left: value
+/// `i` of the staged tile (in `value_stage`) to its key's destination, found again from
+/// the key beside it in `stage`. Called by every thread of a `GROUP` after the values'
+/// staging barrier.
 #[kernel_fn]
 pub(super) fn write_tile_values<K: Num, B: Int, V: Num>(
     stage: &[K],
@@ -399,13 +402,6 @@ pub(super) fn write_tile_values<K: Num, B: Int, V: Num>(
             values_out[out_base[d] + i] = value_stage[i];
         }
     }
-}
-
-/// EXPERIMENT switch.
-pub(super) fn exp_combined() -> bool {
-    std::env::var("DC_EXP_COMBINED")
-        .map(|v| v == "1")
-        .unwrap_or(false)
 }
 
 /// The counts of every pass's digits and their bases, allocated and computed once per
@@ -480,43 +476,23 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
 ) -> Result<()> {
     let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
     queue.fill_buffer(&mut scratch.status, 0)?;
-    if exp_combined() {
-        with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<K, K::Bits, V, PAIRS, KIND, 1>(
-            queue,
-            Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
-            src_k,
-            src_v,
-            dst_k,
-            dst_v,
-            &scratch.bases,
-            &mut scratch.status,
-            &mut scratch.counter,
-            n,
-            (shift - scratch.start_bit) / BITS,
-            shift,
-            mask,
-            inf,
-            flip,
-        ))
-    } else {
-        with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<K, K::Bits, V, PAIRS, KIND, 0>(
-            queue,
-            Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
-            src_k,
-            src_v,
-            dst_k,
-            dst_v,
-            &scratch.bases,
-            &mut scratch.status,
-            &mut scratch.counter,
-            n,
-            (shift - scratch.start_bit) / BITS,
-            shift,
-            mask,
-            inf,
-            flip,
-        ))
-    }
+    with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<K, K::Bits, V, PAIRS, KIND>(
+        queue,
+        Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
+        src_k,
+        src_v,
+        dst_k,
+        dst_v,
+        &scratch.bases,
+        &mut scratch.status,
+        &mut scratch.counter,
+        n,
+        (shift - scratch.start_bit) / BITS,
+        shift,
+        mask,
+        inf,
+        flip,
+    ))
 }
 
 #[cfg(test)]
@@ -530,8 +506,8 @@ mod tests {
         onesweep_bases::ir().unwrap();
         onesweep_counts::ir::<u32, u32, 0>().unwrap();
         onesweep_counts::ir::<f32, u32, 2>().unwrap();
-        onesweep_pass::ir::<u32, u32, u32, 0, 0, 0>().unwrap();
-        onesweep_pass::ir::<f32, u32, i32, 1, 2, 1>().unwrap();
-        onesweep_pass::ir::<i32, u32, f32, 1, 1, 0>().unwrap();
+        onesweep_pass::ir::<u32, u32, u32, 0, 0>().unwrap();
+        onesweep_pass::ir::<f32, u32, i32, 1, 2>().unwrap();
+        onesweep_pass::ir::<i32, u32, f32, 1, 1>().unwrap();
     }
 }

@@ -119,7 +119,14 @@ fn tile_counts<K: Num, B: Int, const KIND: u32>(
 /// Moves each key (and value, when `PAIRS` is 1) of the group's span to its position,
 /// a tile at a time.
 #[kernel]
-fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, const COMBINED: u32>(
+fn tile_scatter<
+    K: Num,
+    B: Int,
+    V: Num,
+    const PAIRS: u32,
+    const KIND: u32,
+    const VALUES_WITH_KEYS: u32,
+>(
     keys: &[K],
     values: &[V],
     keys_out: &mut [K],
@@ -193,7 +200,7 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, const
                 let at = rank[j] + first_of[d] + hist[warp * RADIX + d];
                 rank[j] = at;
                 stage[at] = held[j];
-                if PAIRS == 1 && COMBINED == 1 {
+                if PAIRS == 1 && VALUES_WITH_KEYS == 1 {
                     value_stage[at] = vals[j];
                 }
             }
@@ -211,14 +218,15 @@ fn tile_scatter<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, const
             keys_out,
             values_out,
             tile_len,
-            PAIRS * COMBINED,
+            PAIRS * VALUES_WITH_KEYS,
             KIND,
             inf,
             flip,
             shift,
             mask,
         );
-        if PAIRS == 1 && COMBINED == 0 {
+        // Values staged after their keys have left, as on CUDA (see `values_with_keys`).
+        if PAIRS == 1 && VALUES_WITH_KEYS == 0 {
             for j in 0..ITEMS {
                 if base + j * WIDTH + lane < end {
                     value_stage[rank[j]] = vals[j];
@@ -254,11 +262,7 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn new(n: u32) -> Plan {
         let tiles = n.div_ceil(TILE).max(1);
-        let max_spans = std::env::var("DC_EXP_SPANS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(MAX_SPANS);
-        let span_len = tiles.div_ceil(max_spans) * TILE;
+        let span_len = tiles.div_ceil(MAX_SPANS) * TILE;
         Plan {
             spans: n.div_ceil(span_len).max(1),
             span_len,
@@ -272,6 +276,15 @@ impl Plan {
     fn groups(&self) -> Launch {
         Launch::threads((self.spans * GROUP) as usize).group(GROUP)
     }
+}
+
+/// Whether a pair's value is staged with its key and leaves beside it (`write_tile`
+/// writing both), rather than staged after the keys have left: one barrier fewer, but
+/// the values' registers live on through the keys' writes. Measured on an H200 for 2^28
+/// pairs (2026-11-29, `docs/benchmarks.md`): on NVIDIA Vulkan with the values 27.8
+/// against 29.4 ms, on CUDA after them 17.9 against 18.6 ms.
+fn values_with_keys(queue: &impl AsStream) -> bool {
+    queue.device().backend_kind() != dotcompute::BackendKind::Cuda
 }
 
 /// One pass: the keys (and values) of `src` placed by their digit at `shift` (`mask`
@@ -302,7 +315,7 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         plan.span_len,
     ))?;
     exclusive_sum(queue, &scratch.counts, &mut scratch.offsets)?;
-    if super::onesweep::exp_combined() {
+    if values_with_keys(queue) {
         with_key_kind!(K::KIND, KIND => tile_scatter::launch::<K, K::Bits, V, PAIRS, KIND, 1>(
             queue,
             plan.groups(),
