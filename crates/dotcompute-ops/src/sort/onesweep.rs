@@ -128,12 +128,13 @@ pub(super) fn tile_digit_count(hist: &mut [u32]) -> u32 {
 }
 
 /// Step 5 of a ranked tile (Onesweep's and the ranked tiles'): the staged tile
-/// (`tile_len` keys in digit order in `stage`, and their values in `value_stage` when
-/// `pairs` is 1) leaves in each digit's run of consecutive addresses, key `i` of digit
-/// `d` to `out_base[d] + i`; a value beside its key, the destination computed once for
-/// both (where values are staged with their keys: `tiles::values_with_keys`; otherwise
-/// [`write_tile_values`] writes them after a second staging). Called by every thread of
-/// a `GROUP` after the staging's barrier.
+/// (`tile_len` keys in digit order in `stage`, their values in `value_stage`) leaves in
+/// each digit's run of consecutive addresses, key `i` of digit `d` to `out_base[d] + i`,
+/// its value beside it. `write_keys` and `write_values` (0 or 1, constants at each call)
+/// say which leave: both at once where values are staged with their keys
+/// (`tiles::values_with_keys`), else the keys, then after a second staging the values,
+/// each value's destination found again from the key beside it. Called by every thread
+/// of a `GROUP` after the staging's barrier.
 #[kernel_fn]
 pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     stage: &[K],
@@ -142,7 +143,8 @@ pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     keys_out: &mut [K],
     values_out: &mut [V],
     tile_len: u32,
-    pairs: u32,
+    write_keys: u32,
+    write_values: u32,
     kind: u32,
     inf: B,
     flip: B,
@@ -155,8 +157,10 @@ pub(super) fn write_tile<K: Num, B: Int, V: Num>(
         if i < tile_len {
             let k = stage[i];
             let at = out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i;
-            keys_out[at] = k;
-            if pairs == 1u32 {
+            if write_keys == 1u32 {
+                keys_out[at] = k;
+            }
+            if write_values == 1u32 {
                 values_out[at] = value_stage[i];
             }
         }
@@ -344,6 +348,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         keys_out,
         values_out,
         tile_len,
+        1,
         0,
         KIND,
         inf,
@@ -362,45 +367,21 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             }
         }
         barrier();
-        write_tile_values(
+        write_tile(
             stage,
             value_stage,
             out_base,
+            keys_out,
             values_out,
             tile_len,
+            0,
+            1,
             KIND,
             inf,
             flip,
             shift,
             mask,
         );
-    }
-}
-
-/// The values' half of step 5 where they are staged after their keys have left: value
-/// `i` of the staged tile (in `value_stage`) to its key's destination, found again from
-/// the key beside it in `stage`. Called by every thread of a `GROUP` after the values'
-/// staging barrier.
-#[kernel_fn]
-pub(super) fn write_tile_values<K: Num, B: Int, V: Num>(
-    stage: &[K],
-    value_stage: &[V],
-    out_base: &[u32],
-    values_out: &mut [V],
-    tile_len: u32,
-    kind: u32,
-    inf: B,
-    flip: B,
-    shift: u32,
-    mask: u32,
-) {
-    let lid = local_id().x;
-    for r in 0..ITEMS {
-        let i = r * GROUP + lid;
-        if i < tile_len {
-            let d = radix_digit(stage[i], kind, inf, flip, shift, mask);
-            values_out[out_base[d] + i] = value_stage[i];
-        }
     }
 }
 

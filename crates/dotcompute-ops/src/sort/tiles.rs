@@ -23,7 +23,7 @@
 //! CUDA and NVIDIA Vulkan.
 
 use super::multisplit::{span_end, Scratch};
-use super::onesweep::{tile_digit_count, warp_rank, write_tile, write_tile_values, ITEMS};
+use super::onesweep::{tile_digit_count, warp_rank, write_tile, ITEMS};
 use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{exclusive_sum, warp_inclusive_sum};
 use crate::GROUP;
@@ -218,6 +218,7 @@ fn tile_scatter<
             keys_out,
             values_out,
             tile_len,
+            1,
             PAIRS * VALUES_WITH_KEYS,
             KIND,
             inf,
@@ -233,12 +234,15 @@ fn tile_scatter<
                 }
             }
             barrier();
-            write_tile_values(
+            write_tile(
                 stage,
                 value_stage,
                 out_base,
+                keys_out,
                 values_out,
                 tile_len,
+                0,
+                1,
                 KIND,
                 inf,
                 flip,
@@ -315,41 +319,65 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         plan.span_len,
     ))?;
     exclusive_sum(queue, &scratch.counts, &mut scratch.offsets)?;
+    let digit = (shift, mask, inf, flip);
+    let offsets = &scratch.offsets;
     if values_with_keys(queue) {
-        with_key_kind!(K::KIND, KIND => tile_scatter::launch::<K, K::Bits, V, PAIRS, KIND, 1>(
+        scatter::<K, V, PAIRS, 1>(
             queue,
-            plan.groups(),
-            src_k,
-            src_v,
-            dst_k,
-            dst_v,
-            &scratch.offsets,
+            plan,
+            offsets,
+            (src_k, src_v),
+            (dst_k, dst_v),
             n,
-            shift,
-            mask,
-            inf,
-            flip,
-            plan.spans,
-            plan.span_len,
-        ))
+            digit,
+        )
     } else {
-        with_key_kind!(K::KIND, KIND => tile_scatter::launch::<K, K::Bits, V, PAIRS, KIND, 0>(
+        scatter::<K, V, PAIRS, 0>(
             queue,
-            plan.groups(),
-            src_k,
-            src_v,
-            dst_k,
-            dst_v,
-            &scratch.offsets,
+            plan,
+            offsets,
+            (src_k, src_v),
+            (dst_k, dst_v),
             n,
-            shift,
-            mask,
-            inf,
-            flip,
-            plan.spans,
-            plan.span_len,
-        ))
+            digit,
+        )
     }
+}
+
+/// `tile_scatter` over the plan's spans, a pair's value staged with its key
+/// (`VALUES_WITH_KEYS` 1) or after the keys have left (0).
+fn scatter<K: RadixKey, V: Num, const PAIRS: u32, const VALUES_WITH_KEYS: u32>(
+    queue: &impl AsStream,
+    plan: &Plan,
+    offsets: &Buffer<u32>,
+    (src_k, src_v): (&Buffer<K>, &Buffer<V>),
+    (dst_k, dst_v): (&mut Buffer<K>, &mut Buffer<V>),
+    n: u32,
+    (shift, mask, inf, flip): (u32, u32, K::Bits, K::Bits),
+) -> Result<()> {
+    with_key_kind!(K::KIND, KIND => tile_scatter::launch::<
+        K,
+        K::Bits,
+        V,
+        PAIRS,
+        KIND,
+        VALUES_WITH_KEYS,
+    >(
+        queue,
+        plan.groups(),
+        src_k,
+        src_v,
+        dst_k,
+        dst_v,
+        offsets,
+        n,
+        shift,
+        mask,
+        inf,
+        flip,
+        plan.spans,
+        plan.span_len,
+    ))
 }
 
 #[cfg(test)]
