@@ -286,7 +286,8 @@ impl Plan {
 /// writing both), rather than staged after the keys have left: one barrier fewer, but
 /// the values' registers live on through the keys' writes. Measured on an H200 for 2^28
 /// pairs (2026-11-29, `docs/benchmarks.md`): on NVIDIA Vulkan with the values 27.8
-/// against 29.4 ms, on CUDA after them 17.9 against 18.6 ms.
+/// against 29.4 ms, on CUDA after them 17.9 against 18.6 ms. Metal takes Vulkan's form
+/// unmeasured (no Apple GPU here).
 fn values_with_keys(queue: &impl AsStream) -> bool {
     queue.device().backend_kind() != dotcompute::BackendKind::Cuda
 }
