@@ -365,7 +365,9 @@ fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
             "multisplit8" => "8-bit LSD, warp multisplit, reduce-then-scan",
             "tiles8" => "8-bit LSD, ranked tiles staged in shared memory, reduce-then-scan",
             "radix4" => "4-bit LSD, shared-table ranks, reduce-then-scan",
-            _ => "LSD radix sort on the host, in the buffers' memory",
+            "host" => "LSD radix sort on the host, in the buffers' memory",
+            // A name the library added and this list lacks: shown as it is.
+            other => other,
         };
         for pairs in [false, true] {
             let what = if pairs { "pairs" } else { "keys" };
