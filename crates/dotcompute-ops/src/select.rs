@@ -26,7 +26,7 @@ use crate::scan::{
 };
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
-use dotcompute::{AsStream, Buffer, Result};
+use dotcompute::{AsStream, Buffer, BufferView, ByteWords, Element, KernelBuffer, Result};
 use rayon::prelude::*;
 
 /// Elements per thread of a tile.
@@ -42,15 +42,25 @@ const COPY_IF: u32 = 0;
 const PARTITION: u32 = 1;
 const UNIQUE: u32 = 2;
 
-/// 1 when element `i` is kept: `flags[i] != 0`, or for `UNIQUE`, when it differs from
-/// the element before it.
+/// How the flags are laid out in the kernels' `flags: &[u32]`: one flag a word
+/// (`Buffer<u32>`), or four a word, byte `i % 4` of word `i / 4` (`Buffer<u8>` read
+/// through `as_words`).
+const WORD_FLAGS: u32 = 0;
+const BYTE_FLAGS: u32 = 1;
+
+/// 1 when element `i` is kept: its flag is not zero (flags laid out as `flag_form`
+/// says), or for `UNIQUE`, when it differs from the element before it.
 #[kernel_fn]
-fn keep_mark<T: Num>(x: &[T], flags: &[u32], i: u32, mode: u32) -> u32 {
+fn keep_mark<T: Num>(x: &[T], flags: &[u32], i: u32, mode: u32, flag_form: u32) -> u32 {
     let mut keep = 0u32;
     if mode == UNIQUE {
         if i == 0 {
             keep = 1;
         } else if x[i] != x[i - 1] {
+            keep = 1;
+        }
+    } else if flag_form == BYTE_FLAGS {
+        if (flags[i >> 2] >> ((i & 3) << 3)) & 255 != 0 {
             keep = 1;
         }
     } else if flags[i] != 0 {
@@ -61,7 +71,12 @@ fn keep_mark<T: Num>(x: &[T], flags: &[u32], i: u32, mode: u32) -> u32 {
 
 /// Pass 1: `counts[t]` is the number of kept elements of tile `t`.
 #[kernel]
-fn count_kept<T: Num, const MODE: u32>(x: &[T], flags: &[u32], counts: &mut [u32], n: u32) {
+fn count_kept<T: Num, const MODE: u32, const FLAGS: u32>(
+    x: &[T],
+    flags: &[u32],
+    counts: &mut [u32],
+    n: u32,
+) {
     let s = shared::<u32, GROUP>();
     let lid = local_id().x;
     let base = group_id().x * TILE;
@@ -69,7 +84,7 @@ fn count_kept<T: Num, const MODE: u32>(x: &[T], flags: &[u32], counts: &mut [u32
     for r in 0..ITEMS {
         let i = base + r * GROUP + lid;
         if i < n {
-            kept += keep_mark(x, flags, i, MODE);
+            kept += keep_mark(x, flags, i, MODE, FLAGS);
         }
     }
     let total = group_inclusive_sum(s, kept);
@@ -89,6 +104,7 @@ fn tile_marks<T: Num>(
     base: u32,
     n: u32,
     mode: u32,
+    flag_form: u32,
     items: u32,
 ) -> u32 {
     let lid = local_id().x;
@@ -97,7 +113,7 @@ fn tile_marks<T: Num>(
         let i = base + e;
         let mut keep = 0u32;
         if i < n {
-            keep = keep_mark(x, flags, i, mode);
+            keep = keep_mark(x, flags, i, mode, flag_form);
         }
         dest[padded(e)] = keep;
     }
@@ -134,7 +150,7 @@ fn tile_places(dest: &mut [u32], kept_before: u32, items: u32) -> u32 {
 /// `INDICES` is 1, their indices to `idx`); for `PARTITION`, the rejected ones to
 /// `out[total + rejected before]`, where `offsets[tiles]` is the total kept.
 #[kernel]
-fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
+fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
     x: &[T],
     flags: &[u32],
     out: &mut [T],
@@ -148,7 +164,7 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
     let lid = local_id().x;
     let tile = group_id().x;
     let base = tile * TILE;
-    let local = tile_marks(dest, x, flags, base, n, MODE, ITEMS);
+    let local = tile_marks(dest, x, flags, base, n, MODE, FLAGS, ITEMS);
     tile_places(dest, group_inclusive_sum(s, local) - local, ITEMS);
     barrier();
     let kept_before = offsets[tile];
@@ -173,7 +189,7 @@ fn scatter_kept<T: Num, const MODE: u32, const INDICES: u32>(
 /// Pass 1 of the subgroup form: as [`count_kept`], with whole tiles loaded unguarded
 /// and the group's count combined by subgroups (one barrier).
 #[kernel]
-fn count_kept_subgroup<T: Num, const MODE: u32>(
+fn count_kept_subgroup<T: Num, const MODE: u32, const FLAGS: u32>(
     x: &[T],
     flags: &[u32],
     counts: &mut [u32],
@@ -185,13 +201,13 @@ fn count_kept_subgroup<T: Num, const MODE: u32>(
     let mut kept = 0u32;
     if n - base >= TILE {
         for r in 0..ITEMS {
-            kept += keep_mark(x, flags, base + r * GROUP + lid, MODE);
+            kept += keep_mark(x, flags, base + r * GROUP + lid, MODE, FLAGS);
         }
     } else {
         for r in 0..ITEMS {
             let i = base + r * GROUP + lid;
             if i < n {
-                kept += keep_mark(x, flags, i, MODE);
+                kept += keep_mark(x, flags, i, MODE, FLAGS);
             }
         }
     }
@@ -205,7 +221,13 @@ fn count_kept_subgroup<T: Num, const MODE: u32>(
 /// `BALLOT` is 1, for 32-lane subgroups; an exclusive subgroup sum elsewhere): no
 /// shared tile of marks, one barrier for the subgroups' counts.
 #[kernel]
-fn scatter_kept_subgroup<T: Num, const MODE: u32, const INDICES: u32, const BALLOT: u32>(
+fn scatter_kept_subgroup<
+    T: Num,
+    const MODE: u32,
+    const INDICES: u32,
+    const BALLOT: u32,
+    const FLAGS: u32,
+>(
     x: &[T],
     flags: &[u32],
     out: &mut [T],
@@ -230,14 +252,14 @@ fn scatter_kept_subgroup<T: Num, const MODE: u32, const INDICES: u32, const BALL
         for r in 0..ITEMS {
             let i = first + r * width;
             held[r] = x[i];
-            place[r] = keep_mark(x, flags, i, MODE);
+            place[r] = keep_mark(x, flags, i, MODE, FLAGS);
         }
     } else {
         for r in 0..ITEMS {
             let i = first + r * width;
             if i < n {
                 held[r] = x[i];
-                place[r] = keep_mark(x, flags, i, MODE);
+                place[r] = keep_mark(x, flags, i, MODE, FLAGS);
             }
         }
     }
@@ -291,7 +313,13 @@ fn scatter_kept_subgroup<T: Num, const MODE: u32, const INDICES: u32, const BALL
 /// and nothing waits for a count pass. The last tile writes the total kept to
 /// `total[0]`.
 #[kernel]
-fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
+fn select_single_pass<
+    T: Num,
+    const MODE: u32,
+    const INDICES: u32,
+    const SPAN: u32,
+    const FLAGS: u32,
+>(
     x: &[T],
     flags: &[u32],
     out: &mut [T],
@@ -317,7 +345,7 @@ fn select_single_pass<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u
             held[r] = x[i];
         }
     }
-    let local = tile_marks(dest, x, flags, base, n, MODE, SPAN);
+    let local = tile_marks(dest, x, flags, base, n, MODE, FLAGS, SPAN);
     let running = tile_places(dest, warp_inclusive_sum(s, local) - local, SPAN);
     // The last warp looks back: its last lane holds the tile's kept count.
     if lid >= GROUP - 32u32 {
@@ -372,25 +400,16 @@ fn run_lengths<T: Num>(
 
 /// The device's selection, in three passes: returns the number kept, after checking
 /// that `out` has room for them (`room` elements when `PARTITION`, which writes all).
-fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
+fn select_on_device<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
     queue: &impl AsStream,
     op: &'static str,
     input: &Buffer<T>,
-    flags: Option<&Buffer<u32>>,
+    flags: &impl KernelBuffer<u32>,
     out: &mut Buffer<T>,
     idx: Option<&mut Buffer<u32>>,
 ) -> Result<usize> {
     let n = index_len(op, input.len())?;
     let tiles = n.div_ceil(TILE);
-    // Operations without flags bind a placeholder that their mode never reads.
-    let placeholder;
-    let flags = match flags {
-        Some(f) => f,
-        None => {
-            placeholder = crate::scratch_filled(queue, 1, 0u32)?;
-            &placeholder
-        }
-    };
     // Without indices to write, a one-element placeholder is bound (never written).
     let indices_given = idx.is_some();
     let mut idx_placeholder;
@@ -407,15 +426,15 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     // three passes, which refuse them before anything is written.
     let room_for_all = out.len() >= input.len() && (!indices_given || idx.len() >= input.len());
     if MODE != PARTITION && room_for_all && single_pass_allowed(queue) {
-        return single_pass::<T, MODE, INDICES>(queue, op, input, flags, out, idx);
+        return single_pass::<T, MODE, INDICES, FLAGS>(queue, op, input, flags, out, idx);
     }
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
     let mut counts = crate::scratch_filled(queue, tiles as usize + 1, 0u32)?;
     let subgroups = subgroup_form_applies(queue);
     if subgroups {
-        count_kept_subgroup::launch::<T, MODE>(queue, groups, input, flags, &mut counts, n)?;
+        count_kept_subgroup::launch::<T, MODE, FLAGS>(queue, groups, input, flags, &mut counts, n)?;
     } else {
-        count_kept::launch::<T, MODE>(queue, groups, input, flags, &mut counts, n)?;
+        count_kept::launch::<T, MODE, FLAGS>(queue, groups, input, flags, &mut counts, n)?;
     }
     let offsets = exclusive_sum_of_counts(queue, counts)?;
     let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
@@ -430,13 +449,13 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32>(
     }
     let ballot = queue.device().info().caps.subgroup_size == Some([32, 32]);
     match (subgroups, ballot) {
-        (true, true) => scatter_kept_subgroup::launch::<T, MODE, INDICES, 1>(
+        (true, true) => scatter_kept_subgroup::launch::<T, MODE, INDICES, 1, FLAGS>(
             queue, groups, input, flags, out, idx, &offsets, n, tiles,
         )?,
-        (true, false) => scatter_kept_subgroup::launch::<T, MODE, INDICES, 0>(
+        (true, false) => scatter_kept_subgroup::launch::<T, MODE, INDICES, 0, FLAGS>(
             queue, groups, input, flags, out, idx, &offsets, n, tiles,
         )?,
-        _ => scatter_kept::launch::<T, MODE, INDICES>(
+        _ => scatter_kept::launch::<T, MODE, INDICES, FLAGS>(
             queue, groups, input, flags, out, idx, &offsets, n, tiles,
         )?,
     }
@@ -466,17 +485,19 @@ const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-subgroup"];
 /// each kept element loaded as it is moved instead of held from the start (0.54×: 32
 /// registers and 94 % occupancy instead of 48 and 60 %, but its loads are issued only
 /// after the look-back).
-fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
+fn single_pass<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
     queue: &impl AsStream,
     op: &str,
     input: &Buffer<T>,
-    flags: &Buffer<u32>,
+    flags: &impl KernelBuffer<u32>,
     out: &mut Buffer<T>,
     idx: &mut Buffer<u32>,
 ) -> Result<usize> {
     let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| match form {
-        0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }>(queue, input, flags, out, idx),
-        _ => single_pass_with::<T, MODE, INDICES, ITEMS>(queue, input, flags, out, idx),
+        0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }, FLAGS>(
+            queue, input, flags, out, idx,
+        ),
+        _ => single_pass_with::<T, MODE, INDICES, ITEMS, FLAGS>(queue, input, flags, out, idx),
     };
     let n = input.len();
     let form = choose_single_pass::<T>(queue, op, n, |i| run(i, out, idx).map(drop))?;
@@ -486,10 +507,16 @@ fn single_pass<T: Num, const MODE: u32, const INDICES: u32>(
 
 /// The single pass with `SPAN` elements per thread: zeroed status words and tile
 /// counter, one launch; returns the buffer the last tile writes the total kept to.
-fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32>(
+fn single_pass_with<
+    T: Num,
+    const MODE: u32,
+    const INDICES: u32,
+    const SPAN: u32,
+    const FLAGS: u32,
+>(
     queue: &impl AsStream,
     input: &Buffer<T>,
-    flags: &Buffer<u32>,
+    flags: &impl KernelBuffer<u32>,
     out: &mut Buffer<T>,
     idx: &mut Buffer<u32>,
 ) -> Result<Buffer<u32>> {
@@ -498,7 +525,7 @@ fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32
     let (mut status, mut counter) = look_back_state(queue, tiles)?;
     let mut total = queue.scratch::<u32>(1)?;
     let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
-    select_single_pass::launch::<T, MODE, INDICES, SPAN>(
+    select_single_pass::launch::<T, MODE, INDICES, SPAN, FLAGS>(
         queue,
         groups,
         input,
@@ -515,7 +542,8 @@ fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32
 
 /// Copies the elements of `input` whose flag is not zero to the start of `output`, in
 /// order, and returns how many. `output` needs room only for those; the rest of it is
-/// left as it was.
+/// left as it was. The flags are `u32` or `u8` ([`Flag`]; bytes move a quarter of the
+/// flags' bytes).
 ///
 /// ```
 /// use dotcompute::prelude::*;
@@ -525,12 +553,16 @@ fn single_pass_with<T: Num, const MODE: u32, const INDICES: u32, const SPAN: u32
 /// let mut y = d.alloc_filled::<u32>(3, 0)?;
 /// assert_eq!(dotcompute_ops::select::copy_if(&d, &x, &flags, &mut y)?, 3);
 /// assert_eq!(y.to_vec()?, [10, 13, 14]);
+/// // One byte a flag, as a `bool` array holds them.
+/// let bytes = d.upload(&[0u8, 1, 1, 0, 0])?;
+/// assert_eq!(dotcompute_ops::select::copy_if(&d, &x, &bytes, &mut y)?, 2);
+/// assert_eq!(y.to_vec()?[..2], [11, 12]);
 /// # Ok::<(), dotcompute::Error>(())
 /// ```
-pub fn copy_if<T: Num>(
+pub fn copy_if<T: Num, F: Flag>(
     queue: &impl AsStream,
     input: &Buffer<T>,
-    flags: &Buffer<u32>,
+    flags: &Buffer<F>,
     output: &mut Buffer<T>,
 ) -> Result<usize> {
     const OP: &str = "copy_if";
@@ -547,16 +579,22 @@ pub fn copy_if<T: Num>(
         let kept: Vec<T> = x
             .par_iter()
             .zip(f.par_iter())
-            .filter(|(_, &f)| f != 0)
+            .filter(|(_, &f)| f.is_set())
             .map(|(&v, _)| v)
             .collect();
         return write_prefix(OP, output, &kept);
     }
-    select_on_device::<T, COPY_IF, 0>(queue, OP, input, Some(flags), output, None)
+    let words = &F::words(flags);
+    if F::FORM == BYTE_FLAGS {
+        select_on_device::<T, COPY_IF, 0, BYTE_FLAGS>(queue, OP, input, words, output, None)
+    } else {
+        select_on_device::<T, COPY_IF, 0, WORD_FLAGS>(queue, OP, input, words, output, None)
+    }
 }
 
 /// Stable partition: the elements whose flag is not zero, in order, then the others,
-/// in order, into `output` (as long as `input`); returns how many were selected.
+/// in order, into `output` (as long as `input`); returns how many were selected. The
+/// flags are `u32` or `u8` ([`Flag`]).
 ///
 /// ```
 /// use dotcompute::prelude::*;
@@ -568,10 +606,10 @@ pub fn copy_if<T: Num>(
 /// assert_eq!(y.to_vec()?, [2.5, 4.5, 1.5, 3.5]);
 /// # Ok::<(), dotcompute::Error>(())
 /// ```
-pub fn partition<T: Num>(
+pub fn partition<T: Num, F: Flag>(
     queue: &impl AsStream,
     input: &Buffer<T>,
-    flags: &Buffer<u32>,
+    flags: &Buffer<F>,
     output: &mut Buffer<T>,
 ) -> Result<usize> {
     const OP: &str = "partition";
@@ -589,7 +627,7 @@ pub fn partition<T: Num>(
         let pick = |keep: bool| -> Vec<T> {
             x.par_iter()
                 .zip(f.par_iter())
-                .filter(|p| (*p.1 != 0) == keep)
+                .filter(|p| p.1.is_set() == keep)
                 .map(|p| *p.0)
                 .collect()
         };
@@ -601,7 +639,12 @@ pub fn partition<T: Num>(
         })?;
         return Ok(count);
     }
-    select_on_device::<T, PARTITION, 0>(queue, OP, input, Some(flags), output, None)
+    let words = &F::words(flags);
+    if F::FORM == BYTE_FLAGS {
+        select_on_device::<T, PARTITION, 0, BYTE_FLAGS>(queue, OP, input, words, output, None)
+    } else {
+        select_on_device::<T, PARTITION, 0, WORD_FLAGS>(queue, OP, input, words, output, None)
+    }
 }
 
 /// Copies the first element of every run of equal consecutive elements (by `==`: a
@@ -631,7 +674,8 @@ pub fn unique<T: Num>(
         x.dedup();
         return write_prefix(OP, output, &x);
     }
-    select_on_device::<T, UNIQUE, 0>(queue, OP, input, None, output, None)
+    let no_flags = no_flags(queue)?;
+    select_on_device::<T, UNIQUE, 0, WORD_FLAGS>(queue, OP, input, &no_flags, output, None)
 }
 
 /// Run-length encoding: for every run of equal consecutive elements (as [`unique`]),
@@ -678,8 +722,15 @@ pub fn run_length_encode<T: Num>(
     // The run starts (indices of the unique elements), then the lengths between them.
     let mut heads = queue.scratch::<T>(input.len())?;
     let mut starts = queue.scratch::<u32>(input.len())?;
-    let runs =
-        select_on_device::<T, UNIQUE, 1>(queue, OP, input, None, &mut heads, Some(&mut starts))?;
+    let no_flags = no_flags(queue)?;
+    let runs = select_on_device::<T, UNIQUE, 1, WORD_FLAGS>(
+        queue,
+        OP,
+        input,
+        &no_flags,
+        &mut heads,
+        Some(&mut starts),
+    )?;
     check_room(OP, values.len(), runs)?;
     check_room(OP, counts.len(), runs)?;
     run_lengths::launch::<T>(
@@ -693,6 +744,58 @@ pub fn run_length_encode<T: Num>(
         n,
     )?;
     Ok(runs)
+}
+
+/// The flags argument of operations without flags (`UNIQUE`, which never reads it).
+fn no_flags(queue: &impl AsStream) -> Result<Buffer<u32>> {
+    crate::scratch_filled(queue, 1, 0u32)
+}
+
+/// The element type of a flags buffer: `u32` (a word a flag) or `u8` (a byte a flag, as
+/// a `bool` array holds them, and as CUB's selection benchmark passes them: a quarter of
+/// the flags' traffic). Any flag that is not zero selects its element.
+pub trait Flag: Element + private::Sealed {
+    /// Whether the flag selects its element (it is not zero).
+    fn is_set(self) -> bool;
+    /// The flags as the kernels read them (`flags: &[u32]`).
+    #[doc(hidden)]
+    type Words<'a>: KernelBuffer<u32>
+    where
+        Self: 'a;
+    /// How [`Flag::Words`] holds them: `WORD_FLAGS` or `BYTE_FLAGS`.
+    #[doc(hidden)]
+    const FORM: u32;
+    #[doc(hidden)]
+    fn words(flags: &Buffer<Self>) -> Self::Words<'_>;
+}
+
+impl Flag for u32 {
+    fn is_set(self) -> bool {
+        self != 0
+    }
+    type Words<'a> = BufferView<'a, u32>;
+    const FORM: u32 = WORD_FLAGS;
+    fn words(flags: &Buffer<u32>) -> BufferView<'_, u32> {
+        flags.view()
+    }
+}
+
+impl Flag for u8 {
+    fn is_set(self) -> bool {
+        self != 0
+    }
+    type Words<'a> = ByteWords<'a>;
+    const FORM: u32 = BYTE_FLAGS;
+    fn words(flags: &Buffer<u8>) -> ByteWords<'_> {
+        flags.as_words()
+    }
+}
+
+/// Only this module's flag types.
+mod private {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u8 {}
 }
 
 fn check_room(op: &'static str, room: usize, needed: usize) -> Result<()> {
@@ -723,8 +826,9 @@ mod tests {
     /// CUDA, so this is what a machine without it can check).
     #[test]
     fn the_single_pass_builds_for_copy_if_and_unique() {
-        select_single_pass::ir::<u32, COPY_IF, 0, ITEMS>().unwrap();
-        select_single_pass::ir::<f64, COPY_IF, 1, { 2 * ITEMS }>().unwrap();
-        select_single_pass::ir::<i32, UNIQUE, 0, ITEMS>().unwrap();
+        select_single_pass::ir::<u32, COPY_IF, 0, ITEMS, WORD_FLAGS>().unwrap();
+        select_single_pass::ir::<u32, COPY_IF, 0, ITEMS, BYTE_FLAGS>().unwrap();
+        select_single_pass::ir::<f64, COPY_IF, 1, { 2 * ITEMS }, WORD_FLAGS>().unwrap();
+        select_single_pass::ir::<i32, UNIQUE, 0, ITEMS, WORD_FLAGS>().unwrap();
     }
 }

@@ -5,7 +5,7 @@
 
 use super::memory::{versus_copy, CopyRef, COPY};
 use super::{measure_all, Bench, Ctx, Figure, Res, Stats, Unit};
-use dotcompute::BackendKind;
+use dotcompute::{BackendKind, Buffer};
 use dotcompute_ops::{histogram, reduce, scan, select, softmax, sort, transpose, Order, ReduceOp};
 
 pub fn benches() -> Vec<Bench> {
@@ -283,9 +283,8 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
     }
     drop(out);
 
-    // copy-if with half the flags set (one in two at random): the figure is elements
-    // per second against the copy's, so bytes are counted as the copy's (its flags and
-    // the kept half written are extra traffic the operation pays for).
+    // copy-if with half the flags set (one in two at random), in words and in bytes (as
+    // a `bool` array holds them, and as CUB's selection benchmark passes them).
     let flags: Vec<u32> = (0..n).map(|_| rng.u32(..2)).collect();
     let want: Vec<u32> = keys
         .iter()
@@ -293,22 +292,53 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
         .filter(|p| *p.1 != 0)
         .map(|p| *p.0)
         .collect();
-    let df = d.upload(&flags).map_err(s)?;
-    drop(flags);
-    let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
+    drop(keys);
     // Selection has the scan's forms but its narrow three passes and quads (pinning those
     // names would measure its default three passes again under another label).
-    let selection_forms = forms.iter().filter(|(form, _)| {
-        let scan_only = form.ends_with("-vec4")
-            || (form.starts_with("three-pass") && form.ends_with("-narrow"));
-        !scan_only && parts.contains(&"copy-if")
-    });
-    for &(form, about) in selection_forms {
-        ctx.step(&format!("copy-if {} u32, 50% kept, {form}", label(n)));
+    let selection_forms: Vec<(&str, &str)> = forms
+        .iter()
+        .copied()
+        .filter(|(form, _)| {
+            let scan_only = form.ends_with("-vec4")
+                || (form.starts_with("three-pass") && form.ends_with("-narrow"));
+            !scan_only && parts.contains(&"copy-if")
+        })
+        .collect();
+    if !selection_forms.is_empty() {
+        let bytes: Vec<u8> = flags.iter().map(|&f| f as u8).collect();
+        figs.extend(copy_if_figures(ctx, &dk, &flags, &want, &selection_forms)?);
+        figs.extend(copy_if_figures(ctx, &dk, &bytes, &want, &selection_forms)?);
+    }
+    Ok(figs)
+}
+
+/// Copy-if of `dk` by `flags` (`u32` or `u8`) in each of `forms`, against a copy of as
+/// many 4-byte elements: the figure is elements per second against the copy's, so bytes
+/// are counted as the copy's (the flags and the kept elements written are traffic the
+/// operation pays for). Every run's result is checked against `want`.
+fn copy_if_figures<F: select::Flag>(
+    ctx: &Ctx,
+    dk: &Buffer<u32>,
+    flags: &[F],
+    want: &[u32],
+    forms: &[(&str, &str)],
+) -> Res<Vec<Figure>> {
+    let (d, s, n) = (ctx.device, super::s, dk.len());
+    let copy_bytes = CopyRef::bytes(n);
+    let df = d.upload(flags).map_err(s)?;
+    let mut out = d.alloc_filled(n, 0u32).map_err(s)?;
+    let flag_type = std::any::type_name::<F>();
+    let mut figs = Vec::new();
+    for &(form, about) in forms {
+        let what = format!(
+            "copy-if {} u32, {flag_type} flags, 50% kept, {form}",
+            label(n)
+        );
+        ctx.step(&what);
         let mut kept = 0;
         let times: [Stats; 2] = versus_copy(ctx, n, || {
             kept = dotcompute_ops::tune::with_candidate(form, || {
-                select::copy_if(d, &dk, &df, &mut out)
+                select::copy_if(d, dk, &df, &mut out)
             })
             .map_err(s)?;
             Ok(())
@@ -316,28 +346,22 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
         .map(|(a, b)| [a, b])?;
         if kept != want.len() || out.to_vec().map_err(s)?[..kept] != want[..] {
             return Err(format!(
-                "copy-if ({form}) kept {kept}, expected {}, or a wrong element",
+                "{what}: kept {kept}, expected {}, or a wrong element",
                 want.len()
             ));
         }
         figs.push(
-            ctx.figure(
-                "ops",
-                format!("copy-if {} u32, 50% kept, {form}", label(n)),
-                n as f64,
-                Unit::GBs,
-            )
-            .ours(
-                &format!("dotcompute_ops::select::copy_if ({about})"),
-                copy_bytes,
-                times[0].clone(),
-            )
-            .against(COPY, copy_bytes, times[1].clone())
-            .target("≥ 0.8 (elements per second against the copy's)")
-            .build(),
+            ctx.figure("ops", what, n as f64, Unit::GBs)
+                .ours(
+                    &format!("dotcompute_ops::select::copy_if ({about}, {flag_type} flags)"),
+                    copy_bytes,
+                    times[0].clone(),
+                )
+                .against(COPY, copy_bytes, times[1].clone())
+                .target("≥ 0.8 (elements per second against the copy's)")
+                .build(),
         );
     }
-    drop((df, out, want));
     Ok(figs)
 }
 

@@ -1,7 +1,7 @@
 //! Compaction and selection against plain Rust.
 
 use crate::common::{devices, seed, selection_forms, sizes};
-use dotcompute_ops::select::{copy_if, partition, run_length_encode, unique};
+use dotcompute_ops::select::{copy_if, partition, run_length_encode, unique, Flag};
 use dotcompute_ops::tune;
 
 /// Keep fractions: none, a few, half, most, all.
@@ -42,25 +42,43 @@ fn copy_if_and_partition_of_every_size(d: dotcompute::Device, seed: u64, form: &
             .collect();
         let mut want_part = want_kept.clone();
         want_part.extend(x.iter().zip(&flags).filter(|p| *p.1 == 0).map(|p| *p.0));
-        let (dx, df) = (d.upload(&x).unwrap(), d.upload(&flags).unwrap());
-        let mut kept = d.alloc_filled(n + 3, 0xDEAD_BEEFu32).unwrap();
-        let count = copy_if(&d, &dx, &df, &mut kept).unwrap();
         let label = format!("{} {form} n={n} keep {keep}/1000 seed {seed}", d.label());
-        assert_eq!(count, want_kept.len(), "{label}");
-        let got = kept.to_vec().unwrap();
-        assert_eq!(got[..count], want_kept[..], "{label}");
-        assert!(
-            got[count..].iter().all(|&v| v == 0xDEAD_BEEF),
-            "{label}: wrote past the kept"
-        );
-        let mut part = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
-        assert_eq!(
-            partition(&d, &dx, &df, &mut part).unwrap(),
-            count,
-            "{label}"
-        );
-        assert_eq!(part.to_vec().unwrap(), want_part, "{label}");
+        let dx = d.upload(&x).unwrap();
+        check_selection(&d, &dx, &flags, &want_kept, &want_part, &label);
+        // The same flags as bytes (any non-zero byte keeps).
+        let bytes: Vec<u8> = flags
+            .iter()
+            .map(|&f| (f % 255) as u8 + u8::from(f != 0))
+            .collect();
+        let label = format!("{label}, byte flags");
+        check_selection(&d, &dx, &bytes, &want_kept, &want_part, &label);
     }
+}
+
+/// Copy-if and partition of `x` by `flags` against the expected results, into outputs
+/// poisoned past what they should receive.
+fn check_selection<F: Flag>(
+    d: &dotcompute::Device,
+    dx: &dotcompute::Buffer<u32>,
+    flags: &[F],
+    want_kept: &[u32],
+    want_part: &[u32],
+    label: &str,
+) {
+    let n = dx.len();
+    let df = d.upload(flags).unwrap();
+    let mut kept = d.alloc_filled(n + 3, 0xDEAD_BEEFu32).unwrap();
+    let count = copy_if(d, dx, &df, &mut kept).unwrap();
+    assert_eq!(count, want_kept.len(), "{label}");
+    let got = kept.to_vec().unwrap();
+    assert_eq!(got[..count], want_kept[..], "{label}");
+    assert!(
+        got[count..].iter().all(|&v| v == 0xDEAD_BEEF),
+        "{label}: wrote past the kept"
+    );
+    let mut part = d.alloc_filled(n, 0xDEAD_BEEFu32).unwrap();
+    assert_eq!(partition(d, dx, &df, &mut part).unwrap(), count, "{label}");
+    assert_eq!(part.to_vec().unwrap(), want_part, "{label}");
 }
 
 #[test]
@@ -153,6 +171,14 @@ fn short_outputs_and_mismatched_flags_are_errors_that_write_nothing() {
         let mut out = d.alloc::<u32>(10_000).unwrap();
         let e = copy_if(&d, &x, &few_flags, &mut out).unwrap_err();
         assert!(e.to_string().contains("flags have 3"), "{e}");
+        // Byte flags: counted in bytes, not in the words a kernel reads them as.
+        let few_bytes = d.upload(&[1u8; 9_999]).unwrap();
+        let e = partition(&d, &x, &few_bytes, &mut out).unwrap_err();
+        assert!(e.to_string().contains("flags have 9999"), "{e}");
+        let bytes = d.upload(&vec![1u8; 10_000]).unwrap();
+        let e = copy_if(&d, &x, &bytes, &mut short).unwrap_err();
+        assert!(e.to_string().contains("9999"), "{e}");
+        assert!(short.to_vec().unwrap().iter().all(|&v| v == 7));
         let mut counts = d.alloc_filled(3, 7u32).unwrap();
         let e = run_length_encode(&d, &x, &mut out, &mut counts).unwrap_err();
         assert!(e.to_string().contains("room for 3"), "{e}");

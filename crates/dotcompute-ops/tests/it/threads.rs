@@ -8,7 +8,7 @@ use dotcompute_ops::transpose::transpose;
 use dotcompute_ops::{tune, Order, ReduceOp};
 
 /// 16 threads share one device, each sorting (every algorithm in turn), scanning,
-/// reducing, compacting, transposing (both tile orders) and taking row softmaxes of its
+/// reducing, compacting (flags in words or bytes), transposing (both tile orders) and taking row softmaxes of its
 /// own data on the device or on its own stream, dropping buffers as it goes: every
 /// result is checked.
 #[test]
@@ -62,11 +62,16 @@ fn sixteen_threads_share_a_device_with_no_wrong_result() {
                         let last = ex[n - 1].wrapping_add(want[n - 1].0);
                         assert_eq!(last, total, "{} thread {t} round {round}", d.label());
                         assert_eq!(total, keys.iter().sum::<u32>(), "{} thread {t}", d.label());
-                        // Copy-if of the odd keys into room for all (CUDA's single pass).
+                        // Copy-if of the odd keys into room for all (CUDA's single pass),
+                        // the flags in words and in bytes by turns.
                         let flags: Vec<u32> = want.iter().map(|p| p.0 & 1).collect();
-                        let df = d.upload(&flags).unwrap();
                         let mut kept = d.alloc_filled(n, u32::MAX).unwrap();
-                        let count = copy_if(&d, &dk, &df, &mut kept).unwrap();
+                        let count = if round % 3 == 0 {
+                            let bytes: Vec<u8> = flags.iter().map(|&f| f as u8).collect();
+                            copy_if(&d, &dk, &d.upload(&bytes).unwrap(), &mut kept).unwrap()
+                        } else {
+                            copy_if(&d, &dk, &d.upload(&flags).unwrap(), &mut kept).unwrap()
+                        };
                         let odd: Vec<u32> =
                             want.iter().map(|p| p.0).filter(|k| k & 1 == 1).collect();
                         let kept = kept.to_vec().unwrap();
