@@ -48,33 +48,51 @@ const GROUP_CHOICES: [(&str, u32, bool); 4] = [
     ("1024 groups, 16 copies", 1024, true),
 ];
 /// The byte histogram's first candidates (the first is its default): counts by byte
-/// value in 16 or 32 copies ([`histogram_byte_values`]) in a number of groups, fixed or
-/// so many per compute unit ([`GroupCount`]).
-const BYTE_VALUE_CHOICES: [(&str, u32, GroupCount); 5] = [
+/// value in 16 or 32 copies (log2 of it) with 2 or 4 quads loaded at once
+/// ([`histogram_byte_values`]) in a number of groups, fixed or so many per compute unit
+/// ([`GroupCount`]).
+const BYTE_VALUE_CHOICES: [(&str, u32, u32, GroupCount); 7] = [
     (
         "byte values, 16 copies, 1024 groups",
         4,
+        2,
         GroupCount::Fixed(1024),
     ),
     (
         "byte values, 16 copies, 2048 groups",
         4,
+        2,
         GroupCount::Fixed(2048),
     ),
     (
         "byte values, 32 copies, 512 groups",
         5,
+        2,
         GroupCount::Fixed(512),
     ),
     (
         "byte values, 32 copies, 4 groups a unit",
         5,
+        2,
         GroupCount::PerUnit(4, 512),
     ),
     (
         "byte values, 16 copies, 8 groups a unit",
         4,
+        2,
         GroupCount::PerUnit(8, 1024),
+    ),
+    (
+        "byte values, 32 copies, 4 groups a unit, 4 loads at once",
+        5,
+        4,
+        GroupCount::PerUnit(4, 512),
+    ),
+    (
+        "byte values, 16 copies, 2048 groups, 4 loads at once",
+        4,
+        4,
+        GroupCount::Fixed(2048),
     ),
 ];
 
@@ -482,10 +500,11 @@ fn count_quad_values(local: &mut [u32], q: Vec4<u32>, log_copies: u32, copy: u32
 /// Byte samples counted by value in `1 << LOG_COPIES` copies of 256 counters: 16 copies
 /// (16 KiB of shared memory; lanes `t` and `t + 16` share a copy) or 32 (32 KiB: every
 /// lane of a 32-wide subgroup has its own bank, whatever the bytes). Counts the whole
-/// quads of the `n` bytes (16 bytes a load, two in flight), then the words after them,
-/// then folds the counts into the bins.
+/// quads of the `n` bytes (16 bytes a load, `DEPTH` = 2 or 4 loads in flight), then the
+/// words after them, then folds the counts into the bins. Nsight Compute (H200,
+/// 2026-11-29) put half of two in flight's cycles waiting for loads.
 #[kernel]
-fn histogram_byte_values<const LOG_COPIES: u32>(
+fn histogram_byte_values<const LOG_COPIES: u32, const DEPTH: u32>(
     quads: &[Vec4<u32>],
     words: &[u32],
     hist: &mut [u32],
@@ -502,6 +521,19 @@ fn histogram_byte_values<const LOG_COPIES: u32>(
     let copy = local_id().x % copies;
     let stride = GROUP * num_groups().x;
     let mut i = global_id().x;
+    if DEPTH == 4 {
+        while i + 3 * stride < quads.len() {
+            let q0 = quads[i];
+            let q1 = quads[i + stride];
+            let q2 = quads[i + 2 * stride];
+            let q3 = quads[i + 3 * stride];
+            count_quad_values(local, q0, log_copies, copy);
+            count_quad_values(local, q1, log_copies, copy);
+            count_quad_values(local, q2, log_copies, copy);
+            count_quad_values(local, q3, log_copies, copy);
+            i += 4 * stride;
+        }
+    }
     while i + stride < quads.len() {
         let q0 = quads[i];
         let q1 = quads[i + stride];
@@ -804,19 +836,17 @@ pub fn histogram_even_u8(
     // The byte-value forms first: the first is the default.
     let names = names_before_groups(BYTE_VALUE_CHOICES.iter().map(|c| c.0));
     run_tuned(queue, OP, "u8", words, &names, hist, |hist, i| {
-        if let (Some(&(_, log_copies, groups)), Some(quads)) =
+        if let (Some(&(_, log_copies, depth, groups)), Some(quads)) =
             (BYTE_VALUE_CHOICES.get(i), samples.as_word_quads())
         {
             let l = launch(n / 16, groups.count(queue));
             let words = &samples.as_words();
-            return if log_copies == 4 {
-                histogram_byte_values::launch::<4>(
-                    queue, l, &quads, words, hist, n, lower, upper, width, shift,
-                )
-            } else {
-                histogram_byte_values::launch::<5>(
-                    queue, l, &quads, words, hist, n, lower, upper, width, shift,
-                )
+            let args = (lower, upper, width, shift);
+            return match (log_copies, depth) {
+                (4, 2) => byte_values::<4, 2>(queue, l, &quads, words, hist, n, args),
+                (4, _) => byte_values::<4, 4>(queue, l, &quads, words, hist, n, args),
+                (_, 2) => byte_values::<5, 2>(queue, l, &quads, words, hist, n, args),
+                _ => byte_values::<5, 4>(queue, l, &quads, words, hist, n, args),
             };
         }
         let (groups, copies) = group_choice(i, BYTE_VALUE_CHOICES.len(), bins);
@@ -847,6 +877,21 @@ pub fn histogram_even_u8(
             copies,
         )
     })
+}
+
+/// One launch of [`histogram_byte_values`]; `args` are its `lower, upper, width, shift`.
+fn byte_values<const LOG_COPIES: u32, const DEPTH: u32>(
+    queue: &impl AsStream,
+    l: Launch,
+    quads: &dotcompute::ByteQuads<'_>,
+    words: &dotcompute::ByteWords<'_>,
+    hist: &mut Buffer<u32>,
+    n: u32,
+    (lower, upper, width, shift): (u32, u32, u32, u32),
+) -> Result<()> {
+    histogram_byte_values::launch::<LOG_COPIES, DEPTH>(
+        queue, l, quads, words, hist, n, lower, upper, width, shift,
+    )
 }
 
 /// The bin of every byte sample (the bins of [`histogram_even_u8`]), or [`NO_BIN`].

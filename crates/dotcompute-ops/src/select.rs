@@ -21,8 +21,8 @@
 //! written, and a short output is `Error::Range` with both numbers.
 
 use crate::scan::{
-    choose_single_pass, exclusive_sum_of_counts, group_inclusive_sum, look_back_state,
-    single_pass_allowed, store_group_total, take_tile, warp_inclusive_sum, warp_look_back,
+    exclusive_sum_of_counts, group_inclusive_sum, look_back_state, single_pass_allowed,
+    store_group_total, take_tile, warp_inclusive_sum, warp_look_back, SINGLE_PASS_FORMS,
 };
 use crate::{index_len, invalid, padded, GROUP};
 use dotcompute::prelude::*;
@@ -199,7 +199,9 @@ fn count_kept_subgroup<T: Num, const MODE: u32, const FLAGS: u32>(
     let lid = local_id().x;
     let base = group_id().x * TILE;
     let mut kept = 0u32;
-    if n - base >= TILE {
+    if FLAGS == BYTE_FLAGS && MODE != UNIQUE {
+        kept = set_flag_bytes(flags, base, n);
+    } else if n - base >= TILE {
         for r in 0..ITEMS {
             kept += keep_mark(x, flags, base + r * GROUP + lid, MODE, FLAGS);
         }
@@ -213,6 +215,31 @@ fn count_kept_subgroup<T: Num, const MODE: u32, const FLAGS: u32>(
     }
     // Operation 0 is the sum.
     store_group_total(s, kept, counts, 0u32, 0u32);
+}
+
+/// This thread's share of the set flags of tile `base..base + TILE` (those below `n`)
+/// when the flags are bytes: whole words of four, coalesced, each counted at once (a
+/// byte's bits folded into its lowest, then one population count), where a flag at a
+/// time would take four loads for each word.
+#[kernel_fn]
+fn set_flag_bytes(flags: &[u32], base: u32, n: u32) -> u32 {
+    let lid = local_id().x;
+    let mut kept = 0u32;
+    for r in 0..TILE / 4 / GROUP {
+        let first = base + 4 * (r * GROUP + lid);
+        if first < n {
+            let mut w = flags[first / 4];
+            // Bytes past `n` are not flags.
+            if n - first < 4 {
+                w &= (1u32 << (8 * (n - first))) - 1;
+            }
+            w |= w >> 4;
+            w |= w >> 2;
+            w |= w >> 1;
+            kept += (w & 0x0101_0101).count_ones();
+        }
+    }
+    kept
 }
 
 /// Pass 3 of the subgroup form: as [`scatter_kept`], but each subgroup takes a run of
@@ -408,8 +435,7 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u3
     out: &mut Buffer<T>,
     idx: Option<&mut Buffer<u32>>,
 ) -> Result<usize> {
-    let n = index_len(op, input.len())?;
-    let tiles = n.div_ceil(TILE);
+    index_len(op, input.len())?;
     // Without indices to write, a one-element placeholder is bound (never written).
     let indices_given = idx.is_some();
     let mut idx_placeholder;
@@ -420,14 +446,30 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u3
             &mut idx_placeholder
         }
     };
-    let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
     // The single pass (CUDA) writes before the count is known, so it takes copy-if and
     // unique only where the outputs have room for every element; short outputs take the
     // three passes, which refuse them before anything is written.
     let room_for_all = out.len() >= input.len() && (!indices_given || idx.len() >= input.len());
     if MODE != PARTITION && room_for_all && single_pass_allowed(queue) {
-        return single_pass::<T, MODE, INDICES, FLAGS>(queue, op, input, flags, out, idx);
+        return tuned::<T, MODE, INDICES, FLAGS>(queue, op, input, flags, out, idx, indices_given);
     }
+    three_passes::<T, MODE, INDICES, FLAGS>(queue, op, input, flags, out, idx, indices_given)
+}
+
+/// The three passes (count, scan, scatter): returns the number kept, after checking that
+/// `out` (and `idx` when `indices_given`) has room for them.
+fn three_passes<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
+    queue: &impl AsStream,
+    op: &'static str,
+    input: &Buffer<T>,
+    flags: &impl KernelBuffer<u32>,
+    out: &mut Buffer<T>,
+    idx: &mut Buffer<u32>,
+    indices_given: bool,
+) -> Result<usize> {
+    let n = input.len() as u32;
+    let tiles = n.div_ceil(TILE);
+    let groups = Launch::threads(tiles as usize * GROUP as usize).group(GROUP);
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
     let mut counts = crate::scratch_filled(queue, tiles as usize + 1, 0u32)?;
     let subgroups = subgroup_form_applies(queue);
@@ -477,33 +519,82 @@ fn subgroup_form_applies(queue: &impl AsStream) -> bool {
 /// tile, and the subgroup form (the scan's names for its own two forms).
 const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-subgroup"];
 
-/// The single pass in the form the tuner chooses (the scan's forms: wide tiles hold
-/// twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28 `u32` on an H200,
-/// 2026-11-27; narrow ones `ITEMS`), then the total kept. Measured and dropped (H200,
+/// Where a single pass may run (CUDA, outputs with room for every element): the form the
+/// tuner chooses of [`SELECTION_FORMS`], the single pass's two (the scan's forms: wide
+/// tiles hold twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28 `u32` on
+/// an H200, 2026-11-27; narrow ones `ITEMS`) or the three passes with subgroups (with
+/// byte flags on an H200, 2026-11-29, 0.73× of a copy against the single pass's 0.66×:
+/// the look-back's wait weighs more once the flags are smaller); returns the number
+/// kept. The tuner keeps a choice per flag layout. Measured and dropped (H200,
 /// 2026-11-29, `docs/benchmarks.md`): tiles of four times `ITEMS` (0.59× against
 /// 0.62×), ranks from warp ballots instead of the shared tile (0.51× and 0.53×), and
 /// each kept element loaded as it is moved instead of held from the start (0.54×: 32
 /// registers and 94 % occupancy instead of 48 and 60 %, but its loads are issued only
 /// after the look-back).
-fn single_pass<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
+fn tuned<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
     queue: &impl AsStream,
-    op: &str,
+    op: &'static str,
     input: &Buffer<T>,
     flags: &impl KernelBuffer<u32>,
     out: &mut Buffer<T>,
     idx: &mut Buffer<u32>,
+    indices_given: bool,
 ) -> Result<usize> {
-    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| match form {
-        0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }, FLAGS>(
-            queue, input, flags, out, idx,
-        ),
-        _ => single_pass_with::<T, MODE, INDICES, ITEMS, FLAGS>(queue, input, flags, out, idx),
+    let run = |form: usize, out: &mut Buffer<T>, idx: &mut Buffer<u32>| {
+        let total = match form {
+            0 => single_pass_with::<T, MODE, INDICES, { 2 * ITEMS }, FLAGS>(
+                queue, input, flags, out, idx,
+            )?,
+            1 => single_pass_with::<T, MODE, INDICES, ITEMS, FLAGS>(queue, input, flags, out, idx)?,
+            _ => {
+                return three_passes::<T, MODE, INDICES, FLAGS>(
+                    queue,
+                    op,
+                    input,
+                    flags,
+                    out,
+                    idx,
+                    indices_given,
+                )
+            }
+        };
+        Ok(queue.read_buffer(&total)?[0] as usize)
     };
     let n = input.len();
-    let form = choose_single_pass::<T>(queue, op, n, |i| run(i, out, idx).map(drop))?;
-    let total = run(form, out, idx)?;
-    Ok(queue.read_buffer(&total)?[0] as usize)
+    // The three passes' subgroup form competes where the device has subgroups.
+    let forms = if subgroup_form_applies(queue) {
+        &SELECTION_FORMS[..]
+    } else {
+        &SELECTION_FORMS[..2]
+    };
+    let what = format!(
+        "{:?}, {} flags",
+        <T as Element>::TYPE,
+        FLAG_LAYOUTS[FLAGS as usize]
+    );
+    let key = crate::tune::key(queue, op, &what, n);
+    let form = crate::tune::choose_on(
+        queue,
+        &key,
+        n,
+        forms,
+        |i| run(i, out, idx).map(drop),
+        || queue.device().synchronize(),
+    )?;
+    run(form, out, idx)
 }
+
+/// The forms [`tuned`] chooses from, by the names `tune::with_candidate` pins: the single
+/// pass's two ([`SINGLE_PASS_FORMS`]), then the three passes with subgroups.
+const SELECTION_FORMS: [&str; 3] = [
+    SINGLE_PASS_FORMS[0],
+    SINGLE_PASS_FORMS[1],
+    THREE_PASS_FORMS[1],
+];
+
+/// The flag layouts by name, as the tuner's keys tell them apart (`WORD_FLAGS`,
+/// `BYTE_FLAGS`).
+const FLAG_LAYOUTS: [&str; 2] = ["word", "byte"];
 
 /// The single pass with `SPAN` elements per thread: zeroed status words and tile
 /// counter, one launch; returns the buffer the last tile writes the total kept to.

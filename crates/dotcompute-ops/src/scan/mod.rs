@@ -19,7 +19,7 @@ use dotcompute::{AsStream, Buffer, Result};
 mod look_back;
 mod subgroup;
 pub(crate) use look_back::{
-    choose_single_pass, look_back_state, single_pass_allowed, take_tile, warp_look_back,
+    look_back_state, single_pass_allowed, take_tile, warp_look_back, SINGLE_PASS_FORMS,
 };
 use look_back::{single_pass, single_pass_applies};
 pub(crate) use subgroup::store_group_total;

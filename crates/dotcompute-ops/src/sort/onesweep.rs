@@ -270,6 +270,14 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             }
         }
     }
+    // The values wait in shared memory, in input order, through the ranking and the
+    // look-back: held in registers there they keep the SM to 3 groups (80 registers a
+    // thread).
+    if PAIRS == 1 {
+        for j in 0..ITEMS {
+            value_stage[warp * WARP_KEYS + j * WIDTH + lane] = vals[j];
+        }
+    }
     // 1. Ranks within the subgroup, in input order. Digits and destinations are computed
     // again where needed rather than kept: registers bound the groups an SM holds (114 a
     // thread with them kept: 2 groups).
@@ -332,6 +340,13 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
             rank[j] += first_of[d] + hist[warp * RADIX + d];
             stage[rank[j]] = held[j];
+        }
+    }
+    // Each thread takes its values back before the barrier after which they are written
+    // to their ranked places.
+    if PAIRS == 1 {
+        for j in 0..ITEMS {
+            vals[j] = value_stage[warp * WARP_KEYS + j * WIDTH + lane];
         }
     }
     barrier();

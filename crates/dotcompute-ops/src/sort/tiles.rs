@@ -175,6 +175,14 @@ fn tile_scatter<
                 }
             }
         }
+        // The values wait in shared memory, in input order, while the keys are ranked:
+        // held in registers through the ranking they cost the SM a group (88 registers
+        // a thread, 2 groups an SM on CUDA).
+        if PAIRS == 1 {
+            for j in 0..ITEMS {
+                value_stage[warp * WARP_KEYS + j * WIDTH + lane] = vals[j];
+            }
+        }
         // 1. Ranks within the subgroup, in input order (as in `onesweep_pass`).
         let mut rank = [0u32; ITEMS as usize];
         for j in 0..ITEMS {
@@ -192,6 +200,13 @@ fn tile_scatter<
         // staged `i` of digit `d` (`i >= first`).
         out_base[lid] = next - first;
         next += count;
+        // Each thread takes its values back before the barrier after which they are
+        // written to their ranked places.
+        if PAIRS == 1 {
+            for j in 0..ITEMS {
+                vals[j] = value_stage[warp * WARP_KEYS + j * WIDTH + lane];
+            }
+        }
         barrier();
         // 3. The tile's keys (and values) in digit order in shared memory.
         for j in 0..ITEMS {
