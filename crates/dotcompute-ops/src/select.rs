@@ -199,9 +199,7 @@ fn count_kept_subgroup<T: Num, const MODE: u32, const FLAGS: u32>(
     let lid = local_id().x;
     let base = group_id().x * TILE;
     let mut kept = 0u32;
-    if FLAGS == BYTE_FLAGS && MODE != UNIQUE {
-        kept = set_flag_bytes(flags, base, n);
-    } else if n - base >= TILE {
+    if n - base >= TILE {
         for r in 0..ITEMS {
             kept += keep_mark(x, flags, base + r * GROUP + lid, MODE, FLAGS);
         }
@@ -215,31 +213,6 @@ fn count_kept_subgroup<T: Num, const MODE: u32, const FLAGS: u32>(
     }
     // Operation 0 is the sum.
     store_group_total(s, kept, counts, 0u32, 0u32);
-}
-
-/// This thread's share of the set flags of tile `base..base + TILE` (those below `n`)
-/// when the flags are bytes: whole words of four, coalesced, each counted at once (a
-/// byte's bits folded into its lowest, then one population count), where a flag at a
-/// time would take four loads for each word.
-#[kernel_fn]
-fn set_flag_bytes(flags: &[u32], base: u32, n: u32) -> u32 {
-    let lid = local_id().x;
-    let mut kept = 0u32;
-    for r in 0..TILE / 4 / GROUP {
-        let first = base + 4 * (r * GROUP + lid);
-        if first < n {
-            let mut w = flags[first / 4];
-            // Bytes past `n` are not flags.
-            if n - first < 4 {
-                w &= (1u32 << (8 * (n - first))) - 1;
-            }
-            w |= w >> 4;
-            w |= w >> 2;
-            w |= w >> 1;
-            kept += (w & 0x0101_0101).count_ones();
-        }
-    }
-    kept
 }
 
 /// Pass 3 of the subgroup form: as [`scatter_kept`], but each subgroup takes a run of

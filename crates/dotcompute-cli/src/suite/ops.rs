@@ -304,6 +304,12 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
             !scan_only && parts.contains(&"copy-if")
         })
         .collect();
+    // Where a single pass may run (CUDA) the tuner chooses among the forms: its choice
+    // too (a name no form has pins nothing).
+    let mut selection_forms = selection_forms;
+    if ctx.kind() == BackendKind::Cuda && !selection_forms.is_empty() {
+        selection_forms.push(("tuned", "the tuner's choice of the forms above"));
+    }
     if !selection_forms.is_empty() {
         let bytes: Vec<u8> = flags.iter().map(|&f| f as u8).collect();
         figs.extend(copy_if_figures(ctx, &dk, &flags, &want, &selection_forms)?);

@@ -270,14 +270,6 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             }
         }
     }
-    // The values wait in shared memory, in input order, through the ranking and the
-    // look-back: held in registers there they keep the SM to 3 groups (80 registers a
-    // thread).
-    if PAIRS == 1 {
-        for j in 0..ITEMS {
-            value_stage[warp * WARP_KEYS + j * WIDTH + lane] = vals[j];
-        }
-    }
     // 1. Ranks within the subgroup, in input order. Digits and destinations are computed
     // again where needed rather than kept: registers bound the groups an SM holds (114 a
     // thread with them kept: 2 groups).
@@ -342,13 +334,6 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             stage[rank[j]] = held[j];
         }
     }
-    // Each thread takes its values back before the barrier after which they are written
-    // to their ranked places.
-    if PAIRS == 1 {
-        for j in 0..ITEMS {
-            vals[j] = value_stage[warp * WARP_KEYS + j * WIDTH + lane];
-        }
-    }
     barrier();
     // 5. Each digit's run of the tile to consecutive addresses.
     let tile_start = tile * TILE;
@@ -375,7 +360,10 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         // The values take their keys' places in the other stage, then leave in the same
         // runs. Staging them with their keys instead (one barrier fewer, `write_tile`
         // writing both) was slower on CUDA: 11.42 against 10.55 ms for 2^28 pairs on an
-        // H200 (80 registers a thread, 3 groups an SM; 2026-11-29).
+        // H200 (80 registers a thread, 3 groups an SM; 2026-11-29). So was parking them
+        // in this stage in input order from their load to here, which frees their
+        // registers through the ranking and the look-back (64 registers, 4 groups an
+        // SM): 10.90 against 10.71 ms (session 25); more groups do not help this pass.
         for j in 0..ITEMS {
             if base + j * WIDTH + lane < n {
                 value_stage[rank[j]] = vals[j];

@@ -175,14 +175,6 @@ fn tile_scatter<
                 }
             }
         }
-        // The values wait in shared memory, in input order, while the keys are ranked:
-        // held in registers through the ranking they cost the SM a group (88 registers
-        // a thread, 2 groups an SM on CUDA).
-        if PAIRS == 1 {
-            for j in 0..ITEMS {
-                value_stage[warp * WARP_KEYS + j * WIDTH + lane] = vals[j];
-            }
-        }
         // 1. Ranks within the subgroup, in input order (as in `onesweep_pass`).
         let mut rank = [0u32; ITEMS as usize];
         for j in 0..ITEMS {
@@ -200,13 +192,6 @@ fn tile_scatter<
         // staged `i` of digit `d` (`i >= first`).
         out_base[lid] = next - first;
         next += count;
-        // Each thread takes its values back before the barrier after which they are
-        // written to their ranked places.
-        if PAIRS == 1 {
-            for j in 0..ITEMS {
-                vals[j] = value_stage[warp * WARP_KEYS + j * WIDTH + lane];
-            }
-        }
         barrier();
         // 3. The tile's keys (and values) in digit order in shared memory.
         for j in 0..ITEMS {
@@ -302,7 +287,10 @@ impl Plan {
 /// the values' registers live on through the keys' writes. Measured on an H200 for 2^28
 /// pairs (2026-11-29, `docs/benchmarks.md`): on NVIDIA Vulkan with the values 27.8
 /// against 29.4 ms, on CUDA after them 17.9 against 18.6 ms. Metal takes Vulkan's form
-/// unmeasured (no Apple GPU here).
+/// unmeasured (no Apple GPU here). Parking the values in shared memory in input order
+/// while the keys are ranked, to free their registers (the pairs' scatter takes 88 a
+/// thread, 2 groups an SM on CUDA), raised it to 96 and lost on both (session 25:
+/// CUDA 20.0 against 17.8 ms, NVIDIA Vulkan 28.6 against 28.1).
 fn values_with_keys(queue: &impl AsStream) -> bool {
     queue.device().backend_kind() != dotcompute::BackendKind::Cuda
 }
