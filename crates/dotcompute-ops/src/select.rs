@@ -648,12 +648,7 @@ pub fn copy_if<T: Num, F: Flag>(
             .collect();
         return write_prefix(OP, output, &kept);
     }
-    let words = &F::words(flags);
-    if F::FORM == BYTE_FLAGS {
-        select_on_device::<T, COPY_IF, 0, BYTE_FLAGS>(queue, OP, input, words, output, None)
-    } else {
-        select_on_device::<T, COPY_IF, 0, WORD_FLAGS>(queue, OP, input, words, output, None)
-    }
+    flagged_on_device::<T, F, COPY_IF>(queue, OP, input, flags, output)
 }
 
 /// Stable partition: the elements whose flag is not zero, in order, then the others,
@@ -703,12 +698,7 @@ pub fn partition<T: Num, F: Flag>(
         })?;
         return Ok(count);
     }
-    let words = &F::words(flags);
-    if F::FORM == BYTE_FLAGS {
-        select_on_device::<T, PARTITION, 0, BYTE_FLAGS>(queue, OP, input, words, output, None)
-    } else {
-        select_on_device::<T, PARTITION, 0, WORD_FLAGS>(queue, OP, input, words, output, None)
-    }
+    flagged_on_device::<T, F, PARTITION>(queue, OP, input, flags, output)
 }
 
 /// Copies the first element of every run of equal consecutive elements (by `==`: a
@@ -808,6 +798,24 @@ pub fn run_length_encode<T: Num>(
         n,
     )?;
     Ok(runs)
+}
+
+/// [`select_on_device`] for an operation by flags (`COPY_IF`, `PARTITION`): its kernels
+/// built for the flags' layout, `F::FORM` (a constant of each flag type, fixed here once
+/// for the whole call).
+fn flagged_on_device<T: Num, F: Flag, const MODE: u32>(
+    queue: &impl AsStream,
+    op: &'static str,
+    input: &Buffer<T>,
+    flags: &Buffer<F>,
+    output: &mut Buffer<T>,
+) -> Result<usize> {
+    let words = &F::words(flags);
+    if F::FORM == BYTE_FLAGS {
+        select_on_device::<T, MODE, 0, BYTE_FLAGS>(queue, op, input, words, output, None)
+    } else {
+        select_on_device::<T, MODE, 0, WORD_FLAGS>(queue, op, input, words, output, None)
+    }
 }
 
 /// The flags argument of operations without flags (`UNIQUE`, which never reads it).
