@@ -3,7 +3,8 @@
 //!
 //! Three passes, each needing no forward-progress guarantee between groups (as
 //! Vulkan requires): (1) each group counts the kept elements of its tile of 2,048
-//! (`GROUP × ITEMS`); (2) one group scans the counts into each tile's first output
+//! (`GROUP × ITEMS`), or with byte flags each subgroup a tile's flags four at a time
+//! (`count_byte_flags`); (2) the counts are scanned into each tile's first output
 //! position (the scan module's `exclusive_sum_of_counts`, with one more slot that
 //! receives the total); (3) each group places its tile's kept elements and moves them.
 //! Where the device has subgroups, pass 3 takes the subgroup form: each subgroup takes
@@ -17,8 +18,10 @@
 //!
 //! Every operation returns how many elements it kept, which it reads from the device
 //! (one small read: the call waits for the work before it). Outputs need room only for
-//! the kept elements: the count is checked against the output before anything is
-//! written, and a short output is `Error::Range` with both numbers.
+//! the kept elements: an output shorter than the input has the count checked against
+//! it before anything is written (the host reads it between the scan and the scatter),
+//! and a short output is `Error::Range` with both numbers; an output with room for
+//! every element is written without that wait.
 
 use crate::scan::{
     exclusive_sum_of_counts, group_inclusive_sum, look_back_state, single_pass_allowed,
@@ -90,6 +93,70 @@ fn count_kept<T: Num, const MODE: u32, const FLAGS: u32>(
     let total = group_inclusive_sum(s, kept);
     if lid == GROUP - 1 {
         counts[group_id().x] = total;
+    }
+}
+
+/// Words of byte flags a lane loads before it counts any, in [`count_byte_flags`].
+const WORDS_IN_FLIGHT: u32 = 16;
+/// Words of byte flags per tile.
+const TILE_WORDS: u32 = TILE / 4;
+
+/// How many of the four bytes of `w` are not zero: bit 7 of each byte of the sum is
+/// set when its low seven bits are not all zero (`0x7f` at most twice: no carry leaves
+/// the byte), and of `w` when its top bit is.
+#[kernel_fn]
+fn nonzero_bytes(w: u32) -> u32 {
+    ((((w & 0x7f7f_7f7fu32) + 0x7f7f_7f7fu32) | w) & 0x8080_8080u32).count_ones()
+}
+
+/// Pass 1 for byte flags (`BYTE_FLAGS`, copy-if and partition) where subgroups are at
+/// most 32 lanes: each subgroup counts one tile's flags four at a time, a word at a
+/// time, `WORDS_IN_FLIGHT` words a lane loaded before any is counted, and one subgroup
+/// sum, with no shared memory and no barrier. The group-per-tile count read 8 bytes a
+/// thread and took 202 µs for 2^28 flags on an H200 (Nsight Compute, session 26), a
+/// quarter of the bandwidth; `words` is the flags' `len.div_ceil(4)` words, whose
+/// bytes past the flags' end read as zero.
+#[kernel]
+fn count_byte_flags(words: &[u32], counts: &mut [u32], n_words: u32, tiles: u32) {
+    let width = subgroup_size();
+    let lane = subgroup_lane();
+    let tile = group_id().x * (GROUP / width) + local_id().x / width;
+    let mut kept = 0u32;
+    if tile < tiles {
+        let mut w = tile * TILE_WORDS + lane;
+        let whole = tile * TILE_WORDS + TILE_WORDS <= n_words;
+        for _round in 0..TILE_WORDS / (WORDS_IN_FLIGHT * width) {
+            let mut held = [0u32; WORDS_IN_FLIGHT as usize];
+            if whole {
+                for r in 0..WORDS_IN_FLIGHT {
+                    held[r] = words[w + r * width];
+                }
+            } else {
+                for r in 0..WORDS_IN_FLIGHT {
+                    if w + r * width < n_words {
+                        held[r] = words[w + r * width];
+                    }
+                }
+            }
+            for r in 0..WORDS_IN_FLIGHT {
+                kept += nonzero_bytes(held[r]);
+            }
+            w += WORDS_IN_FLIGHT * width;
+        }
+    }
+    // Every lane of a subgroup has the same tile: the sum is in uniform control flow.
+    let total = subgroup_add(kept);
+    if lane == 0u32 && tile < tiles {
+        counts[tile] = total;
+    }
+}
+
+/// Whether [`count_byte_flags`] runs on `queue`: one subgroup width, a power of two up
+/// to 32 (a tile is then a whole number of its rounds); the width, when it does.
+fn byte_count_width(queue: &impl AsStream) -> Option<u32> {
+    match queue.device().info().caps.subgroup_size {
+        Some([lo, hi]) if lo == hi && hi.is_power_of_two() && hi <= 32 => Some(hi),
+        _ => None,
     }
 }
 
@@ -446,21 +513,48 @@ fn three_passes<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
     // One slot past the tiles, zero: the exclusive scan leaves the total there.
     let mut counts = crate::scratch_filled(queue, tiles as usize + 1, 0u32)?;
     let subgroups = subgroup_form_applies(queue);
-    if subgroups {
-        count_kept_subgroup::launch::<T, MODE, FLAGS>(queue, groups, input, flags, &mut counts, n)?;
-    } else {
-        count_kept::launch::<T, MODE, FLAGS>(queue, groups, input, flags, &mut counts, n)?;
+    match byte_count_width(queue) {
+        Some(width) if subgroups && FLAGS == BYTE_FLAGS && MODE != UNIQUE => {
+            let tiles_per_group = GROUP / width;
+            count_byte_flags::launch(
+                queue,
+                Launch::threads(tiles.div_ceil(tiles_per_group) as usize * GROUP as usize)
+                    .group(GROUP),
+                flags,
+                &mut counts,
+                n.div_ceil(4),
+                tiles,
+            )?
+        }
+        _ if subgroups => count_kept_subgroup::launch::<T, MODE, FLAGS>(
+            queue,
+            groups,
+            input,
+            flags,
+            &mut counts,
+            n,
+        )?,
+        _ => count_kept::launch::<T, MODE, FLAGS>(queue, groups, input, flags, &mut counts, n)?,
     }
     let offsets = exclusive_sum_of_counts(queue, counts)?;
-    let kept = queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize;
-    // A partition writes every element (its output's length was checked first).
-    check_room(
-        op,
-        out.len(),
-        if MODE == PARTITION { input.len() } else { kept },
-    )?;
-    if indices_given {
-        check_room(op, idx.len(), kept)?;
+    let read_kept =
+        || -> Result<usize> { Ok(queue.read_view(&offsets.slice(tiles as usize..)?)?[0] as usize) };
+    // Outputs with room for every element need no count before the scatter: the device
+    // goes on to it without waiting for the host. Short ones are checked first, so that
+    // nothing is written when they are too short (a partition writes every element).
+    let room_for_all = out.len() >= input.len() && (!indices_given || idx.len() >= input.len());
+    let mut kept_before_scatter = None;
+    if !room_for_all {
+        let kept = read_kept()?;
+        check_room(
+            op,
+            out.len(),
+            if MODE == PARTITION { input.len() } else { kept },
+        )?;
+        if indices_given {
+            check_room(op, idx.len(), kept)?;
+        }
+        kept_before_scatter = Some(kept);
     }
     let ballot = queue.device().info().caps.subgroup_size == Some([32, 32]);
     match (subgroups, ballot) {
@@ -474,7 +568,10 @@ fn three_passes<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
             queue, groups, input, flags, out, idx, &offsets, n, tiles,
         )?,
     }
-    Ok(kept)
+    match kept_before_scatter {
+        Some(kept) => Ok(kept),
+        None => read_kept(),
+    }
 }
 
 /// Whether the three passes take their subgroup form on `queue`: wherever the device
@@ -496,8 +593,9 @@ const THREE_PASS_FORMS: [&str; 2] = ["three-pass", "three-pass-subgroup"];
 /// tuner chooses of [`SELECTION_FORMS`], the single pass's two (the scan's forms: wide
 /// tiles hold twice `ITEMS` per thread, 0.63× of a copy against 0.52× for 2^28 `u32` on
 /// an H200, 2026-11-27; narrow ones `ITEMS`) or the three passes with subgroups (with
-/// byte flags on an H200, 2026-11-29, 0.73× of a copy against the single pass's 0.66×:
-/// the look-back's wait weighs more once the flags are smaller); returns the number
+/// byte flags on an H200, 2026-11-29, 0.87× of a copy against the single pass's 0.66×,
+/// once their count reads the flags a word at a time: the look-back's wait weighs more
+/// once the flags are smaller); returns the number
 /// kept. The tuner keeps a choice per flag layout. Measured and dropped (H200,
 /// 2026-11-29, `docs/benchmarks.md`): tiles of four times `ITEMS` (0.59× against
 /// 0.62×), ranks from warp ballots instead of the shared tile (0.51× and 0.53×), and

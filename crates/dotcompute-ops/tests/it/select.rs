@@ -1,6 +1,6 @@
 //! Compaction and selection against plain Rust.
 
-use crate::common::{devices, seed, selection_forms, sizes};
+use crate::common::{devices, seed, selection_forms, sizes, slow};
 use dotcompute_ops::select::{copy_if, partition, run_length_encode, unique, Flag};
 use dotcompute_ops::tune;
 
@@ -253,6 +253,80 @@ fn each_pinned_selection_form_runs_its_own_kernels() {
                 "{} {form}",
                 d.label()
             );
+        }
+    }
+}
+
+/// With byte flags, the three passes' subgroup form counts them a word at a time
+/// (`count_byte_flags`) wherever the subgroup width is fixed and at most 32, and still
+/// keeps the right elements (sizes that end inside a flag word and inside a tile).
+#[test]
+fn byte_flags_are_counted_a_word_at_a_time_where_subgroups_allow() {
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for d in devices() {
+        if d.backend_kind() == dotcompute::BackendKind::Cpu {
+            continue; // the CPU device selects in host code, without kernels
+        }
+        let word_count = matches!(d.info().caps.subgroup_size,
+            Some([lo, hi]) if lo == hi && hi.is_power_of_two() && hi <= 32);
+        for n in [1usize, 3, 4, 5, 2047, 2049, 4097, 70_001] {
+            let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+            let bytes: Vec<u8> = (0..n)
+                .map(|_| if rng.bool() { rng.u8(1..) } else { 0 })
+                .collect();
+            let want: Vec<u32> = x
+                .iter()
+                .zip(&bytes)
+                .filter(|p| *p.1 != 0)
+                .map(|p| *p.0)
+                .collect();
+            let (dx, df) = (d.upload(&x).unwrap(), d.upload(&bytes).unwrap());
+            let mut y = d.alloc_filled(n, 0xdead_beefu32).unwrap();
+            d.synchronize().unwrap();
+            d.take_timings();
+            d.set_profiling(true);
+            let kept =
+                tune::with_candidate("three-pass-subgroup", || copy_if(&d, &dx, &df, &mut y))
+                    .unwrap();
+            d.synchronize().unwrap();
+            d.set_profiling(false);
+            let labels: Vec<String> = d.take_timings().into_iter().map(|t| t.label).collect();
+            let label = format!("{} n={n} seed {seed}: ran {labels:?}", d.label());
+            if word_count {
+                assert!(
+                    labels.iter().any(|l| l.starts_with("count_byte_flags")),
+                    "{label}"
+                );
+            }
+            assert_eq!(kept, want.len(), "{label}");
+            assert_eq!(y.to_vec().unwrap()[..kept], want[..], "{label}");
+        }
+    }
+}
+
+/// Above 2^26 elements the tiles' counts are many (more than 32,768) and hardware GPUs
+/// scan them in the subgroup form's three passes instead of one group's chain: copy-if
+/// and partition of such a size, by word and byte flags, every element checked.
+#[test]
+fn selections_past_two_to_the_26_scan_their_counts_in_passes() {
+    let seed = seed();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let n = (1usize << 26) + 4097;
+    for d in devices().into_iter().filter(|d| !slow(d)) {
+        let x: Vec<u32> = (0..n as u32).collect();
+        let flags: Vec<u32> = (0..n).map(|_| u32::from(rng.u8(..) < 77)).collect();
+        let want_kept: Vec<u32> = (0..n as u32).filter(|&i| flags[i as usize] != 0).collect();
+        let mut want_part = want_kept.clone();
+        want_part.extend((0..n as u32).filter(|&i| flags[i as usize] == 0));
+        let dx = d.upload(&x).unwrap();
+        for form in selection_forms(&d) {
+            let label = format!("{} {form} n={n} seed {seed}", d.label());
+            tune::with_candidate(form, || {
+                check_selection(&d, &dx, &flags, &want_kept, &want_part, &label);
+                let bytes: Vec<u8> = flags.iter().map(|&f| f as u8).collect();
+                check_selection(&d, &dx, &bytes, &want_kept, &want_part, &label);
+            });
         }
     }
 }
