@@ -489,8 +489,10 @@ fn select_on_device<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u3
     // The single pass (CUDA) writes before the count is known, so it takes copy-if and
     // unique only where the outputs have room for every element; short outputs take the
     // three passes, which refuse them before anything is written.
-    let room_for_all = out.len() >= input.len() && (!indices_given || idx.len() >= input.len());
-    if MODE != PARTITION && room_for_all && single_pass_allowed(queue) {
+    if MODE != PARTITION
+        && room_for_all(input, out, idx, indices_given)
+        && single_pass_allowed(queue)
+    {
         return tuned::<T, MODE, INDICES, FLAGS>(queue, op, input, flags, out, idx, indices_given);
     }
     three_passes::<T, MODE, INDICES, FLAGS>(queue, op, input, flags, out, idx, indices_given)
@@ -542,9 +544,8 @@ fn three_passes<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
     // Outputs with room for every element need no count before the scatter: the device
     // goes on to it without waiting for the host. Short ones are checked first, so that
     // nothing is written when they are too short (a partition writes every element).
-    let room_for_all = out.len() >= input.len() && (!indices_given || idx.len() >= input.len());
     let mut kept_before_scatter = None;
-    if !room_for_all {
+    if !room_for_all(input, out, idx, indices_given) {
         let kept = read_kept()?;
         check_room(
             op,
@@ -572,6 +573,17 @@ fn three_passes<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
         Some(kept) => Ok(kept),
         None => read_kept(),
     }
+}
+
+/// Whether the outputs have room for every element of `input` (`idx` only when
+/// `indices_given`): then nothing needs the kept count before the elements are written.
+fn room_for_all<T: Num>(
+    input: &Buffer<T>,
+    out: &Buffer<T>,
+    idx: &Buffer<u32>,
+    indices_given: bool,
+) -> bool {
+    out.len() >= input.len() && (!indices_given || idx.len() >= input.len())
 }
 
 /// Whether the three passes take their subgroup form on `queue`: wherever the device

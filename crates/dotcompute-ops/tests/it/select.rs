@@ -319,12 +319,12 @@ fn selections_past_two_to_the_26_scan_their_counts_in_passes() {
         let want_kept: Vec<u32> = (0..n as u32).filter(|&i| flags[i as usize] != 0).collect();
         let mut want_part = want_kept.clone();
         want_part.extend((0..n as u32).filter(|&i| flags[i as usize] == 0));
+        let bytes: Vec<u8> = flags.iter().map(|&f| f as u8).collect();
         let dx = d.upload(&x).unwrap();
         for form in selection_forms(&d) {
             let label = format!("{} {form} n={n} seed {seed}", d.label());
             tune::with_candidate(form, || {
                 check_selection(&d, &dx, &flags, &want_kept, &want_part, &label);
-                let bytes: Vec<u8> = flags.iter().map(|&f| f as u8).collect();
                 check_selection(&d, &dx, &bytes, &want_kept, &want_part, &label);
             });
         }
