@@ -17,6 +17,14 @@
 //! last one's store (a chain through shared memory), and a group of 32 filling 16 KiB
 //! leaves few warps per SM: 307 µs on CUDA, 1.5 ms on NVIDIA Vulkan.
 //!
+//! The byte forms count a word's four bytes in a constant `for` loop, which every printer
+//! writes out: as a `while` loop it kept, on Vulkan, the trip guard the WGSL printer puts
+//! on loops it cannot bound (2^64 trips), and NVIDIA's Vulkan compiler did not unroll it:
+//! writing it out took that 256-bin histogram of 2^28 bytes from 300 to 153–169 µs on an
+//! H200 (session 27, 2026-11-29; CUDA unchanged at 80 µs). The f32 and integer forms keep
+//! 256 shared counters instead of [`MAX_BINS`] where the bins and their copies fit
+//! ([`SMALL_COUNTERS`]).
+//!
 //! The bin of a sample is computed without division, so it is the same on every backend
 //! (division is within 2.5 ulp on Vulkan, not correctly rounded): for `f32`,
 //! `floor((x − lower) · scale)` with `scale = bins / (upper − lower)` rounded to f32 on the
@@ -52,7 +60,10 @@ const GROUP_CHOICES: [(&str, u32, bool); 4] = [
 /// ([`histogram_byte_values`]) in a number of groups, fixed or so many per compute unit
 /// ([`GroupCount`]). Four loads at once won on NVIDIA Vulkan with 16 copies (274 against
 /// 281 µs for 2^28 bytes, H200, 2026-11-29) and lost on CUDA with 32 (81.2 against 79.1
-/// µs; dropped).
+/// µs; dropped). Fewer copies lost everywhere (H200, session 27: 8 copies 122–126 µs and
+/// 4 copies 131 µs on CUDA, 176–193 and 184–202 on NVIDIA Vulkan, against 80 and 153–169
+/// for the winners), and 32 copies in 6 groups a unit lost to 4 a unit on CUDA (82 against
+/// 80 µs).
 const BYTE_VALUE_CHOICES: [(&str, u32, u32, GroupCount); 6] = [
     (
         "byte values, 16 copies, 1024 groups",
@@ -103,6 +114,14 @@ const F32_VEC4_CHOICES: [(&str, GroupCount); 2] = [
     ),
     ("vector loads, 4096 groups", GroupCount::Fixed(4096)),
 ];
+
+/// The shared counters of the f32 and integer forms where the bins (times their copies)
+/// fit: 1 KiB instead of [`MAX_BINS`]' 16 KiB. Not a candidate but a rule, as the counts
+/// are the same and it never lost: on an H200 (2026-11-29, session 27) it took NVIDIA
+/// Vulkan's 256-bin f32 histogram of 2^28 samples from 511–533 to 385–406 µs (its
+/// driver seems to give groups with less shared memory more room), CUDA's unchanged
+/// (255–258 µs either way).
+const SMALL_COUNTERS: u32 = 256;
 
 /// Zeroes the group's `bins` counters, then waits for the group.
 #[kernel_fn]
@@ -222,7 +241,7 @@ fn bins_int<T: Int>(x: &[T], out: &mut [u32], lower: T, upper: T, width: u32) {
 }
 
 #[kernel]
-fn histogram_f32(
+fn histogram_f32<const CAP: u32>(
     x: &[f32],
     hist: &mut [u32],
     n: u32,
@@ -232,7 +251,7 @@ fn histogram_f32(
     scale: f32,
     copies: u32,
 ) {
-    let local = shared::<u32, MAX_BINS>();
+    let local = shared::<u32, CAP>();
     clear_bins(local, bins * copies);
     let copy = local_id().x % copies;
     let stride = GROUP * num_groups().x;
@@ -269,7 +288,7 @@ fn count_f32_lanes(local: &mut [u32], q: Vec4<f32>, lower: f32, upper: f32, scal
 /// samples), two in flight per step; the samples after the last whole vector (at most
 /// three) go to the first threads.
 #[kernel]
-fn histogram_f32_vec4(
+fn histogram_f32_vec4<const CAP: u32>(
     x4: &[Vec4<f32>],
     x: &[f32],
     hist: &mut [u32],
@@ -279,7 +298,7 @@ fn histogram_f32_vec4(
     upper: f32,
     scale: f32,
 ) {
-    let local = shared::<u32, MAX_BINS>();
+    let local = shared::<u32, CAP>();
     clear_bins(local, bins);
     let stride = GROUP * num_groups().x;
     let mut i = global_id().x;
@@ -301,7 +320,7 @@ fn histogram_f32_vec4(
 }
 
 #[kernel]
-fn histogram_int<T: Int>(
+fn histogram_int<T: Int, const CAP: u32>(
     x: &[T],
     hist: &mut [u32],
     n: u32,
@@ -311,7 +330,7 @@ fn histogram_int<T: Int>(
     width: u32,
     copies: u32,
 ) {
-    let local = shared::<u32, MAX_BINS>();
+    let local = shared::<u32, CAP>();
     clear_bins(local, bins * copies);
     let copy = local_id().x % copies;
     let stride = GROUP * num_groups().x;
@@ -406,14 +425,14 @@ fn histogram_bytes(
 /// into copy `copy` of that bin.
 #[kernel_fn]
 fn count_word_direct(local: &mut [u32], w: u32, lower: u32, bins: u32, copies: u32, copy: u32) {
-    let mut k = 0u32;
-    while k < 4 {
+    // A constant `for` loop, which the WGSL printer writes out (a `while` keeps its
+    // trip guard on Vulkan).
+    for k in 0..4u32 {
         let b = ((w >> (8 * k)) & 255).wrapping_sub(lower);
         // Branch-free: a byte outside the range adds 0 to a valid counter.
         let slot = if b < bins { b * copies + copy } else { copy };
         let one = if b < bins { 1u32 } else { 0u32 };
         atomic_add(&local[slot], one);
-        k += 1;
     }
 }
 
@@ -477,10 +496,9 @@ const _: () = assert!(GROUP == 256);
 /// one mask per byte, no range check, then the shared atomic.
 #[kernel_fn]
 fn count_byte_values(local: &mut [u32], w: u32, log_copies: u32, copy: u32) {
-    let mut k = 0u32;
-    while k < 4 {
+    // Written out by every printer: a constant `for` loop.
+    for k in 0..4u32 {
         atomic_add(&local[(((w >> (8 * k)) & 255) << log_copies) | copy], 1u32);
-        k += 1;
     }
 }
 
@@ -682,26 +700,57 @@ pub fn histogram_even_f32(
     // The vector forms first: the first is the default.
     let names = names_before_groups(F32_VEC4_CHOICES.iter().map(|c| c.0));
     run_tuned(queue, OP, "f32", n, &names, hist, |hist, i| {
+        let args = (lower, upper, scale);
         if let (Some(&(_, groups)), Some(x4)) = (F32_VEC4_CHOICES.get(i), samples.as_vec4s()) {
             let l = launch(n / 4, groups.count(queue));
-            return histogram_f32_vec4::launch(
-                queue, l, &x4, samples, hist, n, bins, lower, upper, scale,
-            );
+            return if bins <= SMALL_COUNTERS {
+                f32_vec4::<SMALL_COUNTERS>(queue, l, &x4, samples, hist, n, bins, args)
+            } else {
+                f32_vec4::<MAX_BINS>(queue, l, &x4, samples, hist, n, bins, args)
+            };
         }
         let (groups, copies) = group_choice(i, F32_VEC4_CHOICES.len(), bins);
-        histogram_f32::launch(
-            queue,
-            launch(n, groups),
-            samples,
-            hist,
-            n,
-            bins,
-            lower,
-            upper,
-            scale,
-            copies,
-        )
+        let l = launch(n, groups);
+        if bins * copies <= SMALL_COUNTERS {
+            f32_scalar::<SMALL_COUNTERS>(queue, l, samples, hist, n, bins, args, copies)
+        } else {
+            f32_scalar::<MAX_BINS>(queue, l, samples, hist, n, bins, args, copies)
+        }
     })
+}
+
+/// One launch of [`histogram_f32`] with `CAP` shared counters; `args` are its `lower,
+/// upper, scale`.
+#[allow(clippy::too_many_arguments)]
+fn f32_scalar<const CAP: u32>(
+    queue: &impl AsStream,
+    l: Launch,
+    samples: &Buffer<f32>,
+    hist: &mut Buffer<u32>,
+    n: u32,
+    bins: u32,
+    (lower, upper, scale): (f32, f32, f32),
+    copies: u32,
+) -> Result<()> {
+    histogram_f32::launch::<CAP>(
+        queue, l, samples, hist, n, bins, lower, upper, scale, copies,
+    )
+}
+
+/// One launch of [`histogram_f32_vec4`] with `CAP` shared counters; `args` are its
+/// `lower, upper, scale`.
+#[allow(clippy::too_many_arguments)]
+fn f32_vec4<const CAP: u32>(
+    queue: &impl AsStream,
+    l: Launch,
+    x4: &dotcompute::Vec4s<'_, f32>,
+    samples: &Buffer<f32>,
+    hist: &mut Buffer<u32>,
+    n: u32,
+    bins: u32,
+    (lower, upper, scale): (f32, f32, f32),
+) -> Result<()> {
+    histogram_f32_vec4::launch::<CAP>(queue, l, x4, samples, hist, n, bins, lower, upper, scale)
 }
 
 /// Integer sample types of [`histogram_even`].
@@ -761,9 +810,15 @@ pub fn histogram_even<T: HistogramInt>(
     }
     let ty = format!("{:?}", <T as dotcompute::Element>::TYPE);
     tuned(queue, OP, &ty, n, bins, hist, |hist, l, copies| {
-        histogram_int::launch::<T>(
-            queue, l, samples, hist, n, bins, lower, upper, width, copies,
-        )
+        if bins * copies <= SMALL_COUNTERS {
+            histogram_int::launch::<T, SMALL_COUNTERS>(
+                queue, l, samples, hist, n, bins, lower, upper, width, copies,
+            )
+        } else {
+            histogram_int::launch::<T, MAX_BINS>(
+                queue, l, samples, hist, n, bins, lower, upper, width, copies,
+            )
+        }
     })
 }
 
