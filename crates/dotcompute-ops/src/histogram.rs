@@ -17,11 +17,12 @@
 //! last one's store (a chain through shared memory), and a group of 32 filling 16 KiB
 //! leaves few warps per SM: 307 µs on CUDA, 1.5 ms on NVIDIA Vulkan.
 //!
-//! The byte forms count a word's four bytes in a constant `for` loop, which every printer
-//! writes out: as a `while` loop it kept, on Vulkan, the trip guard the WGSL printer puts
-//! on loops it cannot bound (2^64 trips), and NVIDIA's Vulkan compiler did not unroll it:
-//! writing it out took that 256-bin histogram of 2^28 bytes from 300 to 153–169 µs on an
-//! H200 (session 27, 2026-11-29; CUDA unchanged at 80 µs). The f32 and integer forms keep
+//! The byte forms count a word's four bytes in straight-line code (a constant `for` loop,
+//! which every printer writes out, or four statements): as a `while` loop it kept, on
+//! Vulkan, the trip guard the WGSL printer puts on loops it cannot bound (2^64 trips),
+//! and NVIDIA's Vulkan compiler did not unroll it; writing it out took that 256-bin
+//! histogram of 2^28 bytes from 300 to 151–169 µs on an H200 (session 27, 2026-11-30;
+//! CUDA unchanged at 80 µs). The f32 and integer forms keep
 //! 256 shared counters instead of [`MAX_BINS`] where the bins and their copies fit
 //! ([`SMALL_COUNTERS`]).
 //!
@@ -60,10 +61,11 @@ const GROUP_CHOICES: [(&str, u32, bool); 4] = [
 /// ([`histogram_byte_values`]) in a number of groups, fixed or so many per compute unit
 /// ([`GroupCount`]). Four loads at once won on NVIDIA Vulkan with 16 copies (274 against
 /// 281 µs for 2^28 bytes, H200, 2026-11-29) and lost on CUDA with 32 (81.2 against 79.1
-/// µs; dropped). Fewer copies lost everywhere (H200, session 27: 8 copies 122–126 µs and
-/// 4 copies 131 µs on CUDA, 176–193 and 184–202 on NVIDIA Vulkan, against 80 and 153–169
-/// for the winners), and 32 copies in 6 groups a unit lost to 4 a unit on CUDA (82 against
-/// 80 µs).
+/// µs; dropped). Fewer copies lost everywhere (H200, 2026-11-30, session 27: 8 copies
+/// 122–126 µs and 4 copies 131 µs on CUDA, 176–193 and 184–202 on NVIDIA Vulkan, against
+/// 80 and 153–169 for the winners), 32 copies in 6 groups a unit lost to 4 a unit on CUDA
+/// (82 against 80 µs), and 32 copies with four loads at once lost on both (CUDA 80.0–80.6
+/// against 78.8–79.6 µs, NVIDIA Vulkan 180 against 151–155).
 const BYTE_VALUE_CHOICES: [(&str, u32, u32, GroupCount); 6] = [
     (
         "byte values, 16 copies, 1024 groups",
@@ -117,7 +119,7 @@ const F32_VEC4_CHOICES: [(&str, GroupCount); 2] = [
 
 /// The shared counters of the f32 and integer forms where the bins (times their copies)
 /// fit: 1 KiB instead of [`MAX_BINS`]' 16 KiB. Not a candidate but a rule, as the counts
-/// are the same and it never lost: on an H200 (2026-11-29, session 27) it took NVIDIA
+/// are the same and it never lost: on an H200 (2026-11-30, session 27) it took NVIDIA
 /// Vulkan's 256-bin f32 histogram of 2^28 samples from 511–533 to 385–406 µs (its
 /// driver seems to give groups with less shared memory more room), CUDA's unchanged
 /// (255–258 µs either way).
@@ -492,14 +494,16 @@ const _: () = assert!(GROUP == 256);
 
 /// Counts the four bytes of word `w` by value, in copy `copy` of `copies = 1 << log_copies`
 /// (every byte, whatever the bins: [`histogram_byte_values`] drops the values outside the
-/// range at the end). Value `v`'s copy `c` is counter `v · copies + c`: one shift and
-/// one mask per byte, no range check, then the shared atomic.
+/// range at the end). Value `v`'s copy `c` is counter `v · copies + c`: byte `k`'s
+/// counter is `(w >> (8k − log_copies)) & (255 << log_copies) | c`, one shift and one
+/// and-or per byte (`log_copies` < 8), no range check, then the shared atomic.
 #[kernel_fn]
 fn count_byte_values(local: &mut [u32], w: u32, log_copies: u32, copy: u32) {
-    // Written out by every printer: a constant `for` loop.
-    for k in 0..4u32 {
-        atomic_add(&local[(((w >> (8 * k)) & 255) << log_copies) | copy], 1u32);
-    }
+    let mask = 255u32 << log_copies;
+    atomic_add(&local[((w << log_copies) & mask) | copy], 1u32);
+    atomic_add(&local[((w >> (8 - log_copies)) & mask) | copy], 1u32);
+    atomic_add(&local[((w >> (16 - log_copies)) & mask) | copy], 1u32);
+    atomic_add(&local[((w >> (24 - log_copies)) & mask) | copy], 1u32);
 }
 
 /// [`count_byte_values`] for the four words of quad `q`.

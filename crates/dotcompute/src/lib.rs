@@ -45,7 +45,10 @@
 //! * **Control flow**: `if`/`else` (also as a value), `match` on integers (also as a
 //!   value; patterns are literals or constants, ranges, `|`, `_` and guards),
 //!   `for i in a..b`, `for i in (a..b).step_by(s)`, `while`, `loop`, `break`, `continue`,
-//!   `return`.
+//!   `return`. Write a loop with constant bounds as `for`: on wgpu a `for` loop of up to
+//!   64 constant trips is written out, while `while` and `loop` keep a trip counter that
+//!   NVIDIA's Vulkan compiler does not unroll (a byte histogram's `while k < 4` ran at half
+//!   the speed of `for k in 0..4`).
 //! * **Arrays**: `a[i]`, `a[i] = v`, `a[i] += v`, `a.len()` (`u32`). Thread-private
 //!   arrays: `let mut acc = [0.0f32; 8];` (constant length, at most 1024; every element
 //!   set to the value). In a generic kernel the length may name its const parameters, of
