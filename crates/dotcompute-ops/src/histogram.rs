@@ -17,14 +17,14 @@
 //! last one's store (a chain through shared memory), and a group of 32 filling 16 KiB
 //! leaves few warps per SM: 307 µs on CUDA, 1.5 ms on NVIDIA Vulkan.
 //!
-//! The byte forms count a word's four bytes in straight-line code (a constant `for` loop,
-//! which every printer writes out, or four statements): as a `while` loop it kept, on
-//! Vulkan, the trip guard the WGSL printer puts on loops it cannot bound (2^64 trips),
-//! and NVIDIA's Vulkan compiler did not unroll it; writing it out took that 256-bin
-//! histogram of 2^28 bytes from 300 to 151–169 µs on an H200 (session 27, 2026-11-30;
-//! CUDA unchanged at 80 µs). The f32 and integer forms keep
-//! 256 shared counters instead of [`MAX_BINS`] where the bins and their copies fit
-//! ([`SMALL_COUNTERS`]).
+//! The byte forms count a word's four bytes in straight-line code (four statements, or a
+//! constant `for` loop, which the WGSL printer writes out and the C-family printer marks
+//! `#pragma unroll`): as a `while` loop it kept, on Vulkan, the trip guard the WGSL
+//! printer puts on loops it cannot bound (2^64 trips), and NVIDIA's Vulkan compiler did
+//! not unroll it; writing it out took that 256-bin histogram of 2^28 bytes from 300 to
+//! 151–169 µs on an H200 (session 27, 2026-11-30; CUDA unchanged at 80 µs). The f32 and
+//! integer forms keep 256 shared counters instead of [`MAX_BINS`] where the bins and
+//! their copies fit ([`SMALL_COUNTERS`]).
 //!
 //! The bin of a sample is computed without division, so it is the same on every backend
 //! (division is within 2.5 ulp on Vulkan, not correctly rounded): for `f32`,
@@ -495,8 +495,9 @@ const _: () = assert!(GROUP == 256);
 /// Counts the four bytes of word `w` by value, in copy `copy` of `copies = 1 << log_copies`
 /// (every byte, whatever the bins: [`histogram_byte_values`] drops the values outside the
 /// range at the end). Value `v`'s copy `c` is counter `v · copies + c`: byte `k`'s
-/// counter is `(w >> (8k − log_copies)) & (255 << log_copies) | c`, one shift and one
-/// and-or per byte (`log_copies` < 8), no range check, then the shared atomic.
+/// counter is `(w >> (8k − log_copies)) & (255 << log_copies) | c` (for byte 0 a left
+/// shift by `log_copies`), one shift and one and-or per byte (`log_copies` < 8), no range
+/// check, then the shared atomic.
 #[kernel_fn]
 fn count_byte_values(local: &mut [u32], w: u32, log_copies: u32, copy: u32) {
     let mask = 255u32 << log_copies;
