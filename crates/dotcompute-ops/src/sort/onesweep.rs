@@ -4,13 +4,16 @@
 //! write them scattered.
 //!
 //! A pass cuts the input into tiles of `TILE` keys, one per group, numbered in the order
-//! groups *start* (an atomic counter, not `group_id`). A group (1) ranks its keys per
-//! subgroup by warp multisplit (stable: input order within the tile), (2) publishes its
-//! digit counts, (3) finds how many keys of each digit all earlier tiles hold by a
-//! *decoupled look-back*: thread `d` walks back over earlier tiles' status words for digit
-//! `d` until one carries an inclusive prefix, adding the counts it passes, then publishes
-//! its own inclusive prefix, (4) places its keys in shared memory in digit order and
-//! (5) writes each digit's run of the tile to consecutive addresses (coalesced).
+//! groups *start* (an atomic counter, not `group_id`). A group (1) counts its keys'
+//! digits per subgroup with shared atomics, (2) publishes the tile's digit counts at once
+//! (CUB's "early counts": later tiles' look-backs need them, and the ranking takes long),
+//! (3) scans them into where each subgroup's keys of each digit start in the tile,
+//! (4) ranks its keys per subgroup by warp multisplit (stable: input order within the
+//! tile) and places each in shared memory in digit order, (5) finds how many keys of each
+//! digit all earlier tiles hold by a *decoupled look-back*: thread `d` walks back over
+//! earlier tiles' status words for digit `d` until one carries an inclusive prefix,
+//! adding the counts it passes, then publishes its own inclusive prefix, and (6) writes
+//! each digit's run of the tile to consecutive addresses (coalesced).
 //!
 //! **Why CUDA only.** The look-back waits on earlier tiles. That is safe where every group
 //! that took an earlier tile number is running and will finish without waiting on a later
@@ -23,8 +26,8 @@
 //! of tiles `0..=t`). One 32-bit atomic carries flag and value together, so no memory
 //! fence orders them; values stay below 2^30, hence [`MAX_LEN`].
 //!
-//! **When.** 32-bit keys (4 passes), alone or with 4-byte values, 32-lane subgroups, `n` below 2^30. Keys and values are staged in shared memory for
-//! step (5).
+//! **When.** 32-bit keys (4 passes), alone or with 4-byte values, 32-lane subgroups, `n`
+//! below 2^30. Keys and values are staged in shared memory for step (6).
 
 use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{group_inclusive_sum, take_tile, warp_inclusive_sum};
@@ -40,10 +43,12 @@ const RADIX: u32 = 1 << BITS;
 const WIDTH: u32 = 32;
 /// Subgroups per group.
 const WARPS: u32 = GROUP / WIDTH;
-/// Keys per thread: their loads are all in flight before any is ranked. 16 (a quarter
-/// fewer tiles, so fewer look-backs) was slower on an H200: 23.0 against 24.6 GKey/s for
-/// 2^28 keys, 19.6 against 21.3 G pairs/s (2026-11-29, `docs/benchmarks.md`).
-pub(super) const ITEMS: u32 = 12;
+/// Keys per thread: their loads are all in flight before any is counted. With the counts
+/// taken before the ranking, wider tiles won on an H200 (one pass over 2^28 keys: 1.96 ms
+/// at 12, 1.86 at 16, 1.80 at 18; 2026-11-30). 18 is the most whose two staged tiles
+/// (pairs: 36 KiB) and counters fit CUDA's 48 KiB of static shared memory. Before the
+/// early counts, 16 lost to 12 (23.0 against 24.6 GKey/s, 2026-11-29).
+pub(super) const ITEMS: u32 = 18;
 /// Keys per subgroup's part of a tile, and per tile.
 const WARP_KEYS: u32 = WIDTH * ITEMS;
 const TILE: u32 = GROUP * ITEMS;
@@ -53,8 +58,10 @@ const MAX_PASSES: u32 = 4;
 const AGGREGATE: u32 = 1;
 const PREFIX: u32 = 2;
 const VALUE: u32 = (1 << 30) - 1;
-/// Earlier tiles' status words a look-back reads at once.
-const WINDOW: u32 = 4;
+/// Earlier tiles' status words a look-back reads at once. With the counts published
+/// before the ranking, a predecessor's word is mostly there when read: 2 measured 1.78,
+/// 4 1.80 and 8 1.86 ms a pass over 2^28 keys on an H200 (2026-11-30).
+const WINDOW: u32 = 2;
 /// Inputs from this length take another algorithm: a prefix must fit in 30 bits.
 pub(super) const MAX_LEN: u32 = 1 << 30;
 /// Groups of the counting kernel at most (each strides over the input).
@@ -62,7 +69,7 @@ const COUNT_GROUPS: u32 = 1024;
 
 /// Whether `queue`'s device can run the pass for `n` keys of `K` (with values of `V` when
 /// `pairs`): CUDA (see the module's note on forward progress), 32-lane subgroups, and
-/// 4-byte keys and values, whose two staged tiles (32 KiB) leave room under CUDA's 48 KiB
+/// 4-byte keys and values, whose two staged tiles (36 KiB) and counters (10 KiB) fit CUDA's 48 KiB
 /// of static shared memory (64-bit keys take the other algorithms).
 pub(super) fn available<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> bool {
     let info = queue.device().info();
@@ -127,14 +134,15 @@ pub(super) fn tile_digit_count(hist: &mut [u32]) -> u32 {
     count
 }
 
-/// Step 5 of a ranked tile (Onesweep's and the ranked tiles'): the staged tile
+/// The last step of a ranked tile (Onesweep's and the ranked tiles'): the staged tile
 /// (`tile_len` keys in digit order in `stage`, their values in `value_stage`) leaves in
 /// each digit's run of consecutive addresses, key `i` of digit `d` to `out_base[d] + i`,
 /// its value beside it. `write_keys` and `write_values` (0 or 1, constants at each call)
 /// say which leave: both at once where values are staged with their keys
-/// (`tiles::values_with_keys`), else the keys, then after a second staging the values,
-/// each value's destination found again from the key beside it. Called by every thread
-/// of a `GROUP` after the staging's barrier.
+/// (`tiles::values_with_keys`), else the keys, then in a second call the values, each
+/// value's destination found again from the key beside it. Rounds run to the widest
+/// tile (Onesweep's `ITEMS` keys a thread); a narrower tile's last rounds find no key
+/// (`i < tile_len` fails). Called by every thread of a `GROUP` after the staging's barrier.
 #[kernel_fn]
 pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     stage: &[K],
@@ -243,11 +251,10 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     let stage = shared::<K, TILE>();
     // Unused, and so dropped by the compiler, when sorting keys alone.
     let value_stage = shared::<V, TILE>();
-    // Per subgroup and digit: its keys so far, then the tile's keys of the digit in
-    // earlier subgroups.
+    // Per subgroup and digit: its count of the digit, then where its next key of the
+    // digit goes in the tile.
     let hist = shared::<u32, { RADIX * WARPS }>();
     let sums = shared::<u32, GROUP>();
-    let first_of = shared::<u32, RADIX>();
     let out_base = shared::<u32, RADIX>();
     let tile_number = shared::<u32, 1>();
     let lid = local_id().x;
@@ -256,7 +263,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     for w in 0..WARPS {
         hist[w * RADIX + lid] = 0;
     }
-    // Its barrier also orders the zeroed counters before the ranking.
+    // Its barrier also orders the zeroed counters before the counting.
     let tile = take_tile(tile_number, counter, pass);
     let base = tile * TILE + warp * WARP_KEYS;
     let mut held = [K::zero(); ITEMS as usize];
@@ -270,17 +277,19 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             }
         }
     }
-    // 1. Ranks within the subgroup, in input order. Digits and destinations are computed
-    // again where needed rather than kept: registers bound the groups an SM holds (114 a
-    // thread with them kept: 2 groups).
-    let mut rank = [0u32; ITEMS as usize];
+    // 1. The tile's digit counts first, one shared atomic a key (CUB's "early counts"),
+    // so that later tiles' look-backs find this tile's count while it ranks its keys.
+    // Counting after the ranking left a tile 35 % of its time in the look-back (clock
+    // reads in the pass, H200, 2026-11-30).
     for j in 0..ITEMS {
-        let valid = base + j * WIDTH + lane < n;
-        let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-        rank[j] = warp_rank(hist, warp * RADIX, d, valid);
+        if base + j * WIDTH + lane < n {
+            let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
+            atomic_add(&hist[warp * RADIX + d], 1u32);
+        }
     }
     barrier();
-    // 2. Thread `lid` owns digit `lid`: the tile's count, each subgroup's start in it.
+    // 2. Thread `lid` owns digit `lid`: the tile's count, published at once, and each
+    // subgroup's start among the digit's keys.
     let count = tile_digit_count(hist);
     let word = tile * RADIX + lid;
     let mut flag = AGGREGATE;
@@ -288,7 +297,29 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         flag = PREFIX;
     }
     atomic_exchange(&status[word], (flag << 30u32) | count);
-    // 3. The look-back: earlier tiles' keys of this digit, back to an inclusive prefix.
+    // 3. Where each subgroup's first key of each digit goes in the tile (digit order).
+    let inclusive = warp_inclusive_sum(sums, count);
+    let first = inclusive - count;
+    for w in 0..WARPS {
+        hist[w * RADIX + lid] += first;
+    }
+    barrier();
+    // 4. Each key's place in the tile, in input order within its digit (warp
+    // multisplit), where it is staged at once. Digits are computed again where needed
+    // rather than kept: registers bound the groups an SM holds.
+    let mut rank = [0u32; ITEMS as usize];
+    for j in 0..ITEMS {
+        let valid = base + j * WIDTH + lane < n;
+        let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
+        rank[j] = warp_rank(hist, warp * RADIX, d, valid);
+        if valid {
+            stage[rank[j]] = held[j];
+            if PAIRS == 1 {
+                value_stage[rank[j]] = vals[j];
+            }
+        }
+    }
+    // 5. The look-back: earlier tiles' keys of this digit, back to an inclusive prefix.
     // `WINDOW` earlier words are read at once (their latencies overlap) and taken in
     // order up to the first not yet written, which the next round reads again. Reads are
     // `atomic_load`s: as read-modify-writes they would queue every poller of a word (see
@@ -321,21 +352,9 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     if tile > 0u32 {
         atomic_exchange(&status[word], (PREFIX << 30u32) | (before + count));
     }
-    // 4. The tile's keys in digit order in shared memory.
-    let inclusive = warp_inclusive_sum(sums, count);
-    let first = inclusive - count;
-    first_of[lid] = first;
     out_base[lid] = bases[pass * RADIX + lid] + before - first;
     barrier();
-    for j in 0..ITEMS {
-        if base + j * WIDTH + lane < n {
-            let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-            rank[j] += first_of[d] + hist[warp * RADIX + d];
-            stage[rank[j]] = held[j];
-        }
-    }
-    barrier();
-    // 5. Each digit's run of the tile to consecutive addresses.
+    // 6. Each digit's run of the tile to consecutive addresses.
     let tile_start = tile * TILE;
     let mut tile_len = TILE;
     if n - tile_start < TILE {
@@ -357,19 +376,11 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         mask,
     );
     if PAIRS == 1 {
-        // The values take their keys' places in the other stage, then leave in the same
-        // runs. Staging them with their keys instead (one barrier fewer, `write_tile`
-        // writing both) was slower on CUDA: 11.42 against 10.55 ms for 2^28 pairs on an
-        // H200 (80 registers a thread, 3 groups an SM; 2026-11-29). So was parking them
-        // in this stage in input order from their load to here, which frees their
-        // registers through the ranking and the look-back (64 registers, 4 groups an
-        // SM): 10.90 against 10.71 ms (session 25); more groups do not help this pass.
-        for j in 0..ITEMS {
-            if base + j * WIDTH + lane < n {
-                value_stage[rank[j]] = vals[j];
-            }
-        }
-        barrier();
+        // The values leave after the keys, from the stage they took with their keys.
+        // Writing each value beside its key in one loop was slower on CUDA: 11.42
+        // against 10.55 ms for 2^28 pairs on an H200 (2026-11-29). Staging the values
+        // after the keys had left (a barrier more) measured 2.41 against 2.39 ms a pass
+        // (2026-11-30).
         write_tile(
             stage,
             value_stage,

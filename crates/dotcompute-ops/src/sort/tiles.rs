@@ -2,8 +2,8 @@
 //! not their groups make forward progress (NVIDIA Vulkan, Apple's SIMD-groups; CUDA too).
 //!
 //! Reduce-then-scan like `multisplit.rs` (no group waits on another, so it is valid on
-//! Vulkan and Metal), but with Onesweep's tile (`onesweep.rs`, steps 1, 2, 4 and 5)
-//! in place of the multisplit's key-by-key scatter: the multisplit writes each key to
+//! Vulkan and Metal), but with a ranked tile like Onesweep's (`onesweep.rs`: warp
+//! multisplit, staging in digit order, `write_tile`) in place of the multisplit's key-by-key scatter: the multisplit writes each key to
 //! its own position, so a subgroup's 32 keys land in up to 32 places, where a ranked
 //! tile is staged in shared memory in digit order and each digit's run of it leaves in
 //! consecutive addresses. Group `g` owns span `g`, `tiles_per_span` consecutive tiles:
@@ -23,7 +23,7 @@
 //! CUDA and NVIDIA Vulkan.
 
 use super::multisplit::{span_end, Scratch};
-use super::onesweep::{tile_digit_count, warp_rank, write_tile, ITEMS};
+use super::onesweep::{tile_digit_count, warp_rank, write_tile};
 use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::{exclusive_sum, warp_inclusive_sum};
 use crate::GROUP;
@@ -38,8 +38,10 @@ const RADIX: u32 = 1 << BITS;
 const WIDTH: u32 = 32;
 /// Subgroups per group.
 const WARPS: u32 = GROUP / WIDTH;
-/// Keys per subgroup's part of a tile, and per tile: `ITEMS` a thread, Onesweep's, whose
-/// `write_tile` writes these tiles too.
+/// Keys per thread. Onesweep's wider tiles (18) are not taken here: NVIDIA Vulkan runs
+/// this pass, and its pairs already hold the most registers of any pass.
+const ITEMS: u32 = 12;
+/// Keys per subgroup's part of a tile, and per tile.
 const WARP_KEYS: u32 = WIDTH * ITEMS;
 const TILE: u32 = GROUP * ITEMS;
 /// Spans (groups) per pass at most: the counts to scan are `RADIX × spans` (1 Mi for
