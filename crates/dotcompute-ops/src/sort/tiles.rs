@@ -9,14 +9,15 @@
 //! consecutive addresses. Group `g` owns span `g`, `tiles_per_span` consecutive tiles:
 //! (1) `tile_counts` counts the digits of each span; (2) an exclusive scan of the
 //! digit-major counts (`RADIX × spans`) gives each (digit, span) its first output
-//! position; (3) `tile_scatter` walks its span's tiles in input order: it ranks each
-//! tile (per subgroup by warp multisplit, then across subgroups), stages it, writes it,
-//! and moves each digit's next position on by the tile's count of the digit. Ranks
+//! position; (3) `tile_scatter` walks its span's tiles in input order: it counts each
+//! tile's digits, places each key in the tile's digit order (per subgroup by warp
+//! multisplit, from the counts' scan), stages it there, writes the tile, and moves each
+//! digit's next position on by the tile's count of the digit. Ranks
 //! follow input order within a tile, tiles are taken in order within a span and spans
 //! are placed in order by the scan, so the pass is stable.
 //!
 //! **When.** 32-bit keys, alone or with 4-byte values (the two staged tiles, 24 KiB,
-//! and the rank tables take 34 KiB of shared memory: NVIDIA's Vulkan driver and CUDA
+//! and the counters take 33 KiB of shared memory: NVIDIA's Vulkan driver and CUDA
 //! give 48), subgroups of exactly 32 lanes (ballots of 32 bits, and 8 subgroups of a
 //! 256-thread group each keep a counter per digit), and hardware GPUs: lavapipe's
 //! subgroups are 8 lanes wide, so CI cannot run it; the GPU machine's tests pin it on
@@ -67,7 +68,7 @@ pub(super) fn available<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> boo
 
 /// The scatter's shared memory, the value stage counted even for keys alone (whether a
 /// compiler drops it is its own affair).
-const SHARED_BYTES: u64 = (2 * TILE + RADIX * WARPS + WARPS + 2 * RADIX) as u64 * 4;
+const SHARED_BYTES: u64 = (2 * TILE + RADIX * WARPS + WARPS + RADIX) as u64 * 4;
 
 /// `counts[d * spans + s]`: the keys of span `s` (group `s`) with digit `d`.
 #[kernel]
@@ -145,11 +146,10 @@ fn tile_scatter<
     let stage = shared::<K, TILE>();
     // Unused, and so dropped by the compiler, when sorting keys alone.
     let value_stage = shared::<V, TILE>();
-    // Per subgroup and digit: its keys of the tile, then the tile's keys of the digit in
-    // earlier subgroups.
+    // Per subgroup and digit: its keys of the tile, then where its next key of the digit
+    // goes in the tile.
     let hist = shared::<u32, { RADIX * WARPS }>();
     let sums = shared::<u32, WARPS>();
-    let first_of = shared::<u32, RADIX>();
     let out_base = shared::<u32, RADIX>();
     let lid = local_id().x;
     let lane = subgroup_lane();
@@ -177,33 +177,40 @@ fn tile_scatter<
                 }
             }
         }
-        // 1. Ranks within the subgroup, in input order (as in `onesweep_pass`).
-        let mut rank = [0u32; ITEMS as usize];
+        // 1. The tile's digit counts per subgroup, one shared atomic a key, first (as in
+        // `onesweep_pass`): each key is then ranked straight into its place in the tile,
+        // and no rank is held through the scan.
         for j in 0..ITEMS {
-            let valid = base + j * WIDTH + lane < end;
-            let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-            rank[j] = warp_rank(hist, warp * RADIX, d, valid);
+            if base + j * WIDTH + lane < end {
+                let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
+                atomic_add(&hist[warp * RADIX + d], 1u32);
+            }
         }
         barrier();
-        // 2. The tile's count of digit `lid`, and each subgroup's start in it.
+        // 2. The tile's count of digit `lid`, and where each subgroup's first key of the
+        // digit goes in the tile (digit order).
         let count = tile_digit_count(hist);
         let inclusive = warp_inclusive_sum(sums, count);
         let first = inclusive - count;
-        first_of[lid] = first;
+        for w in 0..WARPS {
+            hist[w * RADIX + lid] += first;
+        }
         // Wraps below zero when `next < first`; `out_base[d] + i` is right for every
         // staged `i` of digit `d` (`i >= first`).
         out_base[lid] = next - first;
         next += count;
         barrier();
-        // 3. The tile's keys (and values) in digit order in shared memory.
+        // 3. Each key's place in the tile, in input order within its digit (warp
+        // multisplit), where it (and its value) is staged at once.
+        let mut rank = [0u32; ITEMS as usize];
         for j in 0..ITEMS {
-            if base + j * WIDTH + lane < end {
-                let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-                let at = rank[j] + first_of[d] + hist[warp * RADIX + d];
-                rank[j] = at;
-                stage[at] = held[j];
+            let valid = base + j * WIDTH + lane < end;
+            let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
+            rank[j] = warp_rank(hist, warp * RADIX, d, valid);
+            if valid {
+                stage[rank[j]] = held[j];
                 if PAIRS == 1 && VALUES_WITH_KEYS == 1 {
-                    value_stage[at] = vals[j];
+                    value_stage[rank[j]] = vals[j];
                 }
             }
         }
