@@ -505,4 +505,28 @@ mod tests {
         onesweep_pass::ir::<f32, u32, i32, 1, 2>().unwrap();
         onesweep_pass::ir::<i32, u32, f32, 1, 1>().unwrap();
     }
+
+    /// Not a check: writes the CUDA C++ of the pass (keys, pairs) and of the counting
+    /// kernel for `u32` keys into the folder `DOTCOMPUTE_ONESWEEP_DUMP` names, for
+    /// `scripts/onesweep-harness`, which times them on a GPU machine without Rust.
+    #[test]
+    #[ignore = "writes files for scripts/onesweep-harness"]
+    fn write_the_passes_cuda_for_the_harness() {
+        use dotcompute::{KernelSource, Target};
+        let dir = std::path::PathBuf::from(std::env::var("DOTCOMPUTE_ONESWEEP_DUMP").unwrap());
+        let sources = [
+            (
+                "pass_keys.cu",
+                onesweep_pass::kernel::<u32, u32, u32, 0, 0>(),
+            ),
+            (
+                "pass_pairs.cu",
+                onesweep_pass::kernel::<u32, u32, u32, 1, 0>(),
+            ),
+            ("counts.cu", onesweep_counts::kernel::<u32, u32, 0>()),
+        ];
+        for (name, kernel) in sources {
+            std::fs::write(dir.join(name), kernel.source(Target::Cuda).unwrap()).unwrap();
+        }
+    }
 }
