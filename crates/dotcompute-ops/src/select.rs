@@ -650,11 +650,14 @@ fn tuned<T: Num, const MODE: u32, const INDICES: u32, const FLAGS: u32>(
     } else {
         &SELECTION_FORMS[..2]
     };
-    let what = format!(
-        "{:?}, {} flags",
-        <T as Element>::TYPE,
+    // Unique reads no flags (it compares neighbours): its key says so rather than naming
+    // the word layout its kernels are instantiated with.
+    let layout = if MODE == UNIQUE {
+        "no"
+    } else {
         FLAG_LAYOUTS[FLAGS as usize]
-    );
+    };
+    let what = format!("{:?}, {layout} flags", <T as Element>::TYPE);
     let key = crate::tune::key(queue, op, &what, n);
     let form = crate::tune::choose_on(
         queue,

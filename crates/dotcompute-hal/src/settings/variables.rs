@@ -331,6 +331,14 @@ pub const VARIABLES: &[Variable] = &[
         check: Some(|| choices::BENCH_OPS.read_list().map(drop)),
     },
     Variable {
+        name: "DOTCOMPUTE_ONESWEEP_DUMP",
+        scope: Scope::Tools,
+        read: "by the ignored ops unit test `write_the_passes_cuda_for_the_harness`",
+        accepts: "an existing directory",
+        effect: "the CUDA C++ of the Onesweep pass (keys, pairs) and counting kernel is written there for `scripts/onesweep-harness`",
+        check: None,
+    },
+    Variable {
         name: "DOTCOMPUTE_STRESS_OPS",
         scope: Scope::Tests,
         read: "by the facade's stress tests",
