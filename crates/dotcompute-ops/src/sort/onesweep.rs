@@ -69,8 +69,8 @@ const COUNT_GROUPS: u32 = 1024;
 
 /// Whether `queue`'s device can run the pass for `n` keys of `K` (with values of `V` when
 /// `pairs`): CUDA (see the module's note on forward progress), 32-lane subgroups, and
-/// 4-byte keys and values, whose two staged tiles (36 KiB) and counters (10 KiB) fit CUDA's 48 KiB
-/// of static shared memory (64-bit keys take the other algorithms).
+/// 4-byte keys and values, whose two staged tiles (36 KiB) and counters (10 KiB) fit
+/// CUDA's 48 KiB of static shared memory (64-bit keys take the other algorithms).
 pub(super) fn available<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> bool {
     let info = queue.device().info();
     info.caps.forward_progress
@@ -134,15 +134,31 @@ pub(super) fn tile_digit_count(hist: &mut [u32]) -> u32 {
     count
 }
 
+/// After [`tile_digit_count`] (`count`: the tile's keys of the calling thread's digit
+/// `lid`): where the tile's first key of the digit goes in digit order (an exclusive
+/// scan over digits, returned), added to each subgroup's row of `hist`, which then holds
+/// where that subgroup's next key of each digit goes. `sums` holds a word per subgroup.
+/// Called by every thread of a `GROUP`; a barrier must follow before `hist` is read by
+/// other threads ([`warp_rank`]).
+#[kernel_fn]
+pub(super) fn tile_digit_starts(hist: &mut [u32], sums: &mut [u32], count: u32) -> u32 {
+    let lid = local_id().x;
+    let first = warp_inclusive_sum(sums, count) - count;
+    for w in 0..WARPS {
+        hist[w * RADIX + lid] += first;
+    }
+    first
+}
+
 /// The last step of a ranked tile (Onesweep's and the ranked tiles'): the staged tile
 /// (`tile_len` keys in digit order in `stage`, their values in `value_stage`) leaves in
 /// each digit's run of consecutive addresses, key `i` of digit `d` to `out_base[d] + i`,
 /// its value beside it. `write_keys` and `write_values` (0 or 1, constants at each call)
 /// say which leave: both at once where values are staged with their keys
 /// (`tiles::values_with_keys`), else the keys, then in a second call the values, each
-/// value's destination found again from the key beside it. Rounds run to the widest
-/// tile (Onesweep's `ITEMS` keys a thread); a narrower tile's last rounds find no key
-/// (`i < tile_len` fails). Called by every thread of a `GROUP` after the staging's barrier.
+/// value's destination found again from the key beside it. `rounds` is the caller's keys
+/// a thread (a constant at each call, so the rounds past it, up to Onesweep's `ITEMS`,
+/// fold away). Called by every thread of a `GROUP` after the staging's barrier.
 #[kernel_fn]
 pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     stage: &[K],
@@ -151,6 +167,7 @@ pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     keys_out: &mut [K],
     values_out: &mut [V],
     tile_len: u32,
+    rounds: u32,
     write_keys: u32,
     write_values: u32,
     kind: u32,
@@ -162,7 +179,7 @@ pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     let lid = local_id().x;
     for r in 0..ITEMS {
         let i = r * GROUP + lid;
-        if i < tile_len {
+        if r < rounds && i < tile_len {
             let k = stage[i];
             let at = out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i;
             if write_keys == 1u32 {
@@ -298,24 +315,19 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     }
     atomic_exchange(&status[word], (flag << 30u32) | count);
     // 3. Where each subgroup's first key of each digit goes in the tile (digit order).
-    let inclusive = warp_inclusive_sum(sums, count);
-    let first = inclusive - count;
-    for w in 0..WARPS {
-        hist[w * RADIX + lid] += first;
-    }
+    let first = tile_digit_starts(hist, sums, count);
     barrier();
     // 4. Each key's place in the tile, in input order within its digit (warp
-    // multisplit), where it is staged at once. Digits are computed again where needed
-    // rather than kept: registers bound the groups an SM holds.
-    let mut rank = [0u32; ITEMS as usize];
+    // multisplit), where it and its value are staged at once. Digits are computed again
+    // where needed rather than kept: registers bound the groups an SM holds.
     for j in 0..ITEMS {
         let valid = base + j * WIDTH + lane < n;
         let d = radix_digit(held[j], KIND, inf, flip, shift, mask);
-        rank[j] = warp_rank(hist, warp * RADIX, d, valid);
+        let at = warp_rank(hist, warp * RADIX, d, valid);
         if valid {
-            stage[rank[j]] = held[j];
+            stage[at] = held[j];
             if PAIRS == 1 {
-                value_stage[rank[j]] = vals[j];
+                value_stage[at] = vals[j];
             }
         }
     }
@@ -367,6 +379,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
         keys_out,
         values_out,
         tile_len,
+        ITEMS,
         1,
         0,
         KIND,
@@ -388,6 +401,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
             keys_out,
             values_out,
             tile_len,
+            ITEMS,
             0,
             1,
             KIND,

@@ -24,9 +24,9 @@
 //! CUDA and NVIDIA Vulkan.
 
 use super::multisplit::{span_end, Scratch};
-use super::onesweep::{tile_digit_count, warp_rank, write_tile};
+use super::onesweep::{tile_digit_count, tile_digit_starts, warp_rank, write_tile};
 use super::{radix_digit, KeyKind, RadixKey};
-use crate::scan::{exclusive_sum, warp_inclusive_sum};
+use crate::scan::exclusive_sum;
 use crate::GROUP;
 use dotcompute::prelude::*;
 use dotcompute::{AsStream, Buffer, Result};
@@ -190,11 +190,7 @@ fn tile_scatter<
         // 2. The tile's count of digit `lid`, and where each subgroup's first key of the
         // digit goes in the tile (digit order).
         let count = tile_digit_count(hist);
-        let inclusive = warp_inclusive_sum(sums, count);
-        let first = inclusive - count;
-        for w in 0..WARPS {
-            hist[w * RADIX + lid] += first;
-        }
+        let first = tile_digit_starts(hist, sums, count);
         // Wraps below zero when `next < first`; `out_base[d] + i` is right for every
         // staged `i` of digit `d` (`i >= first`).
         out_base[lid] = next - first;
@@ -227,6 +223,7 @@ fn tile_scatter<
             keys_out,
             values_out,
             tile_len,
+            ITEMS,
             1,
             PAIRS * VALUES_WITH_KEYS,
             KIND,
@@ -250,6 +247,7 @@ fn tile_scatter<
                 keys_out,
                 values_out,
                 tile_len,
+                ITEMS,
                 0,
                 1,
                 KIND,
