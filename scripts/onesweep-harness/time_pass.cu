@@ -2,11 +2,7 @@
 // included as KERNEL_FILE; TILE: its keys a tile) over 2^28 random u32 keys (argv: n,
 // shift), 3 warm-up and 20 timed launches, and checks every key (and value) against a
 // stable counting sort by the digit at `shift`.
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
-#include <cstdint>
+#include "harness.h"
 #include KERNEL_FILE
 #ifdef PAIRS
 #define KFN dc_onesweep_pass_u32_u32_u32_1_0
@@ -16,13 +12,10 @@
 #ifndef TILE
 #define TILE 3072u
 #endif
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e), __LINE__); exit(1);} } while (0)
 int main(int argc, char** argv) {
     unsigned n = argc > 1 ? atoi(argv[1]) : (1u << 28);
     unsigned shift = argc > 2 ? atoi(argv[2]) : 0;
-    std::vector<unsigned> h(n);
-    uint64_t s = 0x9E3779B97F4A7C15ull;
-    for (unsigned i = 0; i < n; i++) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; h[i] = (unsigned)(s >> 11); }
+    std::vector<unsigned> h = random_keys(n);
     std::vector<unsigned> counts(256, 0), bases(256, 0);
     for (unsigned i = 0; i < n; i++) counts[(h[i] >> shift) & 255]++;
     for (int d = 1; d < 256; d++) bases[d] = bases[d - 1] + counts[d - 1];
@@ -38,26 +31,18 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&b, 1024)); CK(cudaMalloc(&st, tiles * 1024ull)); CK(cudaMalloc(&ctr, 16));
     CK(cudaMemcpy(k, h.data(), n * 4ull, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(b, bases.data(), 1024, cudaMemcpyHostToDevice));
-    cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-    std::vector<float> t;
-    for (int r = 0; r < 23; r++) {
-        CK(cudaMemset(st, 0, tiles * 1024ull)); CK(cudaMemset(ctr, 0, 16)); CK(cudaMemset(o, 0xff, n * 4ull));
-        cudaEventRecord(e0);
-        KFN<<<tiles, 256>>>(k, v, o, vo, b, st, ctr, n, 0, shift, 255, 0x7f800000u, 0,
-            n,
+    std::vector<float> t = time_launches(
+        [&] { CK(cudaMemset(st, 0, tiles * 1024ull)); CK(cudaMemset(ctr, 0, 16)); CK(cudaMemset(o, 0xff, n * 4ull)); },
+        [&] {
+            KFN<<<tiles, 256>>>(k, v, o, vo, b, st, ctr, n, 0, shift, 255, 0x7f800000u, 0,
+                n,
 #ifdef PAIRS
-            n, n, n,
+                n, n, n,
 #else
-            1, n, 1,
+                1, n, 1,
 #endif
-            256, tiles * 256, 1, tiles, 1, 1, 0);
-        cudaEventRecord(e1);
-        CK(cudaEventSynchronize(e1));
-        float ms; cudaEventElapsedTime(&ms, e0, e1);
-        if (r >= 3) t.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
+                256, tiles * 256, 1, tiles, 1, 1, 0);
+        });
     std::vector<unsigned> out(n);
     CK(cudaMemcpy(out.data(), o, n * 4ull, cudaMemcpyDeviceToHost));
     std::vector<unsigned> pos(bases);

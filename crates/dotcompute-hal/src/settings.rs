@@ -369,6 +369,12 @@ pub mod choices {
         ],
         expected: "a comma-separated list of reduce, scan, copy-if, sort, histogram, softmax, transpose, matmul, rayon, graph",
     };
+    /// The sort algorithms `dotcompute bench ops` times (a list: [`Choice::read_list`]).
+    pub const BENCH_SORTS: Choice = Choice {
+        name: "DOTCOMPUTE_BENCH_SORTS",
+        values: &["onesweep8", "multisplit8", "tiles8", "radix4"],
+        expected: "a comma-separated list of onesweep8, multisplit8, tiles8, radix4",
+    };
     pub const AUTOTUNE: Choice = Choice {
         name: "DOTCOMPUTE_AUTOTUNE",
         values: &["on", "off", "force"],

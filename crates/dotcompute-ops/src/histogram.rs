@@ -125,6 +125,20 @@ const F32_VEC4_CHOICES: [(&str, GroupCount); 2] = [
 /// (255–258 µs either way).
 const SMALL_COUNTERS: u32 = 256;
 
+/// Runs `$body` with `$cap` the const shared-counter capacity for `$counters` counters:
+/// [`SMALL_COUNTERS`] where they fit, else [`MAX_BINS`] (the rule above, in one place).
+macro_rules! with_counter_cap {
+    ($counters:expr, $cap:ident => $body:expr) => {
+        if $counters <= SMALL_COUNTERS {
+            const $cap: u32 = SMALL_COUNTERS;
+            $body
+        } else {
+            const $cap: u32 = MAX_BINS;
+            $body
+        }
+    };
+}
+
 /// Zeroes the group's `bins` counters, then waits for the group.
 #[kernel_fn]
 fn clear_bins(local: &mut [u32], bins: u32) {
@@ -708,54 +722,16 @@ pub fn histogram_even_f32(
         let args = (lower, upper, scale);
         if let (Some(&(_, groups)), Some(x4)) = (F32_VEC4_CHOICES.get(i), samples.as_vec4s()) {
             let l = launch(n / 4, groups.count(queue));
-            return if bins <= SMALL_COUNTERS {
-                f32_vec4::<SMALL_COUNTERS>(queue, l, &x4, samples, hist, n, bins, args)
-            } else {
-                f32_vec4::<MAX_BINS>(queue, l, &x4, samples, hist, n, bins, args)
-            };
+            return with_counter_cap!(bins, CAP => histogram_f32_vec4::launch::<CAP>(
+                queue, l, &x4, samples, hist, n, bins, args.0, args.1, args.2,
+            ));
         }
         let (groups, copies) = group_choice(i, F32_VEC4_CHOICES.len(), bins);
         let l = launch(n, groups);
-        if bins * copies <= SMALL_COUNTERS {
-            f32_scalar::<SMALL_COUNTERS>(queue, l, samples, hist, n, bins, args, copies)
-        } else {
-            f32_scalar::<MAX_BINS>(queue, l, samples, hist, n, bins, args, copies)
-        }
+        with_counter_cap!(bins * copies, CAP => histogram_f32::launch::<CAP>(
+            queue, l, samples, hist, n, bins, args.0, args.1, args.2, copies,
+        ))
     })
-}
-
-/// One launch of [`histogram_f32`] with `CAP` shared counters; `args` are its `lower,
-/// upper, scale`.
-#[allow(clippy::too_many_arguments)]
-fn f32_scalar<const CAP: u32>(
-    queue: &impl AsStream,
-    l: Launch,
-    samples: &Buffer<f32>,
-    hist: &mut Buffer<u32>,
-    n: u32,
-    bins: u32,
-    (lower, upper, scale): (f32, f32, f32),
-    copies: u32,
-) -> Result<()> {
-    histogram_f32::launch::<CAP>(
-        queue, l, samples, hist, n, bins, lower, upper, scale, copies,
-    )
-}
-
-/// One launch of [`histogram_f32_vec4`] with `CAP` shared counters; `args` are its
-/// `lower, upper, scale`.
-#[allow(clippy::too_many_arguments)]
-fn f32_vec4<const CAP: u32>(
-    queue: &impl AsStream,
-    l: Launch,
-    x4: &dotcompute::Vec4s<'_, f32>,
-    samples: &Buffer<f32>,
-    hist: &mut Buffer<u32>,
-    n: u32,
-    bins: u32,
-    (lower, upper, scale): (f32, f32, f32),
-) -> Result<()> {
-    histogram_f32_vec4::launch::<CAP>(queue, l, x4, samples, hist, n, bins, lower, upper, scale)
 }
 
 /// Integer sample types of [`histogram_even`].
@@ -815,15 +791,9 @@ pub fn histogram_even<T: HistogramInt>(
     }
     let ty = format!("{:?}", <T as dotcompute::Element>::TYPE);
     tuned(queue, OP, &ty, n, bins, hist, |hist, l, copies| {
-        if bins * copies <= SMALL_COUNTERS {
-            histogram_int::launch::<T, SMALL_COUNTERS>(
-                queue, l, samples, hist, n, bins, lower, upper, width, copies,
-            )
-        } else {
-            histogram_int::launch::<T, MAX_BINS>(
-                queue, l, samples, hist, n, bins, lower, upper, width, copies,
-            )
-        }
+        with_counter_cap!(bins * copies, CAP => histogram_int::launch::<T, CAP>(
+            queue, l, samples, hist, n, bins, lower, upper, width, copies,
+        ))
     })
 }
 

@@ -388,6 +388,12 @@ fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
     let mut algorithms = sort::sort_algorithms::<u32, u32>(d, n, true);
     if algorithms.is_empty() {
         algorithms.push("host");
+    } else if let Some(only) = dotcompute::settings::choices::BENCH_SORTS
+        .read_list()
+        .map_err(super::s)?
+    {
+        // `DOTCOMPUTE_BENCH_SORTS` narrows a GPU's algorithms (all by default).
+        algorithms.retain(|a| only.contains(a));
     }
     for algorithm in algorithms {
         let about = match algorithm {

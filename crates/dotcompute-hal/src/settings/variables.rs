@@ -331,6 +331,14 @@ pub const VARIABLES: &[Variable] = &[
         check: Some(|| choices::BENCH_OPS.read_list().map(drop)),
     },
     Variable {
+        name: "DOTCOMPUTE_BENCH_SORTS",
+        scope: Scope::Tools,
+        read: "by `dotcompute bench ops`, when it starts its sorts",
+        accepts: "a comma-separated list of onesweep8, multisplit8, tiles8, radix4; default every algorithm the device offers",
+        effect: "times only those sort algorithms (each still only where the device offers it)",
+        check: Some(|| choices::BENCH_SORTS.read_list().map(drop)),
+    },
+    Variable {
         name: "DOTCOMPUTE_ONESWEEP_DUMP",
         scope: Scope::Tools,
         read: "by the ignored ops unit test `write_the_passes_cuda_for_the_harness`",
