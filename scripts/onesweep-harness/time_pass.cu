@@ -1,14 +1,10 @@
 // Times one Onesweep pass (the generated `pass_keys.cu` or, with -DPAIRS, `pass_pairs.cu`,
-// included as KERNEL_FILE; TILE: its keys a tile) over 2^28 random u32 keys (argv: n,
+// included as KERNEL_FILE, its kernel named KFN; TILE: its keys a tile) over 2^28 random u32 keys (argv: n,
 // shift), 3 warm-up and 20 timed launches, and checks every key (and value) against a
 // stable counting sort by the digit at `shift`.
 #include "harness.h"
 #include KERNEL_FILE
-#ifdef PAIRS
-#define KFN dc_onesweep_pass_u32_u32_u32_1_0
-#else
-#define KFN dc_onesweep_pass_u32_u32_u32_0_0
-#endif
+// KFN: the generated kernel's name (run.sh reads it from KERNEL_FILE).
 #ifndef TILE
 #define TILE 3072u
 #endif

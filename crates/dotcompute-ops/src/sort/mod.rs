@@ -584,7 +584,8 @@ fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
 ) -> Result<()> {
     match algorithm {
         Algorithm::Onesweep8 => {
-            let mut scratch = onesweep::Scratch::new(queue, keys, n, bits.clone(), flip)?;
+            let mut scratch =
+                onesweep::Scratch::new(queue, keys, n, bits.clone(), flip, PAIRS == 1)?;
             ping_pong::<K, V, PAIRS>(
                 queue,
                 keys,

@@ -3,7 +3,7 @@
 //! and writes the keys once, where the multisplit and 4-bit passes read them twice and
 //! write them scattered.
 //!
-//! A pass cuts the input into tiles of `TILE` keys, one per group, numbered in the order
+//! A pass cuts the input into tiles of `GROUP × ITEMS` keys, one per group, numbered in the order
 //! groups *start* (an atomic counter, not `group_id`). A group (1) counts its keys'
 //! digits per subgroup with shared atomics, (2) publishes the tile's digit counts at once
 //! (CUB's "early counts": later tiles' look-backs need them, and the ranking takes long),
@@ -43,15 +43,28 @@ const RADIX: u32 = 1 << BITS;
 const WIDTH: u32 = 32;
 /// Subgroups per group.
 const WARPS: u32 = GROUP / WIDTH;
-/// Keys per thread: their loads are all in flight before any is counted. With the counts
-/// taken before the ranking, wider tiles won on an H200 (one pass over 2^28 keys: 1.96 ms
-/// at 12, 1.86 at 16, 1.80 at 18; 2026-11-30). 18 is the most whose two staged tiles
-/// (pairs: 36 KiB) and counters fit CUDA's 48 KiB of static shared memory. Before the
-/// early counts, 16 lost to 12 (23.0 against 24.6 GKey/s, 2026-11-29).
-pub(super) const ITEMS: u32 = 18;
-/// Keys per subgroup's part of a tile, and per tile.
-const WARP_KEYS: u32 = WIDTH * ITEMS;
-const TILE: u32 = GROUP * ITEMS;
+/// Keys per thread for pairs: their loads are all in flight before any is counted. With
+/// the counts taken before the ranking, wider tiles won on an H200 (one pass over 2^28
+/// keys: 1.96 ms at 12, 1.86 at 16, 1.80 at 18; 2026-11-30). 18 is the most whose two
+/// staged tiles (36 KiB) and counters fit CUDA's 48 KiB of static shared memory. Before
+/// the early counts, 16 lost to 12 (23.0 against 24.6 GKey/s, 2026-11-29).
+const PAIR_ITEMS: u32 = 18;
+/// Keys per thread for keys alone, whose one staged tile leaves room for wider tiles:
+/// one pass over 2^28 keys on an H200 (session 29's harness, 2026-11-30) took 1.784 ms
+/// at 18, 1.737 at 20, 1.715 at 21, **1.703 at 22** (64 registers, as at 18), 1.823 at
+/// 23 and 1.807 at 24 (72 and 76 registers: fewer groups an SM), 1.763 at 26.
+const KEY_ITEMS: u32 = 22;
+/// The most keys a thread of any caller of [`write_tile`].
+const MAX_ITEMS: u32 = KEY_ITEMS;
+
+/// Keys a thread of the pass for keys alone (`pairs` false) or pairs.
+const fn items(pairs: bool) -> u32 {
+    if pairs {
+        PAIR_ITEMS
+    } else {
+        KEY_ITEMS
+    }
+}
 /// Passes at most (32-bit keys).
 const MAX_PASSES: u32 = 4;
 /// Status word flags (bits 30 and 31) and the value's bits.
@@ -157,8 +170,8 @@ pub(super) fn tile_digit_starts(hist: &mut [u32], sums: &mut [u32], count: u32) 
 /// say which leave: both at once where values are staged with their keys
 /// (`tiles::values_with_keys`), else the keys, then in a second call the values, each
 /// value's destination found again from the key beside it. `rounds` is the caller's keys
-/// a thread (a constant at each call, so the rounds past it, up to Onesweep's `ITEMS`,
-/// fold away). Called by every thread of a `GROUP` after the staging's barrier.
+/// a thread (a constant at each call, so the rounds past it, up to `MAX_ITEMS`, fold
+/// away). Called by every thread of a `GROUP` after the staging's barrier.
 #[kernel_fn]
 pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     stage: &[K],
@@ -177,7 +190,7 @@ pub(super) fn write_tile<K: Num, B: Int, V: Num>(
     mask: u32,
 ) {
     let lid = local_id().x;
-    for r in 0..ITEMS {
+    for r in 0..MAX_ITEMS {
         let i = r * GROUP + lid;
         if r < rounds && i < tile_len {
             let k = stage[i];
@@ -250,7 +263,7 @@ fn onesweep_bases(counts: &[u32], bases: &mut [u32], passes: u32) {
 /// `shift` (`mask` wide) into `keys_out`. `status` (a word per tile and digit) and
 /// `counter[pass]` start at zero.
 #[kernel]
-fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
+fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32, const ITEMS: u32>(
     keys: &[K],
     values: &[V],
     keys_out: &mut [K],
@@ -265,9 +278,10 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     inf: B,
     flip: B,
 ) {
-    let stage = shared::<K, TILE>();
-    // Unused, and so dropped by the compiler, when sorting keys alone.
-    let value_stage = shared::<V, TILE>();
+    let stage = shared::<K, { GROUP * ITEMS }>();
+    // One unused word when sorting keys alone (`PAIRS` 0): the launch's check counts
+    // every declared array, and the keys' wider tile leaves no room for a second.
+    let value_stage = shared::<V, { GROUP * ITEMS * PAIRS + 1 - PAIRS }>();
     // Per subgroup and digit: its count of the digit, then where its next key of the
     // digit goes in the tile.
     let hist = shared::<u32, { RADIX * WARPS }>();
@@ -282,7 +296,7 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     }
     // Its barrier also orders the zeroed counters before the counting.
     let tile = take_tile(tile_number, counter, pass);
-    let base = tile * TILE + warp * WARP_KEYS;
+    let base = tile * (GROUP * ITEMS) + warp * (WIDTH * ITEMS);
     let mut held = [K::zero(); ITEMS as usize];
     let mut vals = [V::zero(); ITEMS as usize];
     for j in 0..ITEMS {
@@ -367,9 +381,9 @@ fn onesweep_pass<K: Num, B: Int, V: Num, const PAIRS: u32, const KIND: u32>(
     out_base[lid] = bases[pass * RADIX + lid] + before - first;
     barrier();
     // 6. Each digit's run of the tile to consecutive addresses.
-    let tile_start = tile * TILE;
-    let mut tile_len = TILE;
-    if n - tile_start < TILE {
+    let tile_start = tile * (GROUP * ITEMS);
+    let mut tile_len = GROUP * ITEMS;
+    if n - tile_start < GROUP * ITEMS {
         tile_len = n - tile_start;
     }
     write_tile(
@@ -424,13 +438,15 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
-    /// Counts the digits of every pass over `bits` of `keys` (`n` of them).
+    /// Counts the digits of every pass over `bits` of `keys` (`n` of them), for a sort
+    /// of keys alone or of `pairs`.
     pub(super) fn new<K: RadixKey>(
         queue: &impl AsStream,
         keys: &Buffer<K>,
         n: u32,
         bits: std::ops::Range<u32>,
         flip: u64,
+        pairs: bool,
     ) -> Result<Scratch> {
         let passes = (bits.end - bits.start).div_ceil(BITS);
         let len = (RADIX * passes) as usize;
@@ -458,7 +474,7 @@ impl Scratch {
             &mut bases,
             passes,
         )?;
-        let tiles = n.div_ceil(TILE);
+        let tiles = n.div_ceil(GROUP * items(pairs));
         let mut counter = queue.scratch::<u32>(passes as usize)?;
         queue.fill_buffer(&mut counter, 0)?;
         Ok(Scratch {
@@ -485,23 +501,42 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
 ) -> Result<()> {
     let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
     queue.fill_buffer(&mut scratch.status, 0)?;
-    with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<K, K::Bits, V, PAIRS, KIND>(
-        queue,
-        Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP),
-        src_k,
-        src_v,
-        dst_k,
-        dst_v,
-        &scratch.bases,
-        &mut scratch.status,
-        &mut scratch.counter,
-        n,
-        (shift - scratch.start_bit) / BITS,
-        shift,
-        mask,
-        inf,
-        flip,
-    ))
+    let groups = Launch::threads((scratch.tiles * GROUP) as usize).group(GROUP);
+    let pass = (shift - scratch.start_bit) / BITS;
+    macro_rules! launch {
+        ($items:expr) => {
+            with_key_kind!(K::KIND, KIND => onesweep_pass::launch::<
+                K,
+                K::Bits,
+                V,
+                PAIRS,
+                KIND,
+                { $items },
+            >(
+                queue,
+                groups,
+                src_k,
+                src_v,
+                dst_k,
+                dst_v,
+                &scratch.bases,
+                &mut scratch.status,
+                &mut scratch.counter,
+                n,
+                pass,
+                shift,
+                mask,
+                inf,
+                flip,
+            ))
+        };
+    }
+    // `Scratch::new` counted tiles of the same width.
+    if PAIRS == 1 {
+        launch!(PAIR_ITEMS)
+    } else {
+        launch!(KEY_ITEMS)
+    }
 }
 
 #[cfg(test)]
@@ -515,9 +550,9 @@ mod tests {
         onesweep_bases::ir().unwrap();
         onesweep_counts::ir::<u32, u32, 0>().unwrap();
         onesweep_counts::ir::<f32, u32, 2>().unwrap();
-        onesweep_pass::ir::<u32, u32, u32, 0, 0>().unwrap();
-        onesweep_pass::ir::<f32, u32, i32, 1, 2>().unwrap();
-        onesweep_pass::ir::<i32, u32, f32, 1, 1>().unwrap();
+        onesweep_pass::ir::<u32, u32, u32, 0, 0, KEY_ITEMS>().unwrap();
+        onesweep_pass::ir::<f32, u32, i32, 1, 2, PAIR_ITEMS>().unwrap();
+        onesweep_pass::ir::<i32, u32, f32, 1, 1, PAIR_ITEMS>().unwrap();
     }
 
     /// Not a check: writes the CUDA C++ of the pass (keys, pairs) and of the counting
@@ -531,11 +566,11 @@ mod tests {
         let sources = [
             (
                 "pass_keys.cu",
-                onesweep_pass::kernel::<u32, u32, u32, 0, 0>(),
+                onesweep_pass::kernel::<u32, u32, u32, 0, 0, KEY_ITEMS>(),
             ),
             (
                 "pass_pairs.cu",
-                onesweep_pass::kernel::<u32, u32, u32, 1, 0>(),
+                onesweep_pass::kernel::<u32, u32, u32, 1, 0, PAIR_ITEMS>(),
             ),
             ("counts.cu", onesweep_counts::kernel::<u32, u32, 0>()),
         ];
