@@ -1,12 +1,13 @@
 // Times one Onesweep pass (the generated `pass_keys.cu` or, with -DPAIRS, `pass_pairs.cu`,
-// included as KERNEL_FILE, its kernel named KFN; TILE: its keys a tile) over 2^28 random u32 keys (argv: n,
-// shift), 3 warm-up and 20 timed launches, and checks every key (and value) against a
-// stable counting sort by the digit at `shift`.
+// included as KERNEL_FILE, its kernel named KFN; TILE: its keys a tile) over 2^28 random
+// u32 keys (argv: n, shift), 3 warm-up and 20 timed launches, and checks every key (and
+// value) against a stable counting sort by the digit at `shift`.
 #include "harness.h"
 #include KERNEL_FILE
-// KFN: the generated kernel's name (run.sh reads it from KERNEL_FILE).
-#ifndef TILE
-#define TILE 3072u
+// KFN and TILE come from run.sh, which reads them from KERNEL_FILE: keys alone and pairs
+// take different tiles, so no default would be right for both.
+#if !defined(KFN) || !defined(TILE)
+#error "compile with -DKFN=<the kernel's name> -DTILE=<its keys a tile>u (see run.sh)"
 #endif
 int main(int argc, char** argv) {
     unsigned n = argc > 1 ? atoi(argv[1]) : (1u << 28);

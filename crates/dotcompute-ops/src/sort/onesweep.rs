@@ -3,10 +3,11 @@
 //! and writes the keys once, where the multisplit and 4-bit passes read them twice and
 //! write them scattered.
 //!
-//! A pass cuts the input into tiles of `GROUP × ITEMS` keys, one per group, numbered in the order
-//! groups *start* (an atomic counter, not `group_id`). A group (1) counts its keys'
-//! digits per subgroup with shared atomics, (2) publishes the tile's digit counts at once
-//! (CUB's "early counts": later tiles' look-backs need them, and the ranking takes long),
+//! A pass cuts the input into tiles of `GROUP × ITEMS` keys (`items`: wider for keys
+//! alone than for pairs), one per group, numbered in the order groups *start* (an
+//! atomic counter, not `group_id`). A group (1) counts its keys' digits per subgroup
+//! with shared atomics, (2) publishes the tile's digit counts at once (CUB's "early
+//! counts": later tiles' look-backs need them, and the ranking takes long),
 //! (3) scans them into where each subgroup's keys of each digit start in the tile,
 //! (4) ranks its keys per subgroup by warp multisplit (stable: input order within the
 //! tile) and places each in shared memory in digit order, (5) finds how many keys of each
@@ -531,11 +532,10 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
             ))
         };
     }
-    // `Scratch::new` counted tiles of the same width.
-    if PAIRS == 1 {
-        launch!(PAIR_ITEMS)
-    } else {
-        launch!(KEY_ITEMS)
+    // The tile width `Scratch::new` counted tiles of (`items`), as the kernel's constant.
+    match items(PAIRS == 1) {
+        KEY_ITEMS => launch!(KEY_ITEMS),
+        _ => launch!(PAIR_ITEMS),
     }
 }
 
