@@ -52,6 +52,10 @@ pub(crate) trait Dialect {
     fn bits(&self, f: MathFn, t: ScalarType, x: &str) -> String;
     /// `x`'s bits, of type `from`, read as `to` (same size, validated).
     fn bitcast(&self, from: ScalarType, to: ScalarType, x: &str) -> String;
+    /// Byte `k % 4` of `u32` `x`, zero-extended ([`MathFn::ExtractByte`]).
+    fn extract_byte(&self, x: &str, k: &str) -> String {
+        format!("(({x} >> (8u * ({k} & 3u))) & 255u)")
+    }
 }
 
 /// The walker: one kernel's statements and expressions printed in one dialect.
@@ -554,6 +558,7 @@ impl Gen<'_> {
             | MathFn::LeadingZeros
             | MathFn::TrailingZeros
             | MathFn::ReverseBits => return self.d.bits(f, t, &a[0]),
+            MathFn::ExtractByte => return self.d.extract_byte(&a[0], &a[1]),
             MathFn::Abs if !t.is_float() => "dc_abs",
             MathFn::SaturatingAdd => "dc_sat_add",
             MathFn::SaturatingSub => "dc_sat_sub",

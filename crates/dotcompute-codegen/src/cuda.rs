@@ -270,6 +270,11 @@ impl Dialect for CudaDialect {
     fn bits(&self, f: MathFn, t: ScalarType, x: &str) -> String {
         cuda_bits(f, t, x)
     }
+    /// One PRMT: selector nibble 0 picks byte `k` of `x`, nibbles 1 to 3 byte 0 of the
+    /// zero word (selector 4).
+    fn extract_byte(&self, x: &str, k: &str) -> String {
+        format!("__byte_perm({x}, 0u, 0x4440u | ({k} & 3u))")
+    }
 }
 
 fn pick(f32: bool, a: &'static str, b: &'static str) -> &'static str {

@@ -270,6 +270,24 @@ pub fn bits32(u: &[u32], s: &[i32], out: &mut [u32], rev: &mut [i32]) {
     }
 }
 
+/// `extract_byte` on `u32`: each byte by a constant index, then by an index read at run
+/// time (`k[i]`, taken modulo 4), then an extracted byte scaled into a counter index as
+/// a byte histogram computes one (where compilers fold shifts and masks together).
+#[kernel]
+pub fn bytes32(u: &[u32], k: &[u32], out: &mut [u32]) {
+    let i = global_id().x;
+    if i < u.len() {
+        let x = u[i];
+        let o = i * 6;
+        out[o] = x.extract_byte(0);
+        out[o + 1] = x.extract_byte(1);
+        out[o + 2] = x.extract_byte(2);
+        out[o + 3] = x.extract_byte(3);
+        out[o + 4] = x.extract_byte(k[i]);
+        out[o + 5] = (x.extract_byte(k[i] + 1) << 5) | (i % 32);
+    }
+}
+
 /// `T::bitcast` among the 4-byte types: a float's bits, bits read as a float and as a
 /// signed integer, round trips through float and integer registers, a generic helper, a
 /// literal.

@@ -220,6 +220,11 @@ pub fn trailing_zeros<T: Bits>(a: T) -> u32 {
 pub fn reverse_bits<T: Bits>(a: T) -> T {
     a.k_reverse_bits()
 }
+/// Byte `k % 4` of `x` (byte 0 the least significant), zero-extended.
+#[inline(always)]
+pub fn extract_byte(x: u32, k: u32) -> u32 {
+    (x >> (8 * (k & 3))) & 255
+}
 #[inline(always)]
 pub fn saturating_add<T: Bits>(a: T, b: T) -> T {
     a.k_saturating_add(b)

@@ -320,6 +320,7 @@ impl<'k> ValueRanges<'k> {
                     .first()
                     .map_or(64, |a| a.ty.scalar.size_bytes() as u32 * 8),
             },
+            MathFn::ExtractByte => Range { lo: 0, hi: 255 },
             _ => Range::FULL,
         }
     }

@@ -69,6 +69,9 @@ pub(crate) fn update<T: Element, R>(
 pub trait HostArith: Element + Send + Sync {
     /// Zero: the identity of `add`.
     const ZERO: Self;
+    /// Whether every operation is associative bit for bit (integers: wrapping sums, min
+    /// and max), so that a scan may combine a block of elements before its carry.
+    const ASSOCIATIVE: bool;
     fn add(a: Self, b: Self) -> Self;
     fn min(a: Self, b: Self) -> Self;
     fn max(a: Self, b: Self) -> Self;
@@ -78,6 +81,7 @@ macro_rules! int_arith {
     ($($t:ty),*) => {$(
         impl HostArith for $t {
             const ZERO: $t = 0;
+            const ASSOCIATIVE: bool = true;
             fn add(a: $t, b: $t) -> $t { a.wrapping_add(b) }
             fn min(a: $t, b: $t) -> $t { Ord::min(a, b) }
             fn max(a: $t, b: $t) -> $t { Ord::max(a, b) }
@@ -89,6 +93,7 @@ macro_rules! float_arith {
     ($($t:ty),*) => {$(
         impl HostArith for $t {
             const ZERO: $t = 0.0;
+            const ASSOCIATIVE: bool = false;
             fn add(a: $t, b: $t) -> $t { a + b }
             fn min(a: $t, b: $t) -> $t { a.min(b) }
             fn max(a: $t, b: $t) -> $t { a.max(b) }
@@ -144,9 +149,9 @@ pub(crate) fn combine_all<T: HostArith, F: Fn(T, T) -> T + Copy + Send + Sync>(
 }
 
 /// Exclusive or inclusive scan of `x` into `y` with `f` (identity `identity`), restarting
-/// at every element whose head flag is not zero when `heads` is given; chunk by chunk:
-/// each chunk's aggregate (and whether it holds a head), the carries in order, then the
-/// chunks again from their carries.
+/// at every element whose head flag is not zero when `heads` is given, in one sweep of
+/// [`chained_chunks`]: each chunk's aggregate (and whether it holds a head), its carry
+/// from its predecessor's, then the chunk again from that carry.
 pub(crate) fn scan<T: HostArith>(
     x: &[T],
     heads: Option<&[u32]>,
@@ -155,50 +160,40 @@ pub(crate) fn scan<T: HostArith>(
     identity: T,
     f: impl Fn(T, T) -> T + Copy + Send + Sync,
 ) {
-    if heads.is_none() {
+    let Some(heads) = heads else {
         return scan_whole(x, y, inclusive, identity, f);
-    }
-    let head = |k: usize| heads.is_some_and(|h| h[k] != 0);
-    let aggregates: Vec<(bool, T)> = x
-        .par_chunks(CHUNK)
-        .enumerate()
-        .map(|(c, xs)| {
+    };
+    chained_chunks(
+        x,
+        y,
+        identity,
+        |c, xs| {
             let mut acc = (false, identity);
-            for (j, &v) in xs.iter().enumerate() {
-                acc = if head(c * CHUNK + j) {
+            for (&v, &h) in xs.iter().zip(&heads[c * CHUNK..]) {
+                acc = if h != 0 {
                     (true, v)
                 } else {
                     (acc.0, f(acc.1, v))
                 };
             }
             acc
-        })
-        .collect();
-    let mut carries = Vec::with_capacity(aggregates.len());
-    let mut carry = identity;
-    for (restarts, total) in aggregates {
-        carries.push(carry);
-        carry = if restarts { total } else { f(carry, total) };
-    }
-    y.par_chunks_mut(CHUNK)
-        .zip(x.par_chunks(CHUNK))
-        .zip(carries)
-        .enumerate()
-        .for_each(|(c, ((yc, xc), mut running))| {
-            for (j, (o, &v)) in yc.iter_mut().zip(xc).enumerate() {
-                let restart = head(c * CHUNK + j);
+        },
+        |carry, (restarts, total)| if restarts { total } else { f(carry, total) },
+        |c, xs, ys, mut running| {
+            for ((o, &v), &h) in ys.iter_mut().zip(xs).zip(&heads[c * CHUNK..]) {
                 if inclusive {
-                    running = if restart { v } else { f(running, v) };
+                    running = if h != 0 { v } else { f(running, v) };
                     *o = running;
                 } else {
-                    if restart {
+                    if h != 0 {
                         running = identity;
                     }
                     *o = running;
                     running = f(running, v);
                 }
             }
-        });
+        },
+    );
 }
 
 /// [`scan`] without head flags: the same chunks and carries, with loops the compiler can
@@ -210,30 +205,124 @@ fn scan_whole<T: HostArith>(
     identity: T,
     f: impl Fn(T, T) -> T + Copy + Send + Sync,
 ) {
-    let totals: Vec<T> = x
-        .par_chunks(CHUNK)
-        .map(|xs| xs.iter().fold(identity, |a, &b| f(a, b)))
-        .collect();
-    let mut carries = Vec::with_capacity(totals.len());
-    let mut carry = identity;
-    for total in totals {
-        carries.push(carry);
-        carry = f(carry, total);
-    }
-    y.par_chunks_mut(CHUNK)
-        .zip(x.par_chunks(CHUNK))
-        .zip(carries)
-        .for_each(|((yc, xc), mut running)| {
-            for (o, &v) in yc.iter_mut().zip(xc) {
-                if inclusive {
-                    running = f(running, v);
-                    *o = running;
-                } else {
-                    *o = running;
-                    running = f(running, v);
+    chained_chunks(
+        x,
+        y,
+        identity,
+        |_, xs| xs.iter().fold(identity, |a, &b| f(a, b)),
+        f,
+        |_, xs, ys, running| scan_chunk(xs, ys, inclusive, running, f),
+    );
+}
+
+/// Elements a block of [`scan_chunk`] combines before its carry.
+const BLOCK: usize = 8;
+
+/// Scans `xs` into `ys` from `running`. For exact types in blocks of [`BLOCK`]: each
+/// block's own prefixes first (independent of the carry, so blocks overlap in the core),
+/// then the carry joined to each: one dependent step a block instead of one an element.
+/// Floats keep the left fold from the carry (their sums' rounding depends on the order).
+fn scan_chunk<T: HostArith>(
+    xs: &[T],
+    ys: &mut [T],
+    inclusive: bool,
+    mut running: T,
+    f: impl Fn(T, T) -> T + Copy,
+) {
+    let mut done = 0;
+    if T::ASSOCIATIVE {
+        for (yb, xb) in ys.chunks_exact_mut(BLOCK).zip(xs.chunks_exact(BLOCK)) {
+            let mut prefix = [xb[0]; BLOCK];
+            for j in 1..BLOCK {
+                prefix[j] = f(prefix[j - 1], xb[j]);
+            }
+            if inclusive {
+                for j in 0..BLOCK {
+                    yb[j] = f(running, prefix[j]);
+                }
+            } else {
+                yb[0] = running;
+                for j in 1..BLOCK {
+                    yb[j] = f(running, prefix[j - 1]);
                 }
             }
-        });
+            running = f(running, prefix[BLOCK - 1]);
+        }
+        done = xs.len() / BLOCK * BLOCK;
+    }
+    for (o, &v) in ys[done..].iter_mut().zip(&xs[done..]) {
+        if inclusive {
+            running = f(running, v);
+            *o = running;
+        } else {
+            *o = running;
+            running = f(running, v);
+        }
+    }
+}
+
+/// A scan's sweep over `x`'s [`CHUNK`]-element chunks into `y`'s, in one pass over
+/// memory: a worker claims the next chunk (in order, from a counter), takes its
+/// `aggregate`, waits for the chunk's carry (its predecessor's, published in chunk order),
+/// publishes `link(carry, aggregate)` for its successor, and `finish`es the chunk from
+/// its carry while the chunk is still in the core's cache. A two-pass chunked scan reads
+/// `x` from memory twice; this reads it once (a chunk of 64 Ki 4-byte elements is 256
+/// KiB). The carries are linked in chunk order, as a sequential fold of the aggregates
+/// would be, so results do not depend on the thread count or the timing (float scans
+/// included). Waiting cannot deadlock: chunks are claimed in order by workers that run
+/// them to the end without waiting on anything else, so the lowest unfinished chunk's
+/// carry is always published; a waiter spins briefly, then yields its core.
+fn chained_chunks<T: Sync + Send, A, C: Copy + Send + Sync>(
+    x: &[T],
+    y: &mut [T],
+    identity: C,
+    aggregate: impl Fn(usize, &[T]) -> A + Sync,
+    link: impl Fn(C, A) -> C + Sync,
+    finish: impl Fn(usize, &[T], &mut [T], C) + Sync,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, OnceLock};
+    let chunks = x.len().div_ceil(CHUNK);
+    if chunks <= 1 {
+        return finish(0, x, y, identity);
+    }
+    // Each output chunk behind its own (uncontended) lock: one worker takes each.
+    let outputs: Vec<Mutex<&mut [T]>> = y.chunks_mut(CHUNK).map(Mutex::new).collect();
+    let carries: Vec<OnceLock<C>> = (0..chunks).map(|_| OnceLock::new()).collect();
+    let _ = carries[0].set(identity);
+    let next = AtomicUsize::new(0);
+    let workers = rayon::current_num_threads().min(chunks);
+    (0..workers).into_par_iter().for_each(|_| loop {
+        let c = next.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks {
+            break;
+        }
+        let xs = &x[c * CHUNK..x.len().min((c + 1) * CHUNK)];
+        let total = aggregate(c, xs);
+        let carry = wait_for(&carries[c]);
+        if c + 1 < chunks {
+            let _ = carries[c + 1].set(link(carry, total));
+        }
+        let mut ys = outputs[c].lock().unwrap_or_else(|e| e.into_inner());
+        finish(c, xs, &mut ys, carry);
+    });
+}
+
+/// The value of `cell` once another worker has set it: spins 64 times, then yields the
+/// core between looks (the setter may be waiting for a core: more threads than cores).
+fn wait_for<C: Copy>(cell: &std::sync::OnceLock<C>) -> C {
+    let mut looks = 0u32;
+    loop {
+        if let Some(&c) = cell.get() {
+            return c;
+        }
+        if looks < 64 {
+            std::hint::spin_loop();
+            looks += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// Counts of the bins of byte samples: `bin_of[b]` is byte `b`'s bin, or `bins` for none.

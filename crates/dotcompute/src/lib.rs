@@ -71,7 +71,8 @@
 //!   recip mul_add` on floats (`round` sends halves away from zero, as Rust does), and the
 //!   tests `is_nan()` / `is_finite()` (`bool`); `abs min max clamp` on every numeric type;
 //!   `count_ones leading_zeros trailing_zeros` (`u32`), `reverse_bits`, `wrapping_add/sub/mul`
-//!   and `saturating_add/sub` on integers; `as`
+//!   and `saturating_add/sub` on integers; `x.extract_byte(k)` on `u32` (byte `k % 4`,
+//!   zero-extended: one instruction where the GPU has a byte permute); `as`
 //!   casts between scalar types. Float comparisons are IEEE's on every backend: with a
 //!   NaN, `!=` is true and the others false, so `x != x` tests for NaN.
 //!   `powi(n: i32)` is repeated squaring (then one division for `n < 0`) on every

@@ -188,6 +188,9 @@ impl Gen<'_> {
                     MathFn::LeadingZeros => return format!("u32(countLeadingZeros({}))", a[0]),
                     MathFn::TrailingZeros => return format!("u32(countTrailingZeros({}))", a[0]),
                     MathFn::ReverseBits => return format!("reverseBits({})", a[0]),
+                    MathFn::ExtractByte => {
+                        return format!("extractBits({}, 8u * ({} & 3u), 8u)", a[0], a[1])
+                    }
                     // WGSL has no overloading: one helper per type (32-bit only here).
                     MathFn::SaturatingAdd => {
                         return format!("dc_sat_add_{}({}, {})", args[0].ty, a[0], a[1])

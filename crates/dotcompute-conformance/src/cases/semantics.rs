@@ -650,6 +650,30 @@ pub(super) fn bit_ops(d: &Target, size: Size, rng: &mut fastrand::Rng) -> Result
             ));
         }
     }
+    // extract_byte: constant and run-time indices (0 to 8: taken modulo 4).
+    let ks: Vec<u32> = (0..n).map(|_| rng.u32(0..9)).collect();
+    let dk = d.upload(&ks)?;
+    let mut bytes = d.alloc_filled(n * 6, POISON_U32)?;
+    kernels::bytes32::launch(d, Launch::threads(n), &du, &dk, &mut bytes)?;
+    let got = bytes.to_vec()?;
+    for i in 0..n {
+        let (x, k) = (u[i], ks[i]);
+        let byte = |k: u32| (x >> (8 * (k % 4))) & 255;
+        let want = [
+            byte(0),
+            byte(1),
+            byte(2),
+            byte(3),
+            byte(k),
+            (byte(k + 1) << 5) | (i as u32 % 32),
+        ];
+        if got[i * 6..i * 6 + 6] != want {
+            return fail(format!(
+                "extract_byte of {x:#x} (run-time index {k}): got {:?}, expected {want:?} (bytes 0 to 3, byte k, byte k + 1 as a counter index)",
+                &got[i * 6..i * 6 + 6]
+            ));
+        }
+    }
     if d.info().caps.i64 {
         let v: Vec<u64> = (0..n)
             .map(|k| match k % 6 {
