@@ -1060,3 +1060,21 @@ pub fn bin_indices_even<T: HistogramInt>(
     let threads = Launch::threads(samples.len());
     bins_int::launch::<T>(queue, threads, samples, out, lower, upper, width)
 }
+
+#[cfg(test)]
+mod harness {
+    /// Writes the CUDA C++ of the byte histogram the tuner takes on CUDA (32 copies, two
+    /// quads in flight) to `scripts/histogram-harness/hist_bytes.cu`, for the harness
+    /// there (`variants.py` derives hand-edited forms from it).
+    #[test]
+    #[ignore = "writes a file for scripts/histogram-harness"]
+    fn write_the_byte_histogram_cuda_for_the_harness() {
+        use dotcompute::{KernelSource, Target};
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/histogram-harness/hist_bytes.cu"
+        );
+        let kernel = super::histogram_byte_values::kernel::<5, 2>();
+        std::fs::write(path, kernel.source(Target::Cuda).unwrap()).unwrap();
+    }
+}
