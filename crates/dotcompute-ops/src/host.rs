@@ -163,6 +163,14 @@ pub(crate) fn scan<T: HostArith>(
     let Some(heads) = heads else {
         return scan_whole(x, y, inclusive, identity, f);
     };
+    // Two chunks' (whether a head restarts it, total since the last restart), joined.
+    let restarting = |(r1, t1): (bool, T), (r2, t2): (bool, T)| {
+        if r2 {
+            (true, t2)
+        } else {
+            (r1, f(t1, t2))
+        }
+    };
     chained_chunks(
         x,
         y,
@@ -178,6 +186,7 @@ pub(crate) fn scan<T: HostArith>(
             }
             acc
         },
+        T::ASSOCIATIVE.then_some(&restarting as &(dyn Fn(_, _) -> _ + Sync)),
         |carry, (restarts, total)| if restarts { total } else { f(carry, total) },
         |c, xs, ys, mut running| {
             for ((o, &v), &h) in ys.iter_mut().zip(xs).zip(&heads[c * CHUNK..]) {
@@ -210,6 +219,7 @@ fn scan_whole<T: HostArith>(
         y,
         identity,
         |_, xs| xs.iter().fold(identity, |a, &b| f(a, b)),
+        T::ASSOCIATIVE.then_some(&f as &(dyn Fn(T, T) -> T + Sync)),
         f,
         |_, xs, ys, running| scan_chunk(xs, ys, inclusive, running, f),
     );
@@ -263,20 +273,28 @@ fn scan_chunk<T: HostArith>(
 
 /// A scan's sweep over `x`'s [`CHUNK`]-element chunks into `y`'s, in one pass over
 /// memory: a worker claims the next chunk (in order, from a counter), takes its
-/// `aggregate`, waits for the chunk's carry (its predecessor's, published in chunk order),
-/// publishes `link(carry, aggregate)` for its successor, and `finish`es the chunk from
-/// its carry while the chunk is still in the core's cache. A two-pass chunked scan reads
-/// `x` from memory twice; this reads it once (a chunk of 64 Ki 4-byte elements is 256
-/// KiB). The carries are linked in chunk order, as a sequential fold of the aggregates
-/// would be, so results do not depend on the thread count or the timing (float scans
-/// included). Waiting cannot deadlock: chunks are claimed in order by workers that run
-/// them to the end without waiting on anything else, so the lowest unfinished chunk's
-/// carry is always published; a waiter spins briefly, then yields its core.
-fn chained_chunks<T: Sync + Send, A, C: Copy + Send + Sync>(
+/// `aggregate`, finds the chunk's carry, publishes `link(carry, aggregate)` for its
+/// successor, and `finish`es the chunk from its carry while the chunk is still in the
+/// core's cache. A two-pass chunked scan reads `x` from memory twice; this reads it once
+/// (a chunk of 64 Ki 4-byte elements is 256 KiB).
+///
+/// The carry: with `combine` (exact types, whose aggregates combine to the same bits in
+/// any grouping) the chunk publishes its aggregate at once and looks back over the chunks
+/// before it to the nearest published carry, combining their aggregates, as a GPU's
+/// decoupled look-back does: no chunk waits for another's look-back, only for aggregates,
+/// which are published as soon as each chunk is read. Without it (floats) the chunk
+/// waits for its predecessor's carry, so the carries are linked in chunk order as a
+/// sequential fold of the aggregates would be, and results do not depend on the thread
+/// count or the timing. Waiting cannot deadlock: chunks are claimed in order by workers
+/// that run them to the end without waiting on anything else, so the lowest unfinished
+/// chunk's carry, and every claimed chunk's aggregate, is published or will be; a waiter
+/// spins briefly, then yields its core.
+fn chained_chunks<T: Sync + Send, A: Copy + Send + Sync, C: Copy + Send + Sync>(
     x: &[T],
     y: &mut [T],
     identity: C,
     aggregate: impl Fn(usize, &[T]) -> A + Sync,
+    combine: Option<&(dyn Fn(A, A) -> A + Sync)>,
     link: impl Fn(C, A) -> C + Sync,
     finish: impl Fn(usize, &[T], &mut [T], C) + Sync,
 ) {
@@ -288,7 +306,9 @@ fn chained_chunks<T: Sync + Send, A, C: Copy + Send + Sync>(
     }
     // Each output chunk behind its own (uncontended) lock: one worker takes each.
     let outputs: Vec<Mutex<&mut [T]>> = y.chunks_mut(CHUNK).map(Mutex::new).collect();
+    // carries[c]: the carry into chunk c (the scan of chunks 0..c).
     let carries: Vec<OnceLock<C>> = (0..chunks).map(|_| OnceLock::new()).collect();
+    let aggregates: Vec<OnceLock<A>> = (0..chunks).map(|_| OnceLock::new()).collect();
     let _ = carries[0].set(identity);
     let next = AtomicUsize::new(0);
     let workers = rayon::current_num_threads().min(chunks);
@@ -299,7 +319,24 @@ fn chained_chunks<T: Sync + Send, A, C: Copy + Send + Sync>(
         }
         let xs = &x[c * CHUNK..x.len().min((c + 1) * CHUNK)];
         let total = aggregate(c, xs);
-        let carry = wait_for(&carries[c]);
+        let carry = match combine {
+            Some(combine) => {
+                let _ = aggregates[c].set(total);
+                // The aggregates of chunks j..c combined, earliest first, until chunk
+                // j's carry is published (chunk 0's always is).
+                let mut j = c;
+                let mut after: Option<A> = None;
+                loop {
+                    if let Some(&carry) = carries[j].get() {
+                        break after.map_or(carry, |a| link(carry, a));
+                    }
+                    j -= 1;
+                    let a = wait_for(&aggregates[j]);
+                    after = Some(after.map_or(a, |b| combine(a, b)));
+                }
+            }
+            None => wait_for(&carries[c]),
+        };
         if c + 1 < chunks {
             let _ = carries[c + 1].set(link(carry, total));
         }
