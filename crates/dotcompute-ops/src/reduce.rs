@@ -35,31 +35,12 @@ const GROUP_CHOICES: [(&str, u32); 3] = [
 /// reads 16 bytes a load ([`reduce_vec4`]). On an H200 (2026-11-28) they took CUDA's
 /// 2^28-element f32 sum from 0.96× to 0.98–0.99× of a copy, NVIDIA Vulkan's from 0.95×
 /// to 0.98×.
-///
-/// Then the same with four vectors in flight a thread instead of two (64 bytes): CUB's
-/// sum of 2^28 f32 read 1.03–1.06× of a copy's bandwidth on an H200 where two in flight
-/// read 0.98–1.00× (2026-11-30).
-const VEC4_CHOICES: [(&str, GroupCount, u32); 4] = [
+const VEC4_CHOICES: [(&str, GroupCount); 2] = [
     (
         "vector loads, 8 groups a unit",
         GroupCount::PerUnit(8, 1024),
-        2,
     ),
-    (
-        "vector loads, 4 groups a unit",
-        GroupCount::PerUnit(4, 512),
-        2,
-    ),
-    (
-        "vector loads, 4 in flight, 8 groups a unit",
-        GroupCount::PerUnit(8, 1024),
-        4,
-    ),
-    (
-        "vector loads, 4 in flight, 4 groups a unit",
-        GroupCount::PerUnit(4, 512),
-        4,
-    ),
+    ("vector loads, 4 groups a unit", GroupCount::PerUnit(4, 512)),
 ];
 
 /// What a reduction computes.
@@ -196,12 +177,10 @@ fn reduce_strided<T: Num, const OP: u32>(x: &[T], out: &mut [T], n: u32, identit
 /// [`reduce_strided`] reading 16 bytes a load, for 32-bit elements: `x4` holds the bits
 /// of the whole vectors of `x` (`n` elements; `Vec4s::bits`: a generic kernel's host
 /// side cannot name `Vec4<T>` as a buffer element, so lanes arrive as `u32` and are
-/// bitcast). `DEPTH` (2 or 4) vectors in flight per step fold into eight accumulators,
-/// each in order (with 4, vectors 0 and 2 into the first four, 1 and 3 into the others:
-/// an accumulator folds as many elements either way); the elements after the last whole
-/// vector (at most three) go to the first threads.
+/// bitcast). Two vectors in flight per step fold into eight accumulators, each in order;
+/// the elements after the last whole vector (at most three) go to the first threads.
 #[kernel]
-fn reduce_vec4<T: Num, const OP: u32, const DEPTH: u32>(
+fn reduce_vec4<T: Num, const OP: u32>(
     x4: &[Vec4<u32>],
     x: &[T],
     out: &mut [T],
@@ -219,31 +198,6 @@ fn reduce_vec4<T: Num, const OP: u32, const DEPTH: u32>(
     let mut a6 = identity;
     let mut a7 = identity;
     let mut i = global_id().x;
-    if DEPTH == 4 {
-        while i + 3 * stride < x4.len() {
-            let q0 = x4[i];
-            let q1 = x4[i + stride];
-            let q2 = x4[i + 2 * stride];
-            let q3 = x4[i + 3 * stride];
-            a0 = combine(a0, T::bitcast(q0.x), OP);
-            a1 = combine(a1, T::bitcast(q0.y), OP);
-            a2 = combine(a2, T::bitcast(q0.z), OP);
-            a3 = combine(a3, T::bitcast(q0.w), OP);
-            a4 = combine(a4, T::bitcast(q1.x), OP);
-            a5 = combine(a5, T::bitcast(q1.y), OP);
-            a6 = combine(a6, T::bitcast(q1.z), OP);
-            a7 = combine(a7, T::bitcast(q1.w), OP);
-            a0 = combine(a0, T::bitcast(q2.x), OP);
-            a1 = combine(a1, T::bitcast(q2.y), OP);
-            a2 = combine(a2, T::bitcast(q2.z), OP);
-            a3 = combine(a3, T::bitcast(q2.w), OP);
-            a4 = combine(a4, T::bitcast(q3.x), OP);
-            a5 = combine(a5, T::bitcast(q3.y), OP);
-            a6 = combine(a6, T::bitcast(q3.z), OP);
-            a7 = combine(a7, T::bitcast(q3.w), OP);
-            i += 4 * stride;
-        }
-    }
     while i + stride < x4.len() {
         let q0 = x4[i];
         let q1 = x4[i + stride];
@@ -334,15 +288,12 @@ fn strided_kernel<T: Reducible>(op: ReduceOp) -> &'static dotcompute::KernelDef 
     }
 }
 
-/// The vector form's first pass for `T`, `depth` (2 or 4) vectors in flight a thread.
-fn vec4_kernel<T: Reducible>(op: ReduceOp, depth: u32) -> &'static dotcompute::KernelDef {
-    match (op, depth) {
-        (ReduceOp::Sum, 4) => reduce_vec4::kernel::<T, 0, 4>(),
-        (ReduceOp::Min, 4) => reduce_vec4::kernel::<T, 1, 4>(),
-        (ReduceOp::Max, 4) => reduce_vec4::kernel::<T, 2, 4>(),
-        (ReduceOp::Sum, _) => reduce_vec4::kernel::<T, 0, 2>(),
-        (ReduceOp::Min, _) => reduce_vec4::kernel::<T, 1, 2>(),
-        (ReduceOp::Max, _) => reduce_vec4::kernel::<T, 2, 2>(),
+/// The vector form's first pass for `T`.
+fn vec4_kernel<T: Reducible>(op: ReduceOp) -> &'static dotcompute::KernelDef {
+    match op {
+        ReduceOp::Sum => reduce_vec4::kernel::<T, 0>(),
+        ReduceOp::Min => reduce_vec4::kernel::<T, 1>(),
+        ReduceOp::Max => reduce_vec4::kernel::<T, 2>(),
     }
 }
 
@@ -394,20 +345,20 @@ pub fn reduce_into<T: Reducible>(
     // 32-bit elements are also read as vectors (`as_vec4s`: None for the others), and
     // those forms come first.
     let vectors = input.as_vec4s();
-    let vector_forms: &[(&str, GroupCount, u32)] = if vectors.is_some() {
+    let vector_forms: &[(&str, GroupCount)] = if vectors.is_some() {
         &VEC4_CHOICES
     } else {
         &[]
     };
     let mut run = |i: usize| {
         let (groups, kernel, mut args) = match (vector_forms.get(i), vectors) {
-            (Some(&(_, most, depth)), Some(v)) => (
+            (Some(&(_, most)), Some(v)) => (
                 // 32 to 2,048 groups keep float sums within the stated bound (module
                 // docs) on any number of compute units.
                 (n / 4)
                     .div_ceil(GROUP * 8)
                     .clamp(1, most.count(queue).clamp(32, 2048)),
-                vec4_kernel::<T>(op, depth),
+                vec4_kernel::<T>(op),
                 vec![v.bits(), Arg::buffer(input)],
             ),
             _ => (

@@ -74,8 +74,7 @@ fn entries(dir: &Path) -> Vec<(String, String)> {
                 .collect();
             // Histograms: three group counts and the copies, f32 samples also two vector
             // forms, bytes six byte-value forms; reductions: three counts, 32-bit
-            // elements also four vector forms (two or four loads in flight); products:
-            // the vendor's and the generated.
+            // elements also two vector forms; products: the vendor's and the generated.
             let vectors = ["F32", "I32", "U32"].iter().any(|t| k.contains(t));
             let candidates = if k.contains("histogram_even_u8") {
                 10
@@ -86,7 +85,7 @@ fn entries(dir: &Path) -> Vec<(String, String)> {
             } else if k.contains("matmul") {
                 2
             } else if vectors {
-                7
+                5
             } else {
                 3
             };
