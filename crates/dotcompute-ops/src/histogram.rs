@@ -512,7 +512,7 @@ const _: () = assert!(GROUP == 256);
 /// counter is `extract_byte(k) << log_copies | c`, no range check, then the shared
 /// atomic. The byte is extracted by the builtin (one byte permute on CUDA): written as
 /// `(w >> (8k − log_copies)) & (255 << log_copies)`, nvcc spent five instructions a byte
-/// where this takes four, and the kernel read 0.73× of a copy's bandwidth against 0.92×
+/// where this takes four, and the kernel read 0.73× of a copy's bandwidth against 0.90–0.92×
 /// (H200, 2^28 bytes, `scripts/histogram-harness`, 2026-11-30).
 #[kernel_fn]
 fn count_byte_values(local: &mut [u32], w: u32, log_copies: u32, copy: u32) {

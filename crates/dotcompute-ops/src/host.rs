@@ -151,7 +151,7 @@ pub(crate) fn combine_all<T: HostArith, F: Fn(T, T) -> T + Copy + Send + Sync>(
 /// Exclusive or inclusive scan of `x` into `y` with `f` (identity `identity`), restarting
 /// at every element whose head flag is not zero when `heads` is given, in one sweep of
 /// [`chained_chunks`]: each chunk's aggregate (and whether it holds a head), its carry
-/// from its predecessor's, then the chunk again from that carry.
+/// from the chunks before it, then the chunk again from that carry.
 pub(crate) fn scan<T: HostArith>(
     x: &[T],
     heads: Option<&[u32]>,
@@ -163,7 +163,8 @@ pub(crate) fn scan<T: HostArith>(
     let Some(heads) = heads else {
         return scan_whole(x, y, inclusive, identity, f);
     };
-    // Two chunks' (whether a head restarts it, total since the last restart), joined.
+    // Two runs' (whether a head restarts it, total since the last restart), joined: an
+    // element is a run of one, so a chunk's aggregate folds its elements with this too.
     let restarting = |(r1, t1): (bool, T), (r2, t2): (bool, T)| {
         if r2 {
             (true, t2)
@@ -176,15 +177,11 @@ pub(crate) fn scan<T: HostArith>(
         y,
         identity,
         |c, xs| {
-            let mut acc = (false, identity);
-            for (&v, &h) in xs.iter().zip(&heads[c * CHUNK..]) {
-                acc = if h != 0 {
-                    (true, v)
-                } else {
-                    (acc.0, f(acc.1, v))
-                };
-            }
-            acc
+            xs.iter()
+                .zip(&heads[c * CHUNK..])
+                .fold((false, identity), |acc, (&v, &h)| {
+                    restarting(acc, (h != 0, v))
+                })
         },
         T::ASSOCIATIVE.then_some(&restarting as &(dyn Fn(_, _) -> _ + Sync)),
         |carry, (restarts, total)| if restarts { total } else { f(carry, total) },
