@@ -698,3 +698,27 @@ fn arg<T: Reducible, const MAX: u32>(
     let v = queue.read_buffer(&v2)?[0];
     Ok(Some((k as usize, v)))
 }
+
+#[cfg(test)]
+mod harness {
+    /// Writes the CUDA C++ of the f32 sum's two kernels (the vector first pass and the
+    /// strided second) to `scripts/reduce-harness/`, for the harness there.
+    #[test]
+    #[ignore = "writes files for scripts/reduce-harness"]
+    fn write_the_f32_sum_cuda_for_the_harness() {
+        use dotcompute::{KernelSource, Target};
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/reduce-harness");
+        let first = super::reduce_vec4::kernel::<f32, 0>();
+        let second = super::reduce_strided::kernel::<f32, 0>();
+        std::fs::write(
+            format!("{dir}/reduce_vec4_generated.cu"),
+            first.source(Target::Cuda).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(
+            format!("{dir}/reduce_strided_generated.cu"),
+            second.source(Target::Cuda).unwrap(),
+        )
+        .unwrap();
+    }
+}

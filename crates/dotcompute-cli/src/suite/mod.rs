@@ -150,9 +150,75 @@ pub struct Ctx<'a> {
     /// Timed repetitions (after warm-up).
     pub reps: usize,
     pub progress: &'a ProgressBar,
+    /// The buffer [`Ctx::settle_caches`] reads, allocated on first use.
+    pub settle: std::cell::RefCell<Option<Settle>>,
+}
+
+/// What [`Ctx::settle_caches`] reads ([`SETTLE_BYTES`]) and the word its kernel would
+/// write (never, as the buffer is zeros; written only so the reads cannot be dropped).
+pub struct Settle {
+    lines: dotcompute::Buffer<dotcompute::Vec4<u32>>,
+    sink: dotcompute::Buffer<u32>,
+}
+
+/// Bytes read before each timed run on a GPU: 2.5× the 50 MiB L2 of an H100 or H200.
+pub const SETTLE_BYTES: usize = 128 << 20;
+
+mod settle_kernel {
+    use dotcompute::prelude::*;
+
+    /// Reads `lines` (grid-strided, 16 bytes a load); writes `sink[0]` only if their XOR
+    /// is a value zeros never give.
+    #[kernel]
+    pub fn read_lines(lines: &[Vec4<u32>], sink: &mut [u32]) {
+        let stride = num_groups().x * 256u32;
+        let mut i = global_id().x;
+        let mut acc = 0u32;
+        while i < lines.len() {
+            let q = lines[i];
+            acc ^= q.x ^ q.y ^ q.z ^ q.w;
+            i += stride;
+        }
+        if acc == 0x9e37_79b9u32 {
+            sink[0] = acc;
+        }
+    }
 }
 
 impl Ctx<'_> {
+    /// Before a timed run on a GPU: reads [`SETTLE_BYTES`] and waits, so that the run
+    /// starts with no dirty lines in the L2 cache, whatever ran before it. Measured on an
+    /// H200 (2026-11-30, `scripts/reduce-harness`): a 2^28-element f32 sum took 243 µs
+    /// back to back or after a copy and a read, 252 µs right after a copy (whose 50 MB of
+    /// written lines it must first write back); a round-robin of an operation and its
+    /// reference copy charged that write-back to whichever ran after the copy. Not on the
+    /// CPU device or a software GPU (lavapipe); off with `DOTCOMPUTE_BENCH_SETTLE=0` (the protocol before 2026-11-30).
+    pub fn settle_caches(&self) -> Res<()> {
+        let d = self.device;
+        let gpu = matches!(
+            d.info().device_type,
+            dotcompute::DeviceType::DiscreteGpu
+                | dotcompute::DeviceType::IntegratedGpu
+                | dotcompute::DeviceType::VirtualGpu
+        );
+        if !gpu || !dotcompute::settings::switch_or("DOTCOMPUTE_BENCH_SETTLE", true).map_err(s)? {
+            return Ok(());
+        }
+        let mut settle = self.settle.borrow_mut();
+        if settle.is_none() {
+            *settle = Some(Settle {
+                lines: d
+                    .alloc_filled(SETTLE_BYTES / 16, dotcompute::Vec4::splat(0u32))
+                    .map_err(s)?,
+                sink: d.alloc_filled(1, 0u32).map_err(s)?,
+            });
+        }
+        let Settle { lines, sink } = settle.as_mut().expect("allocated above");
+        let launch = dotcompute::Launch::threads(1024 * 256).group(256);
+        settle_kernel::read_lines::launch(d, launch, lines, sink).map_err(s)?;
+        d.synchronize().map_err(s)
+    }
+
     pub fn backend(&self) -> String {
         self.device.backend_kind().to_string()
     }
@@ -285,6 +351,7 @@ pub fn timed_run(device: &Device, f: &mut dyn FnMut() -> Res<()>) -> Res<(Durati
 pub fn measure_all(ctx: &Ctx, fs: &mut [&mut dyn FnMut() -> Res<()>]) -> Res<Vec<Stats>> {
     for _ in 0..3 {
         for f in fs.iter_mut() {
+            ctx.settle_caches()?;
             timed_run(ctx.device, *f)?;
         }
     }
@@ -292,6 +359,7 @@ pub fn measure_all(ctx: &Ctx, fs: &mut [&mut dyn FnMut() -> Res<()>]) -> Res<Vec
     let mut device_clock = vec![true; fs.len()];
     for _ in 0..ctx.reps {
         for (i, f) in fs.iter_mut().enumerate() {
+            ctx.settle_caches()?;
             let (t, dev) = timed_run(ctx.device, *f)?;
             times[i].push(t);
             device_clock[i] &= dev;
@@ -449,6 +517,7 @@ pub fn run(opts: Options) -> ExitCode {
             quick: opts.quick,
             reps,
             progress: &progress,
+            settle: Default::default(),
         };
         for bench in &selected {
             ctx.step(bench.name);

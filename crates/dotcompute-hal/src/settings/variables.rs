@@ -323,6 +323,14 @@ pub const VARIABLES: &[Variable] = &[
         check: Some(|| check_switch("DOTCOMPUTE_BENCH_KERNELS")),
     },
     Variable {
+        name: "DOTCOMPUTE_BENCH_SETTLE",
+        scope: Scope::Tools,
+        read: "by `dotcompute bench`, before each measured run on a GPU",
+        accepts: SWITCH_ON,
+        effect: "off: measured runs no longer start by reading 128 MiB (which leaves no dirty line in the L2 cache, so no run pays for the writes of the one before); the protocol before 2026-11-30",
+        check: Some(|| check_switch("DOTCOMPUTE_BENCH_SETTLE")),
+    },
+    Variable {
         name: "DOTCOMPUTE_BENCH_OPS",
         scope: Scope::Tools,
         read: "by `dotcompute bench ops`, when it starts",

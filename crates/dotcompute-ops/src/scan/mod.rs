@@ -638,16 +638,32 @@ fn scan<T: Reducible>(
     if crate::host::is_cpu(queue) {
         let x = crate::host::elements(queue, input)?;
         let h = heads.map(|h| crate::host::elements(queue, h)).transpose()?;
-        return crate::host::fill_output(output, |y| {
-            crate::reduce::with_host_fn!(T, op, |f| crate::host::scan(
-                &x,
-                h.as_deref(),
-                y,
-                inclusive,
-                id,
-                f
-            ))
-        });
+        // Segmented scans keep cached stores; whole scans of exact types may stream.
+        let forms = match h {
+            None => crate::host::scan_stores::<T>(),
+            Some(_) => &["cached-stores"],
+        };
+        let mut run = |i: usize| {
+            let streamed = forms[i] == crate::host::SCAN_STREAMED;
+            crate::host::fill_output(output, |y| {
+                crate::reduce::with_host_fn!(T, op, |f| crate::host::scan(
+                    &x,
+                    h.as_deref(),
+                    y,
+                    (inclusive, streamed),
+                    id,
+                    f
+                ))
+            })
+        };
+        if forms.len() == 1 {
+            return run(0);
+        }
+        let what = format!("{:?} {op:?} on the host", <T as dotcompute::Element>::TYPE);
+        let key = crate::tune::key(queue, "scan", &what, n as usize);
+        // The host's work is done when `run` returns: nothing to wait for.
+        let form = crate::tune::choose_on(queue, &key, n as usize, forms, &mut run, || Ok(()))?;
+        return run(form);
     }
     scan_on_device(queue, input, heads, output, op, inclusive, id)
 }

@@ -219,12 +219,13 @@ const F32_HISTOGRAM_FORMS: [&str; 3] = [
 ];
 /// The byte histogram's forms: [`HISTOGRAM_FORMS`] and the counts by byte value in 16 and
 /// 32 copies.
-const BYTE_HISTOGRAM_FORMS: [&str; 5] = [
+const BYTE_HISTOGRAM_FORMS: [&str; 6] = [
     HISTOGRAM_FORMS[0],
     HISTOGRAM_FORMS[1],
     "byte values, 16 copies, 1024 groups",
     "byte values, 32 copies, 512 groups",
     "byte values, 16 copies, 2048 groups, 4 loads at once",
+    "byte values, 32 copies, 4 groups a unit, 4 loads at once",
 ];
 
 #[test]
