@@ -66,7 +66,7 @@ const GROUP_CHOICES: [(&str, u32, bool); 4] = [
 /// 80 and 153–169 for the winners), 32 copies in 6 groups a unit lost to 4 a unit on CUDA
 /// (82 against 80 µs), and 32 copies with four loads at once lost on both (CUDA 80.0–80.6
 /// against 78.8–79.6 µs, NVIDIA Vulkan 180 against 151–155).
-const BYTE_VALUE_CHOICES: [(&str, u32, u32, GroupCount); 7] = [
+const BYTE_VALUE_CHOICES: [(&str, u32, u32, GroupCount); 6] = [
     (
         "byte values, 16 copies, 1024 groups",
         4,
@@ -102,15 +102,6 @@ const BYTE_VALUE_CHOICES: [(&str, u32, u32, GroupCount); 7] = [
         4,
         4,
         GroupCount::Fixed(2048),
-    ),
-    // 32 KiB of counters leave room for 4 groups (1,024 threads) a multiprocessor: with
-    // two 16-byte loads a thread that is 32 KiB in flight, about what an H200 needs to
-    // keep its memory busy; four loads double it.
-    (
-        "byte values, 32 copies, 4 groups a unit, 4 loads at once",
-        5,
-        4,
-        GroupCount::PerUnit(4, 512),
     ),
 ];
 
@@ -881,8 +872,7 @@ pub fn histogram_even_u8(
             return match (log_copies, depth) {
                 (4, 2) => byte_values::<4, 2>(queue, l, &quads, words, hist, n, args),
                 (4, _) => byte_values::<4, 4>(queue, l, &quads, words, hist, n, args),
-                (_, 2) => byte_values::<5, 2>(queue, l, &quads, words, hist, n, args),
-                _ => byte_values::<5, 4>(queue, l, &quads, words, hist, n, args),
+                _ => byte_values::<5, 2>(queue, l, &quads, words, hist, n, args),
             };
         }
         let (groups, copies) = group_choice(i, BYTE_VALUE_CHOICES.len(), bins);

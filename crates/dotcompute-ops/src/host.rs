@@ -831,15 +831,16 @@ fn lsd_passes<K: Copy + Send + Sync, V: Copy + Send + Sync>(
 /// tiles in parallel: a tile's input rows stay in the core's cache while its columns are
 /// written out as runs of consecutive output elements, four-byte elements by 8 × 8
 /// blocks in AVX registers where the CPU has AVX, with streamed stores when `streamed`
-/// ([`transpose_streamed`]; ignored where the elements do not move by AVX blocks). The GPU kernel through the CPU backend
-/// ran at 0.08× of a copy (2 cores, 1024 × 1023 `u32`).
+/// ([`transpose_streamed`]; ignored where the elements do not move by AVX blocks). The
+/// GPU kernel through the CPU backend ran at 0.08× of a copy (2 cores, 1024 × 1023 `u32`).
 pub(crate) fn transpose<T: Copy + Send + Sync>(
     x: &[T],
     rows: usize,
     cols: usize,
     y: &mut [T],
-    streamed: bool,
+    form: HostTranspose,
 ) {
+    let streamed = form != HostTranspose::Cached;
     // 8 × 8 blocks in registers where the CPU can (four-byte elements), in tiles of 128:
     // 2.2× the element-by-element tiles of 32 at 4096 × 4095 and 8191 × 8193 `u32` on the
     // 2-core development machine (0.21–0.28× → 0.52–0.55× of a copy; tiles of 32, 64 and
@@ -849,7 +850,15 @@ pub(crate) fn transpose<T: Copy + Send + Sync>(
     if simd && streamed {
         // SAFETY: `simd` says the CPU has AVX and `T` is four bytes; `x` and `y` are
         // `rows × cols` elements each, and different slices.
-        unsafe { transpose_streamed(x.as_ptr().cast(), rows, cols, y.as_mut_ptr().cast()) };
+        unsafe {
+            transpose_streamed(
+                x.as_ptr().cast(),
+                rows,
+                cols,
+                y.as_mut_ptr().cast(),
+                form == HostTranspose::StreamedRowSweeps,
+            )
+        };
         return;
     }
     let _ = streamed; // only four-byte elements with AVX stream
@@ -916,7 +925,17 @@ const STREAM_EDGE: usize = 256;
 /// # Safety
 /// The CPU has AVX; `x` holds `rows × cols` elements and `y` as many, not overlapping.
 #[cfg(target_arch = "x86_64")]
-unsafe fn transpose_streamed(x: *const f32, rows: usize, cols: usize, y: *mut f32) {
+/// `row_sweeps`: each tile is read 8 input rows at a time across all its columns (8
+/// sequential streams, which the prefetchers follow), not 8 columns at a time down all
+/// its rows (each 32-byte step of every row a line apart from the last: one miss per
+/// row at a time).
+unsafe fn transpose_streamed(
+    x: *const f32,
+    rows: usize,
+    cols: usize,
+    y: *mut f32,
+    row_sweeps: bool,
+) {
     use std::cell::RefCell;
     thread_local! {
         static TILE: RefCell<Vec<f32>> = RefCell::new(vec![0.0; STREAM_EDGE * STREAM_EDGE]);
@@ -943,8 +962,8 @@ unsafe fn transpose_streamed(x: *const f32, rows: usize, cols: usize, y: *mut f3
                         cols,
                         out.base(),
                         buf,
-                        (r0, r1),
-                        (c0, c1),
+                        ((r0, r1), (c0, c1)),
+                        row_sweeps,
                     )
                 };
             });
@@ -963,8 +982,8 @@ unsafe fn transpose_tile_streamed(
     cols: usize,
     y: *mut f32,
     buf: *mut f32,
-    (r0, r1): (usize, usize),
-    (c0, c1): (usize, usize),
+    ((r0, r1), (c0, c1)): ((usize, usize), (usize, usize)),
+    row_sweeps: bool,
 ) {
     use std::arch::x86_64::*;
     let edge = STREAM_EDGE;
@@ -972,14 +991,21 @@ unsafe fn transpose_tile_streamed(
     // SAFETY: the caller's contract; every index below stays within the tile's rows and
     // columns of `x`, its rows of `y`, and `buf`'s edge × edge elements.
     unsafe {
-        for c in (c0..c8).step_by(8) {
+        // Two loop nests, no closure: a closure would not take this function's AVX
+        // feature, so the block's intrinsics would not be inlined into it.
+        if row_sweeps {
             for r in (r0..r8).step_by(8) {
-                transpose_8x8_avx(
-                    x.add(r * cols + c),
-                    cols,
-                    buf.add((c - c0) * edge + (r - r0)),
-                    edge,
-                );
+                for c in (c0..c8).step_by(8) {
+                    let (from, to) = (x.add(r * cols + c), buf.add((c - c0) * edge + (r - r0)));
+                    transpose_8x8_avx(from, cols, to, edge);
+                }
+            }
+        } else {
+            for c in (c0..c8).step_by(8) {
+                for r in (r0..r8).step_by(8) {
+                    let (from, to) = (x.add(r * cols + c), buf.add((c - c0) * edge + (r - r0)));
+                    transpose_8x8_avx(from, cols, to, edge);
+                }
             }
         }
         // The ragged edges one by one.
@@ -1020,17 +1046,48 @@ unsafe fn transpose_tile_streamed(
     }
 }
 
-/// The tuner's name of [`transpose`] with streamed stores.
-pub(crate) const STREAMED_STORES: &str = "streamed-stores";
+/// How [`transpose`] reads and writes: the CPU device's tuner candidates.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum HostTranspose {
+    /// Ordinary (cached) stores.
+    Cached,
+    /// Streamed stores, each tile read 8 columns at a time ([`transpose_streamed`]).
+    Streamed,
+    /// Streamed stores, each tile read 8 rows at a time.
+    StreamedRowSweeps,
+}
 
-/// The stores [`transpose`] can make for `T`, the default first: ordinary (cached)
-/// stores, and streamed ones where `T` moves by AVX blocks.
+/// The tuner's names of the [`HostTranspose`] forms, in its order.
+const TRANSPOSE_FORMS: [(&str, HostTranspose); 3] = [
+    ("cached-stores", HostTranspose::Cached),
+    ("streamed-stores", HostTranspose::Streamed),
+    (
+        "streamed-stores, row sweeps",
+        HostTranspose::StreamedRowSweeps,
+    ),
+];
+
+/// The forms [`transpose`] can take for `T`, the default first: ordinary (cached)
+/// stores, and where `T` moves by AVX blocks, streamed ones.
 pub(crate) fn transpose_stores<T>() -> &'static [&'static str] {
+    const ALL: [&str; 3] = [
+        TRANSPOSE_FORMS[0].0,
+        TRANSPOSE_FORMS[1].0,
+        TRANSPOSE_FORMS[2].0,
+    ];
     if simd_transpose::<T>() {
-        &["cached-stores", STREAMED_STORES]
+        &ALL
     } else {
-        &["cached-stores"]
+        &ALL[..1]
     }
+}
+
+/// The form named `name` (one of [`transpose_stores`]).
+pub(crate) fn transpose_form(name: &str) -> HostTranspose {
+    TRANSPOSE_FORMS
+        .iter()
+        .find(|f| f.0 == name)
+        .map_or(HostTranspose::Cached, |f| f.1)
 }
 
 /// Whether [`transpose`] moves `T` by 8 × 8 blocks in AVX registers: four-byte elements

@@ -170,10 +170,8 @@ fn on_host<T: Num>(
     let x = crate::host::elements(queue, input)?;
     let forms = crate::host::transpose_stores::<T>();
     let run = |i: usize, output: &mut Buffer<T>| {
-        let streamed = forms[i] == crate::host::STREAMED_STORES;
-        crate::host::fill_output(output, |y| {
-            crate::host::transpose(&x, rows, cols, y, streamed)
-        })
+        let form = crate::host::transpose_form(forms[i]);
+        crate::host::fill_output(output, |y| crate::host::transpose(&x, rows, cols, y, form))
     };
     let what = format!("{:?} on the host", <T as dotcompute::Element>::TYPE);
     let key = crate::tune::key(queue, "transpose", &what, input.len());
