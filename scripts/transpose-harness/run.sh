@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Builds and runs time_transpose.cu on a CUDA machine with nvcc (the GPU machine).
+# Builds and runs the transpose harnesses on a CUDA machine with nvcc (the GPU machine):
+# time_transpose.cu (hand-written tiles, with and without line-aligned writes) and
+# time_library.cu (the library's generated kernels; write them first, see that file;
+# they are git-ignored: carry them).
 set -e
 cd "$(dirname "$0")"
 nvcc -O3 -arch=sm_90 -std=c++17 -o time_transpose time_transpose.cu
-./time_transpose
+nvcc -O3 -arch=sm_90 -std=c++17 -o time_library time_library.cu transpose_32_generated.cu transpose_64_generated.cu transpose_128_generated.cu transpose_sectors_64_generated.cu transpose_sectors_128_generated.cu -diag-suppress 177
+./time_library

@@ -27,14 +27,25 @@ const ROWS: u32 = 8;
 /// (H200, 2026-11-30, run176: 8191 × 8193 on CUDA 187–188 µs in the column order against
 /// 157–158 for 128 rows; slower at every `u32` size on both backends, ahead only in
 /// CUDA's 2^22 `f16` case, 7.3 against 7.7 µs).
-const CANDIDATES: [(&str, u32, u32); 6] = [
-    ("row-raster", 0, 32),
-    ("column-raster", 1, 32),
-    ("row-raster-64", 0, 64),
-    ("column-raster-64", 1, 64),
-    ("row-raster-128", 0, 128),
-    ("column-raster-128", 1, 128),
+///
+/// The `-sectors` forms ([`transpose_sector_writes`]) shift each output row's pieces so
+/// that every warp's writes start on a 32-byte sector: the library's kernel (harness,
+/// H200, 2026-11-30, run196) read 0.933× of a copy at 8192 × 8192, 0.891× at 8191 × 8192
+/// (output rows misaligned) with 128-row tiles and 0.856× at 8191 × 8193.
+const CANDIDATES: [(&str, u32, u32, bool); 8] = [
+    ("row-raster", 0, 32, false),
+    ("column-raster", 1, 32, false),
+    ("row-raster-64", 0, 64, false),
+    ("column-raster-64", 1, 64, false),
+    ("row-raster-128", 0, 128, false),
+    ("column-raster-128", 1, 128, false),
+    ("column-raster-64-sectors", 1, 64, true),
+    ("column-raster-128-sectors", 1, 128, true),
 ];
+
+/// The most elements a 32-byte sector holds (2-byte elements): the rows a
+/// [`transpose_sector_writes`] tile reads beyond its `TALL`.
+const MAX_SECTOR: u32 = 16;
 
 /// One `TALL × TILE` tile (input rows `y0..y0 + TALL`, columns `x0..x0 + TILE`) per
 /// group: read by rows into shared memory, written as `TILE` output rows of `TALL`.
@@ -74,6 +85,54 @@ fn transpose_kernel<T: Num, const COLUMN_FIRST: u32, const TALL: u32>(
             let oy = y0 + j;
             if oy < h && ox < w {
                 out[ox * h + oy] = tile[j * (TILE + 1) + c];
+            }
+        }
+    }
+}
+
+/// [`transpose_kernel`] in the column order with each output row's piece shifted back by
+/// `s` = (the row's first element's index + `y0`) mod `sector` (the elements of a 32-byte
+/// sector), so that a warp's 32 writes start on a sector and no sector is shared with the
+/// neighbouring tile: a tile writes output columns `y0 − s .. y0 + TALL − s` of each of
+/// its output rows (every tile of a row has the same `s`, so the pieces still partition
+/// the row; the grid has a tile more where the last piece falls short), and reads input
+/// rows `y0 − sector .. y0 + TALL` (up to [`MAX_SECTOR`] rows more than the plain form,
+/// which the tile before has just read).
+#[kernel]
+fn transpose_sector_writes<T: Num, const TALL: u32>(
+    input: &[T],
+    out: &mut [T],
+    w: u32,
+    h: u32,
+    sector: u32,
+) {
+    let tile = shared::<T, { (TALL + MAX_SECTOR) * (TILE + 1) }>();
+    let lx = local_id().x;
+    let ly = local_id().y;
+    let tile_x = group_id().y;
+    let y0 = group_id().x * TALL;
+    let x = tile_x * TILE + lx;
+    // Tile row `r` holds input row `y0 + r − sector` (rows before the first skipped).
+    for k in 0..(TALL + MAX_SECTOR) / ROWS {
+        let r = ly + k * ROWS;
+        let shifted = y0 + r;
+        if r < TALL + sector && shifted >= sector && shifted - sector < h && x < w {
+            tile[r * (TILE + 1) + lx] = input[(shifted - sector) * w + x];
+        }
+    }
+    barrier();
+    let ox0 = tile_x * TILE;
+    for k in 0..TILE / ROWS {
+        let c = ly + k * ROWS;
+        let ox = ox0 + c;
+        if ox < w {
+            let s = (ox * h + y0) & (sector - 1);
+            for m in 0..TALL / TILE {
+                let j = lx + m * TILE;
+                let shifted = y0 + j;
+                if shifted >= s && shifted - s < h {
+                    out[ox * h + shifted - s] = tile[(j + sector - s) * (TILE + 1) + c];
+                }
             }
         }
     }
@@ -120,13 +179,29 @@ pub fn transpose<T: Num>(
     let tiles_x = cols.div_ceil(TILE as usize);
     // The column order puts the column tiles in the grid's `y`, which devices limit to
     // 65,535 (CUDA): wider matrices keep the row order.
-    let candidates: Vec<(&str, u32, u32)> = CANDIDATES
+    let candidates: Vec<(&str, u32, u32, bool)> = CANDIDATES
         .into_iter()
         .filter(|c| c.1 == 0 || tiles_x <= 65_535)
         .collect();
     let names: Vec<&str> = candidates.iter().map(|c| c.0).collect();
+    // Elements of a 32-byte sector (element sizes are 2, 4 or 8 bytes).
+    let sector = 32 / std::mem::size_of::<T>() as u32;
     let run = |i: usize, output: &mut Buffer<T>| {
-        let (_, column_first, tall) = candidates[i];
+        let (_, column_first, tall, sectors) = candidates[i];
+        if sectors {
+            // A tile more where the last piece of a row ends short of it.
+            let tiles_y = (rows + sector as usize - 1).div_ceil(tall as usize);
+            let grid = Launch::grid2d(tiles_y * TILE as usize, tiles_x * ROWS as usize)
+                .group2d(TILE, ROWS);
+            return match tall {
+                64 => transpose_sector_writes::launch::<T, 64>(
+                    queue, grid, input, output, w, h, sector,
+                ),
+                _ => transpose_sector_writes::launch::<T, 128>(
+                    queue, grid, input, output, w, h, sector,
+                ),
+            };
+        }
         let tiles_y = rows.div_ceil(tall as usize);
         let (gx, gy) = match column_first {
             0 => (tiles_x, tiles_y),
@@ -185,4 +260,36 @@ fn on_host<T: Num>(
         || Ok(()),
     )?;
     run(form, output)
+}
+
+#[cfg(test)]
+mod harness {
+    /// Writes the CUDA C++ of the `u32` transpose in the column order with tiles of 32,
+    /// 64 and 128 rows to `scripts/transpose-harness/`, for `time_generated.cu` there.
+    #[test]
+    #[ignore = "writes files for scripts/transpose-harness"]
+    fn write_the_transposes_cuda_for_the_harness() {
+        use dotcompute::{KernelSource, Target};
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/transpose-harness"
+        );
+        let kernels = [
+            ("32", super::transpose_kernel::kernel::<u32, 1, 32>()),
+            ("64", super::transpose_kernel::kernel::<u32, 1, 64>()),
+            ("128", super::transpose_kernel::kernel::<u32, 1, 128>()),
+            (
+                "sectors_64",
+                super::transpose_sector_writes::kernel::<u32, 64>(),
+            ),
+            (
+                "sectors_128",
+                super::transpose_sector_writes::kernel::<u32, 128>(),
+            ),
+        ];
+        for (tall, k) in kernels {
+            let path = format!("{dir}/transpose_{tall}_generated.cu");
+            std::fs::write(path, k.source(Target::Cuda).unwrap()).unwrap();
+        }
+    }
 }

@@ -118,11 +118,13 @@ pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
 
 /// The GPU transpose's tile orders and heights, the tuner's candidates (pinned in turn by
 /// the tests and the timing probe).
-pub const TRANSPOSE_ORDERS: [&str; 6] = [
+pub const TRANSPOSE_ORDERS: [&str; 8] = [
     "row-raster",
     "column-raster",
     "row-raster-64",
     "column-raster-64",
     "row-raster-128",
     "column-raster-128",
+    "column-raster-64-sectors",
+    "column-raster-128-sectors",
 ];

@@ -119,6 +119,9 @@ fn softmax_and_log_softmax_of_any_row_length() {
     }
 }
 
+/// The transposes whose writes start on 32-byte sectors.
+const SECTOR_FORMS: [&str; 2] = ["column-raster-64-sectors", "column-raster-128-sectors"];
+
 #[test]
 fn transposes_of_any_shape_and_width() {
     let seed = seed();
@@ -170,14 +173,19 @@ fn transposes_of_any_shape_and_width() {
             if d.info().caps.f64 && rows * cols < 1 << 22 {
                 let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
                 let dxf = d.upload(&xf).unwrap();
-                let mut yf = d.alloc_filled(rows * cols, f64::NAN).unwrap();
-                transpose(&d, &dxf, rows, cols, &mut yf).unwrap();
-                let yf = yf.to_vec().unwrap();
-                assert!(
-                    (0..rows * cols).all(|k| yf[(k % cols) * rows + k / cols] == xf[k]),
-                    "{} f64",
-                    d.label()
-                );
+                // The tuner's own choice, and the forms whose sectors hold 4 elements of
+                // 8 bytes (a name that is not a candidate, as on the CPU, pins nothing).
+                for order in ["tuned", SECTOR_FORMS[0], SECTOR_FORMS[1]] {
+                    let mut yf = d.alloc_filled(rows * cols, f64::NAN).unwrap();
+                    tune::with_candidate(order, || transpose(&d, &dxf, rows, cols, &mut yf))
+                        .unwrap();
+                    let yf = yf.to_vec().unwrap();
+                    assert!(
+                        (0..rows * cols).all(|k| yf[(k % cols) * rows + k / cols] == xf[k]),
+                        "{} f64 {order} {rows}x{cols}",
+                        d.label()
+                    );
+                }
             }
         }
         let dx = d.upload(&[1u32; 6]).unwrap();
@@ -198,7 +206,18 @@ fn transposes_of_any_shape_and_width() {
             let dx = d.upload(&x).unwrap();
             let mut y = d.alloc_filled(rows * cols, f16::from_bits(0xDEAD)).unwrap();
             transpose(&d, &dx, rows, cols, &mut y).unwrap();
+            // The 128-row sector form (16 elements a sector) against the tuner's.
+            let mut y2 = d.alloc_filled(rows * cols, f16::from_bits(0xDEAD)).unwrap();
+            tune::with_candidate(SECTOR_FORMS[1], || transpose(&d, &dx, rows, cols, &mut y2))
+                .unwrap();
+            let y2 = y2.to_vec().unwrap();
             let y = y.to_vec().unwrap();
+            assert!(
+                y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{} f16 {}",
+                d.label(),
+                SECTOR_FORMS[1]
+            );
             if let Some(k) = (0..rows * cols)
                 .find(|&k| y[(k % cols) * rows + k / cols].to_bits() != x[k].to_bits())
             {

@@ -1,0 +1,52 @@
+// Times the library's generated u32 transpose (column order; tiles of 32, 64 and 128
+// input rows, as the tuner's candidates) on shapes whose input rows, output rows, both or
+// neither are multiples of 32 elements, against cudaMemcpyAsync of the same bytes in the
+// same program (ratio t_copy / t, the bench's). Every element checked. Write the kernels
+// first here: cargo test -p dotcompute-ops --lib write_the_transposes_cuda_for_the_harness
+// -- --ignored; build: see run.sh.
+#include "../onesweep-harness/harness.h"
+typedef unsigned u32;
+#define DECL(T) extern "C" __global__ void dc_transpose_kernel_u32_1_##T(const u32*, u32*, u32, u32, u32, u32, u32, u32, u32, u32);
+DECL(32) DECL(64) DECL(128)
+#define DECLS(T) extern "C" __global__ void dc_transpose_sector_writes_u32_##T(const u32*, u32*, u32, u32, u32, u32, u32, u32, u32, u32, u32);
+DECLS(64) DECLS(128)
+
+int main() {
+    const unsigned shapes[][2] = {{8191, 8193}, {8192, 8192}, {8192, 8193}, {8191, 8192}, {4096, 4095}};
+    for (auto& s : shapes) {
+        unsigned R = s[0], C = s[1];  // input R x C (h x w)
+        size_t n = (size_t)R * C;
+        std::vector<unsigned> h = random_keys((unsigned)n);
+        unsigned *x, *y, *z;
+        CK(cudaMalloc(&x, 4 * n)); CK(cudaMalloc(&y, 4 * n)); CK(cudaMalloc(&z, 4 * n));
+        CK(cudaMemcpy(x, h.data(), 4 * n, cudaMemcpyHostToDevice));
+        auto nothing = [] {};
+        auto tc = time_launches(nothing, [&] { CK(cudaMemcpyAsync(z, x, 4 * n, cudaMemcpyDeviceToDevice)); });
+        float copy = tc[tc.size() / 2];
+        // Forms 32, 64, 128: the plain kernel; 1064, 1128: the sector-aligned writes.
+        for (unsigned form : {32u, 64u, 128u, 1064u, 1128u}) {
+            CK(cudaMemset(y, 0xff, 4 * n));
+            unsigned tall = form % 1000, sectors = form > 1000;
+            unsigned tiles_y = (R + (sectors ? 7 : 0) + tall - 1) / tall, tiles_x = (C + 31) / 32;
+            dim3 grid(tiles_y, tiles_x), block(32, 8);
+            auto go = [&] {
+                if (form == 32) dc_transpose_kernel_u32_1_32<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
+                if (form == 64) dc_transpose_kernel_u32_1_64<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
+                if (form == 128) dc_transpose_kernel_u32_1_128<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
+                if (form == 1064) dc_transpose_sector_writes_u32_64<<<grid, block>>>(x, y, C, R, 8, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
+                if (form == 1128) dc_transpose_sector_writes_u32_128<<<grid, block>>>(x, y, C, R, 8, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
+            };
+            auto t = time_launches(nothing, go);
+            std::vector<unsigned> g(n);
+            CK(cudaMemcpy(g.data(), y, 4 * n, cudaMemcpyDeviceToHost));
+            size_t bad = 0;
+            for (size_t r = 0; r < R; r++)
+                for (size_t c = 0; c < C; c++) bad += g[c * R + r] != h[r * C + c];
+            float m = t[t.size() / 2];
+            printf("%5u x %-5u column-raster-%-3u%s median %7.1f us (min %7.1f) copy %7.1f us -> %.3f of the copy; wrong %zu\n",
+                   R, C, tall, sectors ? "-sectors" : "        ", 1e3 * m, 1e3 * t[0], 1e3 * copy, copy / m, bad);
+        }
+        CK(cudaFree(x)); CK(cudaFree(y)); CK(cudaFree(z));
+    }
+    return 0;
+}
