@@ -10,7 +10,9 @@
 //! tile's row), so that the groups running at once write neighbouring pieces of the same
 //! output rows. Where output rows are not 32-byte aligned (an odd row count), each
 //! tile's writes begin and end in sectors shared with a neighbouring tile: the column
-//! order brings both halves to the L2 cache together, and taller tiles share fewer.
+//! order brings both halves to the L2 cache together, and taller tiles share fewer; the
+//! `-sectors` candidates ([`transpose_sector_writes`]) share none (8191 × 8193 `u32` on an
+//! H200: 0.86× of a copy → 0.90–0.92×).
 
 use crate::{index_len, invalid};
 use dotcompute::prelude::*;
