@@ -4,7 +4,7 @@
 // same program (ratio t_copy / t, the bench's). Every element checked. Write the kernels
 // first here: cargo test -p dotcompute-ops --lib write_the_transposes_cuda_for_the_harness
 // -- --ignored; build: see run.sh.
-#include "../onesweep-harness/harness.h"
+#include "check.h"
 typedef unsigned u32;
 #define DECL(T) extern "C" __global__ void dc_transpose_kernel_u32_1_##T(const u32*, u32*, u32, u32, u32, u32, u32, u32, u32, u32);
 DECL(32) DECL(64) DECL(128)
@@ -37,11 +37,7 @@ int main() {
                 if (form == 1128) dc_transpose_sector_writes_u32_128<<<grid, block>>>(x, y, C, R, 8, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
             };
             auto t = time_launches(nothing, go);
-            std::vector<unsigned> g(n);
-            CK(cudaMemcpy(g.data(), y, 4 * n, cudaMemcpyDeviceToHost));
-            size_t bad = 0;
-            for (size_t r = 0; r < R; r++)
-                for (size_t c = 0; c < C; c++) bad += g[c * R + r] != h[r * C + c];
+            size_t bad = wrong_elements((const unsigned*)y, h, R, C);
             float m = t[t.size() / 2];
             printf("%5u x %-5u column-raster-%-3u%s median %7.1f us (min %7.1f) copy %7.1f us -> %.3f of the copy; wrong %zu\n",
                    R, C, tall, sectors ? "-sectors" : "        ", 1e3 * m, 1e3 * t[0], 1e3 * copy, copy / m, bad);

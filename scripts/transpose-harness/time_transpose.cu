@@ -8,7 +8,7 @@
 // writes each output row in windows that start on a line. Against cudaMemcpyAsync of
 // R*C*4 bytes in the same run (ratio t_copy / t, the bench's). Every element checked.
 // argv: none. Build: nvcc -O3 -arch=sm_90 -std=c++17 time_transpose.cu
-#include "../onesweep-harness/harness.h"
+#include "check.h"
 
 __global__ void tile32(const float* __restrict__ x, float* __restrict__ y, unsigned R, unsigned C) {
     __shared__ float t[32][33];
@@ -68,11 +68,7 @@ int main() {
         auto tc = time_launches(nothing, [&] { CK(cudaMemcpyAsync(z, x, 4 * n, cudaMemcpyDeviceToDevice)); });
         float copy = tc[tc.size() / 2];
         auto check = [&](const char* what, std::vector<float> t) {
-            std::vector<unsigned> g(n);
-            CK(cudaMemcpy(g.data(), y, 4 * n, cudaMemcpyDeviceToHost));
-            size_t bad = 0;
-            for (size_t r = 0; r < R; r++)
-                for (size_t c = 0; c < C; c++) bad += g[c * R + r] != h[r * C + c];
+            size_t bad = wrong_elements((const unsigned*)y, h, R, C);
             float m = t[t.size() / 2];
             printf("%5u x %-5u %-40s median %7.1f us (min %7.1f) copy %7.1f us -> %.3f of the copy; wrong %zu\n",
                    R, C, what, 1e3 * m, 1e3 * t[0], 1e3 * copy, copy / m, bad);
