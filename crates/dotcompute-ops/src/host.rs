@@ -921,14 +921,14 @@ const STREAM_EDGE: usize = 256;
 /// (in its L2), then each of the tile's output rows is written with non-temporal stores,
 /// which do not read the destination's cache lines first (an ordinary store does, so a
 /// transpose moved three bytes per byte where a copy, whose `memcpy` streams, moves two).
-///
-/// # Safety
-/// The CPU has AVX; `x` holds `rows × cols` elements and `y` as many, not overlapping.
-#[cfg(target_arch = "x86_64")]
 /// `row_sweeps`: each tile is read 8 input rows at a time across all its columns (8
 /// sequential streams, which the prefetchers follow), not 8 columns at a time down all
 /// its rows (each 32-byte step of every row a line apart from the last: one miss per
 /// row at a time).
+///
+/// # Safety
+/// The CPU has AVX; `x` holds `rows × cols` elements and `y` as many, not overlapping.
+#[cfg(target_arch = "x86_64")]
 unsafe fn transpose_streamed(
     x: *const f32,
     rows: usize,
@@ -1057,7 +1057,7 @@ pub(crate) enum HostTranspose {
     StreamedRowSweeps,
 }
 
-/// The tuner's names of the [`HostTranspose`] forms, in its order.
+/// The [`HostTranspose`] forms with the tuner's names, in its order.
 const TRANSPOSE_FORMS: [(&str, HostTranspose); 3] = [
     ("cached-stores", HostTranspose::Cached),
     ("streamed-stores", HostTranspose::Streamed),
@@ -1069,25 +1069,12 @@ const TRANSPOSE_FORMS: [(&str, HostTranspose); 3] = [
 
 /// The forms [`transpose`] can take for `T`, the default first: ordinary (cached)
 /// stores, and where `T` moves by AVX blocks, streamed ones.
-pub(crate) fn transpose_stores<T>() -> &'static [&'static str] {
-    const ALL: [&str; 3] = [
-        TRANSPOSE_FORMS[0].0,
-        TRANSPOSE_FORMS[1].0,
-        TRANSPOSE_FORMS[2].0,
-    ];
+pub(crate) fn transpose_forms<T>() -> &'static [(&'static str, HostTranspose)] {
     if simd_transpose::<T>() {
-        &ALL
+        &TRANSPOSE_FORMS
     } else {
-        &ALL[..1]
+        &TRANSPOSE_FORMS[..1]
     }
-}
-
-/// The form named `name` (one of [`transpose_stores`]).
-pub(crate) fn transpose_form(name: &str) -> HostTranspose {
-    TRANSPOSE_FORMS
-        .iter()
-        .find(|f| f.0 == name)
-        .map_or(HostTranspose::Cached, |f| f.1)
 }
 
 /// Whether [`transpose`] moves `T` by 8 × 8 blocks in AVX registers: four-byte elements

@@ -233,7 +233,7 @@ pub fn transpose<T: Num>(
 }
 
 /// The CPU device's transpose, in place in host memory, with the tuner's choice of stores
-/// where the CPU can stream them (`host::transpose_stores`): streamed stores do not read
+/// where the CPU can stream them (`host::transpose_forms`): streamed stores do not read
 /// the destination first (on the 16-core H200 host, tuned, tiles of 256: 8191 × 8193
 /// `u32` 0.48–0.53× of a copy → 0.70–0.77×, 4096 × 4095 0.51–0.58× → 0.76–0.93×;
 /// `docs/benchmarks.md`), and the tuner keeps ordinary stores where they win.
@@ -245,9 +245,10 @@ fn on_host<T: Num>(
     output: &mut Buffer<T>,
 ) -> Result<()> {
     let x = crate::host::elements(queue, input)?;
-    let forms = crate::host::transpose_stores::<T>();
+    let forms = crate::host::transpose_forms::<T>();
+    let names: Vec<&str> = forms.iter().map(|f| f.0).collect();
     let run = |i: usize, output: &mut Buffer<T>| {
-        let form = crate::host::transpose_form(forms[i]);
+        let form = forms[i].1;
         crate::host::fill_output(output, |y| crate::host::transpose(&x, rows, cols, y, form))
     };
     let what = format!("{:?} on the host", <T as dotcompute::Element>::TYPE);
@@ -257,7 +258,7 @@ fn on_host<T: Num>(
         queue,
         &key,
         input.len(),
-        forms,
+        &names,
         |i| run(i, output),
         || Ok(()),
     )?;

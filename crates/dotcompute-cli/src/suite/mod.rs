@@ -192,7 +192,8 @@ impl Ctx<'_> {
     /// back to back or after a copy and a read, 252 µs right after a copy (whose 50 MB of
     /// written lines it must first write back); a round-robin of an operation and its
     /// reference copy charged that write-back to whichever ran after the copy. Not on the
-    /// CPU device or a software GPU (lavapipe); off with `DOTCOMPUTE_BENCH_SETTLE=0` (the protocol before 2026-11-30).
+    /// CPU device or a software GPU (lavapipe); off with `DOTCOMPUTE_BENCH_SETTLE=0` (the
+    /// protocol before 2026-11-30).
     pub fn settle_caches(&self) -> Res<()> {
         let d = self.device;
         let gpu = matches!(
