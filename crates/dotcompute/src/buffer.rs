@@ -623,6 +623,39 @@ impl<'a> Arg<'a> {
     fn writable_as<T: Element>(b: &'a Buffer<T>, len: usize, elem: Type) -> Arg<'a> {
         Arg::binding(b, 0, len, elem, true)
     }
+    /// A buffer of 4-byte scalars (`f32`, `i32` or `u32`) bound read-only as their bits, for
+    /// a `&[u32]` kernel parameter: one kernel then moves elements of any of the three
+    /// types without reading them as their type (a sort's values, which are only
+    /// copied). `None` for other element types.
+    ///
+    /// ```
+    /// use dotcompute::prelude::*;
+    /// use dotcompute::Arg;
+    /// #[kernel]
+    /// fn reverse_words(x: &[u32], out: &mut [u32]) {
+    ///     let i = global_id().x;
+    ///     if i < x.len() {
+    ///         out[i] = x[x.len() - 1 - i];
+    ///     }
+    /// }
+    /// let d = Device::cpu();
+    /// let x = d.upload(&[1.5f32, -2.0, 0.25])?;
+    /// let mut out = d.alloc::<f32>(3)?;
+    /// let args = [Arg::bits(&x).expect("f32"), Arg::bits_mut(&mut out).expect("f32")];
+    /// d.launch_kernel(reverse_words::kernel(), Launch::threads(3), &args)?;
+    /// drop(args);
+    /// assert_eq!(out.to_vec()?, [0.25, -2.0, 1.5]);
+    /// assert!(Arg::bits(&d.upload(&[1.0f64])?).is_none());
+    /// # Ok::<(), dotcompute::Error>(())
+    /// ```
+    pub fn bits<T: Element>(b: &'a Buffer<T>) -> Option<Arg<'a>> {
+        four_byte_scalar::<T>().then(|| Arg::read_only_as(b, b.len, U32_WORD))
+    }
+    /// [`Arg::bits`] read-write, for a `&mut [u32]` kernel parameter. `None` for other
+    /// element types than `f32`, `i32` and `u32`.
+    pub fn bits_mut<T: Element>(b: &'a mut Buffer<T>) -> Option<Arg<'a>> {
+        four_byte_scalar::<T>().then(|| Arg::writable_as(&*b, b.len, U32_WORD))
+    }
     /// A buffer bound read-only.
     pub fn buffer<T: Element>(b: &'a Buffer<T>) -> Arg<'a> {
         Arg::range(b, 0, b.len, false)
@@ -643,6 +676,21 @@ impl<'a> Arg<'a> {
     pub fn scalar<T: ScalarArg>(v: T) -> Arg<'a> {
         Arg(ArgKind::Scalar(v.literal()))
     }
+}
+
+/// The kernel type of [`Arg::bits`]'s bindings.
+const U32_WORD: Type = Type::scalar(ScalarType::U32);
+
+/// Whether `T` is `f32`, `i32` or `u32` (what [`Arg::bits`] binds as words).
+fn four_byte_scalar<T: Element>() -> bool {
+    matches!(
+        T::TYPE,
+        Type {
+            scalar: ScalarType::F32 | ScalarType::I32 | ScalarType::U32,
+            lanes: 1,
+            ..
+        }
+    )
 }
 
 /// A byte buffer read by a kernel's `&[u32]` parameter as little-endian words
@@ -738,15 +786,7 @@ impl<T: Element> Buffer<T> {
     /// }
     /// ```
     pub fn as_vec4s(&self) -> Option<Vec4s<'_, T>> {
-        let lane = matches!(
-            T::TYPE,
-            Type {
-                scalar: ScalarType::F32 | ScalarType::I32 | ScalarType::U32,
-                lanes: 1,
-                ..
-            }
-        );
-        (lane && self.len >= 4).then_some(Vec4s(self))
+        (four_byte_scalar::<T>() && self.len >= 4).then_some(Vec4s(self))
     }
 
     /// [`Buffer::as_vec4s`] for a `&mut [Vec4<T>]` kernel parameter: the kernel reads and

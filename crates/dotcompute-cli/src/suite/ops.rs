@@ -386,6 +386,9 @@ fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
     // Each algorithm the library would run here pinned in turn (the tuner's candidates,
     // `sort_algorithms`; the CPU device sorts on the host, its row named "host").
     let mut algorithms = sort::sort_algorithms::<u32, u32>(d, n, true);
+    // Forms for pairs only (packed pairs) are not timed on keys: pinned there, the
+    // default would run under their name.
+    let for_keys = sort::sort_algorithms::<u32, u32>(d, n, false);
     if algorithms.is_empty() {
         algorithms.push("host");
     } else if let Some(only) = dotcompute::settings::choices::BENCH_SORTS
@@ -400,12 +403,16 @@ fn sort_figures(ctx: &Ctx) -> Res<Vec<Figure>> {
             "onesweep8" => "8-bit LSD, one pass per digit, decoupled look-back",
             "multisplit8" => "8-bit LSD, warp multisplit, reduce-then-scan",
             "tiles8" => "8-bit LSD, ranked tiles staged in shared memory, reduce-then-scan",
+            "tiles8-packed" => "tiles8 with each pair moved as one 8-byte element between passes",
             "radix4" => "4-bit LSD, shared-table ranks, reduce-then-scan",
             "host" => "LSD radix sort on the host, in the buffers' memory",
             // A name the library added and this list lacks: shown as it is.
             other => other,
         };
         for pairs in [false, true] {
+            if !pairs && !for_keys.is_empty() && !for_keys.contains(&algorithm) {
+                continue;
+            }
             let what = if pairs { "pairs" } else { "keys" };
             ctx.step(&format!("radix sort {} u32 {what}, {algorithm}", label(n)));
             let mut sk = d.alloc_filled(n, 0u32).map_err(s)?;

@@ -484,6 +484,9 @@ enum Algorithm {
     /// 8-bit passes in ranked, staged tiles, reduce-then-scan (`tiles.rs`; 32-lane
     /// subgroups on hardware GPUs).
     Tiles8,
+    /// `Tiles8` for pairs of 4-byte keys and values, moved between passes as one
+    /// 8-byte element a pair (`tiles::sort_packed`).
+    Tiles8Packed,
     /// 4-bit passes ranked through a shared table (`radix_passes`).
     Radix4,
 }
@@ -495,6 +498,7 @@ impl Algorithm {
             Algorithm::Onesweep8 => "onesweep8",
             Algorithm::Multisplit8 { .. } => "multisplit8",
             Algorithm::Tiles8 => "tiles8",
+            Algorithm::Tiles8Packed => "tiles8-packed",
             Algorithm::Radix4 => "radix4",
         }
     }
@@ -516,6 +520,9 @@ fn algorithms<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> Vec<Algorithm
     }
     if tiles::available::<K, V>(queue, n, pairs) {
         out.insert(0, Algorithm::Tiles8);
+        if pairs {
+            out.insert(1, Algorithm::Tiles8Packed);
+        }
     }
     if onesweep::available::<K, V>(queue, n, pairs) {
         out.insert(0, Algorithm::Onesweep8);
@@ -620,9 +627,14 @@ fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
                 },
             )
         }
-        Algorithm::Tiles8 => {
+        // Packed pairs need two passes or more; one goes apart, as `Tiles8`.
+        Algorithm::Tiles8Packed if bits.len() > tiles::BITS as usize => match values {
+            Some(values) => tiles::sort_packed::<K, V>(queue, keys, values, bits, flip, n),
+            None => sort_with::<K, V, PAIRS>(queue, Algorithm::Tiles8, keys, None, flip, bits, n),
+        },
+        Algorithm::Tiles8 | Algorithm::Tiles8Packed => {
             let plan = tiles::Plan::new(n);
-            let mut scratch = multisplit::Scratch::new(queue, plan.spans())?;
+            let mut scratch = tiles::Scratch::new(queue, &plan)?;
             ping_pong::<K, V, PAIRS>(queue, keys, values, bits, tiles::BITS, |src, dst, digit| {
                 tiles::pass::<K, V, PAIRS>(queue, &plan, &mut scratch, src, dst, n, digit, flip)
             })

@@ -23,13 +23,14 @@
 //! subgroups are 8 lanes wide, so CI cannot run it; the GPU machine's tests pin it on
 //! CUDA and NVIDIA Vulkan.
 
-use super::multisplit::{span_end, Scratch};
+use super::multisplit::{self, span_end};
 use super::onesweep::{tile_digit_count, tile_digit_starts, warp_rank, write_tile};
 use super::{radix_digit, KeyKind, RadixKey};
 use crate::scan::exclusive_sum;
 use crate::GROUP;
 use dotcompute::prelude::*;
-use dotcompute::{AsStream, Buffer, Result};
+use dotcompute::{Arg, AsStream, Buffer, Element, Result};
+use std::ops::Range;
 
 /// Bits per pass.
 pub(super) const BITS: u32 = 8;
@@ -72,8 +73,9 @@ const SHARED_BYTES: u64 = (2 * TILE + RADIX * WARPS + WARPS + RADIX) as u64 * 4;
 
 /// `counts[d * spans + s]`: the keys of span `s` (group `s`) with digit `d`.
 #[kernel]
-fn tile_counts<K: Num, B: Int, const KIND: u32>(
+fn tile_counts<K: Num, B: Int, const KIND: u32, const PACKED_IN: u32>(
     keys: &[K],
+    packed: &[Vec2<u32>],
     counts: &mut [u32],
     n: u32,
     shift: u32,
@@ -100,7 +102,11 @@ fn tile_counts<K: Num, B: Int, const KIND: u32>(
         for j in 0..ITEMS {
             let i = chunk + j * GROUP + lid;
             if i < end {
-                held[j] = keys[i];
+                if PACKED_IN == 1 {
+                    held[j] = K::cast(packed[i].x);
+                } else {
+                    held[j] = keys[i];
+                }
             }
         }
         for j in 0..ITEMS {
@@ -129,11 +135,15 @@ fn tile_scatter<
     const PAIRS: u32,
     const KIND: u32,
     const VALUES_WITH_KEYS: u32,
+    const PACKED_IN: u32,
+    const PACKED_OUT: u32,
 >(
     keys: &[K],
     values: &[V],
+    packed: &[Vec2<u32>],
     keys_out: &mut [K],
     values_out: &mut [V],
+    packed_out: &mut [Vec2<u32>],
     offsets: &[u32],
     n: u32,
     shift: u32,
@@ -171,9 +181,17 @@ fn tile_scatter<
         for j in 0..ITEMS {
             let i = base + j * WIDTH + lane;
             if i < end {
-                held[j] = keys[i];
-                if PAIRS == 1 {
-                    vals[j] = values[i];
+                if PACKED_IN == 1 {
+                    // One 8-byte load a pair (`K` and `V` are `u32` here: see
+                    // `sort_packed`).
+                    let pair = packed[i];
+                    held[j] = K::cast(pair.x);
+                    vals[j] = V::cast(pair.y);
+                } else {
+                    held[j] = keys[i];
+                    if PAIRS == 1 {
+                        vals[j] = values[i];
+                    }
                 }
             }
         }
@@ -205,7 +223,7 @@ fn tile_scatter<
             rank[j] = warp_rank(hist, warp * RADIX, d, valid);
             if valid {
                 stage[rank[j]] = held[j];
-                if PAIRS == 1 && VALUES_WITH_KEYS == 1 {
+                if PAIRS == 1 && (VALUES_WITH_KEYS == 1 || PACKED_OUT == 1) {
                     value_stage[rank[j]] = vals[j];
                 }
             }
@@ -216,24 +234,39 @@ fn tile_scatter<
         if end - tile_start < TILE {
             tile_len = end - tile_start;
         }
-        write_tile(
-            stage,
-            value_stage,
-            out_base,
-            keys_out,
-            values_out,
-            tile_len,
-            ITEMS,
-            1,
-            PAIRS * VALUES_WITH_KEYS,
-            KIND,
-            inf,
-            flip,
-            shift,
-            mask,
-        );
+        if PACKED_OUT == 1 {
+            write_packed_tile(
+                stage,
+                value_stage,
+                out_base,
+                packed_out,
+                tile_len,
+                KIND,
+                inf,
+                flip,
+                shift,
+                mask,
+            );
+        } else {
+            write_tile(
+                stage,
+                value_stage,
+                out_base,
+                keys_out,
+                values_out,
+                tile_len,
+                ITEMS,
+                1,
+                PAIRS * VALUES_WITH_KEYS,
+                KIND,
+                inf,
+                flip,
+                shift,
+                mask,
+            );
+        }
         // Values staged after their keys have left, as on CUDA (see `values_with_keys`).
-        if PAIRS == 1 && VALUES_WITH_KEYS == 0 {
+        if PAIRS == 1 && VALUES_WITH_KEYS == 0 && PACKED_OUT == 0 {
             for j in 0..ITEMS {
                 if base + j * WIDTH + lane < end {
                     value_stage[rank[j]] = vals[j];
@@ -263,6 +296,35 @@ fn tile_scatter<
     }
 }
 
+/// [`write_tile`] for packed pairs: each staged key and its staged value leave as one
+/// `Vec2<u32>`, one 8-byte store a pair. Packed passes run with `K` and `V` both `u32`
+/// (the keys' and values' bits: `sort_packed`), so the casts are the bits themselves;
+/// `cast` rather than `bitcast` keeps the other instantiations (8-byte keys, never
+/// packed) compiling on the host.
+#[kernel_fn]
+fn write_packed_tile<K: Num, B: Int, V: Num>(
+    stage: &[K],
+    value_stage: &[V],
+    out_base: &[u32],
+    packed_out: &mut [Vec2<u32>],
+    tile_len: u32,
+    kind: u32,
+    inf: B,
+    flip: B,
+    shift: u32,
+    mask: u32,
+) {
+    let lid = local_id().x;
+    for r in 0..ITEMS {
+        let i = r * GROUP + lid;
+        if i < tile_len {
+            let k = stage[i];
+            let at = out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i;
+            packed_out[at] = Vec2::new(u32::cast(k), u32::cast(value_stage[i]));
+        }
+    }
+}
+
 /// How one input is cut: spans of whole tiles, one per group, at most `MAX_SPANS`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Plan {
@@ -278,10 +340,6 @@ impl Plan {
             spans: n.div_ceil(span_len).max(1),
             span_len,
         }
-    }
-
-    pub(super) fn spans(&self) -> u32 {
-        self.spans
     }
 
     fn groups(&self) -> Launch {
@@ -302,6 +360,24 @@ fn values_with_keys(queue: &impl AsStream) -> bool {
     queue.device().backend_kind() != dotcompute::BackendKind::Cuda
 }
 
+/// The scratch of a pass: the digit counts and their scan, and the one-element packed
+/// buffers a pass of keys and values apart binds for the packed pairs it does not use.
+pub(super) struct Scratch {
+    sums: multisplit::Scratch,
+    no_pairs_in: Buffer<Vec2<u32>>,
+    no_pairs_out: Buffer<Vec2<u32>>,
+}
+
+impl Scratch {
+    pub(super) fn new(queue: &impl AsStream, plan: &Plan) -> Result<Scratch> {
+        Ok(Scratch {
+            sums: multisplit::Scratch::new(queue, plan.spans)?,
+            no_pairs_in: queue.scratch(1)?,
+            no_pairs_out: queue.scratch(1)?,
+        })
+    }
+}
+
 /// One pass: the keys (and values) of `src` placed by their digit at `shift` (`mask`
 /// wide) into `dst`.
 #[allow(clippy::too_many_arguments)]
@@ -316,11 +392,12 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
     flip: u64,
 ) -> Result<()> {
     let (inf, flip) = (K::bits_from(K::INF_BITS), K::bits_from(flip));
-    with_key_kind!(K::KIND, KIND => tile_counts::launch::<K, K::Bits, KIND>(
+    with_key_kind!(K::KIND, KIND => tile_counts::launch::<K, K::Bits, KIND, 0>(
         queue,
         plan.groups(),
         src_k,
-        &mut scratch.counts,
+        &scratch.no_pairs_in,
+        &mut scratch.sums.counts,
         n,
         shift,
         mask,
@@ -329,14 +406,13 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         plan.spans,
         plan.span_len,
     ))?;
-    exclusive_sum(queue, &scratch.counts, &mut scratch.offsets)?;
+    exclusive_sum(queue, &scratch.sums.counts, &mut scratch.sums.offsets)?;
     let digit = (shift, mask, inf, flip);
-    let offsets = &scratch.offsets;
     if values_with_keys(queue) {
         scatter::<K, V, PAIRS, 1>(
             queue,
             plan,
-            offsets,
+            scratch,
             (src_k, src_v),
             (dst_k, dst_v),
             n,
@@ -346,7 +422,7 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         scatter::<K, V, PAIRS, 0>(
             queue,
             plan,
-            offsets,
+            scratch,
             (src_k, src_v),
             (dst_k, dst_v),
             n,
@@ -360,7 +436,7 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
 fn scatter<K: RadixKey, V: Num, const PAIRS: u32, const VALUES_WITH_KEYS: u32>(
     queue: &impl AsStream,
     plan: &Plan,
-    offsets: &Buffer<u32>,
+    scratch: &mut Scratch,
     (src_k, src_v): (&Buffer<K>, &Buffer<V>),
     (dst_k, dst_v): (&mut Buffer<K>, &mut Buffer<V>),
     n: u32,
@@ -373,14 +449,18 @@ fn scatter<K: RadixKey, V: Num, const PAIRS: u32, const VALUES_WITH_KEYS: u32>(
         PAIRS,
         KIND,
         VALUES_WITH_KEYS,
+        0,
+        0,
     >(
         queue,
         plan.groups(),
         src_k,
         src_v,
+        &scratch.no_pairs_in,
         dst_k,
         dst_v,
-        offsets,
+        &mut scratch.no_pairs_out,
+        &scratch.sums.offsets,
         n,
         shift,
         mask,
@@ -391,6 +471,191 @@ fn scatter<K: RadixKey, V: Num, const PAIRS: u32, const VALUES_WITH_KEYS: u32>(
     ))
 }
 
+/// Where a packed pass reads: the caller's keys and values apart (read as `u32` bits:
+/// [`Arg::bits`]) or packed pairs.
+enum Source<'a, K: Element, V: Element> {
+    Apart(&'a Buffer<K>, &'a Buffer<V>),
+    Packed(&'a Buffer<Vec2<u32>>),
+}
+
+/// Where a packed pass writes, as [`Source`].
+enum Destination<'a, K: Element, V: Element> {
+    Apart(&'a mut Buffer<K>, &'a mut Buffer<V>),
+    Packed(&'a mut Buffer<Vec2<u32>>),
+}
+
+/// One-element buffers bound where a packed pass reads or writes nothing.
+struct StandIns {
+    words_in: Buffer<u32>,
+    keys_out: Buffer<u32>,
+    values_out: Buffer<u32>,
+    pairs_in: Buffer<Vec2<u32>>,
+    pairs_out: Buffer<Vec2<u32>>,
+}
+
+/// Pairs sorted through packed pairs (`Algorithm::Tiles8Packed`), for 4-byte keys and
+/// values (`available`) over at least two passes (`bits` wider than [`BITS`]): the first
+/// pass reads the caller's keys and values and writes each pair as one `Vec2<u32>` (the
+/// key's bits, the value's), the passes between move packed pairs between two spare
+/// buffers, and the last writes the caller's keys and values again. A pair then takes one
+/// 8-byte load and one 8-byte store a pass where apart it takes two of 4 bytes, and each
+/// digit's run of a tile leaves as one run of 8-byte pairs instead of two of 4 bytes;
+/// the count reads 8 bytes a pair instead of 4.
+///
+/// The kernels run on bits: keys and values are bound as `u32` words, and `radix_digit`
+/// orders a key's bits by its kind (`KIND`) whatever type it reads them as.
+pub(super) fn sort_packed<K: RadixKey, V: Num>(
+    queue: &impl AsStream,
+    keys: &mut Buffer<K>,
+    values: &mut Buffer<V>,
+    bits: Range<u32>,
+    flip: u64,
+    n: u32,
+) -> Result<()> {
+    let digits: Vec<(u32, u32)> = bits
+        .clone()
+        .step_by(BITS as usize)
+        .map(|shift| (shift, (1u32 << BITS.min(bits.end - shift)) - 1))
+        .collect();
+    let last = digits.len() - 1;
+    if Arg::bits(keys).is_none() || Arg::bits(values).is_none() || last == 0 {
+        return Err(dotcompute::Error::Unsupported {
+            op: "sort through packed pairs",
+            detail: format!(
+                "it takes 4-byte keys and values over two passes or more, not {:?} and {:?} over {} bits",
+                <K as Element>::TYPE,
+                <V as Element>::TYPE,
+                bits.len()
+            ),
+        });
+    }
+    let plan = Plan::new(n);
+    let mut sums = multisplit::Scratch::new(queue, plan.spans)?;
+    let mut stand_ins = StandIns {
+        words_in: queue.scratch(1)?,
+        keys_out: queue.scratch(1)?,
+        values_out: queue.scratch(1)?,
+        pairs_in: queue.scratch(1)?,
+        pairs_out: queue.scratch(1)?,
+    };
+    let len = keys.len();
+    let mut a = queue.scratch::<Vec2<u32>>(len)?;
+    // Two passes go apart → packed → apart, through `a` alone.
+    let mut b = queue.scratch::<Vec2<u32>>(if last > 1 { len } else { 1 })?;
+    // Bits of 4-byte keys: the narrowing keeps them.
+    let (inf, flip) = (K::INF_BITS as u32, flip as u32);
+    for (p, &(shift, mask)) in digits.iter().enumerate() {
+        let digit = [n, shift, mask, inf, flip, plan.spans, plan.span_len];
+        // Pass `p` writes `a` when even and `b` when odd, and reads what pass `p - 1`
+        // wrote.
+        let (read, write) = if p % 2 == 0 {
+            (&b, &mut a)
+        } else {
+            (&a, &mut b)
+        };
+        let (src, dst) = if p == 0 {
+            (Source::Apart(&*keys, &*values), Destination::Packed(write))
+        } else if p == last {
+            (
+                Source::Packed(read),
+                Destination::Apart(&mut *keys, &mut *values),
+            )
+        } else {
+            (Source::Packed(read), Destination::Packed(write))
+        };
+        packed_pass::<K, V>(queue, &plan, &mut sums, &mut stand_ins, src, dst, digit)?;
+    }
+    Ok(())
+}
+
+/// One pass of [`sort_packed`] from `src` to `dst`; `digit` holds the kernels' scalars
+/// (`n, shift, mask, inf, flip, spans, span_len`).
+fn packed_pass<K: RadixKey, V: Num>(
+    queue: &impl AsStream,
+    plan: &Plan,
+    sums: &mut multisplit::Scratch,
+    stand_ins: &mut StandIns,
+    src: Source<'_, K, V>,
+    dst: Destination<'_, K, V>,
+    digit: [u32; 7],
+) -> Result<()> {
+    let source = || -> Result<[Arg<'_>; 3]> {
+        Ok(match src {
+            Source::Apart(k, v) => [
+                words(Arg::bits(k))?,
+                words(Arg::bits(v))?,
+                Arg::buffer(&stand_ins.pairs_in),
+            ],
+            Source::Packed(pairs) => [
+                Arg::buffer(&stand_ins.words_in),
+                Arg::buffer(&stand_ins.words_in),
+                Arg::buffer(pairs),
+            ],
+        })
+    };
+    let packed_in = matches!(src, Source::Packed(_));
+    let [keys_in, _, pairs_in] = source()?;
+    let mut args = vec![keys_in, pairs_in, Arg::buffer_mut(&mut sums.counts)];
+    args.extend(digit.map(Arg::scalar));
+    queue.launch_kernel(counts_kernel::<K>(packed_in), plan.groups(), &args)?;
+    drop(args);
+    exclusive_sum(queue, &sums.counts, &mut sums.offsets)?;
+    let packed_out = matches!(dst, Destination::Packed(_));
+    let mut args = Vec::from(source()?);
+    match dst {
+        Destination::Apart(k, v) => args.extend([
+            words(Arg::bits_mut(k))?,
+            words(Arg::bits_mut(v))?,
+            Arg::buffer_mut(&mut stand_ins.pairs_out),
+        ]),
+        Destination::Packed(pairs) => args.extend([
+            Arg::buffer_mut(&mut stand_ins.keys_out),
+            Arg::buffer_mut(&mut stand_ins.values_out),
+            Arg::buffer_mut(pairs),
+        ]),
+    }
+    args.push(Arg::buffer(&sums.offsets));
+    args.extend(digit.map(Arg::scalar));
+    // Packed pairs leave together, so their values are staged with their keys.
+    let with_keys = packed_out || values_with_keys(queue);
+    let scatter = scatter_kernel::<K>(packed_in, packed_out, with_keys);
+    queue.launch_kernel(scatter, plan.groups(), &args)
+}
+
+/// A 4-byte buffer's words ([`Arg::bits`]), or the error for another element type
+/// (`sort_packed` checks before its first pass).
+fn words(bits: Option<Arg<'_>>) -> Result<Arg<'_>> {
+    bits.ok_or_else(|| dotcompute::Error::Unsupported {
+        op: "sort through packed pairs",
+        detail: "keys and values must be f32, i32 or u32".into(),
+    })
+}
+
+/// `tile_counts` on keys' bits (`u32`), of `K`'s kind, read apart or packed.
+fn counts_kernel<K: RadixKey>(packed_in: bool) -> &'static dotcompute::KernelDef {
+    with_key_kind!(K::KIND, KIND => match packed_in {
+        false => tile_counts::kernel::<u32, u32, KIND, 0>(),
+        true => tile_counts::kernel::<u32, u32, KIND, 1>(),
+    })
+}
+
+/// `tile_scatter` of pairs on bits (`u32` keys of `K`'s kind and `u32` values), read and
+/// written apart or packed, values staged with their keys or after them.
+fn scatter_kernel<K: RadixKey>(
+    packed_in: bool,
+    packed_out: bool,
+    with_keys: bool,
+) -> &'static dotcompute::KernelDef {
+    with_key_kind!(K::KIND, KIND => match (packed_in, packed_out, with_keys) {
+        (false, false, false) => tile_scatter::kernel::<u32, u32, u32, 1, KIND, 0, 0, 0>(),
+        (false, false, true) => tile_scatter::kernel::<u32, u32, u32, 1, KIND, 1, 0, 0>(),
+        (true, false, false) => tile_scatter::kernel::<u32, u32, u32, 1, KIND, 0, 1, 0>(),
+        (true, false, true) => tile_scatter::kernel::<u32, u32, u32, 1, KIND, 1, 1, 0>(),
+        (false, true, _) => tile_scatter::kernel::<u32, u32, u32, 1, KIND, 1, 0, 1>(),
+        (true, true, _) => tile_scatter::kernel::<u32, u32, u32, 1, KIND, 1, 1, 1>(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,11 +664,16 @@ mod tests {
     /// (CI's lavapipe cannot run them: its subgroups are 8 lanes wide).
     #[test]
     fn the_kernels_build_for_every_key_type() {
-        tile_counts::ir::<u32, u32, 0>().unwrap();
-        tile_counts::ir::<f32, u32, 2>().unwrap();
-        tile_scatter::ir::<u32, u32, u32, 0, 0, 0>().unwrap();
-        tile_scatter::ir::<f32, u32, i32, 1, 2, 1>().unwrap();
-        tile_scatter::ir::<i32, u32, f32, 1, 1, 0>().unwrap();
+        tile_counts::ir::<u32, u32, 0, 0>().unwrap();
+        tile_counts::ir::<f32, u32, 2, 0>().unwrap();
+        tile_counts::ir::<i32, u32, 1, 1>().unwrap();
+        tile_scatter::ir::<u32, u32, u32, 0, 0, 0, 0, 0>().unwrap();
+        tile_scatter::ir::<f32, u32, i32, 1, 2, 1, 0, 0>().unwrap();
+        tile_scatter::ir::<i32, u32, f32, 1, 1, 0, 0, 0>().unwrap();
+        // Packed pairs: in, through and out.
+        tile_scatter::ir::<f32, u32, i32, 1, 2, 1, 0, 1>().unwrap();
+        tile_scatter::ir::<u32, u32, u32, 1, 0, 1, 1, 1>().unwrap();
+        tile_scatter::ir::<i32, u32, f32, 1, 1, 0, 1, 0>().unwrap();
     }
 
     /// Spans are whole tiles, at most `MAX_SPANS`, and cover the input.

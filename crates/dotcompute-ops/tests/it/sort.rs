@@ -549,14 +549,17 @@ fn pinned_sort_algorithms(d: &dotcompute::Device) -> Vec<&'static str> {
     }
 }
 
-/// The kernel each pinned sort algorithm must run: a pin that were ignored would let
-/// `every_sort_algorithm_sorts_right` check the default again and pass.
-fn sort_kernel_of(name: &str) -> &'static str {
+/// The kernel each pinned sort algorithm must run, as the start and end of its instance
+/// name: a pin that were ignored would let `every_sort_algorithm_sorts_right` check the
+/// default again and pass. Packed pairs run `tile_scatter` read and written packed (its
+/// last two constants 1) between the first pass and the last.
+fn sort_kernel_of(name: &str) -> (&'static str, &'static str) {
     match name {
-        "onesweep8" => "onesweep_pass",
-        "multisplit8" => "split_scatter",
-        "tiles8" => "tile_scatter",
-        "radix4" => "radix_scatter",
+        "onesweep8" => ("onesweep_pass", ""),
+        "multisplit8" => ("split_scatter", ""),
+        "tiles8" => ("tile_scatter", ""),
+        "tiles8-packed" => ("tile_scatter", "_1_1"),
+        "radix4" => ("radix_scatter", ""),
         other => panic!("no kernel known for the sort algorithm {other}"),
     }
 }
@@ -573,26 +576,41 @@ fn each_pinned_sort_algorithm_runs_its_own_kernels() {
         let keys: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
         let mut want = keys.clone();
         want.sort_unstable();
+        // Forms for pairs only are pinned on pairs (values equal to their keys).
+        let for_keys = dotcompute_ops::sort::sort_algorithms::<u32, u32>(&d, n, false);
         for name in pinned_sort_algorithms(&d) {
             // lavapipe's compiler takes minutes over the 4-bit kernels cold.
             if name == "radix4" && d.info().name.contains("llvmpipe") {
                 continue;
             }
             let mut dk = d.upload(&keys).unwrap();
+            let mut dv = d.upload(&keys).unwrap();
             d.synchronize().unwrap();
             d.take_timings();
             d.set_profiling(true);
-            dotcompute_ops::tune::with_candidate(name, || sort_keys(&d, &mut dk, Order::Ascending))
-                .unwrap();
+            let pairs = !for_keys.contains(&name);
+            dotcompute_ops::tune::with_candidate(name, || {
+                if pairs {
+                    sort_pairs(&d, &mut dk, &mut dv, Order::Ascending)
+                } else {
+                    sort_keys(&d, &mut dk, Order::Ascending)
+                }
+            })
+            .unwrap();
             d.synchronize().unwrap();
             d.set_profiling(false);
             let labels: Vec<String> = d.take_timings().into_iter().map(|t| t.label).collect();
-            let kernel = sort_kernel_of(name);
+            let (kernel, ending) = sort_kernel_of(name);
             assert!(
-                labels.iter().any(|l| l.starts_with(kernel)),
-                "{} {name}: ran {labels:?}, not {kernel}",
+                labels
+                    .iter()
+                    .any(|l| l.starts_with(kernel) && l.ends_with(ending)),
+                "{} {name}: ran {labels:?}, not {kernel}…{ending}",
                 d.label()
             );
+            if pairs {
+                assert_eq!(dv.to_vec().unwrap(), want, "{} {name} values", d.label());
+            }
             assert_eq!(
                 dk.to_vec().unwrap(),
                 want,

@@ -21,17 +21,19 @@ fn sixteen_threads_share_a_device_with_no_wrong_result() {
                 scope.spawn(move || {
                     let mut rng = fastrand::Rng::with_seed(seed ^ t);
                     let stream = d.stream().unwrap();
-                    for round in 0..6 {
+                    for round in 0..8 {
                         let n = rng.usize(1..20_000);
                         let keys: Vec<u32> = (0..n).map(|_| rng.u32(..1000)).collect();
                         let vals: Vec<u32> = (0..n as u32).collect();
                         let (mut dk, mut dv) = (d.upload(&keys).unwrap(), d.upload(&vals).unwrap());
                         let on_stream = round % 2 == 1;
                         // CUDA's single pass (whose look-back waits on other groups),
-                        // the multisplit and the ranked tiles take turns (where a name
-                        // is absent the default runs; the 4-bit sort is left out:
-                        // lavapipe takes minutes to compile it cold).
-                        let algorithm = ["onesweep8", "multisplit8", "tiles8"][(round / 2) % 3];
+                        // the multisplit and the ranked tiles, apart and packed, take
+                        // turns, each on the device and on a stream (where a name is
+                        // absent the default runs; the 4-bit sort is left out: lavapipe
+                        // takes minutes to compile it cold).
+                        let algorithm = ["onesweep8", "multisplit8", "tiles8", "tiles8-packed"]
+                            [(round / 2) % 4];
                         tune::with_candidate(algorithm, || {
                             if on_stream {
                                 sort_pairs(&stream, &mut dk, &mut dv, Order::Ascending)
