@@ -166,6 +166,7 @@ impl CpuBackend {
                     max_shared_bytes: 48 * 1024,
                     max_static_shared_bytes: 48 * 1024,
                     max_buffer_bytes: memory,
+                    max_binding_bytes: memory,
                 },
                 driver: format!(
                     "rayon {} threads, {}",

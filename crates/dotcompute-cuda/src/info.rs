@@ -68,6 +68,7 @@ pub(crate) fn device_info(ordinal: i32) -> Result<DeviceInfo> {
             max_shared_bytes: a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u64,
             max_static_shared_bytes: a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
             max_buffer_bytes: memory,
+            max_binding_bytes: memory,
         },
         driver: format!(
             "CUDA driver {}.{}, NVRTC {nv_major}.{nv_minor}, sm_{}{}",

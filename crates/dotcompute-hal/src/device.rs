@@ -285,6 +285,10 @@ pub struct Limits {
     pub max_static_shared_bytes: u64,
     /// Largest single buffer, in bytes.
     pub max_buffer_bytes: u64,
+    /// Largest range one kernel parameter may bind, in bytes: on wgpu the adapter's
+    /// largest storage binding (2 GiB less 4 bytes on NVIDIA's Vulkan driver), which can
+    /// be below `max_buffer_bytes`; elsewhere `max_buffer_bytes`.
+    pub max_binding_bytes: u64,
 }
 
 /// A device as listed by `dotcompute devices`.

@@ -68,6 +68,7 @@ mod tests {
                 max_shared_bytes: 0,
                 max_static_shared_bytes: 0,
                 max_buffer_bytes: 0,
+                max_binding_bytes: 0,
             },
             driver: String::new(),
             caps: Capabilities {

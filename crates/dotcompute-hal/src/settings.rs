@@ -372,8 +372,14 @@ pub mod choices {
     /// The sort algorithms `dotcompute bench ops` times (a list: [`Choice::read_list`]).
     pub const BENCH_SORTS: Choice = Choice {
         name: "DOTCOMPUTE_BENCH_SORTS",
-        values: &["onesweep8", "multisplit8", "tiles8", "radix4"],
-        expected: "a comma-separated list of onesweep8, multisplit8, tiles8, radix4",
+        values: &[
+            "onesweep8",
+            "multisplit8",
+            "tiles8",
+            "tiles8-packed",
+            "radix4",
+        ],
+        expected: "a comma-separated list of onesweep8, multisplit8, tiles8, tiles8-packed, radix4",
     };
     pub const AUTOTUNE: Choice = Choice {
         name: "DOTCOMPUTE_AUTOTUNE",

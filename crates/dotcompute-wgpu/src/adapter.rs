@@ -99,6 +99,7 @@ pub(crate) fn describe(adapter: &wgpu::Adapter, limits: &wgpu::Limits) -> Device
             max_shared_bytes: limits.max_compute_workgroup_storage_size as u64,
             max_static_shared_bytes: limits.max_compute_workgroup_storage_size as u64,
             max_buffer_bytes: limits.max_buffer_size,
+            max_binding_bytes: limits.max_storage_buffer_binding_size,
         },
         driver: format!(
             "{:?} {:?}, driver {} {}",

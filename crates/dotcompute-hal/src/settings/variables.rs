@@ -342,7 +342,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "DOTCOMPUTE_BENCH_SORTS",
         scope: Scope::Tools,
         read: "by `dotcompute bench ops`, when it starts its sorts",
-        accepts: "a comma-separated list of onesweep8, multisplit8, tiles8, radix4; default every algorithm the device offers",
+        accepts: "a comma-separated list of onesweep8, multisplit8, tiles8, tiles8-packed, radix4; default every algorithm the device offers",
         effect: "times only those sort algorithms (each still only where the device offers it)",
         check: Some(|| choices::BENCH_SORTS.read_list().map(drop)),
     },

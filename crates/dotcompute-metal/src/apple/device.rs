@@ -70,6 +70,7 @@ pub(crate) fn describe(device: &Mtl<dyn MTLDevice>) -> DeviceInfo {
             max_shared_bytes: device.maxThreadgroupMemoryLength() as u64,
             max_static_shared_bytes: device.maxThreadgroupMemoryLength() as u64,
             max_buffer_bytes: device.maxBufferLength() as u64,
+            max_binding_bytes: device.maxBufferLength() as u64,
         },
         driver: format!(
             "Metal; {} memory; families {}",

@@ -520,7 +520,7 @@ fn algorithms<K, V>(queue: &impl AsStream, n: u32, pairs: bool) -> Vec<Algorithm
     }
     if tiles::available::<K, V>(queue, n, pairs) {
         out.insert(0, Algorithm::Tiles8);
-        if pairs {
+        if pairs && tiles::packed_half(queue, n).is_some() {
             out.insert(1, Algorithm::Tiles8Packed);
         }
     }

@@ -76,6 +76,7 @@ const SHARED_BYTES: u64 = (2 * TILE + RADIX * WARPS + WARPS + RADIX) as u64 * 4;
 fn tile_counts<K: Num, B: Int, const KIND: u32, const PACKED_IN: u32>(
     keys: &[K],
     packed: &[Vec2<u32>],
+    packed_hi: &[Vec2<u32>],
     counts: &mut [u32],
     n: u32,
     shift: u32,
@@ -84,6 +85,7 @@ fn tile_counts<K: Num, B: Int, const KIND: u32, const PACKED_IN: u32>(
     flip: B,
     spans: u32,
     span_len: u32,
+    half: u32,
 ) {
     // One counter table per subgroup: atomics contend only within it.
     let hist = shared::<u32, { RADIX * WARPS }>();
@@ -103,7 +105,7 @@ fn tile_counts<K: Num, B: Int, const KIND: u32, const PACKED_IN: u32>(
             let i = chunk + j * GROUP + lid;
             if i < end {
                 if PACKED_IN == 1 {
-                    held[j] = K::cast(packed[i].x);
+                    held[j] = K::cast(packed_pair(packed, packed_hi, half, i).x);
                 } else {
                     held[j] = keys[i];
                 }
@@ -141,9 +143,11 @@ fn tile_scatter<
     keys: &[K],
     values: &[V],
     packed: &[Vec2<u32>],
+    packed_hi: &[Vec2<u32>],
     keys_out: &mut [K],
     values_out: &mut [V],
     packed_out: &mut [Vec2<u32>],
+    packed_out_hi: &mut [Vec2<u32>],
     offsets: &[u32],
     n: u32,
     shift: u32,
@@ -152,6 +156,7 @@ fn tile_scatter<
     flip: B,
     spans: u32,
     span_len: u32,
+    half: u32,
 ) {
     let stage = shared::<K, TILE>();
     // Unused, and so dropped by the compiler, when sorting keys alone.
@@ -184,7 +189,7 @@ fn tile_scatter<
                 if PACKED_IN == 1 {
                     // One 8-byte load a pair (`K` and `V` are `u32` here: see
                     // `sort_packed`).
-                    let pair = packed[i];
+                    let pair = packed_pair(packed, packed_hi, half, i);
                     held[j] = K::cast(pair.x);
                     vals[j] = V::cast(pair.y);
                 } else {
@@ -240,6 +245,8 @@ fn tile_scatter<
                 value_stage,
                 out_base,
                 packed_out,
+                packed_out_hi,
+                half,
                 tile_len,
                 KIND,
                 inf,
@@ -296,7 +303,22 @@ fn tile_scatter<
     }
 }
 
-/// [`write_tile`] for packed pairs: each staged key and its staged value leave as one
+/// Pair `i` of packed pairs held in two buffers: `lo` holds pairs `0..half`, `hi` the
+/// rest. One binding may not hold them all: NVIDIA's Vulkan driver binds at most 2 GiB
+/// less 4 bytes, and 2^28 pairs are 2 GiB.
+#[kernel_fn]
+fn packed_pair(lo: &[Vec2<u32>], hi: &[Vec2<u32>], half: u32, i: u32) -> Vec2<u32> {
+    let mut pair = Vec2::splat(0u32);
+    if i < half {
+        pair = lo[i];
+    } else {
+        pair = hi[i - half];
+    }
+    pair
+}
+
+/// [`write_tile`] for packed pairs (pair `at` to `packed_out` below `half`, else to
+/// `packed_out_hi`, as [`packed_pair`] reads them): each staged key and its staged value leave as one
 /// `Vec2<u32>`, one 8-byte store a pair. Packed passes run with `K` and `V` both `u32`
 /// (the keys' and values' bits: `sort_packed`), so the casts are the bits themselves;
 /// `cast` rather than `bitcast` keeps the other instantiations (8-byte keys, never
@@ -307,6 +329,8 @@ fn write_packed_tile<K: Num, B: Int, V: Num>(
     value_stage: &[V],
     out_base: &[u32],
     packed_out: &mut [Vec2<u32>],
+    packed_out_hi: &mut [Vec2<u32>],
+    half: u32,
     tile_len: u32,
     kind: u32,
     inf: B,
@@ -320,7 +344,12 @@ fn write_packed_tile<K: Num, B: Int, V: Num>(
         if i < tile_len {
             let k = stage[i];
             let at = out_base[radix_digit(k, kind, inf, flip, shift, mask)] + i;
-            packed_out[at] = Vec2::new(u32::cast(k), u32::cast(value_stage[i]));
+            let pair = Vec2::new(u32::cast(k), u32::cast(value_stage[i]));
+            if at < half {
+                packed_out[at] = pair;
+            } else {
+                packed_out_hi[at - half] = pair;
+            }
         }
     }
 }
@@ -366,6 +395,7 @@ pub(super) struct Scratch {
     sums: multisplit::Scratch,
     no_pairs_in: Buffer<Vec2<u32>>,
     no_pairs_out: Buffer<Vec2<u32>>,
+    no_pairs_out_hi: Buffer<Vec2<u32>>,
 }
 
 impl Scratch {
@@ -374,6 +404,7 @@ impl Scratch {
             sums: multisplit::Scratch::new(queue, plan.spans)?,
             no_pairs_in: queue.scratch(1)?,
             no_pairs_out: queue.scratch(1)?,
+            no_pairs_out_hi: queue.scratch(1)?,
         })
     }
 }
@@ -397,6 +428,7 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         plan.groups(),
         src_k,
         &scratch.no_pairs_in,
+        &scratch.no_pairs_in,
         &mut scratch.sums.counts,
         n,
         shift,
@@ -405,6 +437,7 @@ pub(super) fn pass<K: RadixKey, V: Num, const PAIRS: u32>(
         flip,
         plan.spans,
         plan.span_len,
+        0,
     ))?;
     exclusive_sum(queue, &scratch.sums.counts, &mut scratch.sums.offsets)?;
     let digit = (shift, mask, inf, flip);
@@ -457,9 +490,11 @@ fn scatter<K: RadixKey, V: Num, const PAIRS: u32, const VALUES_WITH_KEYS: u32>(
         src_k,
         src_v,
         &scratch.no_pairs_in,
+        &scratch.no_pairs_in,
         dst_k,
         dst_v,
         &mut scratch.no_pairs_out,
+        &mut scratch.no_pairs_out_hi,
         &scratch.sums.offsets,
         n,
         shift,
@@ -468,20 +503,28 @@ fn scatter<K: RadixKey, V: Num, const PAIRS: u32, const VALUES_WITH_KEYS: u32>(
         flip,
         plan.spans,
         plan.span_len,
+        0,
     ))
+}
+
+/// Packed pairs in two buffers, as [`packed_pair`] reads them: pairs `0..half` in `lo`,
+/// the rest in `hi` (one unused element where `lo` holds them all).
+struct Packed {
+    lo: Buffer<Vec2<u32>>,
+    hi: Buffer<Vec2<u32>>,
 }
 
 /// Where a packed pass reads: the caller's keys and values apart (read as `u32` bits:
 /// [`Arg::bits`]) or packed pairs.
 enum Source<'a, K: Element, V: Element> {
     Apart(&'a Buffer<K>, &'a Buffer<V>),
-    Packed(&'a Buffer<Vec2<u32>>),
+    Packed(&'a Packed),
 }
 
 /// Where a packed pass writes, as [`Source`].
 enum Destination<'a, K: Element, V: Element> {
     Apart(&'a mut Buffer<K>, &'a mut Buffer<V>),
-    Packed(&'a mut Buffer<Vec2<u32>>),
+    Packed(&'a mut Packed),
 }
 
 /// One-element buffers bound where a packed pass reads or writes nothing.
@@ -491,6 +534,15 @@ struct StandIns {
     values_out: Buffer<u32>,
     pairs_in: Buffer<Vec2<u32>>,
     pairs_out: Buffer<Vec2<u32>>,
+    pairs_out_hi: Buffer<Vec2<u32>>,
+}
+
+/// How many of `n` packed pairs the first of their two buffers holds (all where one
+/// binding can), or `None` where two bindings cannot hold them.
+pub(super) fn packed_half(queue: &impl AsStream, n: u32) -> Option<u32> {
+    let per_binding = queue.device().info().limits.max_binding_bytes / 8;
+    let half = u64::from(n).min(per_binding);
+    (u64::from(n) - half <= per_binding).then_some(half as u32)
 }
 
 /// Pairs sorted through packed pairs (`Algorithm::Tiles8Packed`), for 4-byte keys and
@@ -500,7 +552,8 @@ struct StandIns {
 /// buffers, and the last writes the caller's keys and values again. A pair then takes one
 /// 8-byte load and one 8-byte store a pass where apart it takes two of 4 bytes, and each
 /// digit's run of a tile leaves as one run of 8-byte pairs instead of two of 4 bytes;
-/// the count reads 8 bytes a pair instead of 4.
+/// the count reads 8 bytes a pair instead of 4. Where one binding cannot hold the pairs
+/// (2^28 pairs on NVIDIA Vulkan), each spare is two buffers ([`packed_pair`]).
 ///
 /// The kernels run on bits: keys and values are bound as `u32` words, and `radix_digit`
 /// orders a key's bits by its kind (`KIND`) whatever type it reads them as.
@@ -518,17 +571,24 @@ pub(super) fn sort_packed<K: RadixKey, V: Num>(
         .map(|shift| (shift, (1u32 << BITS.min(bits.end - shift)) - 1))
         .collect();
     let last = digits.len() - 1;
-    if Arg::bits(keys).is_none() || Arg::bits(values).is_none() || last == 0 {
+    let half = packed_half(queue, n);
+    let (Some(half), true, true, false) = (
+        half,
+        Arg::bits(keys).is_some(),
+        Arg::bits(values).is_some(),
+        last == 0,
+    ) else {
         return Err(dotcompute::Error::Unsupported {
             op: "sort through packed pairs",
             detail: format!(
-                "it takes 4-byte keys and values over two passes or more, not {:?} and {:?} over {} bits",
+                "it takes 4-byte keys and values over two passes or more, within two bindings \
+                 of the device, not {n} pairs of {:?} and {:?} over {} bits",
                 <K as Element>::TYPE,
                 <V as Element>::TYPE,
                 bits.len()
             ),
         });
-    }
+    };
     let plan = Plan::new(n);
     let mut sums = multisplit::Scratch::new(queue, plan.spans)?;
     let mut stand_ins = StandIns {
@@ -537,15 +597,21 @@ pub(super) fn sort_packed<K: RadixKey, V: Num>(
         values_out: queue.scratch(1)?,
         pairs_in: queue.scratch(1)?,
         pairs_out: queue.scratch(1)?,
+        pairs_out_hi: queue.scratch(1)?,
     };
-    let len = keys.len();
-    let mut a = queue.scratch::<Vec2<u32>>(len)?;
+    let spare = |len: u32| -> Result<Packed> {
+        Ok(Packed {
+            lo: queue.scratch(len.min(half).max(1) as usize)?,
+            hi: queue.scratch(len.saturating_sub(half).max(1) as usize)?,
+        })
+    };
+    let mut a = spare(n)?;
     // Two passes go apart → packed → apart, through `a` alone.
-    let mut b = queue.scratch::<Vec2<u32>>(if last > 1 { len } else { 1 })?;
+    let mut b = spare(if last > 1 { n } else { 1 })?;
     // Bits of 4-byte keys: the narrowing keeps them.
     let (inf, flip) = (K::INF_BITS as u32, flip as u32);
     for (p, &(shift, mask)) in digits.iter().enumerate() {
-        let digit = [n, shift, mask, inf, flip, plan.spans, plan.span_len];
+        let digit = [n, shift, mask, inf, flip, plan.spans, plan.span_len, half];
         // Pass `p` writes `a` when even and `b` when odd, and reads what pass `p - 1`
         // wrote.
         let (read, write) = if p % 2 == 0 {
@@ -569,7 +635,7 @@ pub(super) fn sort_packed<K: RadixKey, V: Num>(
 }
 
 /// One pass of [`sort_packed`] from `src` to `dst`; `digit` holds the kernels' scalars
-/// (`n, shift, mask, inf, flip, spans, span_len`).
+/// (`n, shift, mask, inf, flip, spans, span_len, half`).
 fn packed_pass<K: RadixKey, V: Num>(
     queue: &impl AsStream,
     plan: &Plan,
@@ -577,25 +643,27 @@ fn packed_pass<K: RadixKey, V: Num>(
     stand_ins: &mut StandIns,
     src: Source<'_, K, V>,
     dst: Destination<'_, K, V>,
-    digit: [u32; 7],
+    digit: [u32; 8],
 ) -> Result<()> {
-    let source = || -> Result<[Arg<'_>; 3]> {
+    let source = || -> Result<[Arg<'_>; 4]> {
         Ok(match src {
             Source::Apart(k, v) => [
                 words(Arg::bits(k))?,
                 words(Arg::bits(v))?,
                 Arg::buffer(&stand_ins.pairs_in),
+                Arg::buffer(&stand_ins.pairs_in),
             ],
             Source::Packed(pairs) => [
                 Arg::buffer(&stand_ins.words_in),
                 Arg::buffer(&stand_ins.words_in),
-                Arg::buffer(pairs),
+                Arg::buffer(&pairs.lo),
+                Arg::buffer(&pairs.hi),
             ],
         })
     };
     let packed_in = matches!(src, Source::Packed(_));
-    let [keys_in, _, pairs_in] = source()?;
-    let mut args = vec![keys_in, pairs_in, Arg::buffer_mut(&mut sums.counts)];
+    let [keys_in, _, lo_in, hi_in] = source()?;
+    let mut args = vec![keys_in, lo_in, hi_in, Arg::buffer_mut(&mut sums.counts)];
     args.extend(digit.map(Arg::scalar));
     queue.launch_kernel(counts_kernel::<K>(packed_in), plan.groups(), &args)?;
     drop(args);
@@ -607,11 +675,13 @@ fn packed_pass<K: RadixKey, V: Num>(
             words(Arg::bits_mut(k))?,
             words(Arg::bits_mut(v))?,
             Arg::buffer_mut(&mut stand_ins.pairs_out),
+            Arg::buffer_mut(&mut stand_ins.pairs_out_hi),
         ]),
         Destination::Packed(pairs) => args.extend([
             Arg::buffer_mut(&mut stand_ins.keys_out),
             Arg::buffer_mut(&mut stand_ins.values_out),
-            Arg::buffer_mut(pairs),
+            Arg::buffer_mut(&mut pairs.lo),
+            Arg::buffer_mut(&mut pairs.hi),
         ]),
     }
     args.push(Arg::buffer(&sums.offsets));
