@@ -1,5 +1,6 @@
-//! The sort's 8-bit pass in ranked tiles, for devices with 32-lane subgroups whether or
-//! not their groups make forward progress (NVIDIA Vulkan, Apple's SIMD-groups; CUDA too).
+//! The sort's 8-bit pass in ranked tiles, for devices with 32-lane subgroups and 33 KiB
+//! of shared memory a group whether or not their groups make forward progress (NVIDIA
+//! Vulkan; CUDA too; not Apple GPUs, whose threadgroups have 32 KiB).
 //!
 //! Reduce-then-scan like `multisplit.rs` (no group waits on another, so it is valid on
 //! Vulkan and Metal), but with a ranked tile like Onesweep's (`onesweep.rs`: warp
@@ -15,6 +16,11 @@
 //! digit's next position on by the tile's count of the digit. Ranks
 //! follow input order within a tile, tiles are taken in order within a span and spans
 //! are placed in order by the scan, so the pass is stable.
+//!
+//! **Packed pairs** (`sort_packed`, the default for pairs where it applies): between
+//! passes each pair travels as one `Vec2<u32>` of its key's and value's bits, so a pass
+//! moves one 8-byte word a pair instead of two 4-byte ones; the packed array is split in
+//! two bindings where one cannot hold it (`packed_half`).
 //!
 //! **When.** 32-bit keys, alone or with 4-byte values (the two staged tiles, 24 KiB,
 //! and the counters take 33 KiB of shared memory: NVIDIA's Vulkan driver and CUDA
