@@ -652,6 +652,14 @@ fn sort_with<K: RadixKey, V: Num, const PAIRS: u32>(
 }
 
 /// A pass's source and destination: keys and values (one unread element for keys alone).
+/// Each pass's digit over `bits`, `digit_bits` at a time (the last pass narrower), as
+/// `(shift, mask)`.
+fn digit_passes(bits: Range<u32>, digit_bits: u32) -> impl Iterator<Item = (u32, u32)> {
+    let end = bits.end;
+    bits.step_by(digit_bits as usize)
+        .map(move |shift| (shift, (1u32 << digit_bits.min(end - shift)) - 1))
+}
+
 type PassFrom<'a, K, V> = (&'a Buffer<K>, &'a Buffer<V>);
 type PassTo<'a, K, V> = (&'a mut Buffer<K>, &'a mut Buffer<V>);
 
@@ -674,10 +682,7 @@ fn ping_pong<K: RadixKey, V: Num, const PAIRS: u32>(
     let mut values_alt = queue.scratch::<V>(value_len)?;
     let mut no_values = queue.scratch::<V>(1)?;
     let mut in_alt = false;
-    let mut shift = bits.start;
-    while shift < bits.end {
-        let width = digit_bits.min(bits.end - shift);
-        let mask = (1u32 << width) - 1;
+    for (shift, mask) in digit_passes(bits, digit_bits) {
         let (src_k, dst_k) = if in_alt {
             (&keys_alt, &mut *keys)
         } else {
@@ -695,7 +700,6 @@ fn ping_pong<K: RadixKey, V: Num, const PAIRS: u32>(
         };
         pass((src_k, src_v), (dst_k, dst_v), (shift, mask))?;
         in_alt = !in_alt;
-        shift += width;
     }
     if in_alt {
         queue.copy_buffer(&keys_alt, keys)?;

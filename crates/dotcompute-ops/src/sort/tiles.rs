@@ -533,14 +533,12 @@ enum Destination<'a, K: Element, V: Element> {
     Packed(&'a mut Packed),
 }
 
-/// One-element buffers bound where a packed pass reads or writes nothing.
-struct StandIns {
+/// One-element word buffers bound where a packed pass reads or writes no keys and values
+/// apart (the packed stand-ins for the other direction are [`Scratch`]'s).
+struct NoWords {
     words_in: Buffer<u32>,
     keys_out: Buffer<u32>,
     values_out: Buffer<u32>,
-    pairs_in: Buffer<Vec2<u32>>,
-    pairs_out: Buffer<Vec2<u32>>,
-    pairs_out_hi: Buffer<Vec2<u32>>,
 }
 
 /// How many of `n` packed pairs the first of their two buffers holds (all where one
@@ -571,11 +569,7 @@ pub(super) fn sort_packed<K: RadixKey, V: Num>(
     flip: u64,
     n: u32,
 ) -> Result<()> {
-    let digits: Vec<(u32, u32)> = bits
-        .clone()
-        .step_by(BITS as usize)
-        .map(|shift| (shift, (1u32 << BITS.min(bits.end - shift)) - 1))
-        .collect();
+    let digits: Vec<(u32, u32)> = super::digit_passes(bits.clone(), BITS).collect();
     let last = digits.len() - 1;
     let half = packed_half(queue, n);
     let (Some(half), true, true, false) = (
@@ -596,14 +590,11 @@ pub(super) fn sort_packed<K: RadixKey, V: Num>(
         });
     };
     let plan = Plan::new(n);
-    let mut sums = multisplit::Scratch::new(queue, plan.spans)?;
-    let mut stand_ins = StandIns {
+    let mut scratch = Scratch::new(queue, &plan)?;
+    let mut no_words = NoWords {
         words_in: queue.scratch(1)?,
         keys_out: queue.scratch(1)?,
         values_out: queue.scratch(1)?,
-        pairs_in: queue.scratch(1)?,
-        pairs_out: queue.scratch(1)?,
-        pairs_out_hi: queue.scratch(1)?,
     };
     let spare = |len: u32| -> Result<Packed> {
         Ok(Packed {
@@ -635,7 +626,7 @@ pub(super) fn sort_packed<K: RadixKey, V: Num>(
         } else {
             (Source::Packed(read), Destination::Packed(write))
         };
-        packed_pass::<K, V>(queue, &plan, &mut sums, &mut stand_ins, src, dst, digit)?;
+        packed_pass::<K, V>(queue, &plan, &mut scratch, &mut no_words, src, dst, digit)?;
     }
     Ok(())
 }
@@ -645,8 +636,8 @@ pub(super) fn sort_packed<K: RadixKey, V: Num>(
 fn packed_pass<K: RadixKey, V: Num>(
     queue: &impl AsStream,
     plan: &Plan,
-    sums: &mut multisplit::Scratch,
-    stand_ins: &mut StandIns,
+    scratch: &mut Scratch,
+    no_words: &mut NoWords,
     src: Source<'_, K, V>,
     dst: Destination<'_, K, V>,
     digit: [u32; 8],
@@ -656,12 +647,12 @@ fn packed_pass<K: RadixKey, V: Num>(
             Source::Apart(k, v) => [
                 words(Arg::bits(k))?,
                 words(Arg::bits(v))?,
-                Arg::buffer(&stand_ins.pairs_in),
-                Arg::buffer(&stand_ins.pairs_in),
+                Arg::buffer(&scratch.no_pairs_in),
+                Arg::buffer(&scratch.no_pairs_in),
             ],
             Source::Packed(pairs) => [
-                Arg::buffer(&stand_ins.words_in),
-                Arg::buffer(&stand_ins.words_in),
+                Arg::buffer(&no_words.words_in),
+                Arg::buffer(&no_words.words_in),
                 Arg::buffer(&pairs.lo),
                 Arg::buffer(&pairs.hi),
             ],
@@ -669,28 +660,33 @@ fn packed_pass<K: RadixKey, V: Num>(
     };
     let packed_in = matches!(src, Source::Packed(_));
     let [keys_in, _, lo_in, hi_in] = source()?;
-    let mut args = vec![keys_in, lo_in, hi_in, Arg::buffer_mut(&mut sums.counts)];
+    let mut args = vec![
+        keys_in,
+        lo_in,
+        hi_in,
+        Arg::buffer_mut(&mut scratch.sums.counts),
+    ];
     args.extend(digit.map(Arg::scalar));
     queue.launch_kernel(counts_kernel::<K>(packed_in), plan.groups(), &args)?;
     drop(args);
-    exclusive_sum(queue, &sums.counts, &mut sums.offsets)?;
+    exclusive_sum(queue, &scratch.sums.counts, &mut scratch.sums.offsets)?;
     let packed_out = matches!(dst, Destination::Packed(_));
     let mut args = Vec::from(source()?);
     match dst {
         Destination::Apart(k, v) => args.extend([
             words(Arg::bits_mut(k))?,
             words(Arg::bits_mut(v))?,
-            Arg::buffer_mut(&mut stand_ins.pairs_out),
-            Arg::buffer_mut(&mut stand_ins.pairs_out_hi),
+            Arg::buffer_mut(&mut scratch.no_pairs_out),
+            Arg::buffer_mut(&mut scratch.no_pairs_out_hi),
         ]),
         Destination::Packed(pairs) => args.extend([
-            Arg::buffer_mut(&mut stand_ins.keys_out),
-            Arg::buffer_mut(&mut stand_ins.values_out),
+            Arg::buffer_mut(&mut no_words.keys_out),
+            Arg::buffer_mut(&mut no_words.values_out),
             Arg::buffer_mut(&mut pairs.lo),
             Arg::buffer_mut(&mut pairs.hi),
         ]),
     }
-    args.push(Arg::buffer(&sums.offsets));
+    args.push(Arg::buffer(&scratch.sums.offsets));
     args.extend(digit.map(Arg::scalar));
     // Packed pairs leave together, so their values are staged with their keys.
     let with_keys = packed_out || values_with_keys(queue);
