@@ -8,3 +8,8 @@ cd "$(dirname "$0")"
 nvcc -O3 -arch=sm_90 -std=c++17 -o time_transpose time_transpose.cu
 nvcc -O3 -arch=sm_90 -std=c++17 -o time_library time_library.cu transpose_32_generated.cu transpose_64_generated.cu transpose_128_generated.cu transpose_sectors_64_generated.cu transpose_sectors_128_generated.cu -diag-suppress 177
 ./time_library
+# time_variants.cu: the generated kernels beside an earlier commit's (old_*.cu; see there).
+if ls old_transpose_*_generated.cu > /dev/null 2>&1; then
+    nvcc -O3 -arch=sm_90 -std=c++17 -o time_variants time_variants.cu transpose_*_generated.cu old_transpose_*_generated.cu -diag-suppress 177
+    ./time_variants
+fi

@@ -8,7 +8,7 @@
 typedef unsigned u32;
 #define DECL(T) extern "C" __global__ void dc_transpose_kernel_u32_1_##T(const u32*, u32*, u32, u32, u32, u32, u32, u32, u32, u32);
 DECL(32) DECL(64) DECL(128)
-#define DECLS(T) extern "C" __global__ void dc_transpose_sector_writes_u32_##T(const u32*, u32*, u32, u32, u32, u32, u32, u32, u32, u32, u32);
+#define DECLS(T) extern "C" __global__ void dc_transpose_sector_writes_u32_##T##_8_8(const u32*, u32*, u32, u32, u32, u32, u32, u32, u32, u32);
 DECLS(64) DECLS(128)
 
 int main() {
@@ -33,8 +33,8 @@ int main() {
                 if (form == 32) dc_transpose_kernel_u32_1_32<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
                 if (form == 64) dc_transpose_kernel_u32_1_64<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
                 if (form == 128) dc_transpose_kernel_u32_1_128<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
-                if (form == 1064) dc_transpose_sector_writes_u32_64<<<grid, block>>>(x, y, C, R, 8, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
-                if (form == 1128) dc_transpose_sector_writes_u32_128<<<grid, block>>>(x, y, C, R, 8, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
+                if (form == 1064) dc_transpose_sector_writes_u32_64_8_8<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
+                if (form == 1128) dc_transpose_sector_writes_u32_128_8_8<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
             };
             auto t = time_launches(nothing, go);
             size_t bad = wrong_elements((const unsigned*)y, h, R, C);

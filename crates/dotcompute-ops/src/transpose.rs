@@ -45,12 +45,16 @@ const CANDIDATES: [(&str, u32, u32, bool); 8] = [
     ("column-raster-128-sectors", 1, 128, true),
 ];
 
-/// The most elements a 32-byte sector holds (2-byte elements): the rows a
-/// [`transpose_sector_writes`] tile reads beyond its `TALL`.
-const MAX_SECTOR: u32 = 16;
+/// The most input rows a thread loads into registers before its tile's shared stores:
+/// `(TALL + EXTRA) / ROWS` for the tallest tile (128 rows, and 16 more for 2-byte
+/// elements' sectors); a kernel's array has this length (Rust's array lengths cannot be
+/// computed from const parameters) and uses the first `(TALL + EXTRA) / ROWS`.
+const MOST_HELD: u32 = 18;
 
 /// One `TALL × TILE` tile (input rows `y0..y0 + TALL`, columns `x0..x0 + TILE`) per
 /// group: read by rows into shared memory, written as `TILE` output rows of `TALL`.
+/// Every load is made before any shared store, so that a thread's loads are in flight
+/// together; unguarded in whole tiles, since a load under a branch is not issued early.
 #[kernel]
 fn transpose_kernel<T: Num, const COLUMN_FIRST: u32, const TALL: u32>(
     input: &[T],
@@ -69,12 +73,22 @@ fn transpose_kernel<T: Num, const COLUMN_FIRST: u32, const TALL: u32>(
     }
     let x = tile_x * TILE + lx;
     let y0 = tile_y * TALL;
-    for k in 0..TALL / ROWS {
-        let r = ly + k * ROWS;
-        let y = y0 + r;
-        if x < w && y < h {
-            tile[r * (TILE + 1) + lx] = input[y * w + x];
+    let whole = tile_x * TILE + TILE <= w && y0 + TALL <= h;
+    let mut held = [T::zero(); MOST_HELD as usize];
+    if whole {
+        for k in 0..TALL / ROWS {
+            held[k] = input[(y0 + ly + k * ROWS) * w + x];
         }
+    } else {
+        for k in 0..TALL / ROWS {
+            let y = y0 + ly + k * ROWS;
+            if x < w && y < h {
+                held[k] = input[y * w + x];
+            }
+        }
+    }
+    for k in 0..TALL / ROWS {
+        tile[(ly + k * ROWS) * (TILE + 1) + lx] = held[k];
     }
     barrier();
     // Output rows `ox0 + c` (input columns), columns `y0 + j` (input rows).
@@ -93,34 +107,45 @@ fn transpose_kernel<T: Num, const COLUMN_FIRST: u32, const TALL: u32>(
 }
 
 /// [`transpose_kernel`] in the column order with each output row's piece shifted back by
-/// `s` = (the row's first element's index + `y0`) mod `sector` (the elements of a 32-byte
+/// `s` = (the row's first element's index + `y0`) mod `SECTOR` (the elements of a 32-byte
 /// sector), so that a warp's 32 writes start on a sector and no sector is shared with the
 /// neighbouring tile: a tile writes output columns `y0 − s .. y0 + TALL − s` of each of
 /// its output rows (every tile of a row has the same `s`, so the pieces still partition
 /// the row; the grid has a tile more where the last piece falls short), and reads input
-/// rows `y0 − sector .. y0 + TALL` (up to [`MAX_SECTOR`] rows more than the plain form,
-/// which the tile before has just read).
+/// rows `y0 − EXTRA .. y0 + TALL` (`EXTRA`: `SECTOR` rounded up to a whole number of the
+/// group's rows of threads; rows the tile before has just read). Loads as in
+/// [`transpose_kernel`]: all before any shared store, unguarded in whole tiles.
 #[kernel]
-fn transpose_sector_writes<T: Num, const TALL: u32>(
+fn transpose_sector_writes<T: Num, const TALL: u32, const SECTOR: u32, const EXTRA: u32>(
     input: &[T],
     out: &mut [T],
     w: u32,
     h: u32,
-    sector: u32,
 ) {
-    let tile = shared::<T, { (TALL + MAX_SECTOR) * (TILE + 1) }>();
+    let tile = shared::<T, { (TALL + EXTRA) * (TILE + 1) }>();
     let lx = local_id().x;
     let ly = local_id().y;
     let tile_x = group_id().y;
     let y0 = group_id().x * TALL;
     let x = tile_x * TILE + lx;
-    // Tile row `r` holds input row `y0 + r − sector` (rows before the first skipped).
-    for k in 0..(TALL + MAX_SECTOR) / ROWS {
-        let r = ly + k * ROWS;
-        let shifted = y0 + r;
-        if r < TALL + sector && shifted >= sector && shifted - sector < h && x < w {
-            tile[r * (TILE + 1) + lx] = input[(shifted - sector) * w + x];
+    // Whole: every row read and every element written lies inside the matrix.
+    let whole = y0 >= EXTRA && y0 + TALL <= h && tile_x * TILE + TILE <= w;
+    // `held[k]`, then tile row `ly + k·ROWS`: input row `y0 + ly + k·ROWS − EXTRA`.
+    let mut held = [T::zero(); MOST_HELD as usize];
+    if whole {
+        for k in 0..(TALL + EXTRA) / ROWS {
+            held[k] = input[(y0 + ly + k * ROWS - EXTRA) * w + x];
         }
+    } else {
+        for k in 0..(TALL + EXTRA) / ROWS {
+            let shifted = y0 + ly + k * ROWS;
+            if shifted >= EXTRA && shifted - EXTRA < h && x < w {
+                held[k] = input[(shifted - EXTRA) * w + x];
+            }
+        }
+    }
+    for k in 0..(TALL + EXTRA) / ROWS {
+        tile[(ly + k * ROWS) * (TILE + 1) + lx] = held[k];
     }
     barrier();
     let ox0 = tile_x * TILE;
@@ -128,12 +153,12 @@ fn transpose_sector_writes<T: Num, const TALL: u32>(
         let c = ly + k * ROWS;
         let ox = ox0 + c;
         if ox < w {
-            let s = (ox * h + y0) & (sector - 1);
+            let s = (ox * h + y0) & (SECTOR - 1);
             for m in 0..TALL / TILE {
                 let j = lx + m * TILE;
                 let shifted = y0 + j;
                 if shifted >= s && shifted - s < h {
-                    out[ox * h + shifted - s] = tile[(j + sector - s) * (TILE + 1) + c];
+                    out[ox * h + shifted - s] = tile[(j + EXTRA - s) * (TILE + 1) + c];
                 }
             }
         }
@@ -195,13 +220,15 @@ pub fn transpose<T: Num>(
             let tiles_y = (rows + sector as usize - 1).div_ceil(tall as usize);
             let grid = Launch::grid2d(tiles_y * TILE as usize, tiles_x * ROWS as usize)
                 .group2d(TILE, ROWS);
-            return match tall {
-                64 => transpose_sector_writes::launch::<T, 64>(
-                    queue, grid, input, output, w, h, sector,
-                ),
-                _ => transpose_sector_writes::launch::<T, 128>(
-                    queue, grid, input, output, w, h, sector,
-                ),
+            // (TALL, SECTOR, EXTRA): EXTRA is SECTOR rounded up to a multiple of ROWS.
+            let (q, x, y) = (queue, input, output);
+            return match (tall, sector) {
+                (64, 4) => transpose_sector_writes::launch::<T, 64, 4, 8>(q, grid, x, y, w, h),
+                (64, 8) => transpose_sector_writes::launch::<T, 64, 8, 8>(q, grid, x, y, w, h),
+                (64, _) => transpose_sector_writes::launch::<T, 64, 16, 16>(q, grid, x, y, w, h),
+                (_, 4) => transpose_sector_writes::launch::<T, 128, 4, 8>(q, grid, x, y, w, h),
+                (_, 8) => transpose_sector_writes::launch::<T, 128, 8, 8>(q, grid, x, y, w, h),
+                _ => transpose_sector_writes::launch::<T, 128, 16, 16>(q, grid, x, y, w, h),
             };
         }
         let tiles_y = rows.div_ceil(tall as usize);
@@ -283,11 +310,11 @@ mod harness {
             ("128", super::transpose_kernel::kernel::<u32, 1, 128>()),
             (
                 "sectors_64",
-                super::transpose_sector_writes::kernel::<u32, 64>(),
+                super::transpose_sector_writes::kernel::<u32, 64, 8, 8>(),
             ),
             (
                 "sectors_128",
-                super::transpose_sector_writes::kernel::<u32, 128>(),
+                super::transpose_sector_writes::kernel::<u32, 128, 8, 8>(),
             ),
         ];
         for (tall, k) in kernels {
