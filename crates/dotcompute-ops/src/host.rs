@@ -187,7 +187,7 @@ pub(crate) fn scan<T: HostArith>(
         },
         T::ASSOCIATIVE.then_some(&restarting as &(dyn Fn(_, _) -> _ + Sync)),
         |carry, (restarts, total)| if restarts { total } else { f(carry, total) },
-        |c, xs, ys, mut running, _| {
+        |c, xs, ys, mut running| {
             for ((o, &v), &h) in ys.iter_mut().zip(xs).zip(&heads[c * CHUNK..]) {
                 if inclusive {
                     running = if h != 0 { v } else { f(running, v) };
@@ -220,7 +220,7 @@ fn scan_whole<T: HostArith>(
         |_, xs| xs.iter().fold(identity, |a, &b| f(a, b)),
         T::ASSOCIATIVE.then_some(&f as &(dyn Fn(T, T) -> T + Sync)),
         f,
-        |_, xs, ys, running, next| scan_chunk(xs, ys, (inclusive, streamed), running, f, next),
+        |_, xs, ys, running| scan_chunk(xs, ys, (inclusive, streamed), running, f),
     );
 }
 
@@ -275,24 +275,16 @@ const BLOCK: usize = 8;
 /// block's own prefixes first (independent of the carry, so blocks overlap in the core),
 /// then the carry joined to each: one dependent step a block instead of one an element.
 /// Floats keep the left fold from the carry (their sums' rounding depends on the order).
-/// Meanwhile `next` (the worker's next chunk) is brought into the core's L2 cache, a line
-/// for every line of `xs` scanned ([`prefetch_line`]).
 fn scan_chunk<T: HostArith>(
     xs: &[T],
     ys: &mut [T],
     (inclusive, streamed): (bool, bool),
     mut running: T,
     f: impl Fn(T, T) -> T + Copy,
-    next: &[T],
 ) {
     let mut done = 0;
     if T::ASSOCIATIVE {
-        for (b, (yb, xb)) in ys
-            .chunks_exact_mut(BLOCK)
-            .zip(xs.chunks_exact(BLOCK))
-            .enumerate()
-        {
-            prefetch_line(next, b * BLOCK);
+        for (yb, xb) in ys.chunks_exact_mut(BLOCK).zip(xs.chunks_exact(BLOCK)) {
             let mut prefix = [xb[0]; BLOCK];
             for j in 1..BLOCK {
                 prefix[j] = f(prefix[j - 1], xb[j]);
@@ -319,8 +311,7 @@ fn scan_chunk<T: HostArith>(
             unsafe { std::arch::x86_64::_mm_sfence() };
         }
     }
-    for (i, (o, &v)) in ys[done..].iter_mut().zip(&xs[done..]).enumerate() {
-        prefetch_line(next, done + i);
+    for (o, &v) in ys[done..].iter_mut().zip(&xs[done..]) {
         if inclusive {
             running = f(running, v);
             *o = running;
@@ -329,28 +320,6 @@ fn scan_chunk<T: HostArith>(
             running = f(running, v);
         }
     }
-}
-
-/// Bytes of a cache line on the CPUs this prefetches for (x86-64).
-const LINE: usize = 64;
-
-/// Asks for the cache line of `next` that element `i` starts, when it starts one (and is
-/// in `next`): called for each element or block a scan consumes, it brings `next` in as
-/// fast as the scan reads its own chunk. One core's sweep is limited by the reads it can
-/// have in flight, and a scan reads a chunk, then computes and stores: bringing in the next
-/// chunk meanwhile overlaps the two (one thread's scan of 2^23 `u32` in 256 KiB chunks on
-/// the 2-core Xeon here: 5.4 ms, 3.7 ms with the next chunk brought in). A prefetch is a
-/// hint: it never faults and changes no result.
-#[inline(always)]
-fn prefetch_line<T>(next: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if i < next.len() && (i * std::mem::size_of::<T>()) % LINE == 0 {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-        // SAFETY: SSE is part of x86-64; `i` is within `next`; a prefetch reads nothing
-        // the program can see and cannot fault.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(next.as_ptr().add(i).cast::<i8>()) };
-    }
-    let _ = (next, i);
 }
 
 /// A scan's sweep over `x`'s [`CHUNK`]-element chunks into `y`'s, in one pass over
@@ -368,13 +337,9 @@ fn prefetch_line<T>(next: &[T], i: usize) {
 /// waits for its predecessor's carry, so the carries are linked in chunk order as a
 /// sequential fold of the aggregates would be, and results do not depend on the thread
 /// count or the timing. Waiting cannot deadlock: chunks are claimed in order by workers
-/// that take each chunk's aggregate without waiting on anything (a worker claims its next
-/// chunk before it finishes the current one, and finishing waits for nothing), so the
-/// lowest unfinished chunk's carry, and every claimed chunk's aggregate, is published or
-/// will be; a waiter spins briefly, then yields its core.
-///
-/// `finish` is given the worker's next chunk of `x` (empty after the last) to bring into
-/// the core's cache while it finishes this one.
+/// that run them to the end without waiting on anything else, so the lowest unfinished
+/// chunk's carry, and every claimed chunk's aggregate, is published or will be; a waiter
+/// spins briefly, then yields its core.
 fn chained_chunks<T: Sync + Send, A: Copy + Send + Sync, C: Copy + Send + Sync>(
     x: &[T],
     y: &mut [T],
@@ -382,13 +347,13 @@ fn chained_chunks<T: Sync + Send, A: Copy + Send + Sync, C: Copy + Send + Sync>(
     aggregate: impl Fn(usize, &[T]) -> A + Sync,
     combine: Option<&(dyn Fn(A, A) -> A + Sync)>,
     link: impl Fn(C, A) -> C + Sync,
-    finish: impl Fn(usize, &[T], &mut [T], C, &[T]) + Sync,
+    finish: impl Fn(usize, &[T], &mut [T], C) + Sync,
 ) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Mutex, OnceLock};
     let chunks = x.len().div_ceil(CHUNK);
     if chunks <= 1 {
-        return finish(0, x, y, identity, &[]);
+        return finish(0, x, y, identity);
     }
     // Each output chunk behind its own (uncontended) lock: one worker takes each.
     let outputs: Vec<Mutex<&mut [T]>> = y.chunks_mut(CHUNK).map(Mutex::new).collect();
@@ -398,45 +363,36 @@ fn chained_chunks<T: Sync + Send, A: Copy + Send + Sync, C: Copy + Send + Sync>(
     let _ = carries[0].set(identity);
     let next = AtomicUsize::new(0);
     let workers = rayon::current_num_threads().min(chunks);
-    let chunk = |c: usize| &x[c * CHUNK..x.len().min((c + 1) * CHUNK)];
-    (0..workers).into_par_iter().for_each(|_| {
-        let mut c = next.fetch_add(1, Ordering::Relaxed);
-        while c < chunks {
-            let xs = chunk(c);
-            let total = aggregate(c, xs);
-            let carry = match combine {
-                Some(combine) => {
-                    let _ = aggregates[c].set(total);
-                    // The aggregates of chunks j..c combined, earliest first, until chunk
-                    // j's carry is published (chunk 0's always is).
-                    let mut j = c;
-                    let mut after: Option<A> = None;
-                    loop {
-                        if let Some(&carry) = carries[j].get() {
-                            break after.map_or(carry, |a| link(carry, a));
-                        }
-                        j -= 1;
-                        let a = wait_for(&aggregates[j]);
-                        after = Some(after.map_or(a, |b| combine(a, b)));
-                    }
-                }
-                None => wait_for(&carries[c]),
-            };
-            if c + 1 < chunks {
-                let _ = carries[c + 1].set(link(carry, total));
-            }
-            let mut ys = outputs[c].lock().unwrap_or_else(|e| e.into_inner());
-            // The worker's next chunk, claimed before this one is finished so that
-            // `finish` brings it in meanwhile.
-            let following = next.fetch_add(1, Ordering::Relaxed);
-            let ahead = if following < chunks {
-                chunk(following)
-            } else {
-                &[]
-            };
-            finish(c, xs, &mut ys, carry, ahead);
-            c = following;
+    (0..workers).into_par_iter().for_each(|_| loop {
+        let c = next.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks {
+            break;
         }
+        let xs = &x[c * CHUNK..x.len().min((c + 1) * CHUNK)];
+        let total = aggregate(c, xs);
+        let carry = match combine {
+            Some(combine) => {
+                let _ = aggregates[c].set(total);
+                // The aggregates of chunks j..c combined, earliest first, until chunk
+                // j's carry is published (chunk 0's always is).
+                let mut j = c;
+                let mut after: Option<A> = None;
+                loop {
+                    if let Some(&carry) = carries[j].get() {
+                        break after.map_or(carry, |a| link(carry, a));
+                    }
+                    j -= 1;
+                    let a = wait_for(&aggregates[j]);
+                    after = Some(after.map_or(a, |b| combine(a, b)));
+                }
+            }
+            None => wait_for(&carries[c]),
+        };
+        if c + 1 < chunks {
+            let _ = carries[c + 1].set(link(carry, total));
+        }
+        let mut ys = outputs[c].lock().unwrap_or_else(|e| e.into_inner());
+        finish(c, xs, &mut ys, carry);
     });
 }
 
