@@ -638,22 +638,22 @@ fn scan<T: Reducible>(
     if crate::host::is_cpu(queue) {
         let x = crate::host::elements(queue, input)?;
         let h = heads.map(|h| crate::host::elements(queue, h)).transpose()?;
-        // Segmented scans keep cached stores; whole scans of exact types may stream.
+        // Segmented scans take the single sweep with cached stores; whole scans choose.
         let forms = match h {
-            None => crate::host::scan_stores::<T>(),
+            None => crate::host::scan_forms::<T>(),
             Some(_) => &["cached-stores"],
         };
         let mut run = |i: usize| {
-            let streamed = forms[i] == crate::host::SCAN_STREAMED;
+            use crate::host::{SCAN_STREAMED, SCAN_TWO_PASSES, SCAN_TWO_PASSES_STREAMED};
+            let streamed = [SCAN_STREAMED, SCAN_TWO_PASSES_STREAMED].contains(&forms[i]);
+            let two_passes = [SCAN_TWO_PASSES, SCAN_TWO_PASSES_STREAMED].contains(&forms[i]);
             crate::host::fill_output(output, |y| {
-                crate::reduce::with_host_fn!(T, op, |f| crate::host::scan(
-                    &x,
-                    h.as_deref(),
-                    y,
-                    (inclusive, streamed),
-                    id,
-                    f
-                ))
+                crate::reduce::with_host_fn!(T, op, |f| match &h {
+                    None if two_passes => {
+                        crate::host::scan_two_passes(&x, y, (inclusive, streamed), id, f)
+                    }
+                    _ => crate::host::scan(&x, h.as_deref(), y, (inclusive, streamed), id, f),
+                })
             })
         };
         if forms.len() == 1 {

@@ -79,18 +79,25 @@ pub fn sizes(d: &Device) -> Vec<usize> {
 }
 
 /// The forms a scan of 32-bit integers can take on `d`: CUDA has a single pass (with a
-/// decoupled look-back) beside the three passes every device has, GPUs the three passes
+/// decoupled look-back) beside the three passes every GPU has, GPUs the three passes
 /// in narrow tiles too, and devices with subgroups the three passes scanned by subgroups
-/// in registers; tests run every form (pinned with `tune::with_candidate`).
+/// in registers; the CPU device scans in host code, in one sweep or two passes, with
+/// cached or streamed stores. Tests run every form (pinned with `tune::with_candidate`).
 pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
     let mut forms = Vec::new();
+    if d.backend_kind() == dotcompute::BackendKind::Cpu {
+        // The CPU device's whole scans: one sweep or two passes, cached or streamed stores.
+        return vec![
+            "cached-stores",
+            "streamed-stores",
+            "two-passes, cached-stores",
+            "two-passes, streamed-stores",
+        ];
+    }
     if d.backend_kind() == dotcompute::BackendKind::Cuda {
         forms.extend(["single-pass", "single-pass-narrow"]);
     }
     forms.push("three-pass");
-    if d.backend_kind() == dotcompute::BackendKind::Cpu {
-        return forms;
-    }
     // Software GPUs take their loop counts at run time and have no narrow form.
     let software = d.info().device_type == dotcompute::DeviceType::SoftwareGpu;
     if !software {
@@ -109,6 +116,9 @@ pub fn pass_forms(d: &dotcompute::Device) -> Vec<&'static str> {
 /// passes and its quads, which selection does not have (pinning them would run the
 /// default three passes again).
 pub fn selection_forms(d: &dotcompute::Device) -> Vec<&'static str> {
+    if d.backend_kind() == dotcompute::BackendKind::Cpu {
+        return vec!["three-pass"]; // host code: one form
+    }
     pass_forms(d)
         .into_iter()
         .filter(|&f| !f.ends_with("-vec4"))
