@@ -152,6 +152,35 @@ pub struct Ctx<'a> {
     pub progress: &'a ProgressBar,
     /// The buffer [`Ctx::settle_caches`] reads, allocated on first use.
     pub settle: std::cell::RefCell<Option<Settle>>,
+    /// The host memory [`Ctx::settle_caches`] reads on the CPU device
+    /// ([`cpu_settle_bytes`]), allocated on first use.
+    pub settle_host: std::cell::RefCell<Vec<u64>>,
+}
+
+/// Bytes read before each timed run on the CPU device: twice the host's last-level cache
+/// (from `/sys/devices/system/cpu/cpu0/cache`), 64 MiB to 1 GiB, 512 MiB where Linux does
+/// not say. The CPU rows' arrays of 2^24 elements (64 MiB each) fit together in the
+/// 300 MiB cache of the Xeons here and on the H200's host, so without it each run finds in
+/// the cache what the run before left (session 33: the library's scan took 5.7–6.9 ms after
+/// a copy and 8.9–10.6 ms after rayon's scan, whose written lines it had to write back).
+pub fn cpu_settle_bytes() -> usize {
+    let level3 = (0..8).find_map(|i| {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let level = std::fs::read_to_string(format!("{dir}/level")).ok()?;
+        if level.trim() != "3" {
+            return None;
+        }
+        let size = std::fs::read_to_string(format!("{dir}/size")).ok()?;
+        let size = size.trim();
+        let (digits, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit())?);
+        let n: usize = digits.parse().ok()?;
+        Some(match unit {
+            "K" => n << 10,
+            "M" => n << 20,
+            _ => n,
+        })
+    });
+    level3.map_or(512 << 20, |b| (2 * b).clamp(64 << 20, 1 << 30))
 }
 
 /// What [`Ctx::settle_caches`] reads ([`SETTLE_BYTES`]) and the word its kernel would
@@ -191,18 +220,37 @@ impl Ctx<'_> {
     /// H200 (2026-11-30, `scripts/reduce-harness`): a 2^28-element f32 sum took 243 µs
     /// back to back or after a copy and a read, 252 µs right after a copy (whose 50 MB of
     /// written lines it must first write back); a round-robin of an operation and its
-    /// reference copy charged that write-back to whichever ran after the copy. Not on the
-    /// CPU device or a software GPU (lavapipe); off with `DOTCOMPUTE_BENCH_SETTLE=0` (the
-    /// protocol before 2026-11-30).
+    /// reference copy charged that write-back to whichever ran after the copy. Not on a
+    /// software GPU (lavapipe); off with `DOTCOMPUTE_BENCH_SETTLE=0` (the
+    /// protocol before 2026-11-30). On the CPU device (since session 33, 2026-11-30): reads
+    /// [`cpu_settle_bytes`] of host memory on every core, so that the lines the run before
+    /// wrote are written back before the next run starts.
     pub fn settle_caches(&self) -> Res<()> {
         let d = self.device;
+        let kind = d.info().device_type;
         let gpu = matches!(
-            d.info().device_type,
+            kind,
             dotcompute::DeviceType::DiscreteGpu
                 | dotcompute::DeviceType::IntegratedGpu
                 | dotcompute::DeviceType::VirtualGpu
         );
-        if !gpu || !dotcompute::settings::switch_or("DOTCOMPUTE_BENCH_SETTLE", true).map_err(s)? {
+        let cpu = kind == dotcompute::DeviceType::Cpu;
+        if !(gpu || cpu)
+            || !dotcompute::settings::switch_or("DOTCOMPUTE_BENCH_SETTLE", true).map_err(s)?
+        {
+            return Ok(());
+        }
+        if cpu {
+            use rayon::prelude::*;
+            let mut host = self.settle_host.borrow_mut();
+            if host.is_empty() {
+                *host = vec![1u64; cpu_settle_bytes() / 8];
+            }
+            let x = host
+                .par_chunks(1 << 16)
+                .map(|c| c.iter().fold(0, |a, &b| a ^ b))
+                .reduce(|| 0, |a, b| a ^ b);
+            std::hint::black_box(x);
             return Ok(());
         }
         let mut settle = self.settle.borrow_mut();
@@ -519,6 +567,7 @@ pub fn run(opts: Options) -> ExitCode {
             reps,
             progress: &progress,
             settle: Default::default(),
+            settle_host: Default::default(),
         };
         for bench in &selected {
             ctx.step(bench.name);
