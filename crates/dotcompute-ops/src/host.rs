@@ -217,42 +217,78 @@ fn scan_whole<T: HostArith>(
         x,
         y,
         identity,
-        |_, xs| xs.iter().fold(identity, |a, &b| f(a, b)),
+        |_, xs| chunk_total(xs, identity, f),
         T::ASSOCIATIVE.then_some(&f as &(dyn Fn(T, T) -> T + Sync)),
         f,
         |_, xs, ys, running| scan_chunk(xs, ys, (inclusive, streamed), running, f),
     );
 }
 
-/// The tuner's names of the CPU's unsegmented scans ([`scan_forms`]): the single sweep
-/// ([`scan`]) or two passes ([`scan_two_passes`]), each with ordinary (cached) or
-/// non-temporal (streamed) stores of whole blocks.
-pub(crate) const SCAN_STREAMED: &str = "streamed-stores";
-/// See [`SCAN_STREAMED`].
-pub(crate) const SCAN_TWO_PASSES: &str = "two-passes, cached-stores";
-/// See [`SCAN_STREAMED`].
-pub(crate) const SCAN_TWO_PASSES_STREAMED: &str = "two-passes, streamed-stores";
+/// A chunk's aggregate: its elements folded from `identity`, left to right. Both forms of
+/// the whole scan take it ([`scan_whole`], [`scan_two_passes`]), so that their carries,
+/// and float scans' results, are the same bits.
+fn chunk_total<T: Copy>(xs: &[T], identity: T, f: impl Fn(T, T) -> T) -> T {
+    xs.iter().fold(identity, |a, &b| f(a, b))
+}
 
-/// The forms of the CPU's unsegmented scan of `T`, the default first: the single sweep
-/// with ordinary (cached) stores, the same in two passes, and, for exact types of 4 or 8
-/// bytes on x86-64, both with streamed stores. An ordinary store first reads the line it
-/// writes (so a scan of 2^24 `u32` moves 192 MB where it needs 128); a streamed store
-/// does not, but leaves the output out of the caches, which a later reader of a small
-/// output would miss. The single sweep reads the input once but each chunk waits for the
-/// aggregates before it; two passes read it twice with no wait (on the H200's 16-core host
-/// in session 33 a two-pass rayon scan ran 0.85–0.89× of the sweep's time): candidates,
-/// not rules. Every form gives the same bits (the carries are the same sequential fold
-/// of the same chunks' aggregates).
-pub(crate) fn scan_forms<T: HostArith>() -> &'static [&'static str] {
-    if cfg!(target_arch = "x86_64") && T::ASSOCIATIVE && matches!(std::mem::size_of::<T>(), 4 | 8) {
-        &[
-            "cached-stores",
-            SCAN_STREAMED,
-            SCAN_TWO_PASSES,
-            SCAN_TWO_PASSES_STREAMED,
-        ]
+/// How the CPU device runs a scan: in one sweep ([`scan`]) or in two passes
+/// ([`scan_two_passes`], whole scans only), with ordinary (cached) or non-temporal
+/// (streamed) stores of whole blocks.
+#[derive(Clone, Copy)]
+pub(crate) struct HostScan {
+    pub two_passes: bool,
+    pub streamed: bool,
+}
+
+/// The forms of [`HostScan`] with the tuner's names.
+const SWEEP: (&str, HostScan) = (
+    "cached-stores",
+    HostScan {
+        two_passes: false,
+        streamed: false,
+    },
+);
+const SWEEP_STREAMED: (&str, HostScan) = (
+    "streamed-stores",
+    HostScan {
+        two_passes: false,
+        streamed: true,
+    },
+);
+const TWO_PASSES: (&str, HostScan) = (
+    "two-passes, cached-stores",
+    HostScan {
+        two_passes: true,
+        streamed: false,
+    },
+);
+const TWO_PASSES_STREAMED: (&str, HostScan) = (
+    "two-passes, streamed-stores",
+    HostScan {
+        two_passes: true,
+        streamed: true,
+    },
+);
+
+/// The forms of the CPU's scan of `T`, the default first: a segmented scan takes the
+/// single sweep with cached stores; a whole scan that sweep, the same in two passes, and,
+/// for exact types of 4 or 8 bytes on x86-64, both with streamed stores. An ordinary
+/// store first reads the line it writes (so a scan of 2^24 `u32` moves 192 MB where it
+/// needs 128); a streamed store does not, but leaves the output out of the caches, which a
+/// later reader of a small output would miss. The single sweep reads the input once but
+/// each chunk waits for the aggregates before it; two passes read it twice with no wait
+/// (on the H200's 16-core host in session 33 a two-pass rayon scan ran 0.85–0.89× of the
+/// sweep's time): candidates, not rules. Every form gives the same bits (the carries are
+/// the same sequential fold of the same chunks' aggregates).
+pub(crate) fn scan_forms<T: HostArith>(segmented: bool) -> &'static [(&'static str, HostScan)] {
+    let streams =
+        cfg!(target_arch = "x86_64") && T::ASSOCIATIVE && matches!(std::mem::size_of::<T>(), 4 | 8);
+    if segmented {
+        &[SWEEP]
+    } else if streams {
+        &[SWEEP, SWEEP_STREAMED, TWO_PASSES, TWO_PASSES_STREAMED]
     } else {
-        &["cached-stores", SCAN_TWO_PASSES]
+        &[SWEEP, TWO_PASSES]
     }
 }
 
@@ -270,7 +306,7 @@ pub(crate) fn scan_two_passes<T: HostArith>(
 ) {
     let totals: Vec<T> = x
         .par_chunks(CHUNK)
-        .map(|xs| xs.iter().fold(identity, |a, &b| f(a, b)))
+        .map(|xs| chunk_total(xs, identity, f))
         .collect();
     let mut carry = identity;
     let carries: Vec<T> = totals

@@ -51,6 +51,17 @@ const CANDIDATES: [(&str, u32, u32, bool); 8] = [
 /// computed from const parameters) and uses the first `(TALL + EXTRA) / ROWS`.
 const MOST_HELD: u32 = 18;
 
+// Every candidate's loads fit the kernels' arrays (a sector form's extra rows are at most
+// 16, for 2-byte elements): a taller candidate fails the build, not a kernel at run time.
+const _: () = {
+    let mut i = 0;
+    while i < CANDIDATES.len() {
+        let extra = if CANDIDATES[i].3 { 16 } else { 0 };
+        assert!((CANDIDATES[i].2 + extra) / ROWS <= MOST_HELD);
+        i += 1;
+    }
+};
+
 /// One `TALL × TILE` tile (input rows `y0..y0 + TALL`, columns `x0..x0 + TILE`) per
 /// group: read by rows into shared memory, written as `TILE` output rows of `TALL`.
 /// Every load is made before any shared store, so that a thread's loads are in flight

@@ -150,18 +150,15 @@ pub struct Ctx<'a> {
     /// Timed repetitions (after warm-up).
     pub reps: usize,
     pub progress: &'a ProgressBar,
-    /// The buffer [`Ctx::settle_caches`] reads, allocated on first use.
+    /// The memory [`Ctx::settle_caches`] reads, allocated on first use.
     pub settle: std::cell::RefCell<Option<Settle>>,
-    /// The host memory [`Ctx::settle_caches`] reads on the CPU device
-    /// ([`cpu_settle_bytes`]), allocated on first use.
-    pub settle_host: std::cell::RefCell<Vec<u64>>,
 }
 
 /// Bytes read before each timed run on the CPU device: twice the host's last-level cache
 /// (from `/sys/devices/system/cpu/cpu0/cache`), 64 MiB to 1 GiB, 512 MiB where Linux does
 /// not say. The CPU rows' arrays of 2^24 elements (64 MiB each) fit together in the
-/// 300 MiB cache of the Xeons here and on the H200's host, so without it each run finds in
-/// the cache what the run before left (session 33: the library's scan took 5.7–6.9 ms after
+/// 300 MiB cache of the development machine's Xeon, so without it each run finds in the
+/// cache what the run before left (session 33: the library's scan took 5.7–6.9 ms after
 /// a copy and 8.9–10.6 ms after rayon's scan, whose written lines it had to write back).
 pub fn cpu_settle_bytes() -> usize {
     let level3 = (0..8).find_map(|i| {
@@ -183,11 +180,16 @@ pub fn cpu_settle_bytes() -> usize {
     level3.map_or(512 << 20, |b| (2 * b).clamp(64 << 20, 1 << 30))
 }
 
-/// What [`Ctx::settle_caches`] reads ([`SETTLE_BYTES`]) and the word its kernel would
-/// write (never, as the buffer is zeros; written only so the reads cannot be dropped).
-pub struct Settle {
-    lines: dotcompute::Buffer<dotcompute::Vec4<u32>>,
-    sink: dotcompute::Buffer<u32>,
+/// What [`Ctx::settle_caches`] reads.
+pub enum Settle {
+    /// On a GPU: [`SETTLE_BYTES`] of device memory, and the word its kernel would write
+    /// (never, as the buffer is zeros; written only so the reads cannot be dropped).
+    Device {
+        lines: dotcompute::Buffer<dotcompute::Vec4<u32>>,
+        sink: dotcompute::Buffer<u32>,
+    },
+    /// On the CPU device: [`cpu_settle_bytes`] of host memory.
+    Host(Vec<u64>),
 }
 
 /// Bytes read before each timed run on a GPU: 2.5× the 50 MiB L2 of an H100 or H200.
@@ -240,32 +242,35 @@ impl Ctx<'_> {
         {
             return Ok(());
         }
-        if cpu {
-            use rayon::prelude::*;
-            let mut host = self.settle_host.borrow_mut();
-            if host.is_empty() {
-                *host = vec![1u64; cpu_settle_bytes() / 8];
-            }
-            let x = host
-                .par_chunks(1 << 16)
-                .map(|c| c.iter().fold(0, |a, &b| a ^ b))
-                .reduce(|| 0, |a, b| a ^ b);
-            std::hint::black_box(x);
-            return Ok(());
-        }
         let mut settle = self.settle.borrow_mut();
         if settle.is_none() {
-            *settle = Some(Settle {
-                lines: d
-                    .alloc_filled(SETTLE_BYTES / 16, dotcompute::Vec4::splat(0u32))
-                    .map_err(s)?,
-                sink: d.alloc_filled(1, 0u32).map_err(s)?,
+            *settle = Some(if cpu {
+                Settle::Host(vec![1u64; cpu_settle_bytes() / 8])
+            } else {
+                Settle::Device {
+                    lines: d
+                        .alloc_filled(SETTLE_BYTES / 16, dotcompute::Vec4::splat(0u32))
+                        .map_err(s)?,
+                    sink: d.alloc_filled(1, 0u32).map_err(s)?,
+                }
             });
         }
-        let Settle { lines, sink } = settle.as_mut().expect("allocated above");
-        let launch = dotcompute::Launch::threads(1024 * 256).group(256);
-        settle_kernel::read_lines::launch(d, launch, lines, sink).map_err(s)?;
-        d.synchronize().map_err(s)
+        match settle.as_mut().expect("made above") {
+            Settle::Host(host) => {
+                use rayon::prelude::*;
+                let x = host
+                    .par_chunks(1 << 16)
+                    .map(|c| c.iter().fold(0, |a, &b| a ^ b))
+                    .reduce(|| 0, |a, b| a ^ b);
+                std::hint::black_box(x);
+                Ok(())
+            }
+            Settle::Device { lines, sink } => {
+                let launch = dotcompute::Launch::threads(1024 * 256).group(256);
+                settle_kernel::read_lines::launch(d, launch, lines, sink).map_err(s)?;
+                d.synchronize().map_err(s)
+            }
+        }
     }
 
     pub fn backend(&self) -> String {
@@ -567,7 +572,6 @@ pub fn run(opts: Options) -> ExitCode {
             reps,
             progress: &progress,
             settle: Default::default(),
-            settle_host: Default::default(),
         };
         for bench in &selected {
             ctx.step(bench.name);

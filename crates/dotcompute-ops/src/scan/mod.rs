@@ -638,21 +638,15 @@ fn scan<T: Reducible>(
     if crate::host::is_cpu(queue) {
         let x = crate::host::elements(queue, input)?;
         let h = heads.map(|h| crate::host::elements(queue, h)).transpose()?;
-        // Segmented scans take the single sweep with cached stores; whole scans choose.
-        let forms = match h {
-            None => crate::host::scan_forms::<T>(),
-            Some(_) => &["cached-stores"],
-        };
+        let forms = crate::host::scan_forms::<T>(h.is_some());
         let mut run = |i: usize| {
-            use crate::host::{SCAN_STREAMED, SCAN_TWO_PASSES, SCAN_TWO_PASSES_STREAMED};
-            let streamed = [SCAN_STREAMED, SCAN_TWO_PASSES_STREAMED].contains(&forms[i]);
-            let two_passes = [SCAN_TWO_PASSES, SCAN_TWO_PASSES_STREAMED].contains(&forms[i]);
+            let form = forms[i].1;
             crate::host::fill_output(output, |y| {
-                crate::reduce::with_host_fn!(T, op, |f| match &h {
-                    None if two_passes => {
-                        crate::host::scan_two_passes(&x, y, (inclusive, streamed), id, f)
-                    }
-                    _ => crate::host::scan(&x, h.as_deref(), y, (inclusive, streamed), id, f),
+                let mode = (inclusive, form.streamed);
+                crate::reduce::with_host_fn!(T, op, |f| if form.two_passes {
+                    crate::host::scan_two_passes(&x, y, mode, id, f)
+                } else {
+                    crate::host::scan(&x, h.as_deref(), y, mode, id, f)
                 })
             })
         };
@@ -662,7 +656,8 @@ fn scan<T: Reducible>(
         let what = format!("{:?} {op:?} on the host", <T as dotcompute::Element>::TYPE);
         let key = crate::tune::key(queue, "scan", &what, n as usize);
         // The host's work is done when `run` returns: nothing to wait for.
-        let form = crate::tune::choose_on(queue, &key, n as usize, forms, &mut run, || Ok(()))?;
+        let names: Vec<&str> = forms.iter().map(|f| f.0).collect();
+        let form = crate::tune::choose_on(queue, &key, n as usize, &names, &mut run, || Ok(()))?;
         return run(form);
     }
     scan_on_device(queue, input, heads, output, op, inclusive, id)
