@@ -14,15 +14,11 @@ DECLS(64) DECLS(128)
 int main() {
     const unsigned shapes[][2] = {{8191, 8193}, {8192, 8192}, {8192, 8193}, {8191, 8192}, {4096, 4095}};
     for (auto& s : shapes) {
-        unsigned R = s[0], C = s[1];  // input R x C (h x w)
-        size_t n = (size_t)R * C;
-        std::vector<unsigned> h = random_keys((unsigned)n);
-        unsigned *x, *y, *z;
-        CK(cudaMalloc(&x, 4 * n)); CK(cudaMalloc(&y, 4 * n)); CK(cudaMalloc(&z, 4 * n));
-        CK(cudaMemcpy(x, h.data(), 4 * n, cudaMemcpyHostToDevice));
+        Shape sh(s[0], s[1]);  // input R x C (h x w)
+        unsigned R = sh.R, C = sh.C, *x = sh.x, *y = sh.y;
+        size_t n = sh.n;
         auto nothing = [] {};
-        auto tc = time_launches(nothing, [&] { CK(cudaMemcpyAsync(z, x, 4 * n, cudaMemcpyDeviceToDevice)); });
-        float copy = tc[tc.size() / 2];
+        float copy = sh.copy_median(nothing);
         // Forms 32, 64, 128: the plain kernel; 1064, 1128: the sector-aligned writes.
         for (unsigned form : {32u, 64u, 128u, 1064u, 1128u}) {
             CK(cudaMemset(y, 0xff, 4 * n));
@@ -37,12 +33,11 @@ int main() {
                 if (form == 1128) dc_transpose_sector_writes_u32_128_8_8<<<grid, block>>>(x, y, C, R, n, n, tiles_y * 32, tiles_x * 8, 1, 0);
             };
             auto t = time_launches(nothing, go);
-            size_t bad = wrong_elements((const unsigned*)y, h, R, C);
+            size_t bad = wrong_elements(y, sh.h, R, C);
             float m = t[t.size() / 2];
             printf("%5u x %-5u column-raster-%-3u%s median %7.1f us (min %7.1f) copy %7.1f us -> %.3f of the copy; wrong %zu\n",
                    R, C, tall, sectors ? "-sectors" : "        ", 1e3 * m, 1e3 * t[0], 1e3 * copy, copy / m, bad);
         }
-        CK(cudaFree(x)); CK(cudaFree(y)); CK(cudaFree(z));
     }
     return 0;
 }

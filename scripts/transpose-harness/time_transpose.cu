@@ -58,17 +58,15 @@ __global__ void aligned_writes(const float* __restrict__ x, float* __restrict__ 
 int main() {
     const unsigned shapes[][2] = {{8191, 8193}, {4096, 4095}, {8192, 8192}};
     for (auto& s : shapes) {
-        unsigned R = s[0], C = s[1];
-        size_t n = (size_t)R * C;
-        std::vector<unsigned> h = random_keys((unsigned)n);
-        float *x, *y, *z;
-        CK(cudaMalloc(&x, 4 * n)); CK(cudaMalloc(&y, 4 * n)); CK(cudaMalloc(&z, 4 * n));
-        CK(cudaMemcpy(x, h.data(), 4 * n, cudaMemcpyHostToDevice)); CK(cudaMemset(y, 0xff, 4 * n));
+        Shape sh(s[0], s[1]);
+        unsigned R = sh.R, C = sh.C;
+        size_t n = sh.n;
+        float *x = (float*)sh.x, *y = (float*)sh.y;
+        CK(cudaMemset(y, 0xff, 4 * n));
         auto nothing = [] {};
-        auto tc = time_launches(nothing, [&] { CK(cudaMemcpyAsync(z, x, 4 * n, cudaMemcpyDeviceToDevice)); });
-        float copy = tc[tc.size() / 2];
+        float copy = sh.copy_median(nothing);
         auto check = [&](const char* what, std::vector<float> t) {
-            size_t bad = wrong_elements((const unsigned*)y, h, R, C);
+            size_t bad = wrong_elements((const unsigned*)y, sh.h, R, C);
             float m = t[t.size() / 2];
             printf("%5u x %-5u %-40s median %7.1f us (min %7.1f) copy %7.1f us -> %.3f of the copy; wrong %zu\n",
                    R, C, what, 1e3 * m, 1e3 * t[0], 1e3 * copy, copy / m, bad);
@@ -81,7 +79,6 @@ int main() {
             char name[64]; snprintf(name, sizeof name, "B: aligned writes, %u windows a block", per);
             check(name, time_launches(nothing, [&] { aligned_writes<<<dim3((C + 31) / 32, (windows + per - 1) / per), b>>>(x, y, R, C, per); }));
         }
-        CK(cudaFree(x)); CK(cudaFree(y)); CK(cudaFree(z));
     }
     return 0;
 }

@@ -82,20 +82,16 @@ int main() {
     CK(cudaMalloc(&settle, settle_n * 16)); CK(cudaMemset(settle, 1, settle_n * 16)); CK(cudaMalloc(&sink, 4));
     auto reset = [&] { read_all<<<132 * 8, 256>>>(settle, settle_n, sink); };
     for (auto& s : shapes) {
-        u32 R = s[0], C = s[1];  // input R x C (h x w)
-        size_t n = (size_t)R * C;
-        std::vector<unsigned> hk = random_keys((unsigned)n);
-        u32 *x, *y, *z;
-        CK(cudaMalloc(&x, 4 * n)); CK(cudaMalloc(&y, 4 * n)); CK(cudaMalloc(&z, 4 * n));
-        CK(cudaMemcpy(x, hk.data(), 4 * n, cudaMemcpyHostToDevice));
-        auto copy_t = time_launches(reset, [&] { CK(cudaMemcpyAsync(z, x, 4 * n, cudaMemcpyDeviceToDevice)); });
-        float copy = copy_t[copy_t.size() / 2];
+        Shape sh(s[0], s[1]);  // input R x C (h x w)
+        u32 R = sh.R, C = sh.C, *x = sh.x, *y = sh.y;
+        size_t n = sh.n;
+        float copy = sh.copy_median(reset);
         auto run = [&](const char* form, u32 tall, u32 rows, u32 per, auto kernel) {
             CK(cudaMemset(y, 0xff, 4 * n));
             u32 tiles_y = (R + SECTOR - 1 + tall - 1) / tall, tiles_x = (C + 31) / 32;
             dim3 grid((tiles_y + per - 1) / per, tiles_x), block(32, rows);
             auto t = time_launches(reset, [&] { kernel<<<grid, block>>>(x, y, C, R, per); });
-            size_t bad = wrong_elements(y, hk, R, C);
+            size_t bad = wrong_elements(y, sh.h, R, C);
             float m = t[t.size() / 2];
             printf("%5u x %-5u %s tall %3u rows %2u per %2u: median %7.1f us (min %7.1f) copy %7.1f -> %.3f; wrong %zu\n",
                    R, C, form, tall, rows, per, 1e3 * m, 1e3 * t[0], 1e3 * copy, copy / m, bad);
@@ -122,14 +118,13 @@ int main() {
                         case 11128: old_transpose_sector_writes_u32_128<<<grid, block>>>(x, y, C, R, 8, n, n, gx, gy, 1, 0); break;
                     }
                 });
-                size_t bad = wrong_elements(y, hk, R, C);
+                size_t bad = wrong_elements(y, sh.h, R, C);
                 float m = t[t.size() / 2];
                 printf("%5u x %-5u %s column-raster-%u%-8s median %7.1f us (min %7.1f) copy %7.1f -> %.3f; wrong %zu\n",
                        R, C, old ? "old" : "new", tall, sectors ? "-sectors" : "", 1e3 * m, 1e3 * t[0], 1e3 * copy, copy / m, bad);
             }
             run("hand", 128, 8, 1, walk<128, 8>);
         }
-        CK(cudaFree(x)); CK(cudaFree(y)); CK(cudaFree(z));
     }
     return 0;
 }

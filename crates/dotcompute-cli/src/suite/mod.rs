@@ -154,32 +154,6 @@ pub struct Ctx<'a> {
     pub settle: std::cell::RefCell<Option<Settle>>,
 }
 
-/// Bytes read before each timed run on the CPU device: twice the host's last-level cache
-/// (from `/sys/devices/system/cpu/cpu0/cache`), 64 MiB to 1 GiB, 512 MiB where Linux does
-/// not say. The CPU rows' arrays of 2^24 elements (64 MiB each) fit together in the
-/// 300 MiB cache of the development machine's Xeon, so without it each run finds in the
-/// cache what the run before left (session 33: the library's scan took 5.7–6.9 ms after
-/// a copy and 8.9–10.6 ms after rayon's scan, whose written lines it had to write back).
-pub fn cpu_settle_bytes() -> usize {
-    let level3 = (0..8).find_map(|i| {
-        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
-        let level = std::fs::read_to_string(format!("{dir}/level")).ok()?;
-        if level.trim() != "3" {
-            return None;
-        }
-        let size = std::fs::read_to_string(format!("{dir}/size")).ok()?;
-        let size = size.trim();
-        let (digits, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit())?);
-        let n: usize = digits.parse().ok()?;
-        Some(match unit {
-            "K" => n << 10,
-            "M" => n << 20,
-            _ => n,
-        })
-    });
-    level3.map_or(512 << 20, |b| (2 * b).clamp(64 << 20, 1 << 30))
-}
-
 /// What [`Ctx::settle_caches`] reads.
 pub enum Settle {
     /// On a GPU: [`SETTLE_BYTES`] of device memory, and the word its kernel would write
@@ -188,8 +162,13 @@ pub enum Settle {
         lines: dotcompute::Buffer<dotcompute::Vec4<u32>>,
         sink: dotcompute::Buffer<u32>,
     },
-    /// On the CPU device: [`cpu_settle_bytes`] of host memory.
-    Host(Vec<u64>),
+    /// On the CPU device: the tuner's settle of the host's caches (twice the last-level
+    /// cache, read on every core). The CPU rows' arrays of 2^24 elements (64 MiB each) fit
+    /// together in the 300 MiB cache of the development machine's Xeon, so without it
+    /// each run finds in the cache what the run before left (session 33: the library's
+    /// scan took 5.7–6.9 ms after a copy and 8.9–10.6 ms after rayon's scan, whose
+    /// written lines it had to write back).
+    Host(dotcompute_ops::tune::HostCacheSettle),
 }
 
 /// Bytes read before each timed run on a GPU: 2.5× the 50 MiB L2 of an H100 or H200.
@@ -225,7 +204,7 @@ impl Ctx<'_> {
     /// reference copy charged that write-back to whichever ran after the copy. Not on a
     /// software GPU (lavapipe); off with `DOTCOMPUTE_BENCH_SETTLE=0` (the
     /// protocol before 2026-11-30). On the CPU device (since session 33, 2026-11-30): reads
-    /// [`cpu_settle_bytes`] of host memory on every core, so that the lines the run before
+    /// [`dotcompute_ops::tune::host_settle_bytes`] of host memory on every core, so that the lines the run before
     /// wrote are written back before the next run starts.
     pub fn settle_caches(&self) -> Res<()> {
         let d = self.device;
@@ -245,7 +224,7 @@ impl Ctx<'_> {
         let mut settle = self.settle.borrow_mut();
         if settle.is_none() {
             *settle = Some(if cpu {
-                Settle::Host(vec![1u64; cpu_settle_bytes() / 8])
+                Settle::Host(dotcompute_ops::tune::HostCacheSettle::new())
             } else {
                 Settle::Device {
                     lines: d
@@ -257,12 +236,7 @@ impl Ctx<'_> {
         }
         match settle.as_mut().expect("made above") {
             Settle::Host(host) => {
-                use rayon::prelude::*;
-                let x = host
-                    .par_chunks(1 << 16)
-                    .map(|c| c.iter().fold(0, |a, &b| a ^ b))
-                    .reduce(|| 0, |a, b| a ^ b);
-                std::hint::black_box(x);
+                host.settle();
                 Ok(())
             }
             Settle::Device { lines, sink } => {

@@ -9,8 +9,9 @@ use dotcompute_ops::reduce::reduce;
 use dotcompute_ops::ReduceOp;
 use std::path::{Path, PathBuf};
 
-/// Whether a device here tunes: every one but the CPU device (which computes on the host,
-/// with nothing to choose). Without one (`DOTCOMPUTE_ONLY=cpu` where no C++ compiler runs
+/// Whether a device here runs the tuned child's operations through the tuner: every one
+/// but the CPU device (whose histogram and sum compute on the host, with nothing to
+/// choose; its scan and transpose tune, below). Without one (`DOTCOMPUTE_ONLY=cpu` where no C++ compiler runs
 /// the MSL shim) the tuner tests skip, saying so.
 fn a_device_tunes() -> bool {
     let tunes = devices()
@@ -35,11 +36,16 @@ fn fresh_dir(name: &str) -> PathBuf {
 
 /// Runs `tune::tuned_child` with the cache in `dir` and `autotune`; its output.
 fn child(dir: &Path, autotune: &str) -> String {
+    child_named("tune::tuned_child", dir, autotune)
+}
+
+/// Runs the ignored test `name` with the cache in `dir` and `autotune`; its output.
+fn child_named(name: &str, dir: &Path, autotune: &str) -> String {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
             "--exact",
-            "tune::tuned_child",
+            name,
             "--nocapture",
             "--test-threads=1",
         ])
@@ -152,6 +158,56 @@ fn off_measures_nothing_force_measures_again_and_a_bad_value_is_an_error() {
     // The child reports the error and passes; a child that fails fails here.
     let text = child(&dir, "sometimes");
     assert!(text.contains("CONFIG-ERROR-REPORTED"), "{text}");
+}
+
+#[test]
+fn the_cpu_devices_large_keys_are_measured_from_cold_caches() {
+    let dir = fresh_dir("cold");
+    let text = child_named("tune::cold_child", &dir, "on");
+    assert!(text.contains("COLD-CHILD-OK"), "{text}");
+    let file = std::fs::read_to_string(dir.join("ops/tune.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&file).unwrap();
+    let scans: Vec<(&String, &serde_json::Value)> = v
+        .as_object()
+        .expect("an object of choices")
+        .iter()
+        .filter(|(k, _)| k.contains("| scan |"))
+        .collect();
+    assert_eq!(scans.len(), 2, "{file}");
+    for (key, c) in scans {
+        // Size classes 2^23 and 2^21: cold from 2^22.
+        let cold = key.ends_with("2^23");
+        assert_eq!(c["cold_caches"].as_bool(), Some(cold), "{key}: {c}");
+        for m in c["candidates"].as_array().unwrap() {
+            assert!(m["median_s"].as_f64().is_some(), "{key}: {m} not measured");
+        }
+    }
+}
+
+/// Run by `the_cpu_devices_large_keys_are_measured_from_cold_caches`: exclusive sums of
+/// u32 on the CPU device of 2^22 + 3 (cold) and 2^20 + 1 (warm) elements, every element
+/// checked.
+#[test]
+#[ignore = "run by the tuner tests"]
+fn cold_child() {
+    if std::env::var("DOTCOMPUTE_AUTOTUNE").is_err() {
+        return;
+    }
+    let d = Device::cpu();
+    let seed = 34;
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for n in [(1 << 22) + 3, (1 << 20) + 1] {
+        let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+        let dx = d.upload(&x).unwrap();
+        let mut y = d.alloc_filled(n, 0xdead_beefu32).unwrap();
+        dotcompute_ops::scan::exclusive_sum(&d, &dx, &mut y).unwrap();
+        let mut running = 0u32;
+        for (i, (&g, &v)) in y.to_vec().unwrap().iter().zip(&x).enumerate() {
+            assert_eq!(g, running, "n {n}, element {i}, seed {seed}");
+            running = running.wrapping_add(v);
+        }
+    }
+    println!("COLD-CHILD-OK");
 }
 
 /// Run by the tests above: a histogram and an integer sum on the first non-CPU device
