@@ -496,6 +496,113 @@ fn wait_for<C: Copy>(cell: &std::sync::OnceLock<C>) -> C {
     }
 }
 
+/// The chunks of a stable compaction of `n` elements on the host ([`count_kept`], then
+/// [`write_kept`]): how many each [`CHUNK`]-element chunk keeps, and all of them.
+pub(crate) struct Kept {
+    per_chunk: Vec<usize>,
+    pub total: usize,
+}
+
+/// The first of a compaction's two passes: each chunk's count of the indices `keep`
+/// accepts, in parallel. The caller checks its outputs' room against [`Kept::total`]
+/// before anything is written.
+pub(crate) fn count_kept(n: usize, keep: impl Fn(usize) -> bool + Sync) -> Kept {
+    let per_chunk: Vec<usize> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            (c * CHUNK..n.min((c + 1) * CHUNK))
+                .filter(|&i| keep(i))
+                .count()
+        })
+        .collect();
+    Kept {
+        total: per_chunk.iter().sum(),
+        per_chunk,
+    }
+}
+
+/// Elements a block of [`write_kept`] gathers on the stack before it copies them out.
+const GATHER: usize = 64;
+
+/// The second pass: `value(i)` for every kept index `i` (as [`count_kept`] counted them),
+/// in order, into `kept[..counts.total]`, and where `rest` is given every other index's,
+/// in order, into `rest[..n − counts.total]` (a stable partition). Every chunk writes its
+/// own pieces, in parallel, no chunk waiting for another; within a chunk, blocks of
+/// [`GATHER`] are gathered without a branch per element (each value is stored, and the
+/// cursor advances by whether it was kept) and copied out ([`gather_chunk`]).
+pub(crate) fn write_kept<T: Copy + Send + Sync>(
+    n: usize,
+    counts: &Kept,
+    value: impl Fn(usize) -> T + Sync,
+    keep: impl Fn(usize) -> bool + Sync,
+    kept: &mut [T],
+    rest: Option<&mut [T]>,
+) {
+    let chunks = counts.per_chunk.len();
+    let kept_pieces = split_by_lengths(&mut kept[..counts.total], &counts.per_chunk);
+    let mut rest_pieces: Vec<Option<&mut [T]>> = match rest {
+        Some(rest) => {
+            let lengths: Vec<usize> = (0..chunks)
+                .map(|c| n.min((c + 1) * CHUNK) - c * CHUNK - counts.per_chunk[c])
+                .collect();
+            split_by_lengths(&mut rest[..n - counts.total], &lengths)
+                .into_iter()
+                .map(Some)
+                .collect()
+        }
+        None => (0..chunks).map(|_| None).collect(),
+    };
+    kept_pieces
+        .into_par_iter()
+        .zip(rest_pieces.par_iter_mut())
+        .enumerate()
+        .for_each(|(c, (kept, rest))| {
+            let indices = c * CHUNK..n.min((c + 1) * CHUNK);
+            match rest.as_deref_mut() {
+                Some(rest) => gather_chunk::<T, true>(indices, &value, &keep, kept, rest),
+                None => gather_chunk::<T, false>(indices, &value, &keep, kept, &mut []),
+            }
+        });
+}
+
+/// One chunk of [`write_kept`]: the kept values of `indices` into `kept`, and with
+/// `PARTITION` the others into `rest`, by blocks of [`GATHER`] gathered on the stack.
+fn gather_chunk<T: Copy, const PARTITION: bool>(
+    indices: std::ops::Range<usize>,
+    value: &impl Fn(usize) -> T,
+    keep: &impl Fn(usize) -> bool,
+    kept: &mut [T],
+    rest: &mut [T],
+) {
+    let (mut at_kept, mut at_rest) = (0, 0);
+    let mut start = indices.start;
+    while start < indices.end {
+        let stop = indices.end.min(start + GATHER);
+        let first = value(start);
+        let (mut yes, mut no) = ([first; GATHER], [first; GATHER]);
+        let (mut y, mut o) = (0, 0);
+        for i in start..stop {
+            let v = value(i);
+            let k = keep(i);
+            // Both cursors stay below the elements seen so far (< GATHER): the mask
+            // changes nothing but spares a bounds check.
+            yes[y % GATHER] = v;
+            y += usize::from(k);
+            if PARTITION {
+                no[o % GATHER] = v;
+                o += usize::from(!k);
+            }
+        }
+        kept[at_kept..at_kept + y].copy_from_slice(&yes[..y]);
+        at_kept += y;
+        if PARTITION {
+            rest[at_rest..at_rest + o].copy_from_slice(&no[..o]);
+            at_rest += o;
+        }
+        start = stop;
+    }
+}
+
 /// Counts of the bins of byte samples: `bin_of[b]` is byte `b`'s bin, or `bins` for none.
 /// Each chunk counts byte values (four tables, eight bytes a load), and the bins are
 /// summed from the chunks' value counts at the end: the hot loop has no table lookup
@@ -1289,5 +1396,48 @@ mod tests {
         both_stores(&xi, i32::MIN, seed, Ord::max);
         let x64: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
         both_stores(&x64, u64::MAX, seed, u64::wrapping_add);
+    }
+
+    /// The two-pass compaction against a sequential filter, kept and (as a partition)
+    /// the rest, on sizes around a gathered block and a chunk, with every fraction of
+    /// kept elements from none to all; outputs poisoned, their tails checked untouched.
+    #[test]
+    fn compaction_keeps_the_order_of_what_it_keeps_and_of_the_rest() {
+        use super::{count_kept, write_kept, CHUNK, GATHER};
+        let seed = fastrand::u64(..);
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let sizes = [
+            0,
+            1,
+            GATHER - 1,
+            GATHER + 1,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 1,
+            3 * CHUNK + 2 * GATHER + 7,
+        ];
+        for n in sizes {
+            for percent in [0u32, 1, 50, 99, 100] {
+                let x: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+                let flags: Vec<bool> = (0..n).map(|_| rng.u32(..100) < percent).collect();
+                let keep = |i: usize| flags[i];
+                let want: Vec<u32> = (0..n).filter(|&i| flags[i]).map(|i| x[i]).collect();
+                let others: Vec<u32> = (0..n).filter(|&i| !flags[i]).map(|i| x[i]).collect();
+                let counts = count_kept(n, keep);
+                let at = format!("n {n}, {percent}% kept, seed {seed}");
+                assert_eq!(counts.total, want.len(), "{at}");
+                // Kept only, into an output longer than needed.
+                let mut y = vec![0xdead_beefu32; n + 3];
+                write_kept(n, &counts, |i| x[i], keep, &mut y, None);
+                assert_eq!(y[..want.len()], want[..], "{at}");
+                assert!(y[want.len()..].iter().all(|&v| v == 0xdead_beef), "{at}");
+                // A partition: the kept, then the rest.
+                let mut p = vec![0xdead_beefu32; n];
+                let (kept, rest) = p.split_at_mut(counts.total);
+                write_kept(n, &counts, |i| x[i], keep, kept, Some(rest));
+                assert_eq!(p[..want.len()], want[..], "{at}");
+                assert_eq!(p[want.len()..], others[..], "{at}");
+            }
+        }
     }
 }

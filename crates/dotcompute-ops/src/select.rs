@@ -752,14 +752,15 @@ pub fn copy_if<T: Num, F: Flag>(
             crate::host::elements(queue, input)?,
             crate::host::elements(queue, flags)?,
         );
-        // rayon's collect keeps the input's order (each split's results joined in turn).
-        let kept: Vec<T> = x
-            .par_iter()
-            .zip(f.par_iter())
-            .filter(|(_, &f)| f.is_set())
-            .map(|(&v, _)| v)
-            .collect();
-        return write_prefix(OP, output, &kept);
+        // Slices, so that the loops index them without looking at the `Cow` each time.
+        let (x, f): (&[T], &[F]) = (&x, &f);
+        let keep = |i: usize| f[i].is_set();
+        let counts = crate::host::count_kept(x.len(), keep);
+        check_room(OP, output.len(), counts.total)?;
+        crate::host::fill_output(output, |y| {
+            crate::host::write_kept(x.len(), &counts, |i| x[i], keep, y, None)
+        })?;
+        return Ok(counts.total);
     }
     flagged_on_device::<T, F, COPY_IF>(queue, OP, input, flags, output)
 }
@@ -795,21 +796,15 @@ pub fn partition<T: Num, F: Flag>(
             crate::host::elements(queue, input)?,
             crate::host::elements(queue, flags)?,
         );
-        // rayon's collect keeps the input's order (each split's results joined in turn).
-        let pick = |keep: bool| -> Vec<T> {
-            x.par_iter()
-                .zip(f.par_iter())
-                .filter(|p| p.1.is_set() == keep)
-                .map(|p| *p.0)
-                .collect()
-        };
-        let selected = pick(true);
-        let count = selected.len();
+        // Slices, so that the loops index them without looking at the `Cow` each time.
+        let (x, f): (&[T], &[F]) = (&x, &f);
+        let keep = |i: usize| f[i].is_set();
+        let counts = crate::host::count_kept(x.len(), keep);
         crate::host::fill_output(output, |y| {
-            y[..count].copy_from_slice(&selected);
-            y[count..].copy_from_slice(&pick(false));
+            let (selected, rest) = y.split_at_mut(counts.total);
+            crate::host::write_kept(x.len(), &counts, |i| x[i], keep, selected, Some(rest))
         })?;
-        return Ok(count);
+        return Ok(counts.total);
     }
     flagged_on_device::<T, F, PARTITION>(queue, OP, input, flags, output)
 }
@@ -837,9 +832,16 @@ pub fn unique<T: Num>(
         return Ok(0);
     }
     if crate::host::is_cpu(queue) {
-        let mut x = queue.read_buffer(input)?;
-        x.dedup();
-        return write_prefix(OP, output, &x);
+        let x = crate::host::elements(queue, input)?;
+        let x: &[T] = &x;
+        // The first of each run: as `Vec::dedup`, by `==`.
+        let keep = |i: usize| i == 0 || x[i] != x[i - 1];
+        let counts = crate::host::count_kept(x.len(), keep);
+        check_room(OP, output.len(), counts.total)?;
+        crate::host::fill_output(output, |y| {
+            crate::host::write_kept(x.len(), &counts, |i| x[i], keep, y, None)
+        })?;
+        return Ok(counts.total);
     }
     let no_flags = no_flags(queue)?;
     select_on_device::<T, UNIQUE, 0, WORD_FLAGS>(queue, OP, input, &no_flags, output, None)
@@ -872,19 +874,30 @@ pub fn run_length_encode<T: Num>(
         return Ok(0);
     }
     if crate::host::is_cpu(queue) {
-        let x = queue.read_buffer(input)?;
-        let (mut vals, mut lens) = (Vec::new(), Vec::<u32>::new());
-        for (k, &v) in x.iter().enumerate() {
-            if k > 0 && v == x[k - 1] {
-                *lens.last_mut().expect("a run is open") += 1;
-            } else {
-                vals.push(v);
-                lens.push(1);
-            }
-        }
-        check_room(OP, counts.len(), lens.len())?;
-        write_prefix(OP, values, &vals)?;
-        return write_prefix(OP, counts, &lens);
+        let x = crate::host::elements(queue, input)?;
+        let x: &[T] = &x;
+        // The runs' first indices (as `unique` keeps them), then each run's value and
+        // the distance to the next run's start.
+        let keep = |i: usize| i == 0 || x[i] != x[i - 1];
+        let found = crate::host::count_kept(x.len(), keep);
+        let runs = found.total;
+        check_room(OP, values.len(), runs)?;
+        check_room(OP, counts.len(), runs)?;
+        let mut starts = vec![0u32; runs];
+        crate::host::write_kept(x.len(), &found, |i| i as u32, keep, &mut starts, None);
+        crate::host::fill_output(values, |v| {
+            v[..runs]
+                .par_iter_mut()
+                .zip(&starts)
+                .for_each(|(o, &at)| *o = x[at as usize])
+        })?;
+        crate::host::fill_output(counts, |c| {
+            c[..runs].par_iter_mut().enumerate().for_each(|(r, o)| {
+                let next = starts.get(r + 1).map_or(n, |&s| s);
+                *o = next - starts[r];
+            })
+        })?;
+        return Ok(runs);
     }
     // The run starts (indices of the unique elements), then the lengths between them.
     let mut heads = queue.scratch::<T>(input.len())?;
@@ -992,15 +1005,6 @@ fn check_room(op: &'static str, room: usize, needed: usize) -> Result<()> {
             format!("the output has room for {room} elements, {needed} are kept"),
         ))
     }
-}
-
-/// Writes `kept` to the start of `output` (the host path), after checking the room.
-fn write_prefix<T: Num>(op: &'static str, output: &mut Buffer<T>, kept: &[T]) -> Result<usize> {
-    check_room(op, output.len(), kept.len())?;
-    if !kept.is_empty() {
-        output.slice_mut(..kept.len())?.write(kept)?;
-    }
-    Ok(kept.len())
 }
 
 #[cfg(test)]

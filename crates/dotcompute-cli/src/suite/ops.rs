@@ -230,7 +230,9 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
             ),
         ]
     } else if ctx.kind() == BackendKind::Cpu {
-        &[("three-pass", "reduce-then-scan")]
+        // The CPU device scans host memory in the tuner's form (pinned apart in the rows
+        // against rayon); a GPU form's name would pin nothing there.
+        &[("host", "host memory, the tuner's form")]
     } else {
         &[
             ("three-pass", "reduce-then-scan"),
@@ -307,6 +309,9 @@ fn scan_and_copy_if_figures(ctx: &Ctx, parts: &[&str]) -> Res<Vec<Figure>> {
     // Where a single pass may run (CUDA) the tuner chooses among the forms: its choice
     // too (a name no form has pins nothing).
     let mut selection_forms = selection_forms;
+    if ctx.kind() == BackendKind::Cpu && !selection_forms.is_empty() {
+        selection_forms = vec![("host", "host memory, each chunk counted, then written")];
+    }
     if ctx.kind() == BackendKind::Cuda && !selection_forms.is_empty() {
         selection_forms.push(("tuned", "the tuner's choice of the forms above"));
     }
