@@ -754,13 +754,7 @@ pub fn copy_if<T: Num, F: Flag>(
         );
         // Slices, so that the loops index them without looking at the `Cow` each time.
         let (x, f): (&[T], &[F]) = (&x, &f);
-        let keep = |i: usize| f[i].is_set();
-        let counts = crate::host::count_kept(x.len(), keep);
-        check_room(OP, output.len(), counts.total)?;
-        crate::host::fill_output(output, |y| {
-            crate::host::write_kept(x.len(), &counts, |i| x[i], keep, y, None)
-        })?;
-        return Ok(counts.total);
+        return host_compact(OP, x, |i| f[i].is_set(), output);
     }
     flagged_on_device::<T, F, COPY_IF>(queue, OP, input, flags, output)
 }
@@ -835,13 +829,7 @@ pub fn unique<T: Num>(
         let x = crate::host::elements(queue, input)?;
         let x: &[T] = &x;
         // The first of each run: as `Vec::dedup`, by `==`.
-        let keep = |i: usize| i == 0 || x[i] != x[i - 1];
-        let counts = crate::host::count_kept(x.len(), keep);
-        check_room(OP, output.len(), counts.total)?;
-        crate::host::fill_output(output, |y| {
-            crate::host::write_kept(x.len(), &counts, |i| x[i], keep, y, None)
-        })?;
-        return Ok(counts.total);
+        return host_compact(OP, x, |i| i == 0 || x[i] != x[i - 1], output);
     }
     let no_flags = no_flags(queue)?;
     select_on_device::<T, UNIQUE, 0, WORD_FLAGS>(queue, OP, input, &no_flags, output, None)
@@ -994,6 +982,22 @@ mod private {
     pub trait Sealed {}
     impl Sealed for u32 {}
     impl Sealed for u8 {}
+}
+
+/// The CPU device's copy-if and unique: the elements of `x` whose index `keep` accepts, in
+/// order, to the start of `output` (in place), after its room is checked; how many.
+fn host_compact<T: Num>(
+    op: &'static str,
+    x: &[T],
+    keep: impl Fn(usize) -> bool + Sync,
+    output: &mut Buffer<T>,
+) -> Result<usize> {
+    let counts = crate::host::count_kept(x.len(), &keep);
+    check_room(op, output.len(), counts.total)?;
+    crate::host::fill_output(output, |y| {
+        crate::host::write_kept(x.len(), &counts, |i| x[i], &keep, y, None)
+    })?;
+    Ok(counts.total)
 }
 
 fn check_room(op: &'static str, room: usize, needed: usize) -> Result<()> {
