@@ -451,7 +451,7 @@ fn chained_chunks<T: Sync + Send, A: Copy + Send + Sync, C: Copy + Send + Sync>(
         if c >= chunks {
             break;
         }
-        let xs = &x[c * CHUNK..x.len().min((c + 1) * CHUNK)];
+        let xs = &x[chunk_range(c, x.len())];
         let total = aggregate(c, xs);
         let carry = match combine {
             Some(combine) => {
@@ -496,6 +496,11 @@ fn wait_for<C: Copy>(cell: &std::sync::OnceLock<C>) -> C {
     }
 }
 
+/// The indices of chunk `c` of `n` elements: [`CHUNK`] of them, fewer in the last.
+fn chunk_range(c: usize, n: usize) -> std::ops::Range<usize> {
+    c * CHUNK..n.min((c + 1) * CHUNK)
+}
+
 /// The chunks of a stable compaction of `n` elements on the host ([`count_kept`], then
 /// [`write_kept`]): how many each [`CHUNK`]-element chunk keeps, and all of them.
 pub(crate) struct Kept {
@@ -509,11 +514,7 @@ pub(crate) struct Kept {
 pub(crate) fn count_kept(n: usize, keep: impl Fn(usize) -> bool + Sync) -> Kept {
     let per_chunk: Vec<usize> = (0..n.div_ceil(CHUNK))
         .into_par_iter()
-        .map(|c| {
-            (c * CHUNK..n.min((c + 1) * CHUNK))
-                .filter(|&i| keep(i))
-                .count()
-        })
+        .map(|c| chunk_range(c, n).filter(|&i| keep(i)).count())
         .collect();
     Kept {
         total: per_chunk.iter().sum(),
@@ -543,7 +544,7 @@ pub(crate) fn write_kept<T: Copy + Send + Sync>(
     let mut rest_pieces: Vec<Option<&mut [T]>> = match rest {
         Some(rest) => {
             let lengths: Vec<usize> = (0..chunks)
-                .map(|c| n.min((c + 1) * CHUNK) - c * CHUNK - counts.per_chunk[c])
+                .map(|c| chunk_range(c, n).len() - counts.per_chunk[c])
                 .collect();
             split_by_lengths(&mut rest[..n - counts.total], &lengths)
                 .into_iter()
@@ -557,7 +558,7 @@ pub(crate) fn write_kept<T: Copy + Send + Sync>(
         .zip(rest_pieces.par_iter_mut())
         .enumerate()
         .for_each(|(c, (kept, rest))| {
-            let indices = c * CHUNK..n.min((c + 1) * CHUNK);
+            let indices = chunk_range(c, n);
             match rest.as_deref_mut() {
                 Some(rest) => gather_chunk::<T, true>(indices, &value, &keep, kept, rest),
                 None => gather_chunk::<T, false>(indices, &value, &keep, kept, &mut []),

@@ -828,8 +828,7 @@ pub fn unique<T: Num>(
     if crate::host::is_cpu(queue) {
         let x = crate::host::elements(queue, input)?;
         let x: &[T] = &x;
-        // The first of each run: as `Vec::dedup`, by `==`.
-        return host_compact(OP, x, |i| i == 0 || x[i] != x[i - 1], output);
+        return host_compact(OP, x, |i| starts_run(x, i), output);
     }
     let no_flags = no_flags(queue)?;
     select_on_device::<T, UNIQUE, 0, WORD_FLAGS>(queue, OP, input, &no_flags, output, None)
@@ -866,7 +865,7 @@ pub fn run_length_encode<T: Num>(
         let x: &[T] = &x;
         // The runs' first indices (as `unique` keeps them), then each run's value and
         // the distance to the next run's start.
-        let keep = |i: usize| i == 0 || x[i] != x[i - 1];
+        let keep = |i: usize| starts_run(x, i);
         let found = crate::host::count_kept(x.len(), keep);
         let runs = found.total;
         check_room(OP, values.len(), runs)?;
@@ -982,6 +981,12 @@ mod private {
     pub trait Sealed {}
     impl Sealed for u32 {}
     impl Sealed for u8 {}
+}
+
+/// Whether element `i` of `x` starts a run of equal consecutive elements (the CPU device's
+/// `unique` and `run_length_encode`): as `Vec::dedup`, by `==`.
+fn starts_run<T: PartialEq>(x: &[T], i: usize) -> bool {
+    i == 0 || x[i] != x[i - 1]
 }
 
 /// The CPU device's copy-if and unique: the elements of `x` whose index `keep` accepts, in
